@@ -1,0 +1,214 @@
+// Package activities holds warden's Temporal activities: the model call,
+// the permission check (run as a local activity) and the tool call. They
+// are methods on Activities, which holds every dependency; nothing here
+// is global.
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/middleware"
+	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// Activities runs model calls, permission checks and tool calls.
+type Activities struct {
+	// Tools are the tools the worker offers.
+	Tools *tools.Registry
+	// Backends by name; DefaultBackend names the one used when a turn
+	// names none.
+	Backends       map[string]backend.Backend
+	DefaultBackend string
+	// DefaultWorkdir is used when a turn names no workdir.
+	DefaultWorkdir string
+	// Models by provider name.
+	Models map[string]model.Model
+	// Middleware wraps every tool call (first registered is outermost).
+	Middleware []middleware.Middleware
+	// ResultBudget caps a tool result's size in bytes before it enters
+	// history (default tools.DefaultResultBudget).
+	ResultBudget int
+	// HeartbeatEvery is how often a running tool heartbeats (default 5 s).
+	HeartbeatEvery time.Duration
+	Metrics        *Metrics
+	Logger         *slog.Logger
+
+	validator tools.Validator
+}
+
+// Register registers the activities under the names the workflow uses.
+func (a *Activities) Register(r worker.ActivityRegistry) {
+	r.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: workflows.ActivityModel})
+	r.RegisterActivityWithOptions(a.Prepare, activity.RegisterOptions{Name: workflows.ActivityPrepare})
+	r.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: workflows.ActivityTool})
+}
+
+func (a *Activities) logger() *slog.Logger {
+	if a.Logger != nil {
+		return a.Logger
+	}
+	return slog.Default()
+}
+
+// Model calls the turn's model provider with the enabled tools' specs.
+func (a *Activities) Model(ctx context.Context, in workflows.ModelInput) (model.Response, error) {
+	m, ok := a.Models[in.Provider]
+	if !ok {
+		return model.Response{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("unknown model provider %q", in.Provider), workflows.ErrTypeUnknownModel, nil)
+	}
+	for _, info := range a.Tools.Infos(in.Tools...) {
+		in.Request.Tools = append(in.Request.Tools, model.ToolSpec{Name: info.Name, Description: info.Description, InputSchema: info.InputSchema})
+	}
+	return m.Generate(ctx, in.Request)
+}
+
+// env builds the environment a call runs against.
+func (a *Activities) env(ce workflows.CallEnv, state *tools.State, pc *permission.Context) (*tools.Env, error) {
+	name := ce.Backend
+	if name == "" {
+		name = a.DefaultBackend
+	}
+	b, ok := a.Backends[name]
+	if !ok {
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown backend %q", name), "UnknownBackend", nil)
+	}
+	wd := ce.Workdir
+	if wd == "" {
+		wd = a.DefaultWorkdir
+	}
+	return &tools.Env{Backend: b, Workdir: wd, State: state, Permission: pc}, nil
+}
+
+// Prepare validates a call and runs the permission engine on it. The
+// workflow runs it as a local activity so the verdict is recorded.
+func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (workflows.Prepared, error) {
+	t, ok := a.Tools.Get(in.Call.Name)
+	if !ok || (len(in.Allowed) > 0 && !slices.Contains(in.Allowed, in.Call.Name)) {
+		return workflows.Prepared{Invalid: fmt.Sprintf("ToolNotFoundError: The tool named '%s' doesn't exist.", in.Call.Name)}, nil
+	}
+	info := t.Info()
+	out := workflows.Prepared{Tool: info}
+	if err := a.validator.Validate(info, in.Call.Input); err != nil {
+		var ve *tools.ValidationError
+		if errors.As(err, &ve) {
+			out.Invalid = ve.Error()
+			return out, nil
+		}
+		return out, fmt.Errorf("validate %s: %w", info.Name, err)
+	}
+	pc := in.Permission
+	if pc.Mode == "" {
+		pc.Mode = permission.ModeDefault
+	}
+	env, err := a.env(in.Env, nil, &pc)
+	if err != nil {
+		return out, err
+	}
+	if env.Workdir != "" && !slices.Contains(pc.WorkingDirs, env.Workdir) {
+		pc.WorkingDirs = append(slices.Clone(pc.WorkingDirs), env.Workdir)
+	}
+	pt := tools.ForPermission(t, env)
+	d, err := permission.Evaluate(ctx, &pc, pt, in.Call.Input)
+	if err != nil {
+		// The engine fails closed: an error in a check asks a human.
+		d = permission.Decision{Behavior: permission.Ask, Message: "Permission required for " + info.Name,
+			Reason: "Check failed: " + err.Error()}
+	}
+	out.Decision = d
+	if ro, err := pt.CheckReadOnly(ctx, in.Call.Input); err == nil {
+		out.ReadOnly = ro
+	}
+	a.Metrics.decision(info.Name, string(d.Behavior))
+	return out, nil
+}
+
+// Tool runs one allowed call through the middleware chain, heartbeating
+// while it runs, and returns its (capped) result and the tool state.
+// A failing tool is a result with IsError; a Go error means an
+// infrastructure fault and is retried by the activity's RetryPolicy.
+func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out workflows.ToolOutput, err error) {
+	t, ok := a.Tools.Get(in.Call.Name)
+	if !ok {
+		return out, temporal.NewNonRetryableApplicationError(fmt.Sprintf("unknown tool %q", in.Call.Name), workflows.ErrTypeUnknownTool, nil)
+	}
+	state := in.State
+	env, err := a.env(in.Env, &state, nil)
+	if err != nil {
+		return out, err
+	}
+	attempt := activity.GetInfo(ctx).Attempt
+	start := time.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			a.logger().Error("tool panicked", "tool", in.Call.Name, "panic", p, "stack", string(debug.Stack()))
+			out = workflows.ToolOutput{State: in.State, Result: tools.Result{CallID: in.Call.ID, Name: in.Call.Name,
+				IsError: true, State: tools.StateError, Content: fmt.Sprintf("Tool %s crashed: %v", in.Call.Name, p)}}
+			err = nil
+		}
+		a.Metrics.toolCall(in.Call.Name, outcome(out.Result, err), time.Since(start))
+	}()
+
+	stop := a.heartbeat(ctx)
+	defer stop()
+	h := middleware.Chain(a.Middleware...)(middleware.Terminal)
+	res, err := tools.Collect(h(ctx, middleware.Call{ID: in.Call.ID, Tool: t, Input: in.Call.Input, Env: env, Attempt: attempt}))
+	if err != nil {
+		return out, fmt.Errorf("tool %s: %w", in.Call.Name, err)
+	}
+	res.CallID, res.Name = in.Call.ID, in.Call.Name
+	out.Result = tools.CapResult(res, a.ResultBudget)
+	out.State = state
+	return out, nil
+}
+
+// heartbeat records a heartbeat periodically until stopped, so the server
+// notices a dead worker and cancellation reaches the running tool.
+func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
+	every := a.HeartbeatEvery
+	if every <= 0 {
+		every = 5 * time.Second
+	}
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+func outcome(r tools.Result, err error) string {
+	switch {
+	case err != nil:
+		return "failure"
+	case r.IsError:
+		return "error"
+	default:
+		return "success"
+	}
+}
+

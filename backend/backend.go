@@ -1,0 +1,67 @@
+// Package backend defines where tools run: an execution and file interface
+// implemented by the local machine (backend/local), Docker and E2B.
+package backend
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// ErrNotExist is wrapped by backends when a path does not exist.
+var ErrNotExist = errors.New("file does not exist")
+
+// Backend runs processes and touches files in one workspace.
+// Paths are absolute paths inside the backend, never host paths.
+type Backend interface {
+	// Name identifies the backend kind ("local", "docker", "e2b").
+	Name() string
+	// Exec runs argv without a shell. A non-zero exit is not an error;
+	// errors mean the process could not be run at all.
+	Exec(ctx context.Context, req ExecRequest) (ExecResult, error)
+	// ReadFile returns a file's content; a missing file wraps ErrNotExist.
+	ReadFile(ctx context.Context, path string) ([]byte, error)
+	// WriteFile writes a file, creating parent directories.
+	WriteFile(ctx context.Context, path string, data []byte) error
+	// Stat describes a path; a missing path wraps ErrNotExist.
+	Stat(ctx context.Context, path string) (FileInfo, error)
+	// ListDir lists the entries of a directory, sorted by name.
+	ListDir(ctx context.Context, path string) ([]FileInfo, error)
+	// Home is the home directory of the user tools run as.
+	Home(ctx context.Context) (string, error)
+}
+
+// ExecRequest describes one process to run.
+type ExecRequest struct {
+	Argv []string
+	// Dir is the working directory; empty means the backend's workdir.
+	Dir string
+	// Env holds extra KEY=VALUE entries added to the environment.
+	Env []string
+	// Timeout bounds the run; zero means no bound beyond ctx.
+	Timeout time.Duration
+	// MaxOutput caps stdout and stderr, each, in bytes; zero means no cap.
+	MaxOutput int
+	// Stdin, when non-nil, is written to the process's standard input.
+	Stdin []byte
+}
+
+// ExecResult is the outcome of a process.
+type ExecResult struct {
+	ExitCode int
+	Stdout   []byte
+	Stderr   []byte
+	// TimedOut reports that the process was killed at its timeout.
+	TimedOut bool
+	// Truncated reports that output was cut at MaxOutput.
+	Truncated bool
+	Duration  time.Duration
+}
+
+// FileInfo describes one file.
+type FileInfo struct {
+	Name    string    `json:"name"`
+	Size    int64     `json:"size"`
+	ModTime time.Time `json:"mod_time"`
+	IsDir   bool      `json:"is_dir"`
+}

@@ -1,0 +1,222 @@
+// Package client is a typed client for warden turns over a Temporal
+// client you already have: start turns, follow their events, list and
+// answer pending approvals, complete external tool calls.
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	tclient "go.temporal.io/sdk/client"
+
+	"github.com/wardenhq/warden/workflows"
+)
+
+// Client drives warden turns.
+type Client struct {
+	c         tclient.Client
+	taskQueue string
+	// PollInterval is how often Watch polls for events (default 250 ms).
+	PollInterval time.Duration
+}
+
+// New returns a client that starts turns on taskQueue.
+func New(c tclient.Client, taskQueue string) *Client {
+	return &Client{c: c, taskQueue: taskQueue}
+}
+
+// Start starts a turn with the given workflow id (generated when empty).
+// Starting an id that is already running returns that run: starts are
+// idempotent.
+func (cl *Client) Start(ctx context.Context, id string, in workflows.TurnInput) (tclient.WorkflowRun, error) {
+	opts := tclient.StartWorkflowOptions{
+		ID:                       id,
+		TaskQueue:                cl.taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}
+	run, err := cl.c.ExecuteWorkflow(ctx, opts, workflows.TurnWorkflow, in)
+	if err != nil {
+		return nil, fmt.Errorf("start turn: %w", err)
+	}
+	return run, nil
+}
+
+// Events returns the turn's events from cursor on.
+func (cl *Client) Events(ctx context.Context, workflowID string, cursor int) (workflows.EventsPage, error) {
+	var page workflows.EventsPage
+	v, err := cl.c.QueryWorkflow(ctx, workflowID, "", workflows.QueryEvents, cursor)
+	if err != nil {
+		return page, fmt.Errorf("query events: %w", err)
+	}
+	return page, v.Get(&page)
+}
+
+// Watch calls fn for each event of the turn as it happens and returns
+// the turn's result when it ends.
+func (cl *Client) Watch(ctx context.Context, workflowID string, fn func(workflows.Event)) (workflows.TurnResult, error) {
+	every := cl.PollInterval
+	if every <= 0 {
+		every = 250 * time.Millisecond
+	}
+	cursor := 0
+	for {
+		page, err := cl.Events(ctx, workflowID, cursor)
+		if err == nil {
+			for _, e := range page.Events {
+				if fn != nil {
+					fn(e)
+				}
+			}
+			cursor = page.Next
+			if page.Done {
+				break
+			}
+		} else if done, _ := cl.closed(ctx, workflowID); done {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return workflows.TurnResult{}, ctx.Err()
+		case <-time.After(every):
+		}
+	}
+	return cl.Result(ctx, workflowID)
+}
+
+func (cl *Client) closed(ctx context.Context, workflowID string) (bool, error) {
+	d, err := cl.c.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil {
+		return false, err
+	}
+	return d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, nil
+}
+
+// Result waits for the turn to end and returns its result.
+func (cl *Client) Result(ctx context.Context, workflowID string) (workflows.TurnResult, error) {
+	var res workflows.TurnResult
+	err := cl.c.GetWorkflow(ctx, workflowID, "").Get(ctx, &res)
+	return res, err
+}
+
+// State returns the turn's summary (pending entries, permission context).
+func (cl *Client) State(ctx context.Context, workflowID string) (workflows.Summary, error) {
+	var s workflows.Summary
+	v, err := cl.c.QueryWorkflow(ctx, workflowID, "", workflows.QueryState)
+	if err != nil {
+		return s, fmt.Errorf("query state: %w", err)
+	}
+	return s, v.Get(&s)
+}
+
+// Pending returns one turn's open approvals and external calls.
+func (cl *Client) Pending(ctx context.Context, workflowID string) ([]workflows.Pending, error) {
+	var ps []workflows.Pending
+	v, err := cl.c.QueryWorkflow(ctx, workflowID, "", workflows.QueryPending)
+	if err != nil {
+		return nil, fmt.Errorf("query pending: %w", err)
+	}
+	return ps, v.Get(&ps)
+}
+
+// Filter selects pending entries across turns.
+type Filter struct {
+	// Tool keeps entries of this tool only.
+	Tool string
+	// OlderThan keeps entries waiting longer than this.
+	OlderThan time.Duration
+	// Kind keeps entries of this kind only (approval or external).
+	Kind workflows.PendingKind
+}
+
+// PendingEntry is a pending call with the turn it belongs to.
+type PendingEntry struct {
+	WorkflowID string `json:"workflow_id"`
+	RunID      string `json:"run_id"`
+	workflows.Pending
+}
+
+// ListPending lists pending entries across all running turns of the
+// namespace, oldest first. It finds waiting turns with a visibility query
+// on the search attributes, then asks each for its entries.
+func (cl *Client) ListPending(ctx context.Context, f Filter) ([]PendingEntry, error) {
+	q := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s IS NOT NULL", workflows.TurnWorkflow, workflows.SAWaitingSince)
+	if f.Tool != "" {
+		q += fmt.Sprintf(" AND %s = '%s'", workflows.SAPendingTools, strings.ReplaceAll(f.Tool, "'", ""))
+	}
+	now := time.Now()
+	if f.OlderThan > 0 {
+		q += fmt.Sprintf(" AND %s < '%s'", workflows.SAWaitingSince, now.Add(-f.OlderThan).UTC().Format(time.RFC3339Nano))
+	}
+	var out []PendingEntry
+	var token []byte
+	for {
+		resp, err := cl.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token, PageSize: 1000})
+		if err != nil {
+			return nil, fmt.Errorf("list waiting turns: %w", err)
+		}
+		for _, ex := range resp.GetExecutions() {
+			id, run := ex.GetExecution().GetWorkflowId(), ex.GetExecution().GetRunId()
+			ps, err := cl.Pending(ctx, id)
+			if err != nil {
+				continue // finished since the listing
+			}
+			for _, p := range ps {
+				if f.Tool != "" && p.Tool != f.Tool || f.Kind != "" && p.Kind != f.Kind ||
+					f.OlderThan > 0 && now.Sub(p.RequestedAt) < f.OlderThan {
+					continue
+				}
+				out = append(out, PendingEntry{WorkflowID: id, RunID: run, Pending: p})
+			}
+		}
+		token = resp.GetNextPageToken()
+		if len(token) == 0 {
+			break
+		}
+	}
+	slices.SortStableFunc(out, func(a, b PendingEntry) int { return a.RequestedAt.Compare(b.RequestedAt) })
+	return out, nil
+}
+
+// Approve answers a pending ASK with an Update: the workflow validates it
+// (unknown or answered call, hash mismatch, bad rule) and the error comes
+// back to the caller.
+func (cl *Client) Approve(ctx context.Context, workflowID string, a workflows.Approval) (workflows.Ack, error) {
+	return update[workflows.Ack](ctx, cl, workflowID, workflows.UpdateApprove, a)
+}
+
+// ApproveSignal answers a pending ASK with a signal, which the server
+// accepts even while no worker runs; the workflow validates it later and
+// records a rejection as an event.
+func (cl *Client) ApproveSignal(ctx context.Context, workflowID string, a workflows.Approval) error {
+	return cl.c.SignalWorkflow(ctx, workflowID, "", workflows.SignalApprove, a)
+}
+
+// CompleteExternal delivers an external tool's result (or an AskUser
+// answer) with an Update.
+func (cl *Client) CompleteExternal(ctx context.Context, workflowID string, r workflows.ExternalResult) (workflows.Ack, error) {
+	return update[workflows.Ack](ctx, cl, workflowID, workflows.UpdateExternalResult, r)
+}
+
+// ErrRejected wraps an update the workflow's validator rejected.
+var ErrRejected = errors.New("rejected")
+
+func update[T any](ctx context.Context, cl *Client, workflowID, name string, arg any) (T, error) {
+	var out T
+	h, err := cl.c.UpdateWorkflow(ctx, tclient.UpdateWorkflowOptions{
+		WorkflowID: workflowID, UpdateName: name, Args: []any{arg},
+		WaitForStage: tclient.WorkflowUpdateStageCompleted,
+	})
+	if err != nil {
+		return out, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := h.Get(ctx, &out); err != nil {
+		return out, fmt.Errorf("%s: %w: %w", name, ErrRejected, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os/user"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/workflows"
+)
+
+func newApprovalsCmd(cn *conn) *cobra.Command {
+	root := &cobra.Command{Use: "approvals", Short: "List and answer pending permission approvals"}
+	root.AddCommand(newApprovalsListCmd(cn), newDecideCmd(cn, true), newDecideCmd(cn, false))
+	return root
+}
+
+func newApprovalsListCmd(cn *conn) *cobra.Command {
+	var f client.Filter
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List pending approvals and external calls across all turns, oldest first",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, cl, _, err := cn.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			entries, err := cl.ListPending(cmd.Context(), f)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if entries == nil {
+					entries = []client.PendingEntry{}
+				}
+				return enc.Encode(entries)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "WORKFLOW\tCALL\tKIND\tTOOL\tWAITING\tINPUT\tREASON\tSUGGESTED")
+			for _, e := range entries {
+				in := string(e.Input)
+				if len(in) > 60 {
+					in = in[:57] + "..."
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", e.WorkflowID, e.CallID, e.Kind, e.Tool,
+					time.Since(e.RequestedAt).Round(time.Second), in, e.Reason, e.Suggestions)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&f.Tool, "tool", "", "only this tool")
+	cmd.Flags().DurationVar(&f.OlderThan, "older-than", 0, "only entries waiting longer than this")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// newDecideCmd builds "approve" (allow=true) or "deny".
+func newDecideCmd(cn *conn, allow bool) *cobra.Command {
+	var always, all, signal bool
+	var rules []string
+	var by, reason, tool, input string
+	var olderThan time.Duration
+	use, short := "approve WORKFLOW CALL", "Allow a pending call (once, or always with --always)"
+	if !allow {
+		use, short = "deny WORKFLOW CALL --reason TEXT", "Deny a pending call with a reason the model will read"
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args: func(_ *cobra.Command, args []string) error {
+			if all && len(args) != 0 || !all && len(args) != 2 {
+				return errors.New("give WORKFLOW CALL, or --all with filters")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !allow && reason == "" {
+				return errors.New("--reason is required")
+			}
+			if by == "" {
+				if u, err := user.Current(); err == nil {
+					by = u.Username
+				}
+			}
+			a := workflows.Approval{Decision: workflows.DecisionAllow, Rules: rules, By: by, Reason: reason}
+			if always {
+				a.Decision = workflows.DecisionAlwaysAllow
+			}
+			if !allow {
+				a.Decision = workflows.DecisionDeny
+			}
+			if input != "" {
+				if !json.Valid([]byte(input)) {
+					return errors.New("--input is not valid JSON")
+				}
+				a.Input = json.RawMessage(input)
+			}
+			c, cl, _, err := cn.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			type target struct{ wf, call string }
+			var targets []target
+			if all {
+				entries, err := cl.ListPending(cmd.Context(), client.Filter{Tool: tool, OlderThan: olderThan, Kind: workflows.PendingApproval})
+				if err != nil {
+					return err
+				}
+				for _, e := range entries {
+					targets = append(targets, target{e.WorkflowID, e.CallID})
+				}
+			} else {
+				targets = []target{{args[0], args[1]}}
+			}
+			out := cmd.OutOrStdout()
+			var failed int
+			for _, t := range targets {
+				a.CallID = t.call
+				if signal {
+					err = cl.ApproveSignal(cmd.Context(), t.wf, a)
+				} else {
+					_, err = cl.Approve(cmd.Context(), t.wf, a)
+				}
+				if err != nil {
+					failed++
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s %s: %v\n", t.wf, t.call, err)
+					continue
+				}
+				fmt.Fprintf(out, "%s %s: %s\n", t.wf, t.call, a.Decision)
+			}
+			if failed > 0 {
+				return fmt.Errorf("%d of %d answers failed", failed, len(targets))
+			}
+			if all {
+				fmt.Fprintf(out, "%d answered\n", len(targets))
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&by, "by", "", "who decides (default the OS user)")
+	f.BoolVar(&signal, "signal", false, "send a signal instead of an update (accepted while no worker runs)")
+	f.BoolVar(&all, "all", false, "answer every pending approval matching --tool/--older-than")
+	f.StringVar(&tool, "tool", "", "with --all: only this tool")
+	f.DurationVar(&olderThan, "older-than", 0, "with --all: only entries waiting longer than this")
+	if allow {
+		f.BoolVar(&always, "always", false, "also add a rule so similar calls are allowed from now on")
+		f.StringArrayVar(&rules, "rule", nil, "rule to add with --always (default the suggested rules)")
+		f.StringVar(&input, "input", "", "run with this edited JSON input instead (re-checked)")
+	} else {
+		f.StringVar(&reason, "reason", "", "why (the model reads it)")
+	}
+	return cmd
+}

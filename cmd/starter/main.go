@@ -1,0 +1,89 @@
+// Command starter drives warden from the command line: run a scripted
+// turn, list tools, check a permission policy, and list or answer
+// pending approvals. It links only the Temporal SDK client, never the
+// server.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/spf13/cobra"
+	tclient "go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := newRoot().ExecuteContext(ctx); err != nil {
+		os.Exit(1)
+	}
+}
+
+// conn holds the connection flags shared by subcommands.
+type conn struct {
+	config, address, namespace, taskQueue, apiKey string
+}
+
+func newRoot() *cobra.Command {
+	cn := &conn{}
+	root := &cobra.Command{
+		Use:           "starter",
+		Short:         "Drive warden agent turns and approvals",
+		SilenceUsage:  true,
+		SilenceErrors: false,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&cn.config, "config", "", "config file (default temporal-dev.yaml when present)")
+	pf.StringVar(&cn.address, "address", os.Getenv("TEMPORAL_ADDRESS"), "Temporal frontend (default: the worker's, 127.0.0.1:PORT from config)")
+	pf.StringVar(&cn.namespace, "namespace", os.Getenv("TEMPORAL_NAMESPACE"), "namespace")
+	pf.StringVar(&cn.taskQueue, "task-queue", "", "task queue (default from config)")
+	pf.StringVar(&cn.apiKey, "api-key", os.Getenv("TEMPORAL_API_KEY"), "API key for a hosted cluster")
+	root.AddCommand(newRunCmd(cn), newToolsCmd(), newPermissionCmd(), newApprovalsCmd(cn))
+	return root
+}
+
+// settings resolves the config file plus flags.
+func (cn *conn) settings() (config.Config, error) {
+	cfg, err := config.Load(cn.config)
+	if err != nil {
+		return cfg, err
+	}
+	if cn.namespace != "" {
+		cfg.Server.Namespace, cfg.Temporal.Namespace = cn.namespace, cn.namespace
+	}
+	if cn.taskQueue != "" {
+		cfg.Worker.TaskQueue = cn.taskQueue
+	}
+	return cfg, nil
+}
+
+// dial connects to the same address the worker serves by default.
+func (cn *conn) dial(ctx context.Context) (tclient.Client, *client.Client, config.Config, error) {
+	cfg, err := cn.settings()
+	if err != nil {
+		return nil, nil, cfg, err
+	}
+	addr := cn.address
+	if addr == "" {
+		addr = cfg.Temporal.Address
+	}
+	if addr == "" {
+		addr = fmt.Sprintf("127.0.0.1:%d", cfg.Server.Port)
+	}
+	opts := tclient.Options{HostPort: addr, Namespace: cfg.Namespace(), Logger: sdklog.NewStructuredLogger(quiet())}
+	if cn.apiKey != "" {
+		opts.Credentials = tclient.NewAPIKeyStaticCredentials(cn.apiKey)
+	}
+	c, err := tclient.DialContext(ctx, opts)
+	if err != nil {
+		return nil, nil, cfg, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	return c, client.New(c, cfg.Worker.TaskQueue), cfg, nil
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/workflows"
+)
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newRunCmd(cn *conn) *cobra.Command {
+	var script, id, mode, rules, workdir, backend string
+	var asJSON, detach bool
+	var maxIter int
+	cmd := &cobra.Command{
+		Use:   "run --script FILE",
+		Short: "Start a scripted agent turn and print its progress and final answer",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			s, err := model.LoadScript(script)
+			if err != nil {
+				return err
+			}
+			c, cl, cfg, err := cn.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			policy := cfg.Permission
+			if rules != "" {
+				if policy, err = config.LoadPolicy(rules); err != nil {
+					return err
+				}
+			}
+			if mode != "" {
+				policy.Mode = permission.Mode(mode)
+			}
+			pc, err := policy.Context()
+			if err != nil {
+				return err
+			}
+			if id == "" {
+				id = fmt.Sprintf("turn-%d", time.Now().UnixNano())
+			}
+			in := workflows.TurnInput{Prompt: s.Prompt, Model: workflows.ModelConfig{Provider: "scripted", Script: s},
+				Permission: pc, Workdir: workdir, Backend: backend, MaxIterations: maxIter}
+			run, err := cl.Start(ctx, id, in)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if detach {
+				fmt.Fprintf(out, "started %s (run %s)\n", run.GetID(), run.GetRunID())
+				return nil
+			}
+			enc := json.NewEncoder(out)
+			if !asJSON {
+				fmt.Fprintf(out, "turn %s (run %s)\n", run.GetID(), run.GetRunID())
+			}
+			res, err := cl.Watch(ctx, id, func(e workflows.Event) {
+				if asJSON {
+					_ = enc.Encode(map[string]any{"event": e})
+					return
+				}
+				fmt.Fprint(out, client.FormatEvent(e))
+			})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return enc.Encode(map[string]any{"result": res})
+			}
+			fmt.Fprintf(out, "final answer: %s\n", res.Answer)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&script, "script", "", "scripted model file (YAML)")
+	f.StringVar(&id, "workflow-id", "", "workflow id (default generated); starting a running id attaches to it")
+	f.BoolVar(&asJSON, "json", false, "print events and the result as JSON lines")
+	f.BoolVar(&detach, "detach", false, "start the turn and return without waiting")
+	f.StringVar(&mode, "mode", "", "permission mode (default from config)")
+	f.StringVar(&rules, "rules", "", "policy file replacing the config's permission section")
+	f.StringVar(&workdir, "workdir", "", "workspace directory (default the worker's)")
+	f.StringVar(&backend, "backend", "", "backend name (default the worker's)")
+	f.IntVar(&maxIter, "max-iterations", 0, "model call bound (default 20)")
+	_ = cmd.MarkFlagRequired("script")
+	return cmd
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/tools"
+)
+
+func newToolsCmd() *cobra.Command {
+	root := &cobra.Command{Use: "tools", Short: "Inspect the built-in tools"}
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the built-in tools with their schemas and flags",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			reg, err := tools.NewRegistry(tools.Builtins()...)
+			if err != nil {
+				return err
+			}
+			infos := reg.Infos()
+			out := cmd.OutOrStdout()
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(infos)
+			}
+			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tREAD-ONLY\tCONCURRENT\tEXTERNAL\tSTATE\tDESCRIPTION")
+			for _, i := range infos {
+				desc := i.Description
+				if len(desc) > 60 {
+					desc = desc[:57] + "..."
+				}
+				fmt.Fprintf(tw, "%s\t%v\t%v\t%v\t%v\t%s\n", i.Name, i.ReadOnly, i.ConcurrencySafe, i.External, i.StateInjected, desc)
+			}
+			return tw.Flush()
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON with input schemas")
+	root.AddCommand(list)
+	return root
+}

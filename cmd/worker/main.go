@@ -1,0 +1,258 @@
+// Command worker runs warden's Temporal worker. With no Temporal address
+// it first starts an embedded Temporal server (SQLite in --data-dir) and
+// its Web UI in the same process; with --temporal-address it joins an
+// existing cluster. It serves Prometheus metrics and can run a demo turn.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	enumspb "go.temporal.io/api/enums/v1"
+	tclient "go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/internal/devserver"
+	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/workflows"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "worker:", err)
+		os.Exit(1)
+	}
+}
+
+// flags are the command line; a flag given overrides the config file.
+type flags struct {
+	config, dataDir, metricsAddr, address, namespace, taskQueue string
+	tlsCert, tlsKey, tlsCA, apiKey, workdir, demo, logLevel      string
+	port, uiPort                                                 int
+	exitAfterDemo                                                bool
+}
+
+func parse(args []string) (flags, config.Config, error) {
+	var f flags
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.StringVar(&f.config, "config", "", "config file (default temporal-dev.yaml when present)")
+	fs.StringVar(&f.dataDir, "data-dir", "", "embedded server data directory (default ./.warden)")
+	fs.IntVar(&f.port, "port", 0, "embedded server frontend port (default 7233)")
+	fs.IntVar(&f.uiPort, "ui-port", -1, "Web UI port (default 8233; 0 turns the UI off)")
+	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "Prometheus /metrics address (default 127.0.0.1:9464; \"off\" disables)")
+	fs.StringVar(&f.address, "temporal-address", os.Getenv("TEMPORAL_ADDRESS"), "join this Temporal cluster instead of embedding a server (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&f.namespace, "namespace", os.Getenv("TEMPORAL_NAMESPACE"), "namespace (env TEMPORAL_NAMESPACE)")
+	fs.StringVar(&f.tlsCert, "tls-cert", os.Getenv("TEMPORAL_TLS_CERT"), "client certificate for the cluster (env TEMPORAL_TLS_CERT)")
+	fs.StringVar(&f.tlsKey, "tls-key", os.Getenv("TEMPORAL_TLS_KEY"), "client key for the cluster (env TEMPORAL_TLS_KEY)")
+	fs.StringVar(&f.tlsCA, "tls-ca", os.Getenv("TEMPORAL_TLS_CA"), "CA certificate for the cluster (env TEMPORAL_TLS_CA)")
+	fs.StringVar(&f.apiKey, "api-key", os.Getenv("TEMPORAL_API_KEY"), "API key for a hosted cluster (env TEMPORAL_API_KEY)")
+	fs.StringVar(&f.taskQueue, "task-queue", "", "task queue (default warden)")
+	fs.StringVar(&f.workdir, "workdir", "", "default workspace directory for tools")
+	fs.StringVar(&f.logLevel, "log-level", "", "embedded server log level")
+	fs.StringVar(&f.demo, "demo", "", "after start, run a demo turn from this script file and print it")
+	fs.BoolVar(&f.exitAfterDemo, "exit-after-demo", false, "stop once the demo turn finished")
+	if err := fs.Parse(args); err != nil {
+		return f, config.Config{}, err
+	}
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		return f, cfg, err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if f.dataDir != "" {
+		cfg.Server.DataDir = f.dataDir
+	}
+	if f.port != 0 {
+		cfg.Server.Port = f.port
+	}
+	if set["ui-port"] {
+		cfg.Server.UIPort = f.uiPort
+	}
+	if f.metricsAddr != "" {
+		cfg.Metrics.Addr = f.metricsAddr
+	}
+	if f.address != "" {
+		cfg.Temporal.Address = f.address
+	}
+	if f.namespace != "" {
+		cfg.Server.Namespace, cfg.Temporal.Namespace = f.namespace, f.namespace
+	}
+	for dst, v := range map[*string]string{&cfg.Temporal.TLSCert: f.tlsCert, &cfg.Temporal.TLSKey: f.tlsKey,
+		&cfg.Temporal.TLSCA: f.tlsCA, &cfg.Temporal.APIKey: f.apiKey, &cfg.Worker.TaskQueue: f.taskQueue,
+		&cfg.Worker.Workdir: f.workdir, &cfg.Server.LogLevel: f.logLevel, &cfg.Demo.Script: f.demo} {
+		if v != "" {
+			*dst = v
+		}
+	}
+	return f, cfg, cfg.Validate()
+}
+
+// SearchAttributes are the custom search attributes warden's workflow sets.
+func searchAttributes() map[string]enumspb.IndexedValueType {
+	return map[string]enumspb.IndexedValueType{
+		workflows.SAPendingCalls: enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+		workflows.SAPendingTools: enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
+		workflows.SAWaitingSince: enumspb.INDEXED_VALUE_TYPE_DATETIME,
+	}
+}
+
+func run(args []string) error {
+	f, cfg, err := parse(args)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+	copts := tclient.Options{Namespace: cfg.Namespace(), Logger: sdklog.NewStructuredLogger(logger)}
+	if cfg.Temporal.Address == "" {
+		srv, err := devserver.Start(ctx, devserver.Options{
+			DataDir: cfg.Server.DataDir, Port: cfg.Server.Port, UIPort: cfg.Server.UIPort,
+			Namespace: cfg.Server.Namespace, SearchAttributes: searchAttributes(),
+			DynamicConfig: cfg.Server.DynamicConfig, LogLevel: cfg.Server.LogLevel,
+		})
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		copts.HostPort = srv.Addr()
+		fmt.Printf("temporal server  %s (namespace %s, data %s)\n", srv.Addr(), cfg.Server.Namespace, srv.DatabasePath())
+		if srv.UIAddr() != "" {
+			fmt.Printf("web ui           http://%s\n", srv.UIAddr())
+		}
+	} else {
+		copts.HostPort = cfg.Temporal.Address
+		if copts.ConnectionOptions.TLS, err = tlsConfig(cfg.Temporal); err != nil {
+			return err
+		}
+		if cfg.Temporal.APIKey != "" {
+			copts.Credentials = tclient.NewAPIKeyStaticCredentials(cfg.Temporal.APIKey)
+			if copts.ConnectionOptions.TLS == nil {
+				copts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+			}
+		}
+		fmt.Printf("temporal cluster %s (namespace %s)\n", cfg.Temporal.Address, cfg.Temporal.Namespace)
+	}
+	c, err := tclient.DialContext(ctx, copts)
+	if err != nil {
+		return fmt.Errorf("dial temporal: %w", err)
+	}
+	defer c.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	workdir, err := filepath.Abs(cfg.Worker.Workdir)
+	if err != nil {
+		return fmt.Errorf("workdir: %w", err)
+	}
+	w := worker.New(c, cfg.Worker.TaskQueue, worker.Options{
+		MaxConcurrentActivityExecutionSize:     cfg.Worker.MaxConcurrentActivities,
+		MaxConcurrentWorkflowTaskExecutionSize: cfg.Worker.MaxConcurrentWorkflowTasks,
+	})
+	if _, err := warden.Register(w, warden.Options{
+		DefaultBackend: cfg.Backend.Default, Workdir: workdir, Registerer: reg, Logger: logger,
+	}); err != nil {
+		return err
+	}
+	if cfg.Metrics.Addr != "" && cfg.Metrics.Addr != "off" {
+		ln, err := net.Listen("tcp", cfg.Metrics.Addr)
+		if err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hs.Serve(ln) }()
+		defer hs.Close()
+		fmt.Printf("metrics          http://%s/metrics\n", ln.Addr())
+	}
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	defer w.Stop()
+	fmt.Printf("worker           task queue %s, workdir %s (ready in %s)\n", cfg.Worker.TaskQueue, workdir, time.Since(start).Round(time.Millisecond))
+
+	if cfg.Demo.Script != "" {
+		if err := demo(ctx, c, cfg); err != nil {
+			return err
+		}
+		if f.exitAfterDemo {
+			return nil
+		}
+	}
+	<-ctx.Done()
+	fmt.Println("stopping")
+	return nil
+}
+
+// demo runs one scripted turn and prints its progress.
+func demo(ctx context.Context, c tclient.Client, cfg config.Config) error {
+	script, err := model.LoadScript(cfg.Demo.Script)
+	if err != nil {
+		return err
+	}
+	pc, err := cfg.Permission.Context()
+	if err != nil {
+		return err
+	}
+	cl := client.New(c, cfg.Worker.TaskQueue)
+	id := fmt.Sprintf("demo-%d", time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Prompt: script.Prompt, Model: workflows.ModelConfig{Provider: "scripted", Script: script}, Permission: pc}); err != nil {
+		return err
+	}
+	fmt.Printf("\ndemo turn %s\n", id)
+	res, err := cl.Watch(ctx, id, func(e workflows.Event) { fmt.Print(client.FormatEvent(e)) })
+	if err != nil {
+		return fmt.Errorf("demo turn: %w", err)
+	}
+	fmt.Printf("\nfinal answer: %s\n(%d model calls, %d tool calls)\n", res.Answer, res.Iterations, res.ToolCalls)
+	return nil
+}
+
+func tlsConfig(t config.Temporal) (*tls.Config, error) {
+	if t.TLSCert == "" && t.TLSCA == "" {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(t.TLSCert, t.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("temporal.tls_cert/tls_key: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	if t.TLSCA != "" {
+		pem, err := os.ReadFile(t.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("temporal.tls_ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("temporal.tls_ca: no certificates found")
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
+}

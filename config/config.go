@@ -1,0 +1,186 @@
+// Package config loads temporal-dev.yaml, the one config file for local
+// use, and applies defaults. Flags and environment variables override it
+// in cmd/worker and cmd/starter.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/wardenhq/warden/permission"
+)
+
+// DefaultFile is the config file read when present and none is named.
+const DefaultFile = "temporal-dev.yaml"
+
+// Config is the whole file.
+type Config struct {
+	Server     Server            `yaml:"server"`
+	Temporal   Temporal          `yaml:"temporal"`
+	Worker     Worker            `yaml:"worker"`
+	Backend    Backend           `yaml:"backend"`
+	Metrics    Metrics           `yaml:"metrics"`
+	Permission permission.Policy `yaml:"permission"`
+	Demo       Demo              `yaml:"demo"`
+}
+
+// Server configures the embedded Temporal server.
+type Server struct {
+	DataDir   string `yaml:"data_dir"`
+	Port      int    `yaml:"port"`
+	UIPort    int    `yaml:"ui_port"`
+	Namespace string `yaml:"namespace"`
+	LogLevel  string `yaml:"log_level"`
+	// DynamicConfig overrides server dynamic config keys.
+	DynamicConfig map[string]any `yaml:"dynamic_config"`
+}
+
+// Temporal configures joining an existing cluster instead of embedding one.
+type Temporal struct {
+	// Address of the frontend; empty runs the embedded server.
+	Address   string `yaml:"address"`
+	Namespace string `yaml:"namespace"`
+	TLSCert   string `yaml:"tls_cert"`
+	TLSKey    string `yaml:"tls_key"`
+	TLSCA     string `yaml:"tls_ca"`
+	// APIKey for a hosted cluster; prefer the TEMPORAL_API_KEY variable.
+	APIKey string `yaml:"api_key"`
+}
+
+// Worker configures the worker.
+type Worker struct {
+	TaskQueue                  string `yaml:"task_queue"`
+	MaxConcurrentActivities    int    `yaml:"max_concurrent_activities"`
+	MaxConcurrentWorkflowTasks int    `yaml:"max_concurrent_workflow_tasks"`
+	// Workdir is the default workspace directory for tools.
+	Workdir string `yaml:"workdir"`
+}
+
+// Backend selects where tools run.
+type Backend struct {
+	Default string `yaml:"default"`
+}
+
+// Metrics configures the Prometheus endpoint.
+type Metrics struct {
+	Addr string `yaml:"addr"`
+}
+
+// Demo configures the demo turn the worker can start.
+type Demo struct {
+	Script string `yaml:"script"`
+}
+
+// Default returns the configuration used when no file sets a value.
+func Default() Config {
+	return Config{
+		Server:   Server{DataDir: "./.warden", Port: 7233, UIPort: 8233, Namespace: "default", LogLevel: "error"},
+		Temporal: Temporal{Namespace: "default"},
+		Worker:   Worker{TaskQueue: "warden", Workdir: "."},
+		Backend:  Backend{Default: "local"},
+		Metrics:  Metrics{Addr: "127.0.0.1:9464"},
+	}
+}
+
+// Load reads a config file over the defaults. An empty path reads
+// DefaultFile when it exists and returns the defaults otherwise.
+func Load(path string) (Config, error) {
+	explicit := path != ""
+	if !explicit {
+		path = DefaultFile
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if !explicit && errors.Is(err, os.ErrNotExist) {
+			return Default(), nil
+		}
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse reads YAML over the defaults. Unknown keys are errors.
+func Parse(data []byte) (Config, error) {
+	c := Default()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, err
+	}
+	return c, c.Validate()
+}
+
+// Validate checks values; errors name the key.
+func (c Config) Validate() error {
+	var errs []error
+	port := func(key string, p int, zeroOK bool) {
+		if p < 0 || p > 65535 || (p == 0 && !zeroOK) {
+			errs = append(errs, fmt.Errorf("%s: %d is not a valid port", key, p))
+		}
+	}
+	port("server.port", c.Server.Port, false)
+	port("server.ui_port", c.Server.UIPort, true)
+	if strings.TrimSpace(c.Server.Namespace) == "" {
+		errs = append(errs, errors.New("server.namespace: must not be empty"))
+	}
+	switch c.Server.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		errs = append(errs, fmt.Errorf("server.log_level: %q is not one of debug, info, warn, error", c.Server.LogLevel))
+	}
+	if strings.TrimSpace(c.Worker.TaskQueue) == "" {
+		errs = append(errs, errors.New("worker.task_queue: must not be empty"))
+	}
+	if c.Worker.MaxConcurrentActivities < 0 {
+		errs = append(errs, errors.New("worker.max_concurrent_activities: must not be negative"))
+	}
+	if (c.Temporal.TLSCert == "") != (c.Temporal.TLSKey == "") {
+		errs = append(errs, errors.New("temporal.tls_cert and temporal.tls_key: set both or neither"))
+	}
+	switch c.Backend.Default {
+	case "local":
+	default:
+		errs = append(errs, fmt.Errorf("backend.default: unknown backend %q (available: local)", c.Backend.Default))
+	}
+	if _, err := c.Permission.Context(); err != nil {
+		errs = append(errs, fmt.Errorf("permission: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// Namespace is the namespace workers and clients use.
+func (c Config) Namespace() string {
+	if c.Temporal.Address != "" {
+		return c.Temporal.Namespace
+	}
+	return c.Server.Namespace
+}
+
+// LoadPolicy reads a permission policy file (YAML or JSON), the format
+// of temporal-dev.yaml's permission section. Unknown keys are errors.
+func LoadPolicy(path string) (permission.Policy, error) {
+	var p permission.Policy
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return p, fmt.Errorf("policy: %w", err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil && !errors.Is(err, io.EOF) {
+		return p, fmt.Errorf("policy %s: %w", path, err)
+	}
+	if _, err := p.Context(); err != nil {
+		return p, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,57 @@
+package config
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestParseDefaultsAndOverrides(t *testing.T) {
+	c, err := Parse([]byte("server:\n  port: 7300\npermission:\n  mode: accept_edits\n  allow: [\"Bash(git status)\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Port != 7300 || c.Server.UIPort != 8233 || c.Worker.TaskQueue != "warden" {
+		t.Errorf("unexpected config %+v", c)
+	}
+	pc, err := c.Permission.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc.Mode != "accept_edits" || len(pc.Allow) != 1 || pc.Allow[0].Content != "git status" {
+		t.Errorf("permission context %+v", pc)
+	}
+}
+
+func TestParseErrorsNameTheKey(t *testing.T) {
+	cases := map[string]string{
+		"server:\n  prot: 1\n":                "prot",
+		"server:\n  port: 70000\n":            "server.port",
+		"server:\n  log_level: loud\n":        "server.log_level",
+		"backend:\n  default: k8s\n":          "backend.default",
+		"permission:\n  mode: yolo\n":         "yolo",
+		"permission:\n  allow: [\"Bash(\"]\n": "allow rule 1",
+		"temporal:\n  tls_cert: a.pem\n":      "tls_key",
+		"worker:\n  task_queue: \"\"\n":       "worker.task_queue",
+	}
+	for in, want := range cases {
+		_, err := Parse([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) error = %v, want mention of %q", in, err, want)
+		}
+	}
+}
+
+func TestLoadMissingDefaultFileIsDefaults(t *testing.T) {
+	t.Chdir(t.TempDir())
+	c, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.Port != 7233 {
+		t.Errorf("port = %d", c.Server.Port)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "nope.yaml")); err == nil {
+		t.Error("explicit missing file: want error")
+	}
+}

@@ -1,0 +1,354 @@
+// Package devserver runs a Temporal server (SQLite persistence, static-hosts
+// membership) and optionally its Web UI inside the current process.
+//
+// It is the only package that links go.temporal.io/server; only cmd/worker
+// and the integration tests import it.
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiconfig "github.com/temporalio/ui-server/v2/server/config"
+	uiopts "github.com/temporalio/ui-server/v2/server/server_options"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	sdkclient "go.temporal.io/sdk/client"
+	"go.temporal.io/server/common/authorization"
+	"go.temporal.io/server/common/cluster"
+	"go.temporal.io/server/common/config"
+	"go.temporal.io/server/common/dynamicconfig"
+	"go.temporal.io/server/common/log"
+	"go.temporal.io/server/common/membership/static"
+	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
+	"go.temporal.io/server/common/primitives"
+	sqliteschema "go.temporal.io/server/schema/sqlite"
+	"go.temporal.io/server/temporal"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// Options configure the embedded server. The zero value (plus a
+// Namespace) runs an in-memory server on free ports without a UI.
+type Options struct {
+	// DataDir holds the SQLite database; empty means in memory.
+	DataDir string
+	// IP to bind; default 127.0.0.1.
+	IP string
+	// Port of the frontend gRPC service; 0 picks a free port.
+	Port int
+	// UIPort of the Web UI; 0 turns the UI off.
+	UIPort int
+	// Namespace to create (and register search attributes in).
+	Namespace string
+	// SearchAttributes to register: name → type.
+	SearchAttributes map[string]enumspb.IndexedValueType
+	// DynamicConfig overrides server dynamic config keys.
+	DynamicConfig map[string]any
+	// LogLevel of the server's own log ("debug", "info", "warn", "error");
+	// default "warn". Logs go to stderr.
+	LogLevel string
+	// Retention of closed workflows; default 72h.
+	Retention time.Duration
+}
+
+// Server is a running embedded server.
+type Server struct {
+	srv      temporal.Server
+	ui       *uiserver.Server
+	addr     string
+	uiAddr   string
+	dbPath   string
+	namspace string
+}
+
+// Tuned dynamic config: the defaults throttle the single history shard's
+// transfer queue to 20 reads/s, which makes each workflow task wait
+// (~45 ms per activity); see ../shared/notes/temporal-embedded.md.
+func defaultDynamicConfig() map[string]any {
+	return map[string]any{
+		"history.transferProcessorMaxPollRPS":            1000,
+		"matching.numTaskqueueReadPartitions":            1,
+		"matching.numTaskqueueWritePartitions":           1,
+		"frontend.namespaceRPS.visibility":               500,
+		"system.forceSearchAttributesCacheRefreshOnRead": true,
+		"history.cacheHostLevelMaxSize":                  8192,
+	}
+}
+
+// Start starts the server and waits until its frontend answers.
+func Start(ctx context.Context, o Options) (*Server, error) {
+	if o.Namespace == "" {
+		return nil, errors.New("devserver: namespace is required")
+	}
+	if o.IP == "" {
+		o.IP = "127.0.0.1"
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "warn"
+	}
+	if o.Retention == 0 {
+		o.Retention = 72 * time.Hour
+	}
+	var err error
+	if o.Port == 0 {
+		if o.Port, err = freePort(o.IP); err != nil {
+			return nil, err
+		}
+	}
+	httpPort, err := freePort(o.IP)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{addr: net.JoinHostPort(o.IP, strconv.Itoa(o.Port)), namspace: o.Namespace}
+
+	sqlConf, err := s.sqlConfig(o)
+	if err != nil {
+		return nil, err
+	}
+	conf, hosts, err := serverConfig(o, httpPort, sqlConf)
+	if err != nil {
+		return nil, err
+	}
+	level := zapcore.WarnLevel
+	if err := level.Set(o.LogLevel); err != nil {
+		return nil, fmt.Errorf("devserver: log level %q: %w", o.LogLevel, err)
+	}
+	zcfg := zap.NewProductionConfig()
+	zcfg.Level = zap.NewAtomicLevelAt(level)
+	zcfg.Sampling = nil
+	zl, err := zcfg.Build()
+	if err != nil {
+		return nil, fmt.Errorf("devserver: logger: %w", err)
+	}
+	logger := log.NewZapLogger(zl)
+	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: authorizer: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, logger)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: claim mapper: %w", err)
+	}
+	dc := dynamicconfig.StaticClient{}
+	for k, v := range defaultDynamicConfig() {
+		dc[dynamicconfig.MakeKey(k)] = v
+	}
+	for k, v := range o.DynamicConfig {
+		dc[dynamicconfig.MakeKey(k)] = v
+	}
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(conf),
+		temporal.ForServices(temporal.DefaultServices),
+		temporal.WithStaticHosts(hosts),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dc),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: new server: %w", err)
+	}
+	if err := srv.Start(); err != nil {
+		return nil, fmt.Errorf("devserver: start: %w", err)
+	}
+	s.srv = srv
+	if err := s.ensureNamespace(ctx, o); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if o.UIPort > 0 {
+		s.uiAddr = net.JoinHostPort(o.IP, strconv.Itoa(o.UIPort))
+		s.ui = uiserver.NewServer(uiopts.WithConfigProvider(&uiconfig.Config{
+			Host:                o.IP,
+			Port:                o.UIPort,
+			TemporalGRPCAddress: s.addr,
+			EnableUI:            true,
+			CORS:                uiconfig.CORS{CookieInsecure: true},
+			HideLogs:            true,
+		}))
+		uiErr := make(chan error, 1)
+		go func() { uiErr <- s.ui.Start() }()
+		select {
+		case err := <-uiErr:
+			s.Stop()
+			return nil, fmt.Errorf("devserver: web ui on %s: %w", s.uiAddr, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return s, nil
+}
+
+// Addr is the frontend's host:port.
+func (s *Server) Addr() string { return s.addr }
+
+// UIAddr is the Web UI's host:port, or "" when the UI is off.
+func (s *Server) UIAddr() string { return s.uiAddr }
+
+// DatabasePath is the SQLite file, or "" for an in-memory server.
+func (s *Server) DatabasePath() string { return s.dbPath }
+
+// Stop stops the UI and the server.
+func (s *Server) Stop() {
+	if s.ui != nil {
+		s.ui.Stop()
+	}
+	if s.srv != nil {
+		_ = s.srv.Stop()
+	}
+}
+
+func (s *Server) sqlConfig(o Options) (*config.SQL, error) {
+	conf := &config.SQL{PluginName: sqliteplugin.PluginName}
+	if o.DataDir == "" {
+		conf.ConnectAttributes = map[string]string{"mode": "memory", "cache": "shared"}
+		conf.DatabaseName = fmt.Sprintf("warden-%d", time.Now().UnixNano())
+	} else {
+		if err := os.MkdirAll(o.DataDir, 0o755); err != nil {
+			return nil, fmt.Errorf("devserver: data dir: %w", err)
+		}
+		s.dbPath = filepath.Join(o.DataDir, "temporal.db")
+		// WAL with synchronous=normal loses nothing committed when the
+		// process is killed; a power loss may lose the last writes.
+		conf.ConnectAttributes = map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"}
+		conf.DatabaseName = s.dbPath
+	}
+	if _, err := os.Stat(s.dbPath); o.DataDir == "" || errors.Is(err, os.ErrNotExist) {
+		if err := sqliteschema.SetupSchema(conf); err != nil {
+			return nil, fmt.Errorf("devserver: schema: %w", err)
+		}
+	}
+	ns, err := sqliteschema.NewNamespaceConfig("active", o.Namespace, false, o.SearchAttributes)
+	if err != nil {
+		return nil, fmt.Errorf("devserver: namespace config: %w", err)
+	}
+	ns.Detail.Config.Retention = durationpb.New(o.Retention)
+	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
+		return nil, fmt.Errorf("devserver: create namespace: %w", err)
+	}
+	return conf, nil
+}
+
+func serverConfig(o Options, httpPort int, sqlConf *config.SQL) (*config.Config, map[primitives.ServiceName]static.Hosts, error) {
+	var conf config.Config
+	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
+	conf.Global.Membership.BroadcastAddress = o.IP
+	conf.Persistence.DefaultStore = "sqlite-default"
+	conf.Persistence.VisibilityStore = "sqlite-default"
+	conf.Persistence.NumHistoryShards = 1
+	conf.Persistence.DataStores = map[string]config.DataStore{"sqlite-default": {SQL: sqlConf}}
+	conf.ClusterMetadata = &cluster.Config{
+		FailoverVersionIncrement: 10,
+		MasterClusterName:        "active",
+		CurrentClusterName:       "active",
+		ClusterInformation: map[string]cluster.ClusterInformation{
+			"active": {
+				Enabled:                true,
+				InitialFailoverVersion: 1,
+				RPCAddress:             net.JoinHostPort(o.IP, strconv.Itoa(o.Port)),
+				HTTPAddress:            net.JoinHostPort(o.IP, strconv.Itoa(httpPort)),
+				ClusterID:              "warden-embedded",
+			},
+		},
+	}
+	conf.DCRedirectionPolicy.Policy = "noop"
+	conf.Services = map[string]config.Service{}
+	hosts := map[primitives.ServiceName]static.Hosts{}
+	for _, name := range []primitives.ServiceName{primitives.FrontendService, primitives.HistoryService, primitives.MatchingService, primitives.WorkerService} {
+		var svc config.Service
+		svc.RPC.BindOnIP = o.IP
+		if name == primitives.FrontendService {
+			svc.RPC.GRPCPort = o.Port
+			svc.RPC.HTTPPort = httpPort
+		} else {
+			p, err := freePort(o.IP)
+			if err != nil {
+				return nil, nil, err
+			}
+			svc.RPC.GRPCPort = p
+		}
+		conf.Services[string(name)] = svc
+		hosts[name] = static.SingleLocalHost(net.JoinHostPort(o.IP, strconv.Itoa(svc.RPC.GRPCPort)))
+	}
+	conf.Archival.History.State = "disabled"
+	conf.Archival.Visibility.State = "disabled"
+	conf.NamespaceDefaults.Archival.History.State = "disabled"
+	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
+	conf.PublicClient.HostPort = net.JoinHostPort(o.IP, strconv.Itoa(o.Port))
+	return &conf, hosts, nil
+}
+
+// ensureNamespace waits for the frontend and registers search attributes
+// that an older database lacks (a namespace created by an earlier version
+// keeps its old attribute set otherwise).
+func (s *Server) ensureNamespace(ctx context.Context, o Options) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	c, err := sdkclient.DialContext(ctx, sdkclient.Options{HostPort: s.addr, Namespace: o.Namespace, Logger: quietLogger{}})
+	if err != nil {
+		return fmt.Errorf("devserver: dial %s: %w", s.addr, err)
+	}
+	defer c.Close()
+	for {
+		_, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: o.Namespace})
+		if err == nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devserver: namespace %s not ready: %w", o.Namespace, err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	if len(o.SearchAttributes) == 0 {
+		return nil
+	}
+	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: o.Namespace})
+	if err != nil {
+		return fmt.Errorf("devserver: list search attributes: %w", err)
+	}
+	missing := map[string]enumspb.IndexedValueType{}
+	for name, typ := range o.SearchAttributes {
+		if _, ok := have.GetCustomAttributes()[name]; !ok {
+			missing[name] = typ
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
+		Namespace: o.Namespace, SearchAttributes: missing,
+	})
+	var exists *serviceerror.AlreadyExists
+	if err != nil && !errors.As(err, &exists) {
+		return fmt.Errorf("devserver: add search attributes: %w", err)
+	}
+	return nil
+}
+
+func freePort(ip string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	if err != nil {
+		return 0, fmt.Errorf("devserver: free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// quietLogger drops the SDK client's own log lines during the readiness probe.
+type quietLogger struct{}
+
+func (quietLogger) Debug(string, ...any) {}
+func (quietLogger) Info(string, ...any)  {}
+func (quietLogger) Warn(string, ...any)  {}
+func (quietLogger) Error(string, ...any) {}

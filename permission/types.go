@@ -1,0 +1,90 @@
+// Package permission decides whether a tool call may run.
+//
+// It follows AgentScope 2.x's permission model: modes, allow/ask/deny
+// rules matched per tool, a tool's own check, and bypass-immune safety
+// checks. The package is pure Go and does no I/O, so it can run inside a
+// Temporal local activity whose decision is recorded in history.
+package permission
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Mode selects how the engine evaluates a call.
+type Mode string
+
+// The permission modes.
+const (
+	ModeDefault     Mode = "default"
+	ModeExplore     Mode = "explore"
+	ModeAcceptEdits Mode = "accept_edits"
+	ModeBypass      Mode = "bypass"
+	ModeDontAsk     Mode = "dont_ask"
+)
+
+// Behavior is the outcome of a rule or a decision.
+type Behavior string
+
+// The behaviours. Passthrough is only returned by a tool's own check and
+// means "no opinion, keep evaluating".
+const (
+	Allow       Behavior = "allow"
+	Ask         Behavior = "ask"
+	Deny        Behavior = "deny"
+	Passthrough Behavior = "passthrough"
+)
+
+// Rule allows, asks for or denies calls of one tool. An empty Content
+// matches every call of the tool. Users write rules as "Tool" or
+// "Tool(content)", e.g. "Bash(npm run:*)" or "Edit(src/**)".
+type Rule struct {
+	Tool     string   `json:"tool"`
+	Content  string   `json:"content,omitempty"`
+	Behavior Behavior `json:"behavior"`
+	Source   string   `json:"source,omitempty"`
+}
+
+// Decision is the engine's (or a tool's) verdict on one call.
+type Decision struct {
+	Behavior Behavior `json:"behavior"`
+	Message  string   `json:"message,omitempty"`
+	// Reason names the layer that decided, e.g. "Rule: Bash(rm:*)".
+	Reason string `json:"reason,omitempty"`
+	// UpdatedInput, when set, replaces the call's input.
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	// Suggestions are rules that would allow this call if added.
+	Suggestions []Rule `json:"suggestions,omitempty"`
+	// BypassImmune marks a safety ASK that allow rules cannot override.
+	BypassImmune bool `json:"bypass_immune,omitempty"`
+}
+
+// Context is the policy one agent turn runs under. Rules keep their order:
+// inside each list the first rule that matches wins.
+type Context struct {
+	Mode        Mode     `json:"mode,omitempty"`
+	WorkingDirs []string `json:"working_dirs,omitempty"`
+	Allow       []Rule   `json:"allow,omitempty"`
+	Ask         []Rule   `json:"ask,omitempty"`
+	Deny        []Rule   `json:"deny,omitempty"`
+	// DangerousFiles and DangerousDirs replace the default lists of
+	// sensitive file names and directory names when non-nil; an empty,
+	// non-nil list turns that check off.
+	DangerousFiles *[]string `json:"dangerous_files,omitempty"`
+	DangerousDirs  *[]string `json:"dangerous_dirs,omitempty"`
+}
+
+// Tool is what the engine needs from a tool. The tools package adapts
+// its tools (bound to a backend and workspace) to this interface.
+type Tool interface {
+	// Name is the tool name rules are keyed by.
+	Name() string
+	// CheckPermissions is the tool's own check; it may return Passthrough.
+	CheckPermissions(ctx context.Context, input json.RawMessage, pc *Context) (Decision, error)
+	// CheckReadOnly reports whether this call only reads.
+	CheckReadOnly(ctx context.Context, input json.RawMessage) (bool, error)
+	// MatchRule reports whether a non-empty rule content matches the call.
+	MatchRule(ctx context.Context, content string, input json.RawMessage) (bool, error)
+	// GenerateSuggestions proposes allow rules for this call.
+	GenerateSuggestions(ctx context.Context, input json.RawMessage) ([]Rule, error)
+}

@@ -1,0 +1,108 @@
+// Package tools holds the tool contract, the registry and the built-in
+// tools (one file each). A tool is described by Info, runs through Call,
+// and may refine its permission behaviour by implementing the optional
+// checker interfaces below; ForPermission adapts it to the engine.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+
+	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/permission"
+)
+
+// Info describes a tool to the model and to the engine.
+type Info struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"input_schema"`
+	// ReadOnly is the static read-only flag (CheckReadOnly's default).
+	ReadOnly bool `json:"read_only"`
+	// ConcurrencySafe calls may run in parallel with each other.
+	ConcurrencySafe bool `json:"concurrency_safe"`
+	// External tools have no Call: their result comes from outside the
+	// worker (a client completes them).
+	External bool `json:"external"`
+	// StateInjected tools read and write the turn's State.
+	StateInjected bool `json:"state_injected"`
+}
+
+// Tool is one capability the model can call.
+type Tool interface {
+	Info() Info
+	// Call runs the tool. Failures the model should see are chunks with
+	// IsError set; a yielded Go error means an infrastructure fault.
+	Call(ctx context.Context, env *Env, input json.RawMessage) Stream
+}
+
+// Stream is the sequence of chunks a call yields. Non-streaming tools
+// yield one chunk.
+type Stream = iter.Seq2[Chunk, error]
+
+// Chunk is one piece of a tool's output.
+type Chunk struct {
+	Text    string `json:"text,omitempty"`
+	IsError bool   `json:"is_error,omitempty"`
+	// Data carries non-text blocks (images, documents).
+	Data []DataBlock `json:"data,omitempty"`
+	// Metadata is merged into the result's metadata.
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// DataBlock is a binary block, base64 in JSON.
+type DataBlock struct {
+	MediaType string `json:"media_type"`
+	Data      []byte `json:"data"`
+}
+
+// Env is what a call runs against: its backend, its workspace and, for
+// state-injected tools, the turn's state.
+type Env struct {
+	Backend backend.Backend
+	// Workdir is the workspace directory inside the backend.
+	Workdir string
+	// State is the turn's tool state; the workflow owns it and passes it
+	// to and from activities. It may be nil for stateless calls.
+	State *State
+	// Permission is the turn's policy, for tools that consult it.
+	Permission *permission.Context
+}
+
+// Single returns a stream of one chunk.
+func Single(c Chunk) Stream {
+	return func(yield func(Chunk, error) bool) { yield(c, nil) }
+}
+
+// Errorf returns a stream of one error chunk the model can read.
+func Errorf(format string, args ...any) Stream {
+	return Single(Chunk{Text: sprintf(format, args...), IsError: true})
+}
+
+// Fail returns a stream that yields an infrastructure error.
+func Fail(err error) Stream {
+	return func(yield func(Chunk, error) bool) { yield(Chunk{}, err) }
+}
+
+// PermissionChecker is a tool's own permission check (default: passthrough).
+type PermissionChecker interface {
+	CheckPermissions(ctx context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error)
+}
+
+// ReadOnlyChecker decides per input whether a call only reads
+// (default: Info().ReadOnly).
+type ReadOnlyChecker interface {
+	CheckReadOnly(ctx context.Context, env *Env, input json.RawMessage) (bool, error)
+}
+
+// RuleMatcher matches a rule's content against a call (default: only
+// content-less rules match, and the engine handles those itself).
+type RuleMatcher interface {
+	MatchRule(ctx context.Context, env *Env, content string, input json.RawMessage) (bool, error)
+}
+
+// Suggester proposes allow rules for a call (default: the tool-level rule).
+type Suggester interface {
+	GenerateSuggestions(ctx context.Context, env *Env, input json.RawMessage) ([]permission.Rule, error)
+}

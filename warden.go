@@ -1,0 +1,102 @@
+// Package warden runs AI-agent tool calls durably on Temporal. Register
+// puts the agent-turn workflow and its activities on a worker you own;
+// package client drives turns and approvals from your services.
+//
+//	w := worker.New(c, "warden", worker.Options{})
+//	if _, err := warden.Register(w, warden.Options{}); err != nil { ... }
+//	err = w.Run(worker.InterruptCh())
+package warden
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/workflow"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/wardenhq/warden/activities"
+	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/middleware"
+	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/tools"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// Options configure what Register puts on a worker. The zero value gives
+// the built-in tools on the local backend in the current directory, the
+// scripted model, and no metrics.
+type Options struct {
+	// Tools are added after the built-ins (or alone with NoBuiltins).
+	Tools      []tools.Tool
+	NoBuiltins bool
+	// ToolMiddleware wraps every tool call; the first is outermost.
+	ToolMiddleware []middleware.Middleware
+	// Backends by name, added to "local". DefaultBackend names the one a
+	// turn uses when it names none (default "local").
+	Backends       map[string]backend.Backend
+	DefaultBackend string
+	// Workdir is the default workspace directory (default: the current
+	// directory).
+	Workdir string
+	// Models by provider name, added to "scripted".
+	Models map[string]model.Model
+	// ResultBudget caps tool results entering history (bytes).
+	ResultBudget int
+	// Registerer receives warden's metrics; nil records none.
+	Registerer prometheus.Registerer
+	Logger     *slog.Logger
+}
+
+// Register registers the agent-turn workflow and warden's activities on
+// w and returns the activities (for inspection or tests).
+func Register(w worker.Registry, o Options) (*activities.Activities, error) {
+	a, err := NewActivities(o)
+	if err != nil {
+		return nil, err
+	}
+	w.RegisterWorkflowWithOptions(workflows.Turn, workflow.RegisterOptions{Name: workflows.TurnWorkflow})
+	a.Register(w)
+	return a, nil
+}
+
+// NewActivities builds the activities Register would register.
+func NewActivities(o Options) (*activities.Activities, error) {
+	var all []tools.Tool
+	if !o.NoBuiltins {
+		all = append(all, tools.Builtins()...)
+	}
+	all = append(all, o.Tools...)
+	reg, err := tools.NewRegistry(all...)
+	if err != nil {
+		return nil, fmt.Errorf("warden: %w", err)
+	}
+	wd := o.Workdir
+	if wd == "" {
+		if wd, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("warden: workdir: %w", err)
+		}
+	}
+	backends := map[string]backend.Backend{"local": local.New(wd)}
+	maps.Copy(backends, o.Backends)
+	def := o.DefaultBackend
+	if def == "" {
+		def = "local"
+	}
+	if _, ok := backends[def]; !ok {
+		return nil, fmt.Errorf("warden: default backend %q is not configured", def)
+	}
+	models := map[string]model.Model{"scripted": model.Scripted{}}
+	maps.Copy(models, o.Models)
+	a := &activities.Activities{
+		Tools: reg, Backends: backends, DefaultBackend: def, DefaultWorkdir: wd,
+		Models: models, Middleware: o.ToolMiddleware, ResultBudget: o.ResultBudget, Logger: o.Logger,
+	}
+	if o.Registerer != nil {
+		a.Metrics = activities.NewMetrics(o.Registerer)
+	}
+	return a, nil
+}

@@ -1,0 +1,529 @@
+package workflows
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
+)
+
+// Defaults of a turn.
+const (
+	DefaultMaxIterations   = 20
+	DefaultApprovalTimeout = 7 * 24 * time.Hour
+	maxEvents              = 1000
+)
+
+// Search attribute keys, typed.
+var (
+	saPendingCalls = temporal.NewSearchAttributeKeyKeywordList(SAPendingCalls)
+	saPendingTools = temporal.NewSearchAttributeKeyKeywordList(SAPendingTools)
+	saWaitingSince = temporal.NewSearchAttributeKeyTime(SAWaitingSince)
+)
+
+// turn is the workflow's state. Everything in it is deterministic: the
+// slices keep call order and maps are only used for lookups.
+type turn struct {
+	in            TurnInput
+	msgs          []model.Message
+	state         tools.State
+	perm          permission.Context
+	policyVersion int
+	pending       []Pending
+	answers       map[string]answer
+	recheck       bool
+	events        []Event
+	seq           int
+	iterations    int
+	toolCalls     int
+	done          bool
+}
+
+// answer is a received decision or external result for a pending call.
+type answer struct {
+	approval *Approval
+	external *ExternalResult
+	// auto is set when a rule added later covered the call.
+	auto string
+}
+
+// Turn is the agent-turn workflow: model → permission check → tools →
+// model, until the model answers without tool calls or MaxIterations.
+func Turn(ctx workflow.Context, in TurnInput) (TurnResult, error) {
+	t := &turn{
+		in:      in,
+		msgs:    slices.Clone(in.Messages),
+		state:   in.State,
+		perm:    in.Permission,
+		answers: map[string]answer{},
+	}
+	if in.Prompt != "" {
+		t.msgs = append(t.msgs, model.Message{Role: model.RoleUser, Content: in.Prompt})
+	}
+	if err := t.registerHandlers(ctx); err != nil {
+		return TurnResult{}, err
+	}
+	max := in.MaxIterations
+	if max <= 0 {
+		max = DefaultMaxIterations
+	}
+	res := TurnResult{}
+	for t.iterations < max {
+		t.iterations++
+		resp, err := t.callModel(ctx)
+		if err != nil {
+			return TurnResult{}, err
+		}
+		t.msgs = append(t.msgs, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+		if resp.Text != "" || len(resp.ToolCalls) == 0 {
+			t.emit(ctx, Event{Type: EventModel, Text: resp.Text})
+		}
+		if len(resp.ToolCalls) == 0 {
+			res.Answer = resp.Text
+			break
+		}
+		results, err := t.runCalls(ctx, resp.ToolCalls)
+		if err != nil {
+			return TurnResult{}, err
+		}
+		for _, r := range results {
+			t.msgs = append(t.msgs, model.Message{Role: model.RoleTool, Content: r.Content,
+				ToolCallID: r.CallID, ToolName: r.Name, IsError: r.IsError})
+		}
+		if t.iterations == max {
+			res.Stopped = "max_iterations"
+		}
+	}
+	t.done = true
+	t.emit(ctx, Event{Type: EventFinal, Text: res.Answer})
+	res.Messages, res.Iterations, res.ToolCalls = t.msgs, t.iterations, t.toolCalls
+	res.State, res.Permission = t.state, t.perm
+	return res, nil
+}
+
+func (t *turn) callModel(ctx workflow.Context) (model.Response, error) {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5,
+			NonRetryableErrorTypes: []string{ErrTypeUnknownModel},
+		},
+	})
+	req := model.Request{Instruction: t.in.Instruction, Messages: t.msgs, Script: t.in.Model.Script}
+	req.Tools = nil // the activity fills in the enabled tools' specs
+	var resp model.Response
+	err := workflow.ExecuteActivity(ctx, ActivityModel, ModelInput{Provider: t.in.Model.Provider, Request: req, Tools: t.in.Tools}).Get(ctx, &resp)
+	if err != nil {
+		return resp, fmt.Errorf("model call: %w", err)
+	}
+	return resp, nil
+}
+
+// Error types activities return that must not be retried.
+const (
+	ErrTypeUnknownModel = "UnknownModel"
+	ErrTypeUnknownTool  = "UnknownTool"
+	ErrTypeInvalidInput = "InvalidInput"
+)
+
+// slot tracks one call of a model step through the pipeline.
+type slot struct {
+	call   model.ToolCall
+	prep   Prepared
+	result *tools.Result
+	ready  bool // allowed, waiting to run
+}
+
+// runCalls decides every call of one model step, waits for answers to
+// ASKs and external calls, then runs the allowed calls in order
+// (consecutive concurrency-safe calls in parallel). Results keep call order.
+func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall) ([]tools.Result, error) {
+	slots := make([]*slot, len(calls))
+	for i, c := range calls {
+		if c.ID == "" {
+			c.ID = "call_" + strconv.Itoa(t.toolCalls+i+1)
+		}
+		slots[i] = &slot{call: c}
+		t.emit(ctx, Event{Type: EventToolCall, CallID: c.ID, Tool: c.Name, Input: string(c.Input)})
+	}
+	t.toolCalls += len(calls)
+	preps, err := t.prepare(ctx, calls)
+	if err != nil {
+		return nil, err
+	}
+	now := workflow.Now(ctx)
+	timeout := t.in.ApprovalTimeout
+	if timeout <= 0 {
+		timeout = DefaultApprovalTimeout
+	}
+	for i, s := range slots {
+		s.call = calls[i]
+		s.prep = preps[i]
+		t.classify(ctx, s, now, timeout)
+	}
+	if len(t.pending) > 0 {
+		if err := t.wait(ctx, slots); err != nil {
+			return nil, err
+		}
+	}
+	if err := t.execute(ctx, slots); err != nil {
+		return nil, err
+	}
+	out := make([]tools.Result, len(slots))
+	for i, s := range slots {
+		out[i] = *s.result
+		t.emit(ctx, Event{Type: EventResult, CallID: s.call.ID, Tool: s.call.Name, Text: s.result.Content, Error: s.result.IsError})
+	}
+	return out, nil
+}
+
+// prepare validates and permission-checks calls as local activities, so
+// the verdicts are recorded in history and never re-decided on replay.
+func (t *turn) prepare(ctx workflow.Context, calls []model.ToolCall) ([]Prepared, error) {
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	futs := make([]workflow.Future, len(calls))
+	for i, c := range calls {
+		futs[i] = workflow.ExecuteLocalActivity(lctx, ActivityPrepare, PrepareInput{
+			Call: c, Env: t.env(), Permission: t.perm, Allowed: t.in.Tools,
+		})
+	}
+	out := make([]Prepared, len(calls))
+	for i, f := range futs {
+		if err := f.Get(ctx, &out[i]); err != nil {
+			return nil, fmt.Errorf("prepare %s: %w", calls[i].ID, err)
+		}
+	}
+	return out, nil
+}
+
+func (t *turn) env() CallEnv { return CallEnv{Backend: t.in.Backend, Workdir: t.in.Workdir} }
+
+// classify turns a prepared call into a result, a pending entry, or a
+// call ready to run.
+func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time, timeout time.Duration) {
+	c, p := s.call, s.prep
+	if p.Invalid != "" {
+		s.result = &tools.Result{CallID: c.ID, Name: c.Name, Content: p.Invalid, IsError: true, State: tools.StateError}
+		return
+	}
+	d := p.Decision
+	t.emit(ctx, Event{Type: EventDecision, CallID: c.ID, Tool: c.Name, Text: string(d.Behavior) + ": " + d.Reason})
+	if len(d.UpdatedInput) > 0 {
+		s.call.Input = d.UpdatedInput
+	}
+	switch d.Behavior {
+	case permission.Allow:
+		if p.Tool.External {
+			t.park(ctx, Pending{Kind: PendingExternal, CallID: c.ID, Tool: c.Name, Input: s.call.Input,
+				Message: "waiting for an external result"}, now, timeout)
+			return
+		}
+		s.ready = true
+	case permission.Deny:
+		s.result = denied(c, d.Message)
+	default: // ask, and passthrough treated as ask
+		pend := Pending{Kind: PendingApproval, CallID: c.ID, Tool: c.Name, Input: s.call.Input,
+			Message: d.Message, Reason: d.Reason, BypassImmune: d.BypassImmune}
+		for _, r := range d.Suggestions {
+			pend.Suggestions = append(pend.Suggestions, r.String())
+		}
+		t.park(ctx, pend, now, timeout)
+	}
+}
+
+func denied(c model.ToolCall, msg string) *tools.Result {
+	return &tools.Result{CallID: c.ID, Name: c.Name, Content: "Permission denied: " + msg, IsError: true, State: tools.StateDenied}
+}
+
+func (t *turn) park(ctx workflow.Context, p Pending, now time.Time, timeout time.Duration) {
+	p.RequestedAt, p.Deadline = now, now.Add(timeout)
+	p.Hash = CallHash(p.Tool, p.Input, t.policyVersion)
+	t.pending = append(t.pending, p)
+	t.emit(ctx, Event{Type: EventWaiting, CallID: p.CallID, Tool: p.Tool, Text: string(p.Kind) + ": " + p.Message})
+}
+
+// CallHash binds an answer to a tool, its exact input and the policy
+// version the approver saw.
+func CallHash(tool string, input json.RawMessage, policyVersion int) string {
+	h := sha256.New()
+	h.Write([]byte(tool))
+	h.Write([]byte{0})
+	h.Write(input)
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(policyVersion)))
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// wait blocks durably until every pending entry of this step is answered
+// or its deadline passes, then applies the answers to the slots.
+func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
+	t.upsertPending(ctx)
+	for {
+		open := t.open()
+		if len(open) == 0 {
+			break
+		}
+		deadline := open[0].Deadline
+		for _, p := range open[1:] {
+			if p.Deadline.Before(deadline) {
+				deadline = p.Deadline
+			}
+		}
+		d := deadline.Sub(workflow.Now(ctx))
+		if d <= 0 {
+			for _, p := range open {
+				if !p.Deadline.After(workflow.Now(ctx)) {
+					t.answers[p.CallID] = answer{approval: &Approval{CallID: p.CallID, Decision: DecisionDeny,
+						Reason: "approval timed out", By: "deadline"}}
+				}
+			}
+			continue
+		}
+		n := len(open)
+		if _, err := workflow.AwaitWithTimeout(ctx, d, func() bool { return t.recheck || len(t.open()) < n }); err != nil {
+			return fmt.Errorf("waiting for approvals: %w", err)
+		}
+		if t.recheck {
+			t.recheck = false
+			if err := t.recheckPending(ctx); err != nil {
+				return err
+			}
+		}
+		t.upsertPending(ctx)
+	}
+	bySlot := map[string]*slot{}
+	for _, s := range slots {
+		bySlot[s.call.ID] = s
+	}
+	for _, p := range t.pending {
+		s := bySlot[p.CallID]
+		if s == nil {
+			continue
+		}
+		if err := t.apply(ctx, s, p, t.answers[p.CallID]); err != nil {
+			return err
+		}
+	}
+	t.pending = nil
+	t.upsertPending(ctx)
+	return nil
+}
+
+// open lists the pending entries without an answer, in order.
+func (t *turn) open() []Pending {
+	var out []Pending
+	for _, p := range t.pending {
+		if _, ok := t.answers[p.CallID]; !ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// recheckPending re-evaluates unanswered approvals after a rule was added;
+// calls the new policy allows resolve without an approver.
+func (t *turn) recheckPending(ctx workflow.Context) error {
+	var calls []model.ToolCall
+	for _, p := range t.open() {
+		if p.Kind == PendingApproval {
+			calls = append(calls, model.ToolCall{ID: p.CallID, Name: p.Tool, Input: p.Input})
+		}
+	}
+	if len(calls) == 0 {
+		return nil
+	}
+	preps, err := t.prepare(ctx, calls)
+	if err != nil {
+		return err
+	}
+	for i, p := range preps {
+		if p.Invalid == "" && p.Decision.Behavior == permission.Allow {
+			t.answers[calls[i].ID] = answer{auto: p.Decision.Reason}
+			t.emit(ctx, Event{Type: EventAnswered, CallID: calls[i].ID, Tool: calls[i].Name, Text: "allowed by added rule: " + p.Decision.Reason})
+		}
+	}
+	return nil
+}
+
+// apply turns an answer into a ready call or a result.
+func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a answer) error {
+	switch {
+	case a.external != nil:
+		r := a.external
+		s.result = &tools.Result{CallID: p.CallID, Name: p.Tool, Content: r.Content, IsError: r.IsError, Metadata: r.Metadata, State: tools.StateSuccess}
+		if r.IsError {
+			s.result.State = tools.StateError
+		}
+	case a.auto != "":
+		s.ready = true
+	case a.approval != nil && a.approval.Decision == DecisionDeny:
+		reason := a.approval.Reason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		by := ""
+		if a.approval.By != "" {
+			by = " by " + a.approval.By
+		}
+		s.result = &tools.Result{CallID: p.CallID, Name: p.Tool, IsError: true, State: tools.StateDenied,
+			Content: fmt.Sprintf("The user denied this %s call%s: %s", p.Tool, by, reason)}
+	case a.approval != nil:
+		if len(a.approval.Input) > 0 && string(a.approval.Input) != string(p.Input) {
+			// Edited input: re-check it; a deny still wins.
+			preps, err := t.prepare(ctx, []model.ToolCall{{ID: p.CallID, Name: p.Tool, Input: a.approval.Input}})
+			if err != nil {
+				return err
+			}
+			if preps[0].Invalid != "" {
+				s.result = &tools.Result{CallID: p.CallID, Name: p.Tool, Content: preps[0].Invalid, IsError: true, State: tools.StateError}
+				return nil
+			}
+			if preps[0].Decision.Behavior == permission.Deny {
+				s.result = denied(s.call, preps[0].Decision.Message)
+				return nil
+			}
+			s.call.Input = a.approval.Input
+		}
+		s.ready = true
+	default:
+		return errors.New("pending call without answer")
+	}
+	return nil
+}
+
+// execute runs the ready calls in order. Consecutive calls of
+// concurrency-safe tools that do not touch turn state run in parallel.
+func (t *turn) execute(ctx workflow.Context, slots []*slot) error {
+	for i := 0; i < len(slots); {
+		if !slots[i].ready {
+			i++
+			continue
+		}
+		j := i + 1
+		if parallel(slots[i]) {
+			for j < len(slots) && (!slots[j].ready || parallel(slots[j])) {
+				j++
+			}
+		}
+		var batch []*slot
+		for _, s := range slots[i:j] {
+			if s.ready {
+				batch = append(batch, s)
+			}
+		}
+		futs := make([]workflow.Future, len(batch))
+		for k, s := range batch {
+			futs[k] = t.startTool(ctx, s)
+		}
+		for k, s := range batch {
+			var out ToolOutput
+			if err := futs[k].Get(ctx, &out); err != nil {
+				var appErr *temporal.ApplicationError
+				if !errors.As(err, &appErr) && !isActivityFailure(err) {
+					return err
+				}
+				s.result = &tools.Result{CallID: s.call.ID, Name: s.call.Name, IsError: true, State: tools.StateError,
+					Content: "Tool failed: " + rootMessage(err)}
+				continue
+			}
+			out.Result.CallID, out.Result.Name = s.call.ID, s.call.Name
+			s.result = &out.Result
+			t.mergeState(out.State)
+		}
+		i = j
+	}
+	return nil
+}
+
+func parallel(s *slot) bool { return s.prep.Tool.ConcurrencySafe && !s.prep.Tool.StateInjected }
+
+func (t *turn) startTool(ctx workflow.Context, s *slot) workflow.Future {
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ActivityID:          "tool-" + s.call.ID,
+		StartToCloseTimeout: 11 * time.Minute,
+		HeartbeatTimeout:    30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
+			MaximumAttempts:        3,
+			NonRetryableErrorTypes: []string{ErrTypeUnknownTool, ErrTypeInvalidInput},
+		},
+	})
+	return workflow.ExecuteActivity(actx, ActivityTool, ToolInput{Call: s.call, Env: t.env(), State: t.state})
+}
+
+// mergeState folds a call's returned state into the turn's: reads merge
+// (parallel reads each add their files), the task list is replaced.
+func (t *turn) mergeState(s tools.State) {
+	if len(s.Reads) > 0 && t.state.Reads == nil {
+		t.state.Reads = map[string]tools.FileStamp{}
+	}
+	for _, k := range workflow.DeterministicKeys(s.Reads) {
+		t.state.Reads[k] = s.Reads[k]
+	}
+	t.state.Tasks = s.Tasks
+}
+
+func isActivityFailure(err error) bool {
+	var actErr *temporal.ActivityError
+	return errors.As(err, &actErr)
+}
+
+// rootMessage is the innermost failure message of an activity error.
+func rootMessage(err error) string {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err.Error()
+		}
+		err = next
+	}
+}
+
+// emit appends an event to the bounded ring.
+func (t *turn) emit(ctx workflow.Context, e Event) {
+	t.seq++
+	e.Seq, e.Time = t.seq, workflow.Now(ctx)
+	if len(e.Text) > 2000 {
+		e.Text = e.Text[:2000] + "…"
+	}
+	t.events = append(t.events, e)
+	if len(t.events) > maxEvents {
+		t.events = slices.Delete(t.events, 0, len(t.events)-maxEvents)
+	}
+}
+
+// upsertPending publishes the open entries as search attributes so ops
+// can filter waiting turns with a visibility query.
+func (t *turn) upsertPending(ctx workflow.Context) {
+	open := t.open()
+	if len(open) == 0 {
+		_ = workflow.UpsertTypedSearchAttributes(ctx, saPendingCalls.ValueUnset(), saPendingTools.ValueUnset(), saWaitingSince.ValueUnset())
+		return
+	}
+	var ids, names []string
+	since := open[0].RequestedAt
+	for _, p := range open {
+		ids = append(ids, p.CallID)
+		if !slices.Contains(names, p.Tool) {
+			names = append(names, p.Tool)
+		}
+		if p.RequestedAt.Before(since) {
+			since = p.RequestedAt
+		}
+	}
+	_ = workflow.UpsertTypedSearchAttributes(ctx, saPendingCalls.ValueSet(ids), saPendingTools.ValueSet(names), saWaitingSince.ValueSet(since))
+}

@@ -1,0 +1,248 @@
+// Package workflows holds the agent-turn workflow and the wire types and
+// names clients use to talk to it. It is deterministic workflow code only:
+// no I/O, no wall clock, no goroutines, no map iteration for ordering.
+package workflows
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
+)
+
+// Names clients use. They are part of warden's API: keep them stable.
+const (
+	// TurnWorkflow is the agent-turn workflow type.
+	TurnWorkflow = "AgentTurn"
+	// UpdateApprove answers a pending permission ASK (Update with validator).
+	UpdateApprove = "approve"
+	// SignalApprove answers a pending permission ASK as a signal.
+	SignalApprove = "approve"
+	// UpdateExternalResult completes an external tool call (incl. AskUser).
+	UpdateExternalResult = "external-result"
+	// SignalExternalResult completes an external tool call as a signal.
+	SignalExternalResult = "external-result"
+	// QueryPending lists the turn's pending approvals and external calls.
+	QueryPending = "pending"
+	// QueryEvents returns events after a cursor.
+	QueryEvents = "events"
+	// QueryState returns a summary of the turn's state.
+	QueryState = "state"
+)
+
+// Search attributes the workflow maintains while it waits.
+const (
+	// SAPendingCalls lists the call ids waiting for an answer (KeywordList).
+	SAPendingCalls = "WardenPendingCalls"
+	// SAPendingTools lists the tools of those calls (KeywordList).
+	SAPendingTools = "WardenPendingTools"
+	// SAWaitingSince is when the oldest pending call started waiting (Datetime).
+	SAWaitingSince = "WardenWaitingSince"
+)
+
+// Activity names, registered by activities.Activities.
+const (
+	ActivityModel   = "warden.Model"
+	ActivityPrepare = "warden.Prepare"
+	ActivityTool    = "warden.Tool"
+)
+
+// TurnInput starts an agent turn.
+type TurnInput struct {
+	// Prompt, when set, is appended to Messages as a user message.
+	Prompt      string          `json:"prompt,omitempty"`
+	Messages    []model.Message `json:"messages,omitempty"`
+	Instruction string          `json:"instruction,omitempty"`
+	Model       ModelConfig     `json:"model"`
+	// Tools restricts the turn to these tool names; empty means all.
+	Tools []string `json:"tools,omitempty"`
+	// Permission is the turn's policy.
+	Permission permission.Context `json:"permission"`
+	// Backend names the backend tools run on ("" means the worker default).
+	Backend string `json:"backend,omitempty"`
+	// Workdir is the workspace directory inside the backend.
+	Workdir string `json:"workdir,omitempty"`
+	// MaxIterations bounds model calls (default 20).
+	MaxIterations int `json:"max_iterations,omitempty"`
+	// ApprovalTimeout bounds how long an ASK waits before it is denied
+	// (default 7 days).
+	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
+	// State carries tool state into the turn (e.g. across continue-as-new).
+	State tools.State `json:"state,omitempty"`
+}
+
+// ModelConfig selects the model provider.
+type ModelConfig struct {
+	// Provider names a provider registered on the worker ("scripted").
+	Provider string        `json:"provider"`
+	Name     string        `json:"name,omitempty"`
+	Script   *model.Script `json:"script,omitempty"`
+}
+
+// TurnResult is what a finished turn returns.
+type TurnResult struct {
+	Answer     string             `json:"answer"`
+	Messages   []model.Message    `json:"messages"`
+	Iterations int                `json:"iterations"`
+	ToolCalls  int                `json:"tool_calls"`
+	State      tools.State        `json:"state"`
+	Permission permission.Context `json:"permission"`
+	// Stopped explains an early end ("max_iterations"), empty otherwise.
+	Stopped string `json:"stopped,omitempty"`
+}
+
+// ModelInput is the model activity's input.
+type ModelInput struct {
+	Provider string        `json:"provider"`
+	Request  model.Request `json:"request"`
+	// Tools restricts the specs sent to the model (empty: all).
+	Tools []string `json:"tools,omitempty"`
+}
+
+// CallEnv says where a call runs.
+type CallEnv struct {
+	Backend string `json:"backend,omitempty"`
+	Workdir string `json:"workdir,omitempty"`
+}
+
+// PrepareInput asks the worker to validate and permission-check a call.
+type PrepareInput struct {
+	Call       model.ToolCall     `json:"call"`
+	Env        CallEnv            `json:"env"`
+	Permission permission.Context `json:"permission"`
+	// Allowed lists tool names enabled in this turn (empty: all).
+	Allowed []string `json:"allowed,omitempty"`
+}
+
+// Prepared is the recorded verdict on one call.
+type Prepared struct {
+	// Invalid, when set, is a tool error for the model (unknown tool,
+	// input that fails the schema); no decision was made.
+	Invalid  string              `json:"invalid,omitempty"`
+	Decision permission.Decision `json:"decision"`
+	Tool     tools.Info          `json:"tool"`
+	ReadOnly bool                `json:"read_only"`
+}
+
+// ToolInput runs one allowed call.
+type ToolInput struct {
+	Call  model.ToolCall `json:"call"`
+	Env   CallEnv        `json:"env"`
+	State tools.State    `json:"state"`
+}
+
+// ToolOutput is a finished call and the tool state after it.
+type ToolOutput struct {
+	Result tools.Result `json:"result"`
+	State  tools.State  `json:"state"`
+}
+
+// Decision answers a pending permission ASK.
+type Decision string
+
+// The decisions an approver can make.
+const (
+	DecisionAllow       Decision = "allow"
+	DecisionAlwaysAllow Decision = "always_allow"
+	DecisionDeny        Decision = "deny"
+)
+
+// Approval is the payload of UpdateApprove / SignalApprove.
+type Approval struct {
+	CallID   string   `json:"call_id"`
+	Decision Decision `json:"decision"`
+	// Hash must equal the pending entry's hash when set, binding the
+	// answer to the exact tool, input and policy the approver saw.
+	Hash string `json:"hash,omitempty"`
+	// Rules to add for always_allow ("Bash(npm run:*)"); empty means the
+	// entry's suggestions.
+	Rules []string `json:"rules,omitempty"`
+	// Reason for a denial, shown to the model.
+	Reason string `json:"reason,omitempty"`
+	// Input, when set with allow, replaces the call's input (re-checked).
+	Input json.RawMessage `json:"input,omitempty"`
+	By    string          `json:"by,omitempty"`
+}
+
+// ExternalResult completes an external call (AskUser answers included).
+type ExternalResult struct {
+	CallID   string         `json:"call_id"`
+	Content  string         `json:"content"`
+	IsError  bool           `json:"is_error,omitempty"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+	By       string         `json:"by,omitempty"`
+}
+
+// Ack acknowledges an accepted update.
+type Ack struct {
+	CallID string `json:"call_id"`
+	Status string `json:"status"`
+}
+
+// PendingKind tells what a pending entry waits for.
+type PendingKind string
+
+// The pending kinds.
+const (
+	PendingApproval PendingKind = "approval"
+	PendingExternal PendingKind = "external"
+)
+
+// Pending is one call the turn waits on.
+type Pending struct {
+	Kind         PendingKind     `json:"kind"`
+	CallID       string          `json:"call_id"`
+	Tool         string          `json:"tool"`
+	Input        json.RawMessage `json:"input"`
+	Message      string          `json:"message,omitempty"`
+	Reason       string          `json:"reason,omitempty"`
+	Suggestions  []string        `json:"suggestions,omitempty"`
+	BypassImmune bool            `json:"bypass_immune,omitempty"`
+	RequestedAt  time.Time       `json:"requested_at"`
+	Deadline     time.Time       `json:"deadline"`
+	Hash         string          `json:"hash"`
+}
+
+// Event is one entry of the turn's progress stream.
+type Event struct {
+	Seq    int       `json:"seq"`
+	Time   time.Time `json:"time"`
+	Type   string    `json:"type"`
+	CallID string    `json:"call_id,omitempty"`
+	Tool   string    `json:"tool,omitempty"`
+	Text   string    `json:"text,omitempty"`
+	Input  string    `json:"input,omitempty"`
+	Error  bool      `json:"error,omitempty"`
+}
+
+// Event types.
+const (
+	EventModel    = "model"
+	EventToolCall = "tool_call"
+	EventDecision = "decision"
+	EventWaiting  = "waiting"
+	EventAnswered = "answered"
+	EventRejected = "rejected"
+	EventResult   = "tool_result"
+	EventFinal    = "final"
+)
+
+// EventsPage is QueryEvents' answer.
+type EventsPage struct {
+	Events []Event `json:"events"`
+	// Next is the cursor to pass to get later events.
+	Next int  `json:"next"`
+	Done bool `json:"done"`
+}
+
+// Summary is QueryState's answer.
+type Summary struct {
+	Iterations int                `json:"iterations"`
+	ToolCalls  int                `json:"tool_calls"`
+	Pending    []Pending          `json:"pending"`
+	Permission permission.Context `json:"permission"`
+	Tasks      []tools.Task       `json:"tasks,omitempty"`
+	Done       bool               `json:"done"`
+}
