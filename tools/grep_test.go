@@ -1,0 +1,194 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden/backend/local"
+)
+
+// grepTree writes a tree exercising ripgrep's filtering and formatting.
+func grepTree(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	files := map[string]string{
+		"a.go":                 "package a\n\nfunc Foo() {}\n\n// foo bar\nvar x = 1\n\nfunc Bar() { Foo() }\n",
+		"b.txt":                "one\ntwo foo\nthree\nfour\nfive\nsix\nseven foo\neight\nnine\nten\nFOO eleven\n",
+		"crlf.txt":             "alpha foo\r\nbeta\r\n",
+		"long.txt":             "short foo\n" + strings.Repeat("y", 600) + " foo\n" + strings.Repeat("z", 600) + "\nend\n",
+		"sub/c.go":             "package sub\n// Foo is here\nfunc Foo() {}\n",
+		"sub/deeper/d.md":      "# foo\ntext\n",
+		"sub/deeper/e.py":      "def foo():\n    return 1\n",
+		".hidden/h.txt":        "hidden foo\n",
+		".dotfile":             "foo in dotfile\n",
+		".git/config":          "foo in git dir\n",
+		"ignored/x.txt":        "foo ignored\n",
+		"keep.log":             "foo log\n",
+		"drop.log":             "foo drop\n",
+		".gitignore":           "ignored/\n*.log\n!keep.log\n",
+		"sub/.ignore":          "e.py\n",
+		"bin.dat":              "foo\x00binary\n",
+		"multi.txt":            "start\nfoo\nbar\nend\nfoo bar\n",
+		"sp ace/na:me.txt":     "foo with colon name\n",
+		"nonl.txt":             "last foo",
+		"empty.txt":            "",
+		"sub/deeper/Makefile":  "all:\n\techo foo\n",
+		"unicode/ünï.txt":      "héllo foo wörld\n",
+		"ctx.txt":              "1\n2\nfoo\n4\n5\n6\n7\nfoo\n9\nfoo\n11\n12\n13\n14\n15\n16\n17\nfoo\n",
+		"sub/deeper/f.test.js": "const foo = 1\n",
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func runGrep(t *testing.T, g Grep, env *Env, input string) Result {
+	t.Helper()
+	r, err := Collect(g.Call(context.Background(), env, json.RawMessage(input)))
+	if err != nil {
+		t.Fatalf("grep %s: %v", input, err)
+	}
+	return r
+}
+
+func TestGrepEnginesAgree(t *testing.T) {
+	if _, err := exec.LookPath("rg"); err != nil {
+		t.Skip("rg is not installed (apt-get install -y ripgrep)")
+	}
+	dir := grepTree(t)
+	env := &Env{Backend: local.New(dir), Workdir: dir}
+	inputs := []string{
+		`{"pattern":"foo"}`,
+		`{"pattern":"foo","output_mode":"content"}`,
+		`{"pattern":"foo","output_mode":"count"}`,
+		`{"pattern":"foo","-i":true,"output_mode":"content"}`,
+		`{"pattern":"foo","output_mode":"content","-n":false}`,
+		`{"pattern":"foo","output_mode":"content","-C":2}`,
+		`{"pattern":"foo","output_mode":"content","-A":1}`,
+		`{"pattern":"foo","output_mode":"content","-B":3,"path":"ctx.txt"}`,
+		`{"pattern":"foo","output_mode":"content","context":1,"path":"ctx.txt"}`,
+		`{"pattern":"foo","output_mode":"count","path":"b.txt"}`,
+		`{"pattern":"foo","path":"b.txt"}`,
+		`{"pattern":"foo","glob":"*.go"}`,
+		`{"pattern":"foo","glob":"*.{go,md}","output_mode":"content"}`,
+		`{"pattern":"foo","glob":"*.txt,*.md"}`,
+		`{"pattern":"foo","glob":"!*.txt"}`,
+		`{"pattern":"foo","glob":"sub/**"}`,
+		`{"pattern":"foo","type":"go","-i":true}`,
+		`{"pattern":"foo","type":"py"}`,
+		`{"pattern":"foo","type":"make"}`,
+		`{"pattern":"foo","type":"js"}`,
+		`{"pattern":"^func \\w+","output_mode":"content"}`,
+		`{"pattern":"foo$","output_mode":"content"}`,
+		`{"pattern":"foo\\nbar","multiline":true,"output_mode":"content"}`,
+		`{"pattern":"start.*end","multiline":true,"output_mode":"count"}`,
+		`{"pattern":"foo.bar","multiline":true,"output_mode":"content","-A":1}`,
+		`{"pattern":"foo","path":"sub"}`,
+		`{"pattern":"foo","output_mode":"content","head_limit":3}`,
+		`{"pattern":"foo","output_mode":"content","head_limit":3,"offset":2}`,
+		`{"pattern":"foo","head_limit":0}`,
+		`{"pattern":"nothing-matches-this"}`,
+		`{"pattern":"-foo"}`,
+		`{"pattern":"y+ foo","output_mode":"content"}`,
+		`{"pattern":"end","output_mode":"content","-B":1,"path":"long.txt"}`,
+	}
+	rg := Grep{Engine: GrepRipgrep}
+	gp := Grep{Engine: GrepGo}
+	for _, in := range inputs {
+		t.Run(in, func(t *testing.T) {
+			a, b := runGrep(t, rg, env, in), runGrep(t, gp, env, in)
+			if a.Content != b.Content || a.IsError != b.IsError {
+				t.Errorf("rg:\n%s\n\ngo:\n%s", a.Content, b.Content)
+			}
+		})
+	}
+}
+
+func TestGrepGo(t *testing.T) {
+	dir := grepTree(t)
+	env := &Env{Backend: local.New(dir), Workdir: dir}
+	g := Grep{Engine: GrepGo}
+	p := func(s string) string { return filepath.Join(dir, s) }
+	cases := []struct {
+		input string
+		want  string
+		isErr bool
+	}{
+		{`{"pattern":"foo","path":"sub","output_mode":"count"}`, p("sub/deeper/Makefile") + ":1\n" + p("sub/deeper/d.md") + ":1\n" + p("sub/deeper/f.test.js") + ":1", false},
+		{`{"pattern":"foo","output_mode":"content","-B":1,"path":"ctx.txt","head_limit":4}`,
+			"2-2\n3:foo\n--\n7-7\n\n[Showing results with pagination = limit: 4]", false},
+		{`{"pattern":"Foo","path":"a.go","output_mode":"content"}`, "3:func Foo() {}\n8:func Bar() { Foo() }", false},
+		{`{"pattern":"(","path":"a.go"}`, "regex parse error", true},
+		{`{"pattern":"foo","type":"nosuchtype"}`, "unrecognized file type: nosuchtype", true},
+		{`{"pattern":"foo","path":"missing"}`, "Path does not exist", true},
+		{`{"pattern":"foo","output_mode":"lines"}`, "output_mode must be", true},
+		{`{"pattern":"foo","path":"a\u0000b"}`, "NUL", true},
+		{`{"pattern":"foo","head_limit":-1}`, "must not be negative", true},
+	}
+	for _, c := range cases {
+		r := runGrep(t, g, env, c.input)
+		if r.IsError != c.isErr || !strings.Contains(r.Content, c.want) {
+			t.Errorf("%s: got error=%v\n%s\nwant error=%v containing\n%s", c.input, r.IsError, r.Content, c.isErr, c.want)
+		}
+	}
+	// The ignored and binary files are never listed.
+	r := runGrep(t, g, env, `{"pattern":"foo","head_limit":0}`)
+	for _, bad := range []string{"ignored/x.txt", "drop.log", ".git/config", "bin.dat", "sub/deeper/e.py"} {
+		if strings.Contains(r.Content, bad) {
+			t.Errorf("listing contains %s:\n%s", bad, r.Content)
+		}
+	}
+	for _, good := range []string{"keep.log", ".hidden/h.txt", ".dotfile", "nonl.txt"} {
+		if !strings.Contains(r.Content, good) {
+			t.Errorf("listing lacks %s:\n%s", good, r.Content)
+		}
+	}
+}
+
+func TestGrepEngineProbe(t *testing.T) {
+	dir := grepTree(t)
+	env := &Env{Backend: local.New(dir), Workdir: dir}
+	g := Grep{Probes: &ProbeCache{}}
+	r := runGrep(t, g, env, `{"pattern":"foo"}`)
+	want := "go"
+	if _, err := exec.LookPath("rg"); err == nil {
+		want = "rg"
+	}
+	if r.Metadata["engine"] != want {
+		t.Errorf("engine %v, want %s", r.Metadata["engine"], want)
+	}
+}
+
+// TestGrepTiming compares the engines on a large tree; run with
+// WARDEN_GREP_BENCH=/some/dir.
+func TestGrepTiming(t *testing.T) {
+	dir := os.Getenv("WARDEN_GREP_BENCH")
+	if dir == "" {
+		t.Skip("set WARDEN_GREP_BENCH to a directory to time the engines")
+	}
+	env := &Env{Backend: local.New(dir), Workdir: dir}
+	for _, in := range []string{`{"pattern":"func [A-Z]\\w+Handler","head_limit":0}`, `{"pattern":"TODO","output_mode":"count","head_limit":0}`} {
+		var out [2]string
+		var took [2]time.Duration
+		for i, g := range []Grep{{Engine: GrepRipgrep, Timeout: 5 * time.Minute}, {Engine: GrepGo, Timeout: 5 * time.Minute}} {
+			start := time.Now()
+			out[i] = runGrep(t, g, env, in).Content
+			took[i] = time.Since(start)
+		}
+		t.Logf("%s: rg %v, go %v, ratio go/rg %.1f, same output %v (%d bytes)", in, took[0], took[1],
+			float64(took[1])/float64(took[0]), out[0] == out[1], len(out[0]))
+	}
+}

@@ -1,0 +1,320 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/ledongthuc/pdf"
+
+	"github.com/wardenhq/warden/backend"
+)
+
+// Read limits.
+const (
+	// ReadDefaultLimit is the number of lines Read returns by default.
+	ReadDefaultLimit = 2000
+	// ReadDefaultMaxLineChars cuts longer lines and marks them "[truncated]".
+	ReadDefaultMaxLineChars = 2000
+	// ReadDefaultMaxOutputBytes caps the text one Read returns.
+	ReadDefaultMaxOutputBytes = 256 << 10
+	// ReadMaxPDFPages is the most PDF pages one Read returns.
+	ReadMaxPDFPages = 20
+	// ReadPDFPagesRequiredAbove is the page count above which Read needs
+	// the pages argument for a PDF.
+	ReadPDFPagesRequiredAbove = 10
+)
+
+// Read reads a text file, an image or a PDF from the call's backend and
+// records what it read in the turn's State for read-before-write. Its
+// zero value uses the default limits. Its permission checks live in
+// perm_read.go.
+type Read struct {
+	// MaxLineChars cuts longer lines (default ReadDefaultMaxLineChars).
+	MaxLineChars int
+	// MaxOutputBytes caps the text of one result (default
+	// ReadDefaultMaxOutputBytes).
+	MaxOutputBytes int
+}
+
+// ReadInput is Read's input.
+type ReadInput struct {
+	FilePath string `json:"file_path"`
+	// Offset is the first line to return, 1-based (default 1).
+	Offset int `json:"offset,omitempty"`
+	// Limit is the number of lines to return (default 2000).
+	Limit int `json:"limit,omitempty"`
+	// Pages selects PDF pages, e.g. "3" or "1-5".
+	Pages string `json:"pages,omitempty"`
+}
+
+var readSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "file_path": {"type": "string", "description": "The absolute path to the file to read."},
+    "offset": {"type": "integer", "minimum": 1, "description": "The line number to start reading from (1-based). Only provide if the file is too large to read at once."},
+    "limit": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "The number of lines to read (default 2000)."},
+    "pages": {"type": "string", "description": "Page range for PDF files, e.g. \"1-5\" or \"3\". Required for PDFs with more than 10 pages; at most 20 pages per call."}
+  },
+  "required": ["file_path"],
+  "additionalProperties": false
+}`)
+
+// imageTypes maps the image extensions Read returns as data blocks to
+// their media types.
+var imageTypes = map[string]string{
+	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
+	".gif": "image/gif", ".webp": "image/webp",
+}
+
+// unsupportedImages are image extensions Read recognises but cannot
+// hand to the model.
+var unsupportedImages = map[string]bool{".bmp": true, ".tiff": true, ".tif": true, ".ico": true}
+
+// Info implements Tool.
+func (Read) Info() Info {
+	return Info{
+		Name: "Read",
+		Description: "Read a file from the workspace. file_path must be absolute. " +
+			"Text is returned with line numbers (cat -n style); by default up to 2000 lines from the start, " +
+			"use offset and limit to page through long files. Lines longer than 2000 characters are truncated. " +
+			"Images (png, jpg, gif, webp) are returned as images; PDFs as text per page (use pages for long PDFs). " +
+			"You must Read a file before you Write over it or Edit it.",
+		InputSchema:     readSchema,
+		ReadOnly:        true,
+		ConcurrencySafe: true,
+		StateInjected:   true,
+	}
+}
+
+// Call implements Tool.
+func (r Read) Call(ctx context.Context, env *Env, input json.RawMessage) Stream {
+	var in ReadInput
+	if err := json.Unmarshal(input, &in); err != nil {
+		return Errorf("Invalid input for Read: %v", err)
+	}
+	p, msg := checkFilePath(in.FilePath)
+	if msg != "" {
+		return Errorf("%s", msg)
+	}
+	if in.Offset < 0 || in.Limit < 0 {
+		return Errorf("Error: offset and limit must not be negative")
+	}
+	fi, err := env.Backend.Stat(ctx, p)
+	switch {
+	case errors.Is(err, backend.ErrNotExist):
+		return Errorf("Error: File does not exist: %s", in.FilePath)
+	case err != nil:
+		return backendError(ctx, "Read", p, err)
+	case fi.IsDir:
+		return Errorf("Error: Path is a directory, not a file: %s", in.FilePath)
+	}
+	ext := strings.ToLower(path.Ext(p))
+	if unsupportedImages[ext] {
+		return Errorf("Error: Unsupported image format %s: only png, jpg, gif and webp images can be read: %s", ext, p)
+	}
+	data, err := env.Backend.ReadFile(ctx, p)
+	if errors.Is(err, backend.ErrNotExist) {
+		return Errorf("Error: File does not exist: %s", in.FilePath)
+	}
+	if err != nil {
+		return backendError(ctx, "Read", p, err)
+	}
+	// The stamp is taken before reading: if the file changed in between,
+	// the next Write or Edit sees a different stamp and asks for a re-read.
+	recordRead(env, p, fi)
+
+	if mt, ok := imageTypes[ext]; ok {
+		return Single(Chunk{
+			Text:     fmt.Sprintf("Image %s (%s, %d bytes)", p, mt, len(data)),
+			Data:     []DataBlock{{MediaType: mt, Data: data}},
+			Metadata: map[string]any{"file_path": p},
+		})
+	}
+	if ext == ".pdf" {
+		return r.readPDF(p, data, in.Pages)
+	}
+	return Single(r.readText(p, data, in.Offset, in.Limit))
+}
+
+// readText formats lines offset..offset+limit of a text file.
+func (r Read) readText(p string, data []byte, offset, limit int) Chunk {
+	maxLine := r.MaxLineChars
+	if maxLine <= 0 {
+		maxLine = ReadDefaultMaxLineChars
+	}
+	maxOut := r.MaxOutputBytes
+	if maxOut <= 0 {
+		maxOut = ReadDefaultMaxOutputBytes
+	}
+	if offset <= 0 {
+		offset = 1
+	}
+	if limit <= 0 {
+		limit = ReadDefaultLimit
+	}
+	lines := splitLines(decodeText(data))
+	meta := map[string]any{"file_path": p, "total_lines": len(lines)}
+	if len(lines) == 0 {
+		return Chunk{Text: fmt.Sprintf("<system-reminder>The file %s exists but is empty.</system-reminder>", p), Metadata: meta}
+	}
+	start := offset - 1
+	if start >= len(lines) {
+		return Chunk{Text: "", Metadata: meta}
+	}
+	end := min(start+limit, len(lines))
+	var b strings.Builder
+	last := start
+	for i := start; i < end; i++ {
+		line := lines[i]
+		if n := len([]rune(line)); n > maxLine {
+			line = string([]rune(line)[:maxLine]) + "[truncated]"
+		}
+		entry := fmt.Sprintf("%6d\t%s", i+1, line)
+		if b.Len() > 0 && b.Len()+1+len(entry) > maxOut {
+			break
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(entry)
+		last = i + 1
+	}
+	if last < end {
+		fmt.Fprintf(&b, "\n\n[Output truncated at %d bytes: showing lines %d-%d of %d. Use offset=%d to read more.]",
+			maxOut, start+1, last, len(lines), last+1)
+		meta["truncated"] = true
+	}
+	return Chunk{Text: b.String(), Metadata: meta}
+}
+
+// readPDF extracts the text of the selected pages.
+func (Read) readPDF(p string, data []byte, pages string) (s Stream) {
+	defer func() {
+		if v := recover(); v != nil {
+			s = Errorf("Error: cannot read PDF %s: %v", p, v)
+		}
+	}()
+	rd, err := pdf.NewReader(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		return Errorf("Error: cannot read PDF %s: %v", p, err)
+	}
+	n := rd.NumPage()
+	first, last := 1, n
+	if pages == "" {
+		if n > ReadPDFPagesRequiredAbove {
+			return Errorf("Error: PDF %s has %d pages; give a page range with pages (e.g. \"1-%d\"), at most %d pages per call.",
+				p, n, ReadMaxPDFPages, ReadMaxPDFPages)
+		}
+	} else {
+		first, last, err = parsePages(pages)
+		if err != nil {
+			return Errorf("Error: invalid pages %q: %v", pages, err)
+		}
+		if first > n {
+			return Errorf("Error: page %d is out of range: PDF %s has %d pages", first, p, n)
+		}
+		last = min(last, n)
+		if last-first+1 > ReadMaxPDFPages {
+			return Errorf("Error: at most %d pages can be read per call; got pages %q", ReadMaxPDFPages, pages)
+		}
+	}
+	var b strings.Builder
+	for i := first; i <= last; i++ {
+		text, err := rd.Page(i).GetPlainText(nil)
+		if err != nil {
+			text = fmt.Sprintf("[cannot extract text: %v]", err)
+		}
+		if i > first {
+			b.WriteString("\n\n")
+		}
+		fmt.Fprintf(&b, "--- Page %d/%d ---\n%s", i, n, strings.Trim(text, "\n"))
+	}
+	return Single(Chunk{Text: b.String(), Metadata: map[string]any{"file_path": p, "total_pages": n}})
+}
+
+// parsePages parses "3" or "1-5" into an inclusive 1-based range.
+func parsePages(s string) (first, last int, err error) {
+	a, b, isRange := strings.Cut(strings.TrimSpace(s), "-")
+	first, err = strconv.Atoi(strings.TrimSpace(a))
+	if err != nil {
+		return 0, 0, fmt.Errorf("want a page number or a range like 1-5: %w", err)
+	}
+	last = first
+	if isRange {
+		if last, err = strconv.Atoi(strings.TrimSpace(b)); err != nil {
+			return 0, 0, fmt.Errorf("want a page number or a range like 1-5: %w", err)
+		}
+	}
+	if first < 1 || last < first {
+		return 0, 0, errors.New("pages start at 1 and a range must not be reversed")
+	}
+	return first, last, nil
+}
+
+// decodeText decodes file content: invalid UTF-8 is replaced and CRLF
+// and CR line ends become LF.
+func decodeText(data []byte) string {
+	s := strings.ToValidUTF8(string(data), "\uFFFD")
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	return strings.ReplaceAll(s, "\r", "\n")
+}
+
+// splitLines splits text into lines without their terminators; a final
+// newline does not start another line.
+func splitLines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+}
+
+// checkFilePath validates a model-supplied file path and returns its
+// cleaned form, or the error message the model sees.
+func checkFilePath(p string) (string, string) {
+	if strings.ContainsRune(p, 0) {
+		return "", "Error: file_path must not contain NUL bytes"
+	}
+	if p == "" {
+		return "", "Error: file_path is required"
+	}
+	if !path.IsAbs(p) {
+		return "", "Error: file_path must be an absolute path, got: " + p
+	}
+	return path.Clean(p), ""
+}
+
+// recordRead stores what Read saw of p; a nil State records nothing.
+func recordRead(env *Env, p string, fi backend.FileInfo) {
+	if env.State == nil {
+		return
+	}
+	if env.State.Reads == nil {
+		env.State.Reads = map[string]FileStamp{}
+	}
+	env.State.Reads[p] = FileStamp{Size: fi.Size, ModTime: fi.ModTime}
+}
+
+// readFresh reports whether p was read in this turn and, according to
+// the backend, has not changed since: same size and modification time.
+func readFresh(env *Env, p string, fi backend.FileInfo) bool {
+	if env.State == nil {
+		return false
+	}
+	st, ok := env.State.Reads[p]
+	return ok && st.Size == fi.Size && st.ModTime.Equal(fi.ModTime)
+}
+
+// backendError turns a backend failure into a stream: a Go error when the
+// context is done (infrastructure), a tool error the model reads otherwise.
+func backendError(ctx context.Context, tool, p string, err error) Stream {
+	if ctx.Err() != nil {
+		return Fail(fmt.Errorf("%s %s: %w", strings.ToLower(tool), p, err))
+	}
+	return Errorf("Error: %s failed for %s: %v", tool, p, err)
+}
