@@ -42,7 +42,7 @@ type Activities struct {
 	// ResultBudget caps a tool result's size in bytes before it enters
 	// history (default tools.DefaultResultBudget).
 	ResultBudget int
-	// HeartbeatEvery is how often a running tool heartbeats (default 5 s).
+	// HeartbeatEvery is how often a running tool heartbeats (default 2 s).
 	HeartbeatEvery time.Duration
 	Metrics        *Metrics
 	Logger         *slog.Logger
@@ -181,7 +181,7 @@ func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out work
 func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 	every := a.HeartbeatEvery
 	if every <= 0 {
-		every = 5 * time.Second
+		every = 2 * time.Second
 	}
 	done := make(chan struct{})
 	go func() {

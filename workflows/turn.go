@@ -455,7 +455,7 @@ func (t *turn) startTool(ctx workflow.Context, s *slot) workflow.Future {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		ActivityID:          "tool-" + s.call.ID,
 		StartToCloseTimeout: 11 * time.Minute,
-		HeartbeatTimeout:    30 * time.Second,
+		HeartbeatTimeout:    10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
 			MaximumAttempts:        3,

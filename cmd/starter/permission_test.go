@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runPerm(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	cmd := newPermissionCmd()
+	var out bytes.Buffer
+	cmd.SetIn(strings.NewReader(stdin))
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestPermissionCheckHuman(t *testing.T) {
+	wd := t.TempDir()
+	out, err := runPerm(t, "", "check", "--tool", "Bash", "--input", `{"command":"rm -rf /"}`, "--workdir", wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Decision:    ASK",
+		"Decided by:  Safety check: dangerous command pattern",
+		"Why:         Permission required: Command contains dangerous pattern: rm -rf",
+		"bypass-immune",
+		"Suggestions: none",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	rules := filepath.Join(wd, "rules.yaml")
+	if err := os.WriteFile(rules, []byte("mode: default\nallow: [\"Bash(npm run:*)\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runPerm(t, "", "check", "--tool", "Bash", "--input", `{"command":"npm run build"}`, "--workdir", wd, "--rules", rules)
+	if err != nil || !strings.Contains(out, "Decision:    ALLOW") || !strings.Contains(out, "Rule: Bash(npm run:*)") {
+		t.Errorf("rules file: %v\n%s", err, out)
+	}
+	if _, err := runPerm(t, "", "check", "--tool", "Bash"); err == nil {
+		t.Error("missing --input accepted")
+	}
+	if _, err := runPerm(t, "", "check", "--tool", "Bash", "--input", `{"command":"ls"}`, "--mode", "yolo"); err == nil {
+		t.Error("bad mode accepted")
+	}
+}
+
+func TestPermissionCheckJSONL(t *testing.T) {
+	wd := t.TempDir()
+	in := strings.Join([]string{
+		`{"tool":"Bash","input":{"command":"git status"}}`,
+		`{"tool":"Bash","input":{"command":"git commit -m x"},"mode":"default"}`,
+		`not json`,
+		``,
+		`{"tool":"Nope","input":{}}`,
+		`{"tool":"Bash","input":{"command":"sudo rm x"},"rules":{"deny":["Bash(rm:*)"]}}`,
+		`{"tool":"Bash","input":{"command":"mkdir -p a"},"mode":"accept_edits","workdirs":["` + wd + `"]}`,
+		`{"tool":"Write","input":{"file_path":"` + wd + `/.env"},"mode":"bypass"}`,
+		`{"tool":"Bash","input":{"command":"ls"},"extra":1}`,
+	}, "\n")
+	out, err := runPerm(t, in, "check", "--jsonl", "--workdir", wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	want := []map[string]any{
+		{"tool": "Bash", "behavior": "allow", "read_only": true, "tool_check": "allow", "bypass_immune": false, "reason": "Read-only: the call only reads"},
+		{"behavior": "ask", "read_only": false, "tool_check": "passthrough", "reason": "Mode: default", "suggestions": []any{"Bash(git commit:*)"}},
+		{"error": nil},
+		{"error": `unknown tool "Nope"`},
+		{"behavior": "deny", "tool_check": "ask", "reason": "Rule: Bash(rm:*)", "message": "Permission to use Bash has been denied", "suggestions": []any{}},
+		{"behavior": "allow", "tool_check": "allow"},
+		{"tool": "Write", "behavior": "allow", "tool_check": "ask", "reason": "Mode: bypass"},
+		{"error": nil},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, l := range lines {
+		var got map[string]any
+		if err := json.Unmarshal([]byte(l), &got); err != nil {
+			t.Fatalf("line %d not JSON: %q", i+1, l)
+		}
+		for k, v := range want[i] {
+			g, ok := got[k]
+			if !ok {
+				t.Errorf("line %d: no %q in %s", i+1, k, l)
+				continue
+			}
+			if v != nil && !equalJSON(g, v) {
+				t.Errorf("line %d: %s = %v, want %v", i+1, k, g, v)
+			}
+		}
+	}
+}
+
+func equalJSON(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
+}

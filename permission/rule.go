@@ -1,0 +1,144 @@
+package permission
+
+import (
+	"context"
+	"fmt"
+	"strings"
+)
+
+// ParseRule parses a rule written as "Tool" or "Tool(content)" and gives
+// it behaviour b. The tool name may not contain parentheses or spaces; the
+// content is everything between the first "(" and the final ")", so it may
+// itself contain parentheses. "Tool()" is the same as "Tool".
+func ParseRule(s string, b Behavior) (Rule, error) {
+	switch b {
+	case Allow, Ask, Deny:
+	default:
+		return Rule{}, fmt.Errorf("rule %q: invalid behavior %q", s, b)
+	}
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return Rule{}, fmt.Errorf("empty %s rule", b)
+	}
+	name, content := s, ""
+	if i := strings.IndexByte(s, '('); i >= 0 {
+		if !strings.HasSuffix(s, ")") {
+			return Rule{}, fmt.Errorf("rule %q: missing closing parenthesis", s)
+		}
+		name, content = strings.TrimSpace(s[:i]), s[i+1:len(s)-1]
+	} else if strings.ContainsRune(s, ')') {
+		return Rule{}, fmt.Errorf("rule %q: unbalanced parenthesis", s)
+	}
+	if name == "" {
+		return Rule{}, fmt.Errorf("rule %q: missing tool name", s)
+	}
+	if strings.ContainsAny(name, " \t()") {
+		return Rule{}, fmt.Errorf("rule %q: invalid tool name %q", s, name)
+	}
+	return Rule{Tool: name, Content: content, Behavior: b}, nil
+}
+
+// String renders the rule the way users write it: "Tool" or
+// "Tool(content)". It is the inverse of ParseRule.
+func (r Rule) String() string {
+	if r.Content == "" {
+		return r.Tool
+	}
+	return r.Tool + "(" + r.Content + ")"
+}
+
+// AddRule appends r to the list of its behaviour. Rules with any other
+// behaviour (Passthrough, empty) are ignored, as in AgentScope.
+func (c *Context) AddRule(r Rule) {
+	switch r.Behavior {
+	case Allow:
+		c.Allow = append(c.Allow, r)
+	case Ask:
+		c.Ask = append(c.Ask, r)
+	case Deny:
+		c.Deny = append(c.Deny, r)
+	}
+}
+
+// Policy is the user-facing rules file format, read from YAML or JSON
+// (the --rules file and the permission: key of temporal-dev.yaml). Rules
+// are written as strings, e.g. "Bash(npm run:*)".
+type Policy struct {
+	Mode        Mode     `yaml:"mode,omitempty" json:"mode,omitempty"`
+	WorkingDirs []string `yaml:"working_dirs,omitempty" json:"working_dirs,omitempty"`
+	Allow       []string `yaml:"allow,omitempty" json:"allow,omitempty"`
+	Ask         []string `yaml:"ask,omitempty" json:"ask,omitempty"`
+	Deny        []string `yaml:"deny,omitempty" json:"deny,omitempty"`
+	// DangerousFiles and DangerousDirs replace the default lists when
+	// set; an empty list turns the check off.
+	DangerousFiles *[]string `yaml:"dangerous_files,omitempty" json:"dangerous_files,omitempty"`
+	DangerousDirs  *[]string `yaml:"dangerous_dirs,omitempty" json:"dangerous_dirs,omitempty"`
+}
+
+// PolicySource is the Source given to rules that come from a Policy.
+const PolicySource = "policy"
+
+// ValidMode reports whether m is one of the five modes. The empty mode is
+// not valid here; Context treats it as ModeDefault.
+func ValidMode(m Mode) bool {
+	switch m {
+	case ModeDefault, ModeExplore, ModeAcceptEdits, ModeBypass, ModeDontAsk:
+		return true
+	}
+	return false
+}
+
+// Context parses the policy into an engine Context. An empty mode means
+// ModeDefault. Errors name the offending rule or mode.
+func (p Policy) Context() (Context, error) {
+	c := Context{Mode: p.Mode, DangerousFiles: p.DangerousFiles, DangerousDirs: p.DangerousDirs}
+	if c.Mode == "" {
+		c.Mode = ModeDefault
+	}
+	if !ValidMode(c.Mode) {
+		return Context{}, fmt.Errorf("policy: unknown mode %q (want default, explore, accept_edits, bypass or dont_ask)", p.Mode)
+	}
+	for _, d := range p.WorkingDirs {
+		if strings.TrimSpace(d) == "" {
+			return Context{}, fmt.Errorf("policy: empty working directory")
+		}
+		c.WorkingDirs = append(c.WorkingDirs, d)
+	}
+	lists := []struct {
+		b     Behavior
+		rules []string
+	}{{Allow, p.Allow}, {Ask, p.Ask}, {Deny, p.Deny}}
+	for _, l := range lists {
+		for i, s := range l.rules {
+			r, err := ParseRule(s, l.b)
+			if err != nil {
+				return Context{}, fmt.Errorf("policy: %s rule %d: %w", l.b, i+1, err)
+			}
+			r.Source = PolicySource
+			c.AddRule(r)
+		}
+	}
+	return c, nil
+}
+
+type ruleBehaviorKey struct{}
+
+// WithRuleBehavior tells a tool's MatchRule which kind of rule it is
+// matching. The engine sets it before every MatchRule call so tools can
+// match allow rules more strictly than deny and ask rules (Bash requires
+// every subcommand of a compound command to match an allow rule, while
+// any subcommand matching a deny rule is enough).
+func WithRuleBehavior(ctx context.Context, b Behavior) context.Context {
+	return context.WithValue(ctx, ruleBehaviorKey{}, b)
+}
+
+// RuleBehaviorFrom returns the behaviour set by WithRuleBehavior. Callers
+// that did not set one get Allow and false: tools should then use their
+// strictest (allow) matching.
+func RuleBehaviorFrom(ctx context.Context) (Behavior, bool) {
+	b, ok := ctx.Value(ruleBehaviorKey{}).(Behavior)
+	if !ok {
+		return Allow, false
+	}
+	return b, true
+}

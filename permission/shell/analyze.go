@@ -1,0 +1,432 @@
+package shell
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// maxDepth bounds the nesting of analysed scripts (bash -c inside
+// bash -c, substitutions inside substitutions); deeper nesting fails.
+const maxDepth = 4
+
+// maxCwds bounds the set of possible working directories tracked across
+// cd commands; beyond it the working directory becomes unknown.
+const maxCwds = 8
+
+// word is one shell word, resolved statically.
+type word struct {
+	// val is the word's value with quotes and escapes removed. Dynamic
+	// parts appear as "$NAME".
+	val string
+	// dynamic is set when part of the value is only known at run time.
+	dynamic bool
+	// glob is set when the word holds unquoted pattern characters
+	// (* ? [ or braces), so it may expand to other words.
+	glob bool
+	// quoted is set when any part of the word is quoted.
+	quoted bool
+	// tilde is set when the word starts with an unquoted ~.
+	tilde bool
+}
+
+// redir is one redirection of a unit.
+type redir struct {
+	op     syntax.RedirOperator
+	target word
+}
+
+// assign is one NAME=value prefix of a unit.
+type assign struct {
+	name  string
+	value word
+}
+
+// unit is one simple command the script runs.
+type unit struct {
+	// text is the command's source text (redirections included) for
+	// units written in the script, or its words joined by spaces for
+	// units synthesised from wrappers.
+	text    string
+	assigns []assign
+	args    []word
+	redirs  []redir
+	// nested marks units that run inside another unit (behind a wrapper,
+	// in a bash -c script, find -exec or a substitution).
+	nested bool
+	// wrapper names the wrapper kind when this unit runs another.
+	wrapper string
+	// inner is the number of units this one wraps directly.
+	inner int
+	// privileged marks units run through sudo or doas.
+	privileged bool
+	// cwds are the possible working directories the unit runs in; nil
+	// means unknown.
+	cwds []string
+	// findDelete marks find with -delete; findTests reports whether it
+	// has test predicates restricting what it deletes.
+	findDelete, findTests bool
+}
+
+// name is the command name's base name ("rm" for /bin/rm), or "".
+func (u *unit) name() string {
+	if len(u.args) == 0 {
+		return ""
+	}
+	return path.Base(u.args[0].val)
+}
+
+// trustedName reports whether the command name resolves through PATH or
+// a standard system directory, so that "ls" really is ls and not a local
+// script called ./ls.
+func (u *unit) trustedName() bool {
+	if len(u.args) == 0 {
+		return false
+	}
+	n := u.args[0].val
+	if !strings.Contains(n, "/") {
+		return true
+	}
+	switch path.Dir(n) {
+	case "/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin":
+		return true
+	}
+	return false
+}
+
+// Analysis is the static analysis of one command string. Build it with
+// Analyze; its methods are safe for concurrent use.
+type Analysis struct {
+	src string
+	cfg Config
+	// fail is the reason the command cannot be analysed statically
+	// (parse error, substitution, eval, ...); empty when it can.
+	fail     string
+	parseErr bool
+	units    []*unit
+	// cwds is the current set of possible working directories while
+	// walking; nil means unknown.
+	cwds []string
+}
+
+// Analyze parses command and collects its units. It never fails: a
+// command it cannot understand gives an Analysis whose Failure is set.
+func Analyze(command string, cfg Config) *Analysis {
+	a := &Analysis{src: command, cfg: cfg}
+	if cfg.Workdir != "" && path.IsAbs(cfg.Workdir) {
+		a.cwds = []string{path.Clean(cfg.Workdir)}
+	}
+	if strings.TrimSpace(command) == "" {
+		return a
+	}
+	f, err := parse(command)
+	if err != nil {
+		a.fail = "Command parsing failed, cannot verify safety"
+		a.parseErr = true
+		return a
+	}
+	a.stmts(command, f.Stmts, 0, false, nil)
+	return a
+}
+
+func parse(src string) (*syntax.File, error) {
+	p := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(false))
+	f, err := p.Parse(strings.NewReader(src), "")
+	if err != nil {
+		return nil, fmt.Errorf("parse command: %w", err)
+	}
+	return f, nil
+}
+
+// Failure is the reason the command cannot be statically analysed, or ""
+// when it can.
+func (a *Analysis) Failure() string { return a.fail }
+
+// Empty reports whether the command is empty or only blanks.
+func (a *Analysis) Empty() bool { return strings.TrimSpace(a.src) == "" }
+
+func (a *Analysis) failf(format string, args ...any) {
+	if a.fail == "" {
+		a.fail = fmt.Sprintf(format, args...)
+	}
+}
+
+// text returns the source text of node n within src.
+func text(src string, n syntax.Node) string {
+	s, e := int(n.Pos().Offset()), int(n.End().Offset())
+	if s < 0 || e > len(src) || s > e {
+		return ""
+	}
+	return strings.TrimRight(strings.TrimSpace(src[s:e]), ";&")
+}
+
+func (a *Analysis) stmts(src string, ss []*syntax.Stmt, depth int, nested bool, inherited []redir) {
+	for _, s := range ss {
+		a.stmt(src, s, depth, nested, inherited)
+	}
+}
+
+func (a *Analysis) stmt(src string, s *syntax.Stmt, depth int, nested bool, inherited []redir) {
+	if depth > maxDepth {
+		a.failf("Command nesting is too deep to analyze")
+		return
+	}
+	if s.Coprocess || s.Disown {
+		a.failf("Command contains coprocess which cannot be statically analyzed")
+	}
+	rs := append([]redir(nil), inherited...)
+	for _, r := range s.Redirs {
+		if r.N != nil && strings.HasPrefix(r.N.Value, "{") {
+			a.failf("Command contains a named file descriptor which cannot be statically analyzed")
+		}
+		if r.Hdoc != nil {
+			a.word(src, r.Hdoc, depth, false)
+		}
+		if r.Word != nil {
+			rs = append(rs, redir{op: r.Op, target: a.word(src, r.Word, depth, true)})
+		}
+	}
+	switch c := s.Cmd.(type) {
+	case nil:
+		// Only redirections: "> file" truncates file.
+		a.units = append(a.units, &unit{text: text(src, s), redirs: rs, nested: nested, cwds: a.cwds})
+	case *syntax.CallExpr:
+		u := &unit{text: text(src, s), redirs: rs, nested: nested, cwds: a.cwds}
+		for _, as := range c.Assigns {
+			u.assigns = append(u.assigns, a.assign(src, as, depth))
+		}
+		for _, w := range c.Args {
+			u.args = append(u.args, a.word(src, w, depth, true))
+		}
+		a.add(u, depth)
+	case *syntax.BinaryCmd:
+		a.stmt(src, c.X, depth, nested, rs)
+		a.stmt(src, c.Y, depth, nested, rs)
+	case *syntax.Subshell:
+		saved := a.cwds
+		a.stmts(src, c.Stmts, depth, nested, rs)
+		a.cwds = saved
+	case *syntax.Block:
+		a.stmts(src, c.Stmts, depth, nested, rs)
+	case *syntax.TimeClause:
+		if c.Stmt != nil {
+			a.stmt(src, c.Stmt, depth, nested, rs)
+		}
+	case *syntax.DeclClause:
+		// export/declare/local/readonly/typeset: not read-only, but their
+		// values are still scanned for substitutions.
+		u := &unit{text: text(src, s), redirs: rs, nested: nested, cwds: a.cwds}
+		u.args = append(u.args, word{val: c.Variant.Value})
+		for _, as := range c.Args {
+			v := a.assign(src, as, depth)
+			w := v.value
+			if as.Name != nil && !as.Naked {
+				w.val = v.name + "=" + w.val
+			} else if as.Name != nil {
+				w = word{val: v.name}
+			}
+			u.args = append(u.args, w)
+		}
+		a.units = append(a.units, u)
+	case *syntax.IfClause:
+		a.failf("Command contains if_statement which cannot be statically analyzed")
+	case *syntax.WhileClause:
+		if c.Until {
+			a.failf("Command contains until_statement which cannot be statically analyzed")
+		} else {
+			a.failf("Command contains while_statement which cannot be statically analyzed")
+		}
+	case *syntax.ForClause:
+		a.failf("Command contains for_statement which cannot be statically analyzed")
+	case *syntax.CaseClause:
+		a.failf("Command contains case_statement which cannot be statically analyzed")
+	case *syntax.FuncDecl:
+		a.failf("Command contains function_definition which cannot be statically analyzed")
+	case *syntax.TestClause:
+		a.failf("Command contains test_command which cannot be statically analyzed")
+	case *syntax.ArithmCmd, *syntax.LetClause:
+		a.failf("Command contains arithmetic which cannot be statically analyzed")
+	default:
+		a.failf("Command contains %T which cannot be statically analyzed", c)
+	}
+}
+
+func (a *Analysis) assign(src string, as *syntax.Assign, depth int) assign {
+	var v assign
+	if as.Name != nil {
+		v.name = as.Name.Value
+	}
+	if as.Index != nil {
+		a.failf("Command contains arithmetic which cannot be statically analyzed")
+	}
+	if as.Value != nil {
+		v.value = a.word(src, as.Value, depth, true)
+	}
+	if as.Array != nil {
+		v.value.dynamic = true
+		for _, e := range as.Array.Elems {
+			if e.Index != nil {
+				a.failf("Command contains arithmetic which cannot be statically analyzed")
+			}
+			if e.Value != nil {
+				a.word(src, e.Value, depth, true)
+			}
+		}
+	}
+	return v
+}
+
+// word resolves w. Substitutions make the analysis fail, and the
+// commands inside them are still collected (as nested units) so that
+// deny rules can see them.
+func (a *Analysis) word(src string, w *syntax.Word, depth int, top bool) word {
+	var out word
+	var b strings.Builder
+	for i, p := range w.Parts {
+		a.part(src, p, depth, false, i == 0 && top, &b, &out)
+	}
+	out.val = b.String()
+	return out
+}
+
+func (a *Analysis) part(src string, p syntax.WordPart, depth int, inDQ, first bool, b *strings.Builder, out *word) {
+	switch p := p.(type) {
+	case *syntax.Lit:
+		if inDQ {
+			b.WriteString(unescapeDQ(p.Value))
+			return
+		}
+		if first && strings.HasPrefix(p.Value, "~") {
+			out.tilde = true
+		}
+		s, glob := unescapeLit(p.Value)
+		out.glob = out.glob || glob
+		b.WriteString(s)
+	case *syntax.SglQuoted:
+		out.quoted = true
+		if p.Dollar && strings.Contains(p.Value, `\`) {
+			// $'...' escapes (\x72m is "rm"): treat as unknown.
+			out.dynamic = true
+		}
+		b.WriteString(p.Value)
+	case *syntax.DblQuoted:
+		out.quoted = true
+		for _, q := range p.Parts {
+			a.part(src, q, depth, true, false, b, out)
+		}
+	case *syntax.ParamExp:
+		if !simpleParam(p) {
+			a.failf("Command contains expansion which cannot be statically analyzed")
+			if p.Exp != nil && p.Exp.Word != nil {
+				a.word(src, p.Exp.Word, depth, false)
+			}
+			if p.Repl != nil {
+				if p.Repl.Orig != nil {
+					a.word(src, p.Repl.Orig, depth, false)
+				}
+				if p.Repl.With != nil {
+					a.word(src, p.Repl.With, depth, false)
+				}
+			}
+		}
+		out.dynamic = true
+		b.WriteString("$")
+		if p.Param != nil {
+			b.WriteString(p.Param.Value)
+		}
+	case *syntax.CmdSubst:
+		a.failf("Command contains command_substitution which cannot be statically analyzed")
+		out.dynamic = true
+		b.WriteString("$(...)")
+		saved := a.cwds
+		a.stmts(src, p.Stmts, depth+1, true, nil)
+		a.cwds = saved
+	case *syntax.ProcSubst:
+		a.failf("Command contains process_substitution which cannot be statically analyzed")
+		out.dynamic = true
+		b.WriteString("<(...)")
+		saved := a.cwds
+		a.stmts(src, p.Stmts, depth+1, true, nil)
+		a.cwds = saved
+	case *syntax.ArithmExp:
+		// Arithmetic evaluates array subscripts, which can run commands.
+		a.failf("Command contains arithmetic expansion which cannot be statically analyzed")
+		out.dynamic = true
+		b.WriteString("$((...))")
+	case *syntax.ExtGlob:
+		out.glob = true
+		b.WriteString(p.Op.String())
+		if p.Pattern != nil {
+			b.WriteString(p.Pattern.Value)
+		}
+		b.WriteString(")")
+	case *syntax.BraceExp:
+		out.glob = true
+		b.WriteString("{...}")
+	default:
+		a.failf("Command contains %T which cannot be statically analyzed", p)
+		out.dynamic = true
+	}
+}
+
+// simpleParam reports whether p is a plain $NAME or ${NAME}.
+func simpleParam(p *syntax.ParamExp) bool {
+	return !p.Excl && !p.Length && !p.Width && !p.IsSet && p.Flags == nil &&
+		p.NestedParam == nil && p.Index == nil && len(p.Modifiers) == 0 &&
+		p.Slice == nil && p.Repl == nil && p.Names == 0 && p.Exp == nil &&
+		p.Param != nil
+}
+
+// unescapeLit removes backslash escapes from an unquoted literal and
+// reports whether it holds unquoted pattern characters.
+func unescapeLit(s string) (string, bool) {
+	glob := false
+	if !strings.ContainsAny(s, `\*?[{`) {
+		return s, false
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch c {
+		case '\\':
+			if i+1 < len(s) {
+				i++
+				if s[i] != '\n' {
+					b.WriteByte(s[i])
+				}
+			}
+			continue
+		case '*', '?', '[':
+			glob = true
+		case '{':
+			if strings.ContainsAny(s[i:], "}") {
+				glob = true
+			}
+		}
+		b.WriteByte(c)
+	}
+	return b.String(), glob
+}
+
+// unescapeDQ removes the escapes that are special inside double quotes.
+func unescapeDQ(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) {
+			switch s[i+1] {
+			case '$', '`', '"', '\\':
+				i++
+			case '\n':
+				i++
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
