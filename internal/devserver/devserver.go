@@ -223,7 +223,8 @@ func (s *Server) sqlConfig(o Options) (*config.SQL, error) {
 		conf.ConnectAttributes = map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"}
 		conf.DatabaseName = s.dbPath
 	}
-	if _, err := os.Stat(s.dbPath); o.DataDir == "" || errors.Is(err, os.ErrNotExist) {
+	// The SQLite plugin creates the schema of an in-memory database itself.
+	if _, err := os.Stat(s.dbPath); o.DataDir != "" && errors.Is(err, os.ErrNotExist) {
 		if err := sqliteschema.SetupSchema(conf); err != nil {
 			return nil, fmt.Errorf("devserver: schema: %w", err)
 		}
