@@ -1,0 +1,241 @@
+package e2b_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/backendtest"
+	"github.com/wardenhq/warden/backend/e2b"
+	"github.com/wardenhq/warden/backend/e2b/e2bfake"
+)
+
+// config points a client at the fake, with a real temporary directory as
+// the workdir (the fake does not translate paths).
+func config(t testing.TB, s *e2bfake.Server) e2b.Config {
+	return e2b.Config{
+		APIKey:       s.APIKey,
+		APIURL:       s.APIURL(),
+		SandboxURL:   s.SandboxURL(),
+		Workdir:      t.TempDir(),
+		RetryBackoff: time.Millisecond,
+	}
+}
+
+func newBackend(t testing.TB, s *e2bfake.Server) *e2b.Backend {
+	t.Helper()
+	b, err := e2b.New(context.Background(), config(t, s))
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return b
+}
+
+func TestConformance(t *testing.T) {
+	backendtest.Run(t, func(t *testing.T) (backend.Backend, string) {
+		b := newBackend(t, e2bfake.New(t))
+		return b, b.Workdir()
+	})
+}
+
+func TestRetryThenSuccess(t *testing.T) {
+	s := e2bfake.New(t)
+	s.FailAPI(1, http.StatusTooManyRequests, `{"code":429,"message":"rate limited"}`)
+	s.FailAPI(1, http.StatusServiceUnavailable, "")
+	b := newBackend(t, s)
+	var creates int
+	for _, r := range s.Requests() {
+		if r.Server == "api" && r.Method == http.MethodPost && r.Path == "/sandboxes" {
+			creates++
+		}
+	}
+	if creates != 3 {
+		t.Errorf("create attempts = %d, want 3 (429, 503, 201)", creates)
+	}
+	if len(s.Sandboxes()) != 1 || s.Sandboxes()[0].ID != b.SandboxID() {
+		t.Errorf("sandboxes %+v, want exactly %s", s.Sandboxes(), b.SandboxID())
+	}
+	// envd calls retry too.
+	s.FailEnvd(2, http.StatusBadGateway, "")
+	if _, err := b.Stat(t.Context(), b.Workdir()); err != nil {
+		t.Errorf("Stat after 2 proxy 502s: %v", err)
+	}
+}
+
+func TestQuotaAfterRetries(t *testing.T) {
+	s := e2bfake.New(t)
+	cfg := config(t, s)
+	cfg.MaxRetries = 2
+	s.FailAPI(3, http.StatusTooManyRequests, `{"code":429,"message":"rate limited"}`)
+	_, err := e2b.New(t.Context(), cfg)
+	var apiErr *e2b.APIError
+	if !errors.Is(err, e2b.ErrQuota) || !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Message != "rate limited" {
+		t.Fatalf("err = %v, want ErrQuota APIError 429", err)
+	}
+	if n := len(s.Requests()); n != 3 {
+		t.Errorf("%d requests, want 3 (1 + 2 retries)", n)
+	}
+	s.FailAPI(1, http.StatusServiceUnavailable, `{"code":503,"message":"no capacity","error_code":"sandbox_capacity_unavailable"}`)
+	cfg.MaxRetries = -1
+	if _, err := e2b.New(t.Context(), cfg); !errors.Is(err, e2b.ErrQuota) {
+		t.Errorf("capacity error = %v, want ErrQuota", err)
+	}
+}
+
+func TestAuthError(t *testing.T) {
+	s := e2bfake.New(t)
+	cfg := config(t, s)
+	cfg.APIKey = "e2b_0000"
+	_, err := e2b.New(t.Context(), cfg)
+	if !errors.Is(err, e2b.ErrAuth) {
+		t.Fatalf("err = %v, want ErrAuth", err)
+	}
+	if len(s.Requests()) != 1 {
+		t.Errorf("401 was retried: %d requests", len(s.Requests()))
+	}
+	for _, r := range s.Requests() {
+		if got := r.Header.Get("X-API-Key"); got != "e2b_0000" {
+			t.Errorf("X-API-Key = %q", got)
+		}
+	}
+	if strings.Contains(err.Error(), "e2b_0000") {
+		t.Errorf("error leaks the API key: %v", err)
+	}
+	// No key at all fails before any request.
+	t.Setenv("E2B_API_KEY", "")
+	cfg.APIKey = ""
+	if _, err := e2b.New(t.Context(), cfg); !errors.Is(err, e2b.ErrAuth) {
+		t.Errorf("no key: %v, want ErrAuth", err)
+	}
+}
+
+func TestReconnectByWorkspace(t *testing.T) {
+	s := e2bfake.New(t)
+	cfg := config(t, s)
+	cfg.WorkspaceID = "ws-1"
+	cfg.Metadata = map[string]string{"owner": "tests"}
+	first, err := e2b.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if md := s.Sandboxes()[0].Metadata; md[e2b.WorkspaceMetadataKey] != "ws-1" || md["owner"] != "tests" {
+		t.Errorf("metadata %v", md)
+	}
+	// Another workspace gets its own sandbox.
+	other := cfg
+	other.WorkspaceID = "ws-2"
+	second, err := e2b.New(t.Context(), other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.SandboxID() == first.SandboxID() {
+		t.Fatal("ws-2 reused ws-1's sandbox")
+	}
+	// Reconnecting to ws-1 (paused meanwhile) resumes the same sandbox.
+	s.Pause(first.SandboxID())
+	again, err := e2b.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.SandboxID() != first.SandboxID() {
+		t.Errorf("reconnect got %s, want %s", again.SandboxID(), first.SandboxID())
+	}
+	if n := len(s.Sandboxes()); n != 2 {
+		t.Errorf("%d sandboxes, want 2", n)
+	}
+	for _, sb := range s.Sandboxes() {
+		if sb.State != "running" {
+			t.Errorf("%s is %s after reconnect", sb.ID, sb.State)
+		}
+	}
+	listed, err := again.List(t.Context(), map[string]string{e2b.WorkspaceMetadataKey: "ws-2"})
+	if err != nil || len(listed) != 1 || listed[0].SandboxID != second.SandboxID() || listed[0].State != "running" {
+		t.Errorf("List ws-2 = %+v, %v", listed, err)
+	}
+	if err := again.SetTimeout(t.Context(), 90*time.Second); err != nil {
+		t.Errorf("SetTimeout: %v", err)
+	}
+	if err := again.Kill(t.Context()); err != nil {
+		t.Errorf("Kill: %v", err)
+	}
+	if err := again.Kill(t.Context()); err != nil {
+		t.Errorf("second Kill: %v", err)
+	}
+	// A killed sandbox's envd is gone: the proxy answers 502.
+	if _, err := first.Stat(t.Context(), "/"); !errors.Is(err, e2b.ErrUnavailable) {
+		t.Errorf("Stat on killed sandbox: %v, want ErrUnavailable", err)
+	}
+	if n := len(s.Sandboxes()); n != 1 {
+		t.Errorf("%d sandboxes after kill, want 1", n)
+	}
+}
+
+func TestExecErrors(t *testing.T) {
+	s := e2bfake.New(t)
+	b := newBackend(t, s)
+	// envd reports a missing cwd in the end-of-stream trailer.
+	_, err := b.Exec(t.Context(), backend.ExecRequest{Argv: []string{"true"}, Dir: "/nonexistent/warden"})
+	var rpcErr *e2b.RPCError
+	if !errors.As(err, &rpcErr) || rpcErr.Code != "invalid_argument" || rpcErr.StatusCode != 200 || !strings.Contains(rpcErr.Message, "does not exist") {
+		t.Errorf("missing cwd: %v", err)
+	}
+	// Context cancellation is an error, not a timeout.
+	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	defer cancel()
+	res, err := b.Exec(ctx, backend.ExecRequest{Argv: []string{"sleep", "5"}})
+	if !errors.Is(err, context.DeadlineExceeded) || res.TimedOut {
+		t.Errorf("cancelled exec: %+v %v", res, err)
+	}
+}
+
+func BenchmarkExec(b *testing.B) {
+	s := e2bfake.New(b)
+	be := newBackend(b, s)
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		res, err := be.Exec(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", "true"}, Timeout: 10 * time.Second})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("%+v %v", res, err)
+		}
+	}
+}
+
+// TestWire checks the bytes the client puts on the wire for Exec.
+func TestWire(t *testing.T) {
+	s := e2bfake.New(t)
+	b := newBackend(t, s)
+	if _, err := b.Exec(t.Context(), backend.ExecRequest{Argv: []string{"echo", "hi"}, Env: []string{"A=1"}, Timeout: 1500 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	var start *e2bfake.Request
+	for _, r := range s.Requests() {
+		if r.Path == "/process.Process/Start" {
+			start = &r
+		}
+	}
+	if start == nil {
+		t.Fatal("no Start request")
+	}
+	h := start.Header
+	for k, want := range map[string]string{
+		"Content-Type": "application/connect+json", "Connect-Protocol-Version": "1", "Connect-Timeout-Ms": "1500",
+		"E2b-Sandbox-Id": b.SandboxID(), "E2b-Sandbox-Port": "49983", "Authorization": "Basic dXNlcjo=",
+	} {
+		if h.Get(k) != want {
+			t.Errorf("%s = %q, want %q", k, h.Get(k), want)
+		}
+	}
+	if h.Get("X-Access-Token") == "" || h.Get("X-Api-Key") != "" {
+		t.Errorf("envd must get the access token and never the API key: %v", h)
+	}
+	body := start.Body
+	want := `{"process":{"cmd":"setsid","args":["-w","--","echo","hi"],"envs":{"A":"1"},"cwd":"` + b.Workdir() + `"},"stdin":false}`
+	if len(body) < 5 || body[0] != 0 || int(body[1])<<24|int(body[2])<<16|int(body[3])<<8|int(body[4]) != len(want) || string(body[5:]) != want {
+		t.Errorf("Start body %q, want envelope of %s", body, want)
+	}
+}
