@@ -1,0 +1,231 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"github.com/wardenhq/warden/backend"
+)
+
+// markerVar is set in the environment of every process warden starts; its
+// value is unique per run, so a timeout can find and kill the whole tree,
+// even children that left the process group.
+const markerVar = "WARDEN_EXEC"
+
+// killScript kills, as the user the command ran as (root without
+// CAP_SYS_PTRACE cannot read other users' environ), every process whose
+// environment carries markerVar=$1, and each one's process group. It stops
+// them first so none can fork while the list is being made. (No grep -F:
+// busybox's misses matches in NUL-separated files; the marker is plain
+// alphanumerics, so a regexp is the same.)
+const killScript = `m="` + markerVar + `=$1"
+for pass in 1 2 3; do
+  found=
+  for d in /proc/[0-9]*; do
+    p=${d#/proc/}
+    [ "$p" = "$$" ] && continue
+    grep -qs "$m" "$d/environ" 2>/dev/null || continue
+    kill -STOP "$p" 2>/dev/null
+    found="$found $p"
+  done
+  [ -z "$found" ] && exit 0
+  for p in $found; do kill -9 -- "-$p" 2>/dev/null; kill -9 "$p" 2>/dev/null; done
+  sleep 0.05
+done`
+
+// Exec implements backend.Backend. With Config.Session, `/bin/sh -c CMD`
+// (optionally with arguments) without stdin runs on the persistent shell,
+// unless another command is using it; everything else is a fresh
+// exec. On timeout the process, its group and all its descendants are
+// killed and the result has ExitCode -1 and TimedOut set.
+func (b *Backend) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecResult, error) {
+	if len(req.Argv) == 0 {
+		return backend.ExecResult{}, errors.New("docker exec: empty argv")
+	}
+	if req.Dir == "" {
+		req.Dir = b.cfg.Workdir
+	}
+	if b.sessionFits(req) {
+		if res, ok, err := b.sessionExec(ctx, req); ok {
+			return res, err
+		}
+	}
+	var res backend.ExecResult
+	err := b.retry(ctx, func(id string) error {
+		var err error
+		res, err = b.plainExec(ctx, id, req)
+		return err
+	})
+	return res, err
+}
+
+// sessionFits reports whether req may run on the session: a shell script
+// (`/bin/sh -c CMD [ARG...]`) without stdin and with well-formed Env.
+func (b *Backend) sessionFits(req backend.ExecRequest) bool {
+	if !b.cfg.Session || req.Stdin != nil || len(req.Argv) < 3 || req.Argv[1] != "-c" ||
+		(req.Argv[0] != "/bin/sh" && req.Argv[0] != "sh") {
+		return false
+	}
+	for _, e := range req.Env {
+		if k, _, ok := strings.Cut(e, "="); !ok || k == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// plainExec runs req as one API exec: create, attach, demultiplex, inspect.
+func (b *Backend) plainExec(ctx context.Context, id string, req backend.ExecRequest) (backend.ExecResult, error) {
+	start := time.Now()
+	mark := nonce()
+	created, err := b.cli.ExecCreate(ctx, id, client.ExecCreateOptions{
+		User:         b.cfg.User,
+		AttachStdin:  req.Stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+		Env:          append(append([]string{}, req.Env...), markerVar+"="+mark),
+		WorkingDir:   req.Dir,
+		Cmd:          req.Argv,
+	})
+	if err != nil {
+		return backend.ExecResult{}, fmt.Errorf("docker exec create: %w", err)
+	}
+	att, err := b.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return backend.ExecResult{}, fmt.Errorf("docker exec attach: %w", err)
+	}
+	defer att.Close()
+
+	stdout := &capped{max: req.MaxOutput}
+	stderr := &capped{max: req.MaxOutput}
+	done := make(chan error, 1)
+	go func() {
+		if req.Stdin != nil {
+			go func() {
+				_, _ = io.Copy(att.Conn, bytes.NewReader(req.Stdin))
+				_ = att.CloseWrite()
+			}()
+		}
+		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
+		done <- err
+	}()
+
+	var timeout <-chan time.Time
+	if req.Timeout > 0 {
+		t := time.NewTimer(req.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, io.EOF) {
+			return backend.ExecResult{}, fmt.Errorf("docker exec read: %w", err)
+		}
+	case <-timeout:
+		att.Close()
+		<-done
+		kerr := b.killMarked(context.WithoutCancel(ctx), id, mark)
+		res := result(stdout, stderr, start)
+		res.ExitCode, res.TimedOut = -1, true
+		return res, kerr
+	case <-ctx.Done():
+		att.Close()
+		<-done
+		_ = b.killMarked(context.WithoutCancel(ctx), id, mark)
+		return result(stdout, stderr, start), fmt.Errorf("docker exec: %w", ctx.Err())
+	}
+	res := result(stdout, stderr, start)
+	// The stream ends when the process's outputs close; the exit code may
+	// lag behind it by a moment.
+	for range 200 {
+		ins, err := b.cli.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
+		if err != nil {
+			return res, fmt.Errorf("docker exec inspect: %w", err)
+		}
+		if !ins.Running {
+			res.ExitCode = ins.ExitCode
+			startFailure(&res)
+			return res, nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return res, errors.New("docker exec: output closed but the process is still running")
+}
+
+// startFailure rewrites the result of an exec the runtime could not start
+// (its message arrives on stdout with exit code 126) the way a shell
+// reports it: the message on stderr, and 127 for a missing program.
+func startFailure(res *backend.ExecResult) {
+	const prefix = "OCI runtime exec failed"
+	if res.ExitCode != 126 || !bytes.HasPrefix(res.Stdout, []byte(prefix)) {
+		return
+	}
+	msg := string(res.Stdout)
+	res.Stderr = append(res.Stderr, res.Stdout...)
+	res.Stdout = nil
+	if strings.Contains(msg, "executable file not found") ||
+		(strings.Contains(msg, "exec: ") && strings.Contains(msg, "no such file or directory") && !strings.Contains(msg, "chdir")) {
+		res.ExitCode = 127
+	}
+}
+
+// killMarked kills every process started with markerVar=mark.
+func (b *Backend) killMarked(ctx context.Context, id, mark string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	created, err := b.cli.ExecCreate(ctx, id, client.ExecCreateOptions{
+		User:         b.cfg.User,
+		AttachStdout: true,
+		AttachStderr: true,
+		Cmd:          []string{"/bin/sh", "-c", killScript, "warden-kill", mark},
+	})
+	if err != nil {
+		return fmt.Errorf("docker kill exec: %w", err)
+	}
+	att, err := b.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return fmt.Errorf("docker kill exec: %w", err)
+	}
+	defer att.Close()
+	if _, err := stdcopy.StdCopy(io.Discard, io.Discard, att.Reader); err != nil {
+		return fmt.Errorf("docker kill exec: %w", err)
+	}
+	return nil
+}
+
+func result(stdout, stderr *capped, start time.Time) backend.ExecResult {
+	return backend.ExecResult{
+		Stdout:    stdout.buf.Bytes(),
+		Stderr:    stderr.buf.Bytes(),
+		Truncated: stdout.cut || stderr.cut,
+		Duration:  time.Since(start),
+	}
+}
+
+// capped is a writer that keeps at most max bytes (no cap when max <= 0).
+type capped struct {
+	buf bytes.Buffer
+	max int
+	cut bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	n := len(p)
+	if c.max > 0 {
+		room := max(c.max-c.buf.Len(), 0)
+		if room < len(p) {
+			c.cut = true
+			p = p[:room]
+		}
+	}
+	c.buf.Write(p)
+	return n, nil
+}
