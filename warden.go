@@ -14,8 +14,8 @@ import (
 	"os"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.temporal.io/sdk/workflow"
 	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/backend"
@@ -44,6 +44,11 @@ type Options struct {
 	Workdir string
 	// Models by provider name, added to "scripted".
 	Models map[string]model.Model
+	// ToolDefaults and ToolSettings (by tool name) tune retries (mapped
+	// onto the activity RetryPolicy), timeouts (start-to-close), the
+	// local-activity fast path and approval deadlines.
+	ToolDefaults activities.ToolSettings
+	ToolSettings map[string]activities.ToolSettings
 	// ResultBudget caps tool results entering history (bytes).
 	ResultBudget int
 	// Registerer receives warden's metrics; nil records none.
@@ -94,6 +99,7 @@ func NewActivities(o Options) (*activities.Activities, error) {
 	a := &activities.Activities{
 		Tools: reg, Backends: backends, DefaultBackend: def, DefaultWorkdir: wd,
 		Models: models, Middleware: o.ToolMiddleware, ResultBudget: o.ResultBudget, Logger: o.Logger,
+		ToolDefaults: o.ToolDefaults, ToolSettings: o.ToolSettings,
 	}
 	if o.Registerer != nil {
 		a.Metrics = activities.NewMetrics(o.Registerer)

@@ -42,6 +42,11 @@ type Activities struct {
 	// ResultBudget caps a tool result's size in bytes before it enters
 	// history (default tools.DefaultResultBudget).
 	ResultBudget int
+	// ToolDefaults and ToolSettings (by tool name, laid over the
+	// defaults) decide retries, timeouts, the fast path and approval
+	// deadlines of calls.
+	ToolDefaults ToolSettings
+	ToolSettings map[string]ToolSettings
 	// HeartbeatEvery is how often a running tool heartbeats (default 2 s).
 	HeartbeatEvery time.Duration
 	Metrics        *Metrics
@@ -119,6 +124,10 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	if err != nil {
 		return out, err
 	}
+	backendName := in.Env.Backend
+	if backendName == "" {
+		backendName = a.DefaultBackend
+	}
 	if env.Workdir != "" && !slices.Contains(pc.WorkingDirs, env.Workdir) {
 		pc.WorkingDirs = append(slices.Clone(pc.WorkingDirs), env.Workdir)
 	}
@@ -133,6 +142,7 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	if ro, err := pt.CheckReadOnly(ctx, in.Call.Input); err == nil {
 		out.ReadOnly = ro
 	}
+	out.Policy = a.policy(info, out.ReadOnly, backendName)
 	a.Metrics.decision(info.Name, string(d.Behavior))
 	return out, nil
 }
@@ -151,6 +161,7 @@ func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out work
 	if err != nil {
 		return out, err
 	}
+	env.IdempotencyKey = in.Key
 	attempt := activity.GetInfo(ctx).Attempt
 	start := time.Now()
 	defer func() {
@@ -211,4 +222,3 @@ func outcome(r tools.Result, err error) string {
 		return "success"
 	}
 }
-

@@ -13,7 +13,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/workflows"
 )
 
 // DefaultFile is the config file read when present and none is named.
@@ -27,6 +29,7 @@ type Config struct {
 	Backend    Backend           `yaml:"backend"`
 	Metrics    Metrics           `yaml:"metrics"`
 	Permission permission.Policy `yaml:"permission"`
+	Tools      Tools             `yaml:"tools"`
 	Demo       Demo              `yaml:"demo"`
 }
 
@@ -60,6 +63,13 @@ type Worker struct {
 	MaxConcurrentWorkflowTasks int    `yaml:"max_concurrent_workflow_tasks"`
 	// Workdir is the default workspace directory for tools.
 	Workdir string `yaml:"workdir"`
+}
+
+// Tools tunes how tool calls run: retries (the activity RetryPolicy),
+// timeouts, the local-activity fast path and approval deadlines.
+type Tools struct {
+	Defaults activities.ToolSettings            `yaml:"defaults"`
+	PerTool  map[string]activities.ToolSettings `yaml:"per_tool"`
 }
 
 // Backend selects where tools run.
@@ -151,6 +161,23 @@ func (c Config) Validate() error {
 	case "local":
 	default:
 		errs = append(errs, fmt.Errorf("backend.default: unknown backend %q (available: local)", c.Backend.Default))
+	}
+	check := func(key string, s activities.ToolSettings) {
+		switch s.Escalation {
+		case "", workflows.EscalateDeny, workflows.EscalateAllow, workflows.EscalateNotify:
+		default:
+			errs = append(errs, fmt.Errorf("%s.escalation: %q is not one of deny, allow, notify", key, s.Escalation))
+		}
+		if s.Retry.MaxAttempts < 0 {
+			errs = append(errs, fmt.Errorf("%s.retry.max_attempts: must not be negative", key))
+		}
+		if s.Timeout < 0 {
+			errs = append(errs, fmt.Errorf("%s.timeout: must not be negative", key))
+		}
+	}
+	check("tools.defaults", c.Tools.Defaults)
+	for name, s := range c.Tools.PerTool {
+		check("tools.per_tool."+name, s)
 	}
 	if _, err := c.Permission.Context(); err != nil {
 		errs = append(errs, fmt.Errorf("permission: %w", err))

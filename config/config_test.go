@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseDefaultsAndOverrides(t *testing.T) {
@@ -20,6 +21,20 @@ func TestParseDefaultsAndOverrides(t *testing.T) {
 	}
 	if pc.Mode != "accept_edits" || len(pc.Allow) != 1 || pc.Allow[0].Content != "git status" {
 		t.Errorf("permission context %+v", pc)
+	}
+}
+
+func TestParseToolSettings(t *testing.T) {
+	c, err := Parse([]byte("tools:\n  defaults: {timeout: 2m, approval_timeout: 1h}\n  per_tool:\n    Bash: {retry: {max_attempts: 3}, escalation: notify}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tools.Defaults.Timeout != 2*time.Minute || c.Tools.Defaults.ApprovalTimeout != time.Hour ||
+		c.Tools.PerTool["Bash"].Retry.MaxAttempts != 3 || c.Tools.PerTool["Bash"].Escalation != "notify" {
+		t.Errorf("tools = %+v", c.Tools)
+	}
+	if _, err := Parse([]byte("tools:\n  per_tool:\n    Bash: {escalation: panic}\n")); err == nil || !strings.Contains(err.Error(), "tools.per_tool.Bash.escalation") {
+		t.Errorf("bad escalation error = %v", err)
 	}
 }
 

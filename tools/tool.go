@@ -68,6 +68,10 @@ type Env struct {
 	State *State
 	// Permission is the turn's policy, for tools that consult it.
 	Permission *permission.Context
+	// IdempotencyKey identifies this call across retries and workers
+	// (workflow id + "/" + call id); side-effecting tools can use it to
+	// avoid doing their work twice.
+	IdempotencyKey string
 }
 
 // Single returns a stream of one chunk.

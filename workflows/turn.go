@@ -43,11 +43,14 @@ type turn struct {
 	pending       []Pending
 	answers       map[string]answer
 	recheck       bool
-	events        []Event
-	seq           int
-	iterations    int
-	toolCalls     int
-	done          bool
+	// escalatedChanged wakes the wait loop (unused by handlers today;
+	// kept false) — see wait.
+	escalatedChanged bool
+	events           []Event
+	seq              int
+	iterations       int
+	toolCalls        int
+	done             bool
 }
 
 // answer is a received decision or external result for a pending call.
@@ -163,14 +166,10 @@ func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall) ([]tools.R
 		return nil, err
 	}
 	now := workflow.Now(ctx)
-	timeout := t.in.ApprovalTimeout
-	if timeout <= 0 {
-		timeout = DefaultApprovalTimeout
-	}
 	for i, s := range slots {
 		s.call = calls[i]
 		s.prep = preps[i]
-		t.classify(ctx, s, now, timeout)
+		t.classify(ctx, s, now)
 	}
 	if len(t.pending) > 0 {
 		if err := t.wait(ctx, slots); err != nil {
@@ -214,7 +213,7 @@ func (t *turn) env() CallEnv { return CallEnv{Backend: t.in.Backend, Workdir: t.
 
 // classify turns a prepared call into a result, a pending entry, or a
 // call ready to run.
-func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time, timeout time.Duration) {
+func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time) {
 	c, p := s.call, s.prep
 	if p.Invalid != "" {
 		s.result = &tools.Result{CallID: c.ID, Name: c.Name, Content: p.Invalid, IsError: true, State: tools.StateError}
@@ -229,7 +228,7 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time, timeout ti
 	case permission.Allow:
 		if p.Tool.External {
 			t.park(ctx, Pending{Kind: PendingExternal, CallID: c.ID, Tool: c.Name, Input: s.call.Input,
-				Message: "waiting for an external result"}, now, timeout)
+				Message: "waiting for an external result"}, now, -1)
 			return
 		}
 		s.ready = true
@@ -241,6 +240,14 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time, timeout ti
 		for _, r := range d.Suggestions {
 			pend.Suggestions = append(pend.Suggestions, r.String())
 		}
+		timeout := t.in.ApprovalTimeout
+		if timeout == 0 {
+			timeout = p.Policy.ApprovalTimeout
+		}
+		if timeout == 0 {
+			timeout = DefaultApprovalTimeout
+		}
+		pend.Escalation = p.Policy.Escalation
 		t.park(ctx, pend, now, timeout)
 	}
 }
@@ -249,8 +256,12 @@ func denied(c model.ToolCall, msg string) *tools.Result {
 	return &tools.Result{CallID: c.ID, Name: c.Name, Content: "Permission denied: " + msg, IsError: true, State: tools.StateDenied}
 }
 
+// park adds a pending entry; a negative timeout waits without a bound.
 func (t *turn) park(ctx workflow.Context, p Pending, now time.Time, timeout time.Duration) {
-	p.RequestedAt, p.Deadline = now, now.Add(timeout)
+	p.RequestedAt = now
+	if timeout > 0 {
+		p.Deadline = now.Add(timeout)
+	}
 	p.Hash = CallHash(p.Tool, p.Input, t.policyVersion)
 	t.pending = append(t.pending, p)
 	t.emit(ctx, Event{Type: EventWaiting, CallID: p.CallID, Tool: p.Tool, Text: string(p.Kind) + ": " + p.Message})
@@ -277,26 +288,34 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 		if len(open) == 0 {
 			break
 		}
-		deadline := open[0].Deadline
-		for _, p := range open[1:] {
-			if p.Deadline.Before(deadline) {
-				deadline = p.Deadline
+		now := workflow.Now(ctx)
+		var next time.Time
+		for _, p := range open {
+			if p.Deadline.IsZero() {
+				continue
+			}
+			if !p.Deadline.After(now) {
+				t.escalate(ctx, p)
+				continue
+			}
+			if next.IsZero() || p.Deadline.Before(next) {
+				next = p.Deadline
 			}
 		}
-		d := deadline.Sub(workflow.Now(ctx))
-		if d <= 0 {
-			for _, p := range open {
-				if !p.Deadline.After(workflow.Now(ctx)) {
-					t.answers[p.CallID] = answer{approval: &Approval{CallID: p.CallID, Decision: DecisionDeny,
-						Reason: "approval timed out", By: "deadline"}}
-				}
-			}
+		n := len(t.open())
+		if n < len(open) {
+			t.upsertPending(ctx)
 			continue
 		}
-		n := len(open)
-		if _, err := workflow.AwaitWithTimeout(ctx, d, func() bool { return t.recheck || len(t.open()) < n }); err != nil {
+		cond := func() bool { return t.recheck || len(t.open()) < n || t.escalatedChanged }
+		if next.IsZero() {
+			if err := workflow.Await(ctx, cond); err != nil {
+				return fmt.Errorf("waiting for approvals: %w", err)
+			}
+		} else if _, err := workflow.AwaitWithTimeout(ctx, next.Sub(now), cond); err != nil {
 			return fmt.Errorf("waiting for approvals: %w", err)
 		}
+		t.escalatedChanged = false
 		if t.recheck {
 			t.recheck = false
 			if err := t.recheckPending(ctx); err != nil {
@@ -321,6 +340,26 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 	t.pending = nil
 	t.upsertPending(ctx)
 	return nil
+}
+
+// escalate applies a pending entry's escalation once its deadline passed.
+func (t *turn) escalate(ctx workflow.Context, p Pending) {
+	switch p.Escalation {
+	case EscalateAllow:
+		t.answers[p.CallID] = answer{approval: &Approval{CallID: p.CallID, Decision: DecisionAllow, By: "deadline", Reason: "approval deadline passed"}}
+		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: allowed"})
+	case EscalateNotify:
+		for i := range t.pending {
+			if t.pending[i].CallID == p.CallID {
+				t.pending[i].Escalated = true
+				t.pending[i].Deadline = time.Time{}
+			}
+		}
+		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: escalated, still waiting"})
+	default:
+		t.answers[p.CallID] = answer{approval: &Approval{CallID: p.CallID, Decision: DecisionDeny, By: "deadline", Reason: "approval timed out"}}
+		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: denied"})
+	}
 }
 
 // open lists the pending entries without an answer, in order.
@@ -430,19 +469,11 @@ func (t *turn) execute(ctx workflow.Context, slots []*slot) error {
 			futs[k] = t.startTool(ctx, s)
 		}
 		for k, s := range batch {
-			var out ToolOutput
-			if err := futs[k].Get(ctx, &out); err != nil {
-				var appErr *temporal.ApplicationError
-				if !errors.As(err, &appErr) && !isActivityFailure(err) {
-					return err
-				}
-				s.result = &tools.Result{CallID: s.call.ID, Name: s.call.Name, IsError: true, State: tools.StateError,
-					Content: "Tool failed: " + rootMessage(err)}
-				continue
+			out, err := t.finishTool(ctx, s, futs[k])
+			if err != nil {
+				return err
 			}
-			out.Result.CallID, out.Result.Name = s.call.ID, s.call.Name
-			s.result = &out.Result
-			t.mergeState(out.State)
+			s.result = out
 		}
 		i = j
 	}
@@ -451,18 +482,72 @@ func (t *turn) execute(ctx workflow.Context, slots []*slot) error {
 
 func parallel(s *slot) bool { return s.prep.Tool.ConcurrencySafe && !s.prep.Tool.StateInjected }
 
+func (t *turn) toolInput(ctx workflow.Context, s *slot) ToolInput {
+	return ToolInput{Key: workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.call.ID, Call: s.call, Env: t.env(), State: t.state}
+}
+
+func retryPolicy(p CallPolicy) *temporal.RetryPolicy {
+	return &temporal.RetryPolicy{
+		InitialInterval: p.InitialInterval, BackoffCoefficient: p.BackoffCoefficient, MaximumInterval: p.MaxInterval,
+		MaximumAttempts:        max(p.MaxAttempts, 1),
+		NonRetryableErrorTypes: append([]string{ErrTypeUnknownTool, ErrTypeInvalidInput}, p.NonRetryable...),
+	}
+}
+
+// startTool schedules a call: as a local activity on the fast path
+// (its result is recorded in history like any activity's), else as a
+// regular activity.
 func (t *turn) startTool(ctx workflow.Context, s *slot) workflow.Future {
+	p := s.prep.Policy
+	if p.Local {
+		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: p.LocalTimeout,
+			RetryPolicy:         retryPolicy(p),
+		})
+		return workflow.ExecuteLocalActivity(lctx, ActivityTool, t.toolInput(ctx, s))
+	}
+	return t.startRegular(ctx, s)
+}
+
+func (t *turn) startRegular(ctx workflow.Context, s *slot) workflow.Future {
+	p := s.prep.Policy
+	timeout := p.Timeout
+	if timeout <= 0 {
+		timeout = 11 * time.Minute
+	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		ActivityID:          "tool-" + s.call.ID,
-		StartToCloseTimeout: 11 * time.Minute,
+		StartToCloseTimeout: timeout,
 		HeartbeatTimeout:    10 * time.Second,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
-			MaximumAttempts:        3,
-			NonRetryableErrorTypes: []string{ErrTypeUnknownTool, ErrTypeInvalidInput},
-		},
+		RetryPolicy:         retryPolicy(p),
 	})
-	return workflow.ExecuteActivity(actx, ActivityTool, ToolInput{Call: s.call, Env: t.env(), State: t.state})
+	return workflow.ExecuteActivity(actx, ActivityTool, t.toolInput(ctx, s))
+}
+
+// finishTool waits for a call's result. A fast-path call that ran out of
+// its local time bound is rescheduled as a regular activity. A failed
+// activity becomes an error result the model reads.
+func (t *turn) finishTool(ctx workflow.Context, s *slot, f workflow.Future) (*tools.Result, error) {
+	var out ToolOutput
+	err := f.Get(ctx, &out)
+	var te *temporal.TimeoutError
+	if err != nil && s.prep.Policy.Local && errors.As(err, &te) {
+		t.emit(ctx, Event{Type: EventDecision, CallID: s.call.ID, Tool: s.call.Name, Text: "fast path timed out: rescheduled as a regular activity"})
+		err = t.startRegular(ctx, s).Get(ctx, &out)
+	}
+	if err != nil {
+		if !isActivityFailure(err) {
+			return nil, err
+		}
+		msg := "Tool failed: " + rootMessage(err)
+		if s.prep.Policy.MaxAttempts <= 1 && !s.prep.ReadOnly {
+			msg += "\nThe call was not retried because it may have had side effects; check its effects before trying again."
+		}
+		return &tools.Result{CallID: s.call.ID, Name: s.call.Name, IsError: true, State: tools.StateError, Content: msg}, nil
+	}
+	out.Result.CallID, out.Result.Name = s.call.ID, s.call.Name
+	t.mergeState(out.State)
+	return &out.Result, nil
 }
 
 // mergeState folds a call's returned state into the turn's: reads merge

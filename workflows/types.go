@@ -116,6 +116,42 @@ type PrepareInput struct {
 	Allowed []string `json:"allowed,omitempty"`
 }
 
+// Escalation says what happens when an approval's deadline passes.
+type Escalation string
+
+// The escalation actions.
+const (
+	// EscalateDeny denies the call (the default).
+	EscalateDeny Escalation = "deny"
+	// EscalateAllow allows the call.
+	EscalateAllow Escalation = "allow"
+	// EscalateNotify records an escalation event, notifies, and keeps
+	// waiting without a further deadline.
+	EscalateNotify Escalation = "notify"
+)
+
+// CallPolicy is how a call runs, decided by the worker's configuration in
+// Prepare and recorded with the verdict, so the workflow stays
+// deterministic when the configuration changes.
+type CallPolicy struct {
+	// MaxAttempts of the tool activity (1: at most once).
+	MaxAttempts        int32         `json:"max_attempts"`
+	InitialInterval    time.Duration `json:"initial_interval,omitempty"`
+	BackoffCoefficient float64       `json:"backoff_coefficient,omitempty"`
+	MaxInterval        time.Duration `json:"max_interval,omitempty"`
+	NonRetryable       []string      `json:"non_retryable,omitempty"`
+	// Timeout is the activity's start-to-close timeout.
+	Timeout time.Duration `json:"timeout,omitempty"`
+	// Local runs the call as a local activity (the fast path) bounded by
+	// LocalTimeout, after which it is scheduled as a regular activity.
+	Local        bool          `json:"local,omitempty"`
+	LocalTimeout time.Duration `json:"local_timeout,omitempty"`
+	// ApprovalTimeout bounds an ASK's wait (0: the turn's default,
+	// negative: no bound); Escalation says what happens then.
+	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
+	Escalation      Escalation    `json:"escalation,omitempty"`
+}
+
 // Prepared is the recorded verdict on one call.
 type Prepared struct {
 	// Invalid, when set, is a tool error for the model (unknown tool,
@@ -124,10 +160,13 @@ type Prepared struct {
 	Decision permission.Decision `json:"decision"`
 	Tool     tools.Info          `json:"tool"`
 	ReadOnly bool                `json:"read_only"`
+	Policy   CallPolicy          `json:"policy"`
 }
 
 // ToolInput runs one allowed call.
 type ToolInput struct {
+	// Key is the call's idempotency key: workflow id + "/" + call id.
+	Key   string         `json:"key"`
 	Call  model.ToolCall `json:"call"`
 	Env   CallEnv        `json:"env"`
 	State tools.State    `json:"state"`
@@ -201,8 +240,12 @@ type Pending struct {
 	Suggestions  []string        `json:"suggestions,omitempty"`
 	BypassImmune bool            `json:"bypass_immune,omitempty"`
 	RequestedAt  time.Time       `json:"requested_at"`
-	Deadline     time.Time       `json:"deadline"`
-	Hash         string          `json:"hash"`
+	// Deadline is zero when the wait has no bound.
+	Deadline   time.Time  `json:"deadline"`
+	Escalation Escalation `json:"escalation,omitempty"`
+	// Escalated is set once the deadline passed with escalation notify.
+	Escalated bool   `json:"escalated,omitempty"`
+	Hash      string `json:"hash"`
 }
 
 // Event is one entry of the turn's progress stream.
@@ -219,14 +262,15 @@ type Event struct {
 
 // Event types.
 const (
-	EventModel    = "model"
-	EventToolCall = "tool_call"
-	EventDecision = "decision"
-	EventWaiting  = "waiting"
-	EventAnswered = "answered"
-	EventRejected = "rejected"
-	EventResult   = "tool_result"
-	EventFinal    = "final"
+	EventModel     = "model"
+	EventToolCall  = "tool_call"
+	EventDecision  = "decision"
+	EventWaiting   = "waiting"
+	EventAnswered  = "answered"
+	EventEscalated = "escalated"
+	EventRejected  = "rejected"
+	EventResult    = "tool_result"
+	EventFinal     = "final"
 )
 
 // EventsPage is QueryEvents' answer.

@@ -53,7 +53,11 @@ func (b *Backend) Exec(ctx context.Context, req backend.ExecRequest) (backend.Ex
 	stdout := &capped{max: req.MaxOutput}
 	stderr := &capped{max: req.MaxOutput}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group so a timeout kills its children too, and a
+	// parent-death signal so a killed worker does not leave it running
+	// (side-effecting calls are at-most-once: they must not finish behind
+	// the workflow's back).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()

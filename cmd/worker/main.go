@@ -46,9 +46,9 @@ func main() {
 // flags are the command line; a flag given overrides the config file.
 type flags struct {
 	config, dataDir, metricsAddr, address, namespace, taskQueue string
-	tlsCert, tlsKey, tlsCA, apiKey, workdir, demo, logLevel      string
-	port, uiPort                                                 int
-	exitAfterDemo                                                bool
+	tlsCert, tlsKey, tlsCA, apiKey, workdir, demo, logLevel     string
+	port, uiPort                                                int
+	exitAfterDemo                                               bool
 }
 
 func parse(args []string) (flags, config.Config, error) {
@@ -170,9 +170,13 @@ func run(args []string) error {
 	w := worker.New(c, cfg.Worker.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize:     cfg.Worker.MaxConcurrentActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.Worker.MaxConcurrentWorkflowTasks,
+		// A restarted worker picks up its turns after ~1 s instead of the
+		// default 5 s sticky schedule-to-start timeout.
+		StickyScheduleToStartTimeout: time.Second,
 	})
 	if _, err := warden.Register(w, warden.Options{
 		DefaultBackend: cfg.Backend.Default, Workdir: workdir, Registerer: reg, Logger: logger,
+		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool,
 	}); err != nil {
 		return err
 	}

@@ -1,0 +1,320 @@
+package tests
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/inbox"
+	"github.com/wardenhq/warden/workflows"
+)
+
+const chromiumPath = "/usr/bin/chromium"
+
+// serveInbox serves an inbox for cl on httptest with an unrestricted
+// user alice and a user kube limited to kubectl commands.
+func serveInbox(t *testing.T, cl *client.Client) (*httptest.Server, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	srv, err := inbox.New(inbox.Config{
+		Client: cl,
+		Users: map[string]inbox.User{
+			"alice": {Token: "alice-token", Password: "alice-pw"},
+			"kube":  {Token: "kube-token", Roles: []string{"k8s"}},
+		},
+		Roles:      map[string]inbox.Role{"k8s": {Allow: []string{"Bash(kubectl:*)"}}},
+		Registerer: reg,
+		Refresh:    time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return hs, reg
+}
+
+// startAsk starts a scripted turn whose first step calls tool with input.
+func startAsk(t *testing.T, ctx context.Context, cl *client.Client, id, tool, input string) {
+	t.Helper()
+	s := script(t, fmt.Sprintf("steps:\n  - tool_calls: [{id: c1, name: %s, input: %s}]\n  - text: finished\n", tool, input))
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitListed waits until the cross-turn listing shows every id.
+func waitListed(t *testing.T, ctx context.Context, cl *client.Client, ids ...string) {
+	t.Helper()
+	waitFor(t, ctx, func() bool {
+		es, err := cl.ListPending(ctx, client.Filter{})
+		if err != nil {
+			return false
+		}
+		for _, id := range ids {
+			if !slices.ContainsFunc(es, func(e client.PendingEntry) bool { return e.WorkflowID == id }) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+func unauthorizedCount(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "warden_inbox_unauthorized_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("warden_inbox_unauthorized_total not registered")
+	return 0
+}
+
+func apiPost(t *testing.T, url, auth string, body any) (int, string) {
+	t.Helper()
+	b, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-Warden-Inbox", "1")
+	if auth != "" {
+		req.Header.Set("Authorization", "Bearer "+auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(out)
+}
+
+// TestInboxAuthorization checks the inbox's refusals over real HTTP
+// against a real turn: no credentials → 401, a user whose role does not
+// cover the call → 403 and the counter goes up, a covered user's denial
+// reaches the model with the approver's name.
+func TestInboxAuthorization(t *testing.T) {
+	cl := startWorker(t, warden.Options{})
+	ctx := ctxT(t, 60*time.Second)
+	hs, reg := serveInbox(t, cl)
+	id := "inbox-authz-" + fmt.Sprint(time.Now().UnixNano())
+	startAsk(t, ctx, cl, id, "Bash", `{command: "touch not-kubectl"}`)
+	ps := waitPending(t, cl, id, 1)
+
+	for _, path := range []string{"/", "/api/pending"} {
+		resp, err := http.Get(hs.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || !strings.HasPrefix(resp.Header.Get("WWW-Authenticate"), "Basic") {
+			t.Errorf("GET %s without credentials: %d %q, want 401 with a basic challenge", path, resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+		}
+	}
+	if code, _ := apiPost(t, hs.URL+"/api/approve", "", map[string]string{"workflow_id": id, "call_id": "c1"}); code != http.StatusUnauthorized {
+		t.Errorf("unauthenticated approve: %d, want 401", code)
+	}
+	before := unauthorizedCount(t, reg)
+	code, body := apiPost(t, hs.URL+"/api/approve", "kube-token", map[string]string{"workflow_id": id, "call_id": "c1", "hash": ps[0].Hash})
+	if code != http.StatusForbidden || !strings.Contains(body, "may not answer") {
+		t.Errorf("kube approving touch: %d %s, want 403", code, body)
+	}
+	code, _ = apiPost(t, hs.URL+"/api/deny", "kube-token", map[string]string{"workflow_id": id, "call_id": "c1", "reason": "x"})
+	if code != http.StatusForbidden {
+		t.Errorf("kube denying touch: %d, want 403", code)
+	}
+	if got := unauthorizedCount(t, reg) - before; got != 2 {
+		t.Errorf("warden_inbox_unauthorized_total rose by %v, want 2", got)
+	}
+	// The kube user's page marks the call as not theirs.
+	req, _ := http.NewRequest(http.MethodGet, hs.URL+"/?workflow="+id, nil)
+	req.Header.Set("Authorization", "Bearer kube-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), "touch not-kubectl") || !strings.Contains(string(page), "Your roles do not cover this call") {
+		t.Errorf("kube's page: %d\n%s", resp.StatusCode, page)
+	}
+	// A stale hash is refused by the workflow's validator: 409.
+	if code, body := apiPost(t, hs.URL+"/api/approve", "alice-token", map[string]string{"workflow_id": id, "call_id": "c1", "hash": "0000"}); code != http.StatusConflict {
+		t.Errorf("stale hash: %d %s, want 409", code, body)
+	}
+	if code, body := apiPost(t, hs.URL+"/api/deny", "alice-token", map[string]string{"workflow_id": id, "call_id": "c1", "hash": ps[0].Hash, "reason": "not now"}); code != 200 {
+		t.Fatalf("alice deny: %d %s", code, body)
+	}
+	res, err := cl.Result(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := toolResults(res); len(rs) != 1 || !strings.Contains(rs[0].Content, "by alice: not now") {
+		t.Errorf("tool results = %+v", rs)
+	}
+}
+
+// TestInboxBrowser drives the inbox page with a real headless Chromium:
+// allow one turn's call, deny another's with a typed reason, answer an
+// AskUser question; each turn resumes and the page drops the entry.
+func TestInboxBrowser(t *testing.T) {
+	if _, err := os.Stat(chromiumPath); err != nil {
+		if os.Getenv("WARDEN_SKIP_BROWSER") == "1" {
+			t.Skip("chromium not installed and WARDEN_SKIP_BROWSER=1")
+		}
+		t.Fatalf("chromium not found at %s (apt-get install -y chromium, or set WARDEN_SKIP_BROWSER=1): %v", chromiumPath, err)
+	}
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir})
+	ctx := ctxT(t, 120*time.Second)
+	hs, _ := serveInbox(t, cl)
+	prefix := "inbox-ui-" + fmt.Sprint(time.Now().UnixNano())
+	allowID, denyID, askID := prefix+"-allow", prefix+"-deny", prefix+"-ask"
+	startAsk(t, ctx, cl, allowID, "Bash", `{command: "touch inbox-made"}`)
+	startAsk(t, ctx, cl, denyID, "Write", `{file_path: "`+filepath.Join(workdir, "notes.txt")+`", content: "line one\nline two\n"}`)
+	startAsk(t, ctx, cl, askID, "AskUser", `{questions: [{question: "Which environment?", header: "Env", options: [{label: staging, description: "safe"}, {label: production, description: "careful"}]}]}`)
+	waitListed(t, ctx, cl, allowID, denyID, askID)
+
+	shots := t.TempDir()
+	opts := append([]chromedp.ExecAllocatorOption{},
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1100),
+	)
+	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancelA()
+	bctx, cancelB := chromedp.NewContext(actx)
+	defer cancelB()
+	shot := func(name string) {
+		t.Helper()
+		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot: %v", err)
+		}
+		p := filepath.Join(shots, name+".png")
+		if err := os.WriteFile(p, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot %s", p)
+	}
+	entry := func(id string) string { return fmt.Sprintf(`li.entry[data-wf=%q][data-call="c1"]`, id) }
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(hs.URL+"/?token=alice-token&workflow="+prefix),
+		chromedp.WaitVisible(css(entry(allowID))),
+		chromedp.WaitVisible(css(entry(denyID))),
+		chromedp.WaitVisible(css(entry(askID))),
+	); err != nil {
+		t.Fatalf("load inbox: %v", err)
+	}
+	text := func(sel string) string {
+		t.Helper()
+		s, err := chromedp.Run(bctx, chromedp.Text(css(sel)))
+		if err != nil {
+			t.Fatalf("text of %s: %v", sel, err)
+		}
+		return s
+	}
+	cmd, diff, user := text(entry(allowID)+" pre.cmd"), text(entry(denyID)+" pre.diff"), text("#user")
+	if !strings.Contains(cmd, "touch inbox-made") || !strings.Contains(diff, "+ line one") || user != "alice" {
+		t.Errorf("page shows command %q, diff %q, user %q", cmd, diff, user)
+	}
+	shot("1-pending")
+	if err := exec.Command("cp", filepath.Join(shots, "1-pending.png"), "/tmp/warden-inbox.png").Run(); err != nil {
+		t.Logf("copy screenshot: %v", err)
+	}
+
+	// Allow once.
+	if err := chromedp.Do(bctx, chromedp.Click(css(entry(allowID)+" button.allow"))); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.Result(ctx, allowID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "inbox-made")); err != nil || res.Answer != "finished" {
+		t.Errorf("allowed call did not run: %v, answer %q, results %+v", err, res.Answer, toolResults(res))
+	}
+	if err := chromedp.Do(bctx, chromedp.WaitNotPresent(css(entry(allowID)))); err != nil {
+		t.Fatalf("allowed entry still shown: %v", err)
+	}
+
+	// Deny with a typed reason.
+	reason := "use the staging bucket instead"
+	if err := chromedp.Do(bctx,
+		chromedp.SendKeys(css(entry(denyID)+" input.deny-reason"), reason),
+		chromedp.Click(css(entry(denyID)+" button.deny")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	res, err = cl.Result(ctx, denyID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := toolResults(res); len(rs) != 1 || !rs[0].IsError || !strings.Contains(rs[0].Content, reason) || !strings.Contains(rs[0].Content, "alice") {
+		t.Errorf("denied call's result = %+v", rs)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "notes.txt")); err == nil {
+		t.Error("denied Write ran")
+	}
+	if err := chromedp.Do(bctx, chromedp.WaitNotPresent(css(entry(denyID)))); err != nil {
+		t.Fatalf("denied entry still shown: %v", err)
+	}
+	shot("2-after-decisions")
+
+	// Answer the AskUser question with an option and free text.
+	if err := chromedp.Do(bctx,
+		chromedp.Click(css(entry(askID)+` input[value="staging"]`)),
+		chromedp.SendKeys(css(entry(askID)+" input.other"), "after 5pm"),
+		chromedp.Click(css(entry(askID)+" button.answer")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	res, err = cl.Result(ctx, askID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := toolResults(res)
+	if len(rs) != 1 || rs[0].IsError || !strings.Contains(rs[0].Content, "Which environment? → staging") || !strings.Contains(rs[0].Content, "after 5pm") {
+		t.Errorf("AskUser result = %+v", rs)
+	}
+	if err := chromedp.Do(bctx,
+		chromedp.WaitNotPresent(css(entry(askID))),
+		chromedp.WaitVisible(css("#empty")),
+	); err != nil {
+		t.Fatalf("page not emptied: %v", err)
+	}
+	if status := text("#status"); status != "0 waiting" {
+		t.Errorf("status line %q, want 0 waiting", status)
+	}
+	shot("3-empty")
+}

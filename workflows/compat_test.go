@@ -1,0 +1,459 @@
+package workflows_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// updateCompat rewrites the goldens under testdata/compat. The flag is
+// shared with any other test of this binary that defines -update.
+var updateCompat = boolFlag("update", "rewrite testdata/compat goldens")
+
+// boolFlag defines a bool flag, or reuses it when another test file of
+// the binary already defined one with that name.
+func boolFlag(name, usage string) func() bool {
+	if f := flag.Lookup(name); f != nil {
+		return func() bool { v, _ := strconv.ParseBool(f.Value.String()); return v }
+	}
+	p := flag.Bool(name, false, usage)
+	return func() bool { return *p }
+}
+
+const compatDir = "testdata/compat"
+
+// Deterministic sample values shared by the samples below.
+var (
+	t0 = time.Date(2025, 1, 2, 3, 4, 5, 600_000_000, time.UTC)
+	t1 = t0.Add(7 * 24 * time.Hour)
+)
+
+func sampleCall() model.ToolCall {
+	return model.ToolCall{ID: "call_1_1", Name: "Bash", Input: json.RawMessage(`{"command":"ls -la"}`)}
+}
+
+func sampleMessages() []model.Message {
+	return []model.Message{{
+		Role: model.RoleAssistant, Content: "Let me look.", ToolCalls: []model.ToolCall{sampleCall()},
+		ToolCallID: "call_1_1", ToolName: "Bash", IsError: true,
+	}}
+}
+
+func sampleScript() *model.Script {
+	return &model.Script{Prompt: "List the workspace", Steps: []model.Step{{
+		Text:      "Let me look.",
+		ToolCalls: []model.ScriptedCall{{ID: "c1", Name: "Bash", Input: map[string]any{"command": "ls"}}},
+	}}}
+}
+
+func sampleRule(b permission.Behavior) permission.Rule {
+	return permission.Rule{Tool: "Bash", Content: "npm run:*", Behavior: b, Source: "policy"}
+}
+
+func samplePermission() permission.Context {
+	files, dirs := []string{".env"}, []string{".git"}
+	return permission.Context{
+		Mode: permission.ModeAcceptEdits, WorkingDirs: []string{"/work"},
+		Allow:          []permission.Rule{sampleRule(permission.Allow)},
+		Ask:            []permission.Rule{sampleRule(permission.Ask)},
+		Deny:           []permission.Rule{sampleRule(permission.Deny)},
+		DangerousFiles: &files, DangerousDirs: &dirs,
+	}
+}
+
+func sampleDecision() permission.Decision {
+	return permission.Decision{
+		Behavior: permission.Ask, Message: "Bash wants to run npm run build", Reason: "Mode: default",
+		UpdatedInput: json.RawMessage(`{"command":"npm run build"}`),
+		Suggestions:  []permission.Rule{sampleRule(permission.Allow)}, BypassImmune: true,
+	}
+}
+
+func sampleTask() tools.Task {
+	return tools.Task{
+		ID: "1", Subject: "Run the tests", Description: "go test ./...", Status: tools.TaskInProgress,
+		Owner: "agent", Blocks: []string{"2"}, BlockedBy: []string{"3"},
+		Metadata: map[string]any{"priority": "high"}, CreatedAt: t0,
+	}
+}
+
+func sampleState() tools.State {
+	return tools.State{
+		Reads: map[string]tools.FileStamp{"/work/go.mod": {Size: 42, ModTime: t0}},
+		Tasks: []tools.Task{sampleTask()},
+	}
+}
+
+func sampleResult() tools.Result {
+	return tools.Result{
+		CallID: "call_1_1", Name: "Bash", Content: "total 0\n", IsError: true, State: tools.StateError,
+		Data:     []tools.DataBlock{{MediaType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}}},
+		Metadata: map[string]any{"exit_code": 1},
+	}
+}
+
+func samplePending() workflows.Pending {
+	return workflows.Pending{
+		Kind: workflows.PendingApproval, CallID: "call_1_1", Tool: "Bash",
+		Input: json.RawMessage(`{"command":"npm run build"}`), Message: "Bash wants to run npm run build",
+		Reason: "Mode: default", Suggestions: []string{"Bash(npm run:*)"}, BypassImmune: true,
+		RequestedAt: t0, Deadline: t1, Escalation: workflows.EscalateAllow, Escalated: true, Hash: "3f2a9c",
+	}
+}
+
+func sampleEvent() workflows.Event {
+	return workflows.Event{
+		Seq: 3, Time: t0, Type: workflows.EventToolCall, CallID: "call_1_1", Tool: "Bash",
+		Text: "ls -la", Input: `{"command":"ls -la"}`, Error: true,
+	}
+}
+
+// compatSamples are the wire types with every field set. The golden
+// file of each is testdata/compat/<name>.json.
+func compatSamples() []struct {
+	name string
+	v    any
+} {
+	return []struct {
+		name string
+		v    any
+	}{
+		{"TurnInput", workflows.TurnInput{
+			Prompt: "Tell me about this workspace.", Messages: sampleMessages(), Instruction: "Be brief.",
+			Model: workflows.ModelConfig{Provider: "scripted", Name: "demo", Script: sampleScript()},
+			Tools: []string{"Bash", "Read"}, Permission: samplePermission(), Backend: "local", Workdir: "/work",
+			MaxIterations: 5, ApprovalTimeout: time.Hour, State: sampleState(),
+		}},
+		{"TurnResult", workflows.TurnResult{
+			Answer: "Done.", Messages: sampleMessages(), Iterations: 2, ToolCalls: 1,
+			State: sampleState(), Permission: samplePermission(), Stopped: "max_iterations",
+		}},
+		{"ModelInput", workflows.ModelInput{
+			Provider: "scripted",
+			Request: model.Request{
+				Instruction: "Be brief.", Messages: sampleMessages(),
+				Tools:  []model.ToolSpec{{Name: "Bash", Description: "Run a command.", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+				Script: sampleScript(),
+			},
+			Tools: []string{"Bash"},
+		}},
+		{"model.Response", model.Response{
+			Text: "Let me look.", ToolCalls: []model.ToolCall{sampleCall()},
+			Usage: model.Usage{InputTokens: 100, OutputTokens: 20},
+		}},
+		{"CallEnv", workflows.CallEnv{Backend: "local", Workdir: "/work"}},
+		{"PrepareInput", workflows.PrepareInput{
+			Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"},
+			Permission: samplePermission(), Allowed: []string{"Bash"},
+		}},
+		{"Prepared", workflows.Prepared{
+			Invalid: "unknown tool", Decision: sampleDecision(),
+			Tool: tools.Info{
+				Name: "Bash", Description: "Run a command.", InputSchema: json.RawMessage(`{"type":"object"}`),
+				ReadOnly: true, ConcurrencySafe: true, External: true, StateInjected: true,
+			},
+			ReadOnly: true,
+			Policy: workflows.CallPolicy{
+				MaxAttempts: 3, InitialInterval: time.Second, BackoffCoefficient: 2, MaxInterval: 30 * time.Second,
+				NonRetryable: []string{"Permanent"}, Timeout: 11 * time.Minute, Local: true, LocalTimeout: 5 * time.Second,
+				ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify,
+			},
+		}},
+		{"ToolInput", workflows.ToolInput{
+			Key: "turn-1/call_1_1", Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"}, State: sampleState(),
+		}},
+		{"ToolOutput", workflows.ToolOutput{Result: sampleResult(), State: sampleState()}},
+		{"Approval", workflows.Approval{
+			CallID: "call_1_1", Decision: workflows.DecisionAlwaysAllow, Hash: "3f2a9c",
+			Rules: []string{"Bash(npm run:*)"}, Reason: "looks fine",
+			Input: json.RawMessage(`{"command":"npm run test"}`), By: "alice",
+		}},
+		{"ExternalResult", workflows.ExternalResult{
+			CallID: "call_2_1", Content: "blue", IsError: true, Metadata: map[string]any{"answers": "blue"}, By: "bob",
+		}},
+		{"Ack", workflows.Ack{CallID: "call_1_1", Status: "allow"}},
+		{"Pending", samplePending()},
+		{"Event", sampleEvent()},
+		{"EventsPage", workflows.EventsPage{Events: []workflows.Event{sampleEvent()}, Next: 4, Done: true}},
+		{"Summary", workflows.Summary{
+			Iterations: 2, ToolCalls: 1, Pending: []workflows.Pending{samplePending()},
+			Permission: samplePermission(), Tasks: []tools.Task{sampleTask()}, Done: true,
+		}},
+		{"client.PendingEntry", client.PendingEntry{WorkflowID: "turn-1", RunID: "run-1", Pending: samplePending()}},
+		{"permission.Context", samplePermission()},
+		{"permission.Rule", sampleRule(permission.Allow)},
+		{"permission.Decision", sampleDecision()},
+		{"tools.State", sampleState()},
+		{"tools.Task", sampleTask()},
+		{"tools.Result", sampleResult()},
+	}
+}
+
+// TestWireCompat pins the JSON encoding of every wire type to a golden
+// file, both ways: the sample encodes to the golden, and the golden
+// decodes and re-encodes to the same bytes, so renaming or removing a
+// field fails. A field the sample leaves at its zero value fails too:
+// new fields must be added to the sample and the golden deliberately.
+func TestWireCompat(t *testing.T) {
+	for _, s := range compatSamples() {
+		t.Run(s.name, func(t *testing.T) {
+			for _, path := range zeroFields(reflect.ValueOf(s.v), s.name) {
+				t.Errorf("%s is zero in the sample: set it (and run go test -update) so the golden covers it", path)
+			}
+			got, err := json.MarshalIndent(s.v, "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, '\n')
+			file := filepath.Join(compatDir, s.name+".json")
+			if updateCompat() {
+				writeGolden(t, file, got)
+				return
+			}
+			want, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatalf("%v (run go test -update to create it)", err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s encodes differently from %s: the wire format changed.\ngot:\n%s\nwant:\n%s", s.name, file, got, want)
+			}
+			// Reverse: golden -> type -> JSON must give the golden back.
+			p := reflect.New(reflect.TypeOf(s.v))
+			if err := json.Unmarshal(want, p.Interface()); err != nil {
+				t.Fatalf("decode %s: %v", file, err)
+			}
+			back, err := json.MarshalIndent(p.Elem().Interface(), "", "  ")
+			if err != nil {
+				t.Fatal(err)
+			}
+			back = append(back, '\n')
+			if !bytes.Equal(back, want) {
+				t.Errorf("%s does not round-trip through %s (renamed or removed field?)\ngot:\n%s\nwant:\n%s", file, s.name, back, want)
+			}
+		})
+	}
+}
+
+// leafTypes are struct types checked as a whole, not field by field.
+var leafTypes = []reflect.Type{reflect.TypeFor[time.Time]()}
+
+// zeroFields lists the paths of exported, JSON-encoded struct fields that
+// are zero anywhere in v. It descends into structs, pointers, the
+// elements of slices and the values of maps.
+func zeroFields(v reflect.Value, path string) []string {
+	if slices.Contains(leafTypes, v.Type()) {
+		return nil
+	}
+	var out []string
+	switch v.Kind() {
+	case reflect.Pointer:
+		if !v.IsNil() {
+			out = append(out, zeroFields(v.Elem(), path)...)
+		}
+	case reflect.Slice, reflect.Array:
+		for i := range v.Len() {
+			out = append(out, zeroFields(v.Index(i), path+"["+strconv.Itoa(i)+"]")...)
+		}
+	case reflect.Map:
+		it := v.MapRange()
+		for it.Next() {
+			out = append(out, zeroFields(it.Value(), path+"[key]")...)
+		}
+	case reflect.Struct:
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if !f.IsExported() || f.Tag.Get("json") == "-" {
+				continue
+			}
+			fv := v.Field(i)
+			p := path + "." + f.Name
+			if f.Anonymous {
+				p = path
+			}
+			if fv.IsZero() {
+				out = append(out, p)
+				continue
+			}
+			out = append(out, zeroFields(fv, p)...)
+		}
+	}
+	return out
+}
+
+// constGroups are the exported constants whose values are part of the
+// wire protocol, by group. names.json pins them.
+func constGroups() map[string]map[string]any {
+	str := func(kv ...string) map[string]any {
+		m := map[string]any{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	return map[string]map[string]any{
+		"workflows.workflow": str("TurnWorkflow", workflows.TurnWorkflow),
+		"workflows.messages": str(
+			"UpdateApprove", workflows.UpdateApprove, "SignalApprove", workflows.SignalApprove,
+			"UpdateExternalResult", workflows.UpdateExternalResult, "SignalExternalResult", workflows.SignalExternalResult,
+			"QueryPending", workflows.QueryPending, "QueryEvents", workflows.QueryEvents, "QueryState", workflows.QueryState,
+		),
+		"workflows.search_attributes": str(
+			"SAPendingCalls", workflows.SAPendingCalls, "SAPendingTools", workflows.SAPendingTools,
+			"SAWaitingSince", workflows.SAWaitingSince,
+		),
+		"workflows.activities": str(
+			"ActivityModel", workflows.ActivityModel, "ActivityPrepare", workflows.ActivityPrepare,
+			"ActivityTool", workflows.ActivityTool,
+		),
+		"workflows.error_types": str(
+			"ErrTypeUnknownModel", workflows.ErrTypeUnknownModel, "ErrTypeUnknownTool", workflows.ErrTypeUnknownTool,
+			"ErrTypeInvalidInput", workflows.ErrTypeInvalidInput,
+		),
+		"workflows.events": str(
+			"EventModel", workflows.EventModel, "EventToolCall", workflows.EventToolCall,
+			"EventDecision", workflows.EventDecision, "EventWaiting", workflows.EventWaiting,
+			"EventAnswered", workflows.EventAnswered, "EventRejected", workflows.EventRejected,
+			"EventResult", workflows.EventResult, "EventFinal", workflows.EventFinal,
+			"EventEscalated", workflows.EventEscalated,
+		),
+		"workflows.decisions": str(
+			"DecisionAllow", string(workflows.DecisionAllow), "DecisionAlwaysAllow", string(workflows.DecisionAlwaysAllow),
+			"DecisionDeny", string(workflows.DecisionDeny),
+		),
+		"workflows.pending_kinds": str(
+			"PendingApproval", string(workflows.PendingApproval), "PendingExternal", string(workflows.PendingExternal),
+		),
+		"workflows.escalations": str(
+			"EscalateDeny", string(workflows.EscalateDeny), "EscalateAllow", string(workflows.EscalateAllow),
+			"EscalateNotify", string(workflows.EscalateNotify),
+		),
+		"workflows.defaults": {
+			"DefaultMaxIterations":   workflows.DefaultMaxIterations,
+			"DefaultApprovalTimeout": workflows.DefaultApprovalTimeout.String(),
+		},
+		"permission.modes": str(
+			"ModeDefault", string(permission.ModeDefault), "ModeExplore", string(permission.ModeExplore),
+			"ModeAcceptEdits", string(permission.ModeAcceptEdits), "ModeBypass", string(permission.ModeBypass),
+			"ModeDontAsk", string(permission.ModeDontAsk),
+		),
+		"permission.behaviors": str(
+			"Allow", string(permission.Allow), "Ask", string(permission.Ask), "Deny", string(permission.Deny),
+			"Passthrough", string(permission.Passthrough),
+		),
+		"tools.result_states": str(
+			"StateSuccess", string(tools.StateSuccess), "StateError", string(tools.StateError),
+			"StateDenied", string(tools.StateDenied), "StateInterrupted", string(tools.StateInterrupted),
+		),
+		"tools.task_statuses": str(
+			"TaskPending", string(tools.TaskPending), "TaskInProgress", string(tools.TaskInProgress),
+			"TaskCompleted", string(tools.TaskCompleted), "TaskDeleted", string(tools.TaskDeleted),
+		),
+		"model.roles": str(
+			"RoleSystem", string(model.RoleSystem), "RoleUser", string(model.RoleUser),
+			"RoleAssistant", string(model.RoleAssistant), "RoleTool", string(model.RoleTool),
+		),
+	}
+}
+
+// TestNamesCompat pins the names and values of the protocol constants to
+// testdata/compat/names.json, and fails when package workflows declares
+// an exported constant that no group lists.
+func TestNamesCompat(t *testing.T) {
+	groups := constGroups()
+	got, err := json.MarshalIndent(groups, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = append(got, '\n')
+	file := filepath.Join(compatDir, "names.json")
+	if updateCompat() {
+		writeGolden(t, file, got)
+	} else {
+		want, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatalf("%v (run go test -update to create it)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("protocol names differ from %s: clients and running workflows depend on them.\ngot:\n%s\nwant:\n%s", file, got, want)
+		}
+	}
+
+	listed := map[string]bool{}
+	for g, names := range groups {
+		if strings.HasPrefix(g, "workflows.") {
+			for n := range names {
+				listed[n] = true
+			}
+		}
+	}
+	for _, name := range exportedConsts(t, ".") {
+		if !listed[name] {
+			t.Errorf("workflows.%s is an exported constant missing from names.json: add it to constGroups and run go test -update", name)
+		}
+	}
+}
+
+// exportedConsts parses the non-test Go files of dir and returns the
+// exported constant names they declare.
+func exportedConsts(t *testing.T, dir string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range af.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != token.CONST {
+				continue
+			}
+			for _, sp := range gd.Specs {
+				for _, n := range sp.(*ast.ValueSpec).Names {
+					if n.IsExported() {
+						names = append(names, n.Name)
+					}
+				}
+			}
+		}
+	}
+	if len(names) == 0 {
+		t.Fatalf("no exported constants found in %s", dir)
+	}
+	return names
+}
+
+func writeGolden(t *testing.T, file string, data []byte) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
