@@ -22,6 +22,7 @@ import (
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/middleware"
 	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -49,6 +50,10 @@ type Options struct {
 	// local-activity fast path and approval deadlines.
 	ToolDefaults activities.ToolSettings
 	ToolSettings map[string]activities.ToolSettings
+	// Notifier posts webhook notifications about waiting calls (nil: none);
+	// InboxURL is linked from them.
+	Notifier *notify.Sender
+	InboxURL string
 	// ResultBudget caps tool results entering history (bytes).
 	ResultBudget int
 	// Registerer receives warden's metrics; nil records none.
@@ -99,7 +104,7 @@ func NewActivities(o Options) (*activities.Activities, error) {
 	a := &activities.Activities{
 		Tools: reg, Backends: backends, DefaultBackend: def, DefaultWorkdir: wd,
 		Models: models, Middleware: o.ToolMiddleware, ResultBudget: o.ResultBudget, Logger: o.Logger,
-		ToolDefaults: o.ToolDefaults, ToolSettings: o.ToolSettings,
+		ToolDefaults: o.ToolDefaults, ToolSettings: o.ToolSettings, Notifier: o.Notifier, InboxURL: o.InboxURL,
 	}
 	if o.Registerer != nil {
 		a.Metrics = activities.NewMetrics(o.Registerer)

@@ -20,6 +20,7 @@ import (
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/middleware"
 	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
@@ -47,6 +48,10 @@ type Activities struct {
 	// deadlines of calls.
 	ToolDefaults ToolSettings
 	ToolSettings map[string]ToolSettings
+	// Notifier posts webhook notifications about waiting calls; nil sends
+	// none. InboxURL links notifications to the inbox.
+	Notifier *notify.Sender
+	InboxURL string
 	// HeartbeatEvery is how often a running tool heartbeats (default 2 s).
 	HeartbeatEvery time.Duration
 	Metrics        *Metrics
@@ -60,6 +65,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: workflows.ActivityModel})
 	r.RegisterActivityWithOptions(a.Prepare, activity.RegisterOptions{Name: workflows.ActivityPrepare})
 	r.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: workflows.ActivityTool})
+	r.RegisterActivityWithOptions(a.Notify, activity.RegisterOptions{Name: workflows.ActivityNotify})
 }
 
 func (a *Activities) logger() *slog.Logger {
@@ -95,6 +101,10 @@ func (a *Activities) env(ce workflows.CallEnv, state *tools.State, pc *permissio
 	wd := ce.Workdir
 	if wd == "" {
 		wd = a.DefaultWorkdir
+		// A sandboxed backend has its own workspace directory.
+		if w, ok := b.(interface{ Workdir() string }); ok && name != "local" {
+			wd = w.Workdir()
+		}
 	}
 	return &tools.Env{Backend: b, Workdir: wd, State: state, Permission: pc}, nil
 }
@@ -143,6 +153,7 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 		out.ReadOnly = ro
 	}
 	out.Policy = a.policy(info, out.ReadOnly, backendName)
+	out.Policy.Notify = a.Notifier != nil && len(a.Notifier.URLs) > 0
 	a.Metrics.decision(info.Name, string(d.Behavior))
 	return out, nil
 }
@@ -185,6 +196,21 @@ func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out work
 	out.Result = tools.CapResult(res, a.ResultBudget)
 	out.State = state
 	return out, nil
+}
+
+// Notify posts one webhook notification. A failed delivery is an error,
+// so the activity's RetryPolicy retries it with backoff.
+func (a *Activities) Notify(ctx context.Context, in workflows.NotifyInput) error {
+	if a.Notifier == nil {
+		return nil
+	}
+	p := in.Pending
+	ev := notify.Event{Type: in.Type, WorkflowID: in.WorkflowID, CallID: p.CallID, Tool: p.Tool, Input: p.Input,
+		Reason: p.Reason, RequestedAt: p.RequestedAt, Deadline: p.Deadline}
+	if a.InboxURL != "" {
+		ev.InboxURL = a.InboxURL + "/#" + in.WorkflowID + "/" + p.CallID
+	}
+	return a.Notifier.Send(ctx, ev)
 }
 
 // heartbeat records a heartbeat periodically until stopped, so the server

@@ -8,8 +8,16 @@ import (
 	"time"
 )
 
-// ErrNotExist is wrapped by backends when a path does not exist.
-var ErrNotExist = errors.New("file does not exist")
+// Errors backends wrap so tools can tell what went wrong.
+var (
+	// ErrNotExist is wrapped when a path does not exist.
+	ErrNotExist = errors.New("file does not exist")
+	// ErrUnavailable is wrapped when the workspace itself went away or
+	// cannot be reached (a container removed mid-call, a sandbox killed):
+	// an infrastructure fault, which tools report as a Go error so the
+	// activity's RetryPolicy decides whether to run the call again.
+	ErrUnavailable = errors.New("workspace unavailable")
+)
 
 // Backend runs processes and touches files in one workspace.
 // Paths are absolute paths inside the backend, never host paths.

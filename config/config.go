@@ -10,10 +10,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/wardenhq/warden/activities"
+	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -30,6 +32,8 @@ type Config struct {
 	Metrics    Metrics           `yaml:"metrics"`
 	Permission permission.Policy `yaml:"permission"`
 	Tools      Tools             `yaml:"tools"`
+	Inbox      Inbox             `yaml:"inbox"`
+	Notify     Notify            `yaml:"notify"`
 	Demo       Demo              `yaml:"demo"`
 }
 
@@ -72,9 +76,65 @@ type Tools struct {
 	PerTool  map[string]activities.ToolSettings `yaml:"per_tool"`
 }
 
-// Backend selects where tools run.
+// Inbox configures the approvals web page served by the worker.
+type Inbox struct {
+	Enabled bool   `yaml:"enabled"`
+	Listen  string `yaml:"listen"`
+	TLSCert string `yaml:"tls_cert"`
+	TLSKey  string `yaml:"tls_key"`
+	// URL is the inbox's public address, linked from notifications
+	// (default http://LISTEN).
+	URL string `yaml:"url"`
+	// Users who may sign in; with none, the worker creates user "admin"
+	// with the token from WARDEN_INBOX_TOKEN or a random one it prints.
+	Users map[string]inbox.User `yaml:"users"`
+	Roles map[string]inbox.Role `yaml:"roles"`
+}
+
+// Notify configures webhook notifications about waiting calls.
+type Notify struct {
+	Webhooks []string `yaml:"webhooks"`
+	// Secret signs each POST (X-Warden-Signature); prefer the
+	// WARDEN_WEBHOOK_SECRET variable.
+	Secret string `yaml:"secret"`
+}
+
+// Backend selects where tools run. Local is always available; Docker and
+// E2B are set up when enabled. A turn names its backend (or gets Default).
 type Backend struct {
 	Default string `yaml:"default"`
+	Docker  Docker `yaml:"docker"`
+	E2B     E2B    `yaml:"e2b"`
+}
+
+// Docker configures the Docker backend's workspace container.
+type Docker struct {
+	Enabled     bool     `yaml:"enabled"`
+	Image       string   `yaml:"image"`
+	Workdir     string   `yaml:"workdir"`
+	Mounts      []string `yaml:"mounts"`
+	Env         []string `yaml:"env"`
+	User        string   `yaml:"user"`
+	Network     string   `yaml:"network"`
+	CPUs        float64  `yaml:"cpus"`
+	MemoryMB    int64    `yaml:"memory_mb"`
+	PidsLimit   int64    `yaml:"pids_limit"`
+	WorkspaceID string   `yaml:"workspace_id"`
+	// Session feeds Bash commands to one long-lived shell (fast); false
+	// runs a fresh exec per command (isolated).
+	Session bool `yaml:"session"`
+}
+
+// E2B configures the E2B backend (API key from E2B_API_KEY).
+type E2B struct {
+	Enabled     bool          `yaml:"enabled"`
+	APIURL      string        `yaml:"api_url"`
+	SandboxURL  string        `yaml:"sandbox_url"`
+	Domain      string        `yaml:"domain"`
+	Template    string        `yaml:"template"`
+	Workdir     string        `yaml:"workdir"`
+	Timeout     time.Duration `yaml:"timeout"`
+	WorkspaceID string        `yaml:"workspace_id"`
 }
 
 // Metrics configures the Prometheus endpoint.
@@ -93,8 +153,9 @@ func Default() Config {
 		Server:   Server{DataDir: "./.warden", Port: 7233, UIPort: 8233, Namespace: "default", LogLevel: "error"},
 		Temporal: Temporal{Namespace: "default"},
 		Worker:   Worker{TaskQueue: "warden", Workdir: "."},
-		Backend:  Backend{Default: "local"},
+		Backend:  Backend{Default: "local", Docker: Docker{Image: "warden-workspace:latest", Network: "none", Session: true}},
 		Metrics:  Metrics{Addr: "127.0.0.1:9464"},
+		Inbox:    Inbox{Listen: inbox.DefaultListen},
 	}
 }
 
@@ -157,10 +218,14 @@ func (c Config) Validate() error {
 	if (c.Temporal.TLSCert == "") != (c.Temporal.TLSKey == "") {
 		errs = append(errs, errors.New("temporal.tls_cert and temporal.tls_key: set both or neither"))
 	}
-	switch c.Backend.Default {
-	case "local":
+	switch {
+	case c.Backend.Default == "local":
+	case c.Backend.Default == "docker" && c.Backend.Docker.Enabled, c.Backend.Default == "e2b" && c.Backend.E2B.Enabled:
 	default:
-		errs = append(errs, fmt.Errorf("backend.default: unknown backend %q (available: local)", c.Backend.Default))
+		errs = append(errs, fmt.Errorf("backend.default: backend %q is unknown or not enabled (local, docker or e2b with enabled: true)", c.Backend.Default))
+	}
+	if c.Backend.Docker.Enabled && c.Backend.Docker.Image == "" {
+		errs = append(errs, errors.New("backend.docker.image: required when docker is enabled"))
 	}
 	check := func(key string, s activities.ToolSettings) {
 		switch s.Escalation {

@@ -14,13 +14,21 @@ cleanup() {
 }
 trap cleanup EXIT
 
-if [ "${WARDEN_SKIP_DOCKER:-}" != "1" ] && [ -x .ci/docker.sh ]; then
+if [ "${WARDEN_SKIP_DOCKER:-}" != "1" ]; then
   echo "== docker: daemon and workspace image"
-  out=$(.ci/docker.sh) || { echo "$out"; echo "docker setup failed"; exit 1; }
-  echo "$out"
-  pidfile=$(printf '%s\n' "$out" | sed -n 's/^dockerd-pidfile: //p' | tail -n1)
-  [ -n "$pidfile" ] && started_dockerd="$pidfile"
+  state="${WARDEN_DOCKER_STATE:-/var/tmp/warden-docker}"
+  had_daemon=""
+  docker info >/dev/null 2>&1 && had_daemon=1
+  .ci/docker.sh
+  # Stop the daemon at the end only if this run started it.
+  [ -z "$had_daemon" ] && started_dockerd="$state/dockerd.pid"
   export WARDEN_REQUIRE_DOCKER=1
+fi
+
+if [ "${WARDEN_SKIP_BROWSER:-}" != "1" ] && ! command -v chromium >/dev/null 2>&1; then
+  echo "== chromium (inbox browser tests)"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
 
 echo "== gofmt"

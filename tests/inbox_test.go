@@ -195,7 +195,11 @@ func TestInboxBrowser(t *testing.T) {
 	startAsk(t, ctx, cl, askID, "AskUser", `{questions: [{question: "Which environment?", header: "Env", options: [{label: staging, description: "safe"}, {label: production, description: "careful"}]}]}`)
 	waitListed(t, ctx, cl, allowID, denyID, askID)
 
-	shots := t.TempDir()
+	// Screenshots outlive the test so a person can look at them.
+	shots, err := os.MkdirTemp("", "warden-inbox-shots-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	opts := append([]chromedp.ExecAllocatorOption{},
 		chromedp.ExecPath(chromiumPath),
 		chromedp.Flag("headless", true),

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -78,7 +79,7 @@ func runShell(ctx context.Context, env *Env, argv []string, command string, time
 		MaxOutput: 4 * MaxOutputChars, // bytes; the character cap applies below
 	})
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || errors.Is(err, backend.ErrUnavailable) {
 			return Fail(err)
 		}
 		return Errorf("Command failed: %s\nError: %v", command, err)

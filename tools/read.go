@@ -313,7 +313,7 @@ func readFresh(env *Env, p string, fi backend.FileInfo) bool {
 // backendError turns a backend failure into a stream: a Go error when the
 // context is done (infrastructure), a tool error the model reads otherwise.
 func backendError(ctx context.Context, tool, p string, err error) Stream {
-	if ctx.Err() != nil {
+	if ctx.Err() != nil || errors.Is(err, backend.ErrUnavailable) {
 		return Fail(fmt.Errorf("%s %s: %w", strings.ToLower(tool), p, err))
 	}
 	return Errorf("Error: %s failed for %s: %v", tool, p, err)

@@ -114,7 +114,7 @@ func samplePending() workflows.Pending {
 		Kind: workflows.PendingApproval, CallID: "call_1_1", Tool: "Bash",
 		Input: json.RawMessage(`{"command":"npm run build"}`), Message: "Bash wants to run npm run build",
 		Reason: "Mode: default", Suggestions: []string{"Bash(npm run:*)"}, BypassImmune: true,
-		RequestedAt: t0, Deadline: t1, Escalation: workflows.EscalateAllow, Escalated: true, Hash: "3f2a9c",
+		RequestedAt: t0, Deadline: t1, Escalation: workflows.EscalateAllow, Escalated: true, Hash: "3f2a9c", Notify: true,
 	}
 }
 
@@ -139,6 +139,7 @@ func compatSamples() []struct {
 			Prompt: "Tell me about this workspace.", Messages: sampleMessages(), Instruction: "Be brief.",
 			Model: workflows.ModelConfig{Provider: "scripted", Name: "demo", Script: sampleScript()},
 			Tools: []string{"Bash", "Read"}, Permission: samplePermission(), Backend: "local", Workdir: "/work",
+			ToolQueue:     "docker-host",
 			MaxIterations: 5, ApprovalTimeout: time.Hour, State: sampleState(),
 		}},
 		{"TurnResult", workflows.TurnResult{
@@ -173,7 +174,7 @@ func compatSamples() []struct {
 			Policy: workflows.CallPolicy{
 				MaxAttempts: 3, InitialInterval: time.Second, BackoffCoefficient: 2, MaxInterval: 30 * time.Second,
 				NonRetryable: []string{"Permanent"}, Timeout: 11 * time.Minute, Local: true, LocalTimeout: 5 * time.Second,
-				ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify,
+				ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify, Notify: true,
 			},
 		}},
 		{"ToolInput", workflows.ToolInput{
@@ -189,6 +190,7 @@ func compatSamples() []struct {
 			CallID: "call_2_1", Content: "blue", IsError: true, Metadata: map[string]any{"answers": "blue"}, By: "bob",
 		}},
 		{"Ack", workflows.Ack{CallID: "call_1_1", Status: "allow"}},
+		{"NotifyInput", workflows.NotifyInput{Type: "approval_requested", WorkflowID: "turn-1", Pending: samplePending()}},
 		{"Pending", samplePending()},
 		{"Event", sampleEvent()},
 		{"EventsPage", workflows.EventsPage{Events: []workflows.Event{sampleEvent()}, Next: 4, Done: true}},
@@ -321,6 +323,7 @@ func constGroups() map[string]map[string]any {
 		"workflows.activities": str(
 			"ActivityModel", workflows.ActivityModel, "ActivityPrepare", workflows.ActivityPrepare,
 			"ActivityTool", workflows.ActivityTool,
+			"ActivityNotify", workflows.ActivityNotify,
 		),
 		"workflows.error_types": str(
 			"ErrTypeUnknownModel", workflows.ErrTypeUnknownModel, "ErrTypeUnknownTool", workflows.ErrTypeUnknownTool,

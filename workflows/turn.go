@@ -194,11 +194,21 @@ func (t *turn) prepare(ctx workflow.Context, calls []model.ToolCall) ([]Prepared
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
+	if q := t.in.ToolQueue; q != "" {
+		// The backend lives on the tool queue's workers: check there.
+		ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue: q, StartToCloseTimeout: 30 * time.Second,
+			RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+		})
+	}
 	futs := make([]workflow.Future, len(calls))
 	for i, c := range calls {
-		futs[i] = workflow.ExecuteLocalActivity(lctx, ActivityPrepare, PrepareInput{
-			Call: c, Env: t.env(), Permission: t.perm, Allowed: t.in.Tools,
-		})
+		in := PrepareInput{Call: c, Env: t.env(), Permission: t.perm, Allowed: t.in.Tools}
+		if t.in.ToolQueue != "" {
+			futs[i] = workflow.ExecuteActivity(ctx, ActivityPrepare, in)
+		} else {
+			futs[i] = workflow.ExecuteLocalActivity(lctx, ActivityPrepare, in)
+		}
 	}
 	out := make([]Prepared, len(calls))
 	for i, f := range futs {
@@ -228,7 +238,7 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time) {
 	case permission.Allow:
 		if p.Tool.External {
 			t.park(ctx, Pending{Kind: PendingExternal, CallID: c.ID, Tool: c.Name, Input: s.call.Input,
-				Message: "waiting for an external result"}, now, -1)
+				Message: "waiting for an external result", Notify: p.Policy.Notify}, now, -1)
 			return
 		}
 		s.ready = true
@@ -247,7 +257,7 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time) {
 		if timeout == 0 {
 			timeout = DefaultApprovalTimeout
 		}
-		pend.Escalation = p.Policy.Escalation
+		pend.Escalation, pend.Notify = p.Policy.Escalation, p.Policy.Notify
 		t.park(ctx, pend, now, timeout)
 	}
 }
@@ -265,6 +275,26 @@ func (t *turn) park(ctx workflow.Context, p Pending, now time.Time, timeout time
 	p.Hash = CallHash(p.Tool, p.Input, t.policyVersion)
 	t.pending = append(t.pending, p)
 	t.emit(ctx, Event{Type: EventWaiting, CallID: p.CallID, Tool: p.Tool, Text: string(p.Kind) + ": " + p.Message})
+	typ := "approval_requested"
+	if p.Kind == PendingExternal {
+		typ = "external_requested"
+	}
+	t.notify(ctx, typ, p)
+}
+
+// notify starts a webhook notification activity (durable: retried with
+// backoff) without waiting for it. Turns recorded before notifications
+// existed replay without it.
+func (t *turn) notify(ctx workflow.Context, typ string, p Pending) {
+	if !p.Notify || workflow.GetVersion(ctx, "notify-webhooks", workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
+			MaximumInterval: 5 * time.Minute, MaximumAttempts: 20},
+	})
+	workflow.ExecuteActivity(actx, ActivityNotify, NotifyInput{Type: typ, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Pending: p})
 }
 
 // CallHash binds an answer to a tool, its exact input and the policy
@@ -356,6 +386,7 @@ func (t *turn) escalate(ctx workflow.Context, p Pending) {
 			}
 		}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: escalated, still waiting"})
+		t.notify(ctx, "approval_escalated", p)
 	default:
 		t.answers[p.CallID] = answer{approval: &Approval{CallID: p.CallID, Decision: DecisionDeny, By: "deadline", Reason: "approval timed out"}}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: denied"})
@@ -499,7 +530,7 @@ func retryPolicy(p CallPolicy) *temporal.RetryPolicy {
 // regular activity.
 func (t *turn) startTool(ctx workflow.Context, s *slot) workflow.Future {
 	p := s.prep.Policy
-	if p.Local {
+	if p.Local && t.in.ToolQueue == "" {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout: p.LocalTimeout,
 			RetryPolicy:         retryPolicy(p),
@@ -516,6 +547,7 @@ func (t *turn) startRegular(ctx workflow.Context, s *slot) workflow.Future {
 		timeout = 11 * time.Minute
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		TaskQueue:           t.in.ToolQueue,
 		ActivityID:          "tool-" + s.call.ID,
 		StartToCloseTimeout: timeout,
 		HeartbeatTimeout:    10 * time.Second,
@@ -531,7 +563,7 @@ func (t *turn) finishTool(ctx workflow.Context, s *slot, f workflow.Future) (*to
 	var out ToolOutput
 	err := f.Get(ctx, &out)
 	var te *temporal.TimeoutError
-	if err != nil && s.prep.Policy.Local && errors.As(err, &te) {
+	if err != nil && s.prep.Policy.Local && t.in.ToolQueue == "" && errors.As(err, &te) {
 		t.emit(ctx, Event{Type: EventDecision, CallID: s.call.ID, Tool: s.call.Name, Text: "fast path timed out: rescheduled as a regular activity"})
 		err = t.startRegular(ctx, s).Get(ctx, &out)
 	}

@@ -47,6 +47,7 @@ const (
 	ActivityModel   = "warden.Model"
 	ActivityPrepare = "warden.Prepare"
 	ActivityTool    = "warden.Tool"
+	ActivityNotify  = "warden.Notify"
 )
 
 // TurnInput starts an agent turn.
@@ -64,6 +65,10 @@ type TurnInput struct {
 	Backend string `json:"backend,omitempty"`
 	// Workdir is the workspace directory inside the backend.
 	Workdir string `json:"workdir,omitempty"`
+	// ToolQueue, when set, routes permission checks and tool calls to the
+	// workers of that task queue (e.g. workers on a Docker host), as
+	// regular activities; the turn itself stays on its own queue.
+	ToolQueue string `json:"tool_queue,omitempty"`
 	// MaxIterations bounds model calls (default 20).
 	MaxIterations int `json:"max_iterations,omitempty"`
 	// ApprovalTimeout bounds how long an ASK waits before it is denied
@@ -150,6 +155,18 @@ type CallPolicy struct {
 	// negative: no bound); Escalation says what happens then.
 	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
 	Escalation      Escalation    `json:"escalation,omitempty"`
+	// Notify sends webhook notifications when the call waits or escalates
+	// (the worker has webhooks configured).
+	Notify bool `json:"notify,omitempty"`
+}
+
+// NotifyInput is the notification activity's input.
+type NotifyInput struct {
+	// Type is "approval_requested", "approval_escalated" or
+	// "external_requested".
+	Type       string  `json:"type"`
+	WorkflowID string  `json:"workflow_id"`
+	Pending    Pending `json:"pending"`
 }
 
 // Prepared is the recorded verdict on one call.
@@ -246,6 +263,8 @@ type Pending struct {
 	// Escalated is set once the deadline passed with escalation notify.
 	Escalated bool   `json:"escalated,omitempty"`
 	Hash      string `json:"hash"`
+	// Notify is copied from the call's policy.
+	Notify bool `json:"notify,omitempty"`
 }
 
 // Event is one entry of the turn's progress stream.

@@ -338,3 +338,11 @@ func short(id string) string {
 	}
 	return id
 }
+
+// Workdir is the workspace directory inside the container.
+func (b *Backend) Workdir() string {
+	if b.cfg.Workdir == "" {
+		return "/workspace"
+	}
+	return b.cfg.Workdir
+}

@@ -153,6 +153,12 @@ func (b *Backend) plainExec(ctx context.Context, id string, req backend.ExecRequ
 		if !ins.Running {
 			res.ExitCode = ins.ExitCode
 			startFailure(&res)
+			if res.ExitCode >= 126 && b.gone(context.WithoutCancel(ctx), id) {
+				// The container died under the process: not the command's
+				// own failure.
+				return res, fmt.Errorf("docker exec: container %s went away during the call (exit %d): %w",
+					short(id), res.ExitCode, backend.ErrUnavailable)
+			}
 			return res, nil
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -24,7 +24,7 @@ var (
 	ErrNotFound = errors.New("e2b: sandbox not found")
 	// ErrUnavailable is wrapped when the sandbox cannot be reached (proxy
 	// 502, HTTP 503/504, Connect unavailable): it timed out or was killed.
-	ErrUnavailable = errors.New("e2b: sandbox unavailable")
+	ErrUnavailable = fmt.Errorf("e2b: sandbox unavailable: %w", backend.ErrUnavailable)
 )
 
 // APIError is a non-success answer from the control-plane API.

@@ -19,7 +19,7 @@ import (
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func newRunCmd(cn *conn) *cobra.Command {
-	var script, id, mode, rules, workdir, backend string
+	var script, id, mode, rules, workdir, backend, toolQueue string
 	var asJSON, detach bool
 	var maxIter int
 	cmd := &cobra.Command{
@@ -53,7 +53,7 @@ func newRunCmd(cn *conn) *cobra.Command {
 				id = fmt.Sprintf("turn-%d", time.Now().UnixNano())
 			}
 			in := workflows.TurnInput{Prompt: s.Prompt, Model: workflows.ModelConfig{Provider: "scripted", Script: s},
-				Permission: pc, Workdir: workdir, Backend: backend, MaxIterations: maxIter}
+				Permission: pc, Workdir: workdir, Backend: backend, ToolQueue: toolQueue, MaxIterations: maxIter}
 			run, err := cl.Start(ctx, id, in)
 			if err != nil {
 				return err
@@ -92,7 +92,8 @@ func newRunCmd(cn *conn) *cobra.Command {
 	f.StringVar(&mode, "mode", "", "permission mode (default from config)")
 	f.StringVar(&rules, "rules", "", "policy file replacing the config's permission section")
 	f.StringVar(&workdir, "workdir", "", "workspace directory (default the worker's)")
-	f.StringVar(&backend, "backend", "", "backend name (default the worker's)")
+	f.StringVar(&backend, "backend", "", "backend name: local, docker, e2b (default the worker's)")
+	f.StringVar(&toolQueue, "tool-queue", "", "run tool calls on the workers of this task queue (e.g. a Docker host's)")
 	f.IntVar(&maxIter, "max-iterations", 0, "model call bound (default 20)")
 	_ = cmd.MarkFlagRequired("script")
 	return cmd

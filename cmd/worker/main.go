@@ -33,6 +33,7 @@ import (
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/internal/devserver"
 	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -49,6 +50,8 @@ type flags struct {
 	tlsCert, tlsKey, tlsCA, apiKey, workdir, demo, logLevel     string
 	port, uiPort                                                int
 	exitAfterDemo                                               bool
+	backend, inboxListen                                        string
+	inbox                                                       bool
 }
 
 func parse(args []string) (flags, config.Config, error) {
@@ -68,6 +71,9 @@ func parse(args []string) (flags, config.Config, error) {
 	fs.StringVar(&f.taskQueue, "task-queue", "", "task queue (default warden)")
 	fs.StringVar(&f.workdir, "workdir", "", "default workspace directory for tools")
 	fs.StringVar(&f.logLevel, "log-level", "", "embedded server log level")
+	fs.StringVar(&f.backend, "backend", "", "default backend for turns that name none: local, docker or e2b (enables it)")
+	fs.BoolVar(&f.inbox, "inbox", false, "serve the approvals inbox (inbox.enabled)")
+	fs.StringVar(&f.inboxListen, "inbox-listen", "", "inbox address (default 127.0.0.1:8234)")
 	fs.StringVar(&f.demo, "demo", "", "after start, run a demo turn from this script file and print it")
 	fs.BoolVar(&f.exitAfterDemo, "exit-after-demo", false, "stop once the demo turn finished")
 	if err := fs.Parse(args); err != nil {
@@ -90,6 +96,24 @@ func parse(args []string) (flags, config.Config, error) {
 	}
 	if f.metricsAddr != "" {
 		cfg.Metrics.Addr = f.metricsAddr
+	}
+	if set["inbox"] {
+		cfg.Inbox.Enabled = f.inbox
+	}
+	if f.inboxListen != "" {
+		cfg.Inbox.Listen = f.inboxListen
+	}
+	if s := os.Getenv("WARDEN_WEBHOOK_SECRET"); s != "" {
+		cfg.Notify.Secret = s
+	}
+	switch f.backend {
+	case "":
+	case "docker":
+		cfg.Backend.Default, cfg.Backend.Docker.Enabled = f.backend, true
+	case "e2b":
+		cfg.Backend.Default, cfg.Backend.E2B.Enabled = f.backend, true
+	default:
+		cfg.Backend.Default = f.backend
 	}
 	if f.address != "" {
 		cfg.Temporal.Address = f.address
@@ -167,6 +191,11 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("workdir: %w", err)
 	}
+	extra, closeBackends, err := backends(ctx, cfg.Backend)
+	if err != nil {
+		return err
+	}
+	defer closeBackends()
 	w := worker.New(c, cfg.Worker.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize:     cfg.Worker.MaxConcurrentActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.Worker.MaxConcurrentWorkflowTasks,
@@ -175,8 +204,9 @@ func run(args []string) error {
 		StickyScheduleToStartTimeout: time.Second,
 	})
 	if _, err := warden.Register(w, warden.Options{
-		DefaultBackend: cfg.Backend.Default, Workdir: workdir, Registerer: reg, Logger: logger,
+		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: reg, Logger: logger,
 		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool,
+		Notifier: notifier(cfg.Notify), InboxURL: inboxURL(cfg.Inbox),
 	}); err != nil {
 		return err
 	}
@@ -191,6 +221,13 @@ func run(args []string) error {
 		go func() { _ = hs.Serve(ln) }()
 		defer hs.Close()
 		fmt.Printf("metrics          http://%s/metrics\n", ln.Addr())
+	}
+	if cfg.Inbox.Enabled {
+		url, err := startInbox(ctx, cfg.Inbox, client.New(c, cfg.Worker.TaskQueue), reg, logger)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("approvals inbox  %s\n", url)
 	}
 	if err := w.Start(); err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -223,16 +260,31 @@ func demo(ctx context.Context, c tclient.Client, cfg config.Config) error {
 	}
 	cl := client.New(c, cfg.Worker.TaskQueue)
 	id := fmt.Sprintf("demo-%d", time.Now().UnixNano())
-	if _, err := cl.Start(ctx, id, workflows.TurnInput{Prompt: script.Prompt, Model: workflows.ModelConfig{Provider: "scripted", Script: script}, Permission: pc}); err != nil {
+	// An unattended demo must end: its approval waits two minutes.
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Prompt: script.Prompt, Model: workflows.ModelConfig{Provider: "scripted", Script: script},
+		Permission: pc, ApprovalTimeout: 2 * time.Minute}); err != nil {
 		return err
 	}
 	fmt.Printf("\ndemo turn %s\n", id)
-	res, err := cl.Watch(ctx, id, func(e workflows.Event) { fmt.Print(client.FormatEvent(e)) })
+	res, err := cl.Watch(ctx, id, func(e workflows.Event) {
+		fmt.Print(client.FormatEvent(e))
+		if e.Type == workflows.EventWaiting {
+			fmt.Printf("         -> approve in the inbox, or: go run ./cmd/starter approvals approve %s %s\n"+
+				"            (unanswered, it is denied after 2 minutes)\n", id, e.CallID)
+		}
+	})
 	if err != nil {
 		return fmt.Errorf("demo turn: %w", err)
 	}
 	fmt.Printf("\nfinal answer: %s\n(%d model calls, %d tool calls)\n", res.Answer, res.Iterations, res.ToolCalls)
 	return nil
+}
+
+func notifier(n config.Notify) *notify.Sender {
+	if len(n.Webhooks) == 0 {
+		return nil
+	}
+	return &notify.Sender{URLs: n.Webhooks, Secret: n.Secret, HTTPClient: &http.Client{Timeout: 10 * time.Second}}
 }
 
 func tlsConfig(t config.Temporal) (*tls.Config, error) {

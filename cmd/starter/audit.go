@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/audit"
+)
+
+// newAuditCmd builds `starter audit`: the decisions recorded in turn
+// histories, as a table or JSON lines.
+func newAuditCmd(cn *conn) *cobra.Command {
+	var workflow, since string
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "audit (--workflow ID | --since DURATION|RFC3339)",
+		Short: "List permission decisions, approvals, external results and timeouts from turn histories",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if (workflow == "") == (since == "") {
+				return errors.New("give exactly one of --workflow and --since")
+			}
+			ctx := cmd.Context()
+			c, _, _, err := cn.dial(ctx)
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			var recs []audit.Record
+			if workflow != "" {
+				recs, err = audit.Workflow(ctx, c, workflow)
+			} else {
+				var from time.Time
+				from, err = parseSince(since, time.Now())
+				if err != nil {
+					return err
+				}
+				recs, err = audit.Since(ctx, c, from)
+			}
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeAuditJSON(cmd.OutOrStdout(), recs)
+			}
+			return writeAuditTable(cmd.OutOrStdout(), recs)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&workflow, "workflow", "", "audit one turn (workflow id)")
+	f.StringVar(&since, "since", "", "audit turns since a duration ago (24h) or a time (RFC 3339)")
+	f.BoolVar(&asJSON, "json", false, "print one JSON record per line")
+	return cmd
+}
+
+// parseSince reads a duration before now or an RFC 3339 time.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if d, err := time.ParseDuration(s); err == nil {
+		if d < 0 {
+			return time.Time{}, fmt.Errorf("--since %q: negative duration", s)
+		}
+		return now.Add(-d), nil
+	}
+	t, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--since %q: want a duration (24h) or an RFC 3339 time: %w", s, err)
+	}
+	return t, nil
+}
+
+func writeAuditJSON(w io.Writer, recs []audit.Record) error {
+	enc := json.NewEncoder(w)
+	for _, r := range recs {
+		if err := enc.Encode(r); err != nil {
+			return fmt.Errorf("write record: %w", err)
+		}
+	}
+	return nil
+}
+
+func writeAuditTable(w io.Writer, recs []audit.Record) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tWORKFLOW\tCALL\tTOOL\tKIND\tDECISION\tBY\tLAYER\tREASON")
+	for _, r := range recs {
+		reason := r.Reason
+		if len(r.Rules) > 0 {
+			reason = strings.TrimSpace("rules " + strings.Join(r.Rules, ", ") + " " + reason)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"),
+			r.WorkflowID, r.CallID, r.Tool, r.Kind, r.Decision, r.By, r.Layer, reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(w, "no decisions found")
+	}
+	return nil
+}

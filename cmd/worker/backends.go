@@ -1,0 +1,51 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/docker"
+	"github.com/wardenhq/warden/backend/e2b"
+	"github.com/wardenhq/warden/config"
+)
+
+// backends builds the enabled non-local backends. The returned close
+// function releases what they created (a Docker container this worker
+// created is removed; an E2B sandbox is left to its keep-alive timeout so a
+// restarted worker reconnects to it).
+func backends(ctx context.Context, cfg config.Backend) (map[string]backend.Backend, func(), error) {
+	out := map[string]backend.Backend{}
+	var closers []func()
+	closeAll := func() {
+		for _, c := range closers {
+			c()
+		}
+	}
+	if d := cfg.Docker; d.Enabled {
+		b, err := docker.New(ctx, docker.Config{
+			Image: d.Image, Workdir: d.Workdir, Mounts: d.Mounts, Env: d.Env, User: d.User, Network: d.Network,
+			NanoCPUs: int64(d.CPUs * 1e9), Memory: d.MemoryMB << 20, PidsLimit: d.PidsLimit,
+			WorkspaceID: d.WorkspaceID, Session: d.Session,
+		})
+		if err != nil {
+			return nil, closeAll, fmt.Errorf("backend.docker: %w", err)
+		}
+		out["docker"] = b
+		if d.WorkspaceID == "" {
+			closers = append(closers, func() { _ = b.Close(context.Background()) })
+		}
+	}
+	if e := cfg.E2B; e.Enabled {
+		b, err := e2b.New(ctx, e2b.Config{
+			APIURL: e.APIURL, SandboxURL: e.SandboxURL, Domain: e.Domain, Template: e.Template,
+			Workdir: e.Workdir, Timeout: e.Timeout, WorkspaceID: e.WorkspaceID,
+		})
+		if err != nil {
+			closeAll()
+			return nil, func() {}, fmt.Errorf("backend.e2b: %w", err)
+		}
+		out["e2b"] = b
+	}
+	return out, closeAll, nil
+}

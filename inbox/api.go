@@ -1,0 +1,414 @@
+package inbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/tools"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// query is the page's filter state, read from the URL.
+type query struct {
+	Order    string // "oldest" (default) or "newest"
+	Tool     string
+	Workflow string
+	MinAge   string
+	Risk     string // "bypass": bypass-immune asks only
+	Kind     string
+	minAge   time.Duration
+}
+
+func parseQuery(r *http.Request) (query, error) {
+	v := r.URL.Query()
+	q := query{Order: v.Get("order"), Tool: v.Get("tool"), Workflow: v.Get("workflow"),
+		MinAge: v.Get("min_age"), Risk: v.Get("risk"), Kind: v.Get("kind")}
+	if q.Order != "newest" {
+		q.Order = "oldest"
+	}
+	if q.MinAge != "" {
+		d, err := time.ParseDuration(q.MinAge)
+		if err != nil || d < 0 {
+			return q, fmt.Errorf("min_age %q: want a duration like 30s or 5m", q.MinAge)
+		}
+		q.minAge = d
+	}
+	return q, nil
+}
+
+// list returns the pending entries the query selects, in its order.
+func (s *Server) list(ctx context.Context, q query) ([]client.PendingEntry, error) {
+	es, err := s.cfg.Client.ListPending(ctx, client.Filter{Tool: q.Tool, OlderThan: q.minAge, Kind: workflows.PendingKind(q.Kind)})
+	if err != nil {
+		return nil, err
+	}
+	es = slices.DeleteFunc(es, func(e client.PendingEntry) bool {
+		return q.Workflow != "" && !strings.Contains(e.WorkflowID, q.Workflow) ||
+			q.Risk == "bypass" && !e.BypassImmune
+	})
+	if q.Order == "newest" {
+		slices.Reverse(es)
+	}
+	return es, nil
+}
+
+type pageData struct {
+	Title   string
+	User    string
+	Query   query
+	Items   []entryView
+	Error   string
+	Refresh int64 // milliseconds
+	Now     time.Time
+}
+
+func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
+	user := userFrom(r)
+	d := pageData{Title: s.cfg.Title, User: user, Refresh: s.cfg.Refresh.Milliseconds(), Now: time.Now()}
+	q, err := parseQuery(r)
+	d.Query = q
+	if err == nil {
+		var es []client.PendingEntry
+		es, err = s.list(r.Context(), q)
+		for _, e := range es {
+			d.Items = append(d.Items, s.view(user, e))
+		}
+	}
+	if err != nil {
+		d.Error = err.Error()
+	}
+	var b bytes.Buffer
+	if err := s.page.ExecuteTemplate(&b, "index.html", d); err != nil {
+		http.Error(w, "render: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write(b.Bytes())
+}
+
+// pendingItem is one entry of GET /api/pending: the entry and its
+// server-rendered HTML.
+type pendingItem struct {
+	Key string `json:"key"`
+	client.PendingEntry
+	HTML string `json:"html"`
+}
+
+type pendingList struct {
+	User  string        `json:"user"`
+	Count int           `json:"count"`
+	Items []pendingItem `json:"items"`
+}
+
+func (s *Server) handlePending(w http.ResponseWriter, r *http.Request) {
+	q, err := parseQuery(r)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, err)
+		return
+	}
+	es, err := s.list(r.Context(), q)
+	if err != nil {
+		writeErr(w, http.StatusBadGateway, err)
+		return
+	}
+	user := userFrom(r)
+	out := pendingList{User: user, Count: len(es), Items: []pendingItem{}}
+	for _, e := range es {
+		v := s.view(user, e)
+		var b bytes.Buffer
+		if err := s.page.ExecuteTemplate(&b, "entry", v); err != nil {
+			writeErr(w, http.StatusInternalServerError, err)
+			return
+		}
+		out.Items = append(out.Items, pendingItem{Key: v.Key, PendingEntry: e, HTML: b.String()})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// api wraps a POST handler: CSRF header, JSON body, JSON answer.
+func (s *Server) api(h func(r *http.Request) (any, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(csrfHeader) != "1" || !sameOrigin(r) {
+			writeErr(w, http.StatusForbidden, errors.New("missing CSRF header or cross-origin request"))
+			return
+		}
+		if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+			writeErr(w, http.StatusUnsupportedMediaType, errors.New("want application/json"))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, 4<<20)
+		out, err := h(r)
+		if err != nil {
+			var he *httpError
+			if errors.As(err, &he) {
+				writeErr(w, he.status, he.err)
+				return
+			}
+			writeErr(w, http.StatusBadGateway, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, out)
+	}
+}
+
+// sameOrigin rejects requests whose Origin header names another host.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	_, host, ok := strings.Cut(o, "://")
+	return ok && host == r.Host
+}
+
+type httpError struct {
+	status int
+	err    error
+}
+
+func (e *httpError) Error() string { return e.err.Error() }
+func (e *httpError) Unwrap() error { return e.err }
+
+func statusErr(status int, format string, args ...any) error {
+	return &httpError{status: status, err: fmt.Errorf(format, args...)}
+}
+
+func decode(r *http.Request, v any) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return statusErr(http.StatusBadRequest, "bad request body: %w", err)
+	}
+	return nil
+}
+
+// ApproveRequest is the body of POST /api/approve.
+type ApproveRequest struct {
+	WorkflowID string             `json:"workflow_id"`
+	CallID     string             `json:"call_id"`
+	Hash       string             `json:"hash"`
+	Decision   workflows.Decision `json:"decision"`
+	Rules      []string           `json:"rules,omitempty"`
+	Input      json.RawMessage    `json:"input,omitempty"`
+}
+
+// DenyRequest is the body of POST /api/deny.
+type DenyRequest struct {
+	WorkflowID string `json:"workflow_id"`
+	CallID     string `json:"call_id"`
+	Hash       string `json:"hash"`
+	Reason     string `json:"reason"`
+}
+
+// AnswerRequest is the body of POST /api/answer: AskUser answers, or a
+// plain content for other external calls.
+type AnswerRequest struct {
+	WorkflowID string                        `json:"workflow_id"`
+	CallID     string                        `json:"call_id"`
+	Answers    []tools.AskUserQuestionAnswer `json:"answers,omitempty"`
+	Content    string                        `json:"content,omitempty"`
+	IsError    bool                          `json:"is_error,omitempty"`
+}
+
+// BulkRequest is the body of POST /api/bulk.
+type BulkRequest struct {
+	Action string        `json:"action"` // allow or deny
+	Reason string        `json:"reason,omitempty"`
+	Items  []DenyRequest `json:"items"`
+}
+
+// BulkResult is one item's outcome in the answer to POST /api/bulk.
+type BulkResult struct {
+	WorkflowID string `json:"workflow_id"`
+	CallID     string `json:"call_id"`
+	OK         bool   `json:"ok"`
+	Error      string `json:"error,omitempty"`
+}
+
+// authorize finds the open entry and checks the user's roles against it
+// (and against an edited input).
+func (s *Server) authorize(r *http.Request, wf, callID string, kind workflows.PendingKind, edited json.RawMessage) (workflows.Pending, error) {
+	if wf == "" || callID == "" {
+		return workflows.Pending{}, statusErr(http.StatusBadRequest, "workflow_id and call_id are required")
+	}
+	ps, err := s.cfg.Client.Pending(r.Context(), wf)
+	if err != nil {
+		return workflows.Pending{}, statusErr(http.StatusNotFound, "turn %s: %w", wf, err)
+	}
+	i := slices.IndexFunc(ps, func(p workflows.Pending) bool { return p.CallID == callID })
+	if i < 0 {
+		return workflows.Pending{}, statusErr(http.StatusNotFound, "turn %s has no open call %s", wf, callID)
+	}
+	p := ps[i]
+	if p.Kind != kind {
+		return p, statusErr(http.StatusBadRequest, "call %s waits for %s, not %s", callID, p.Kind, kind)
+	}
+	user := userFrom(r)
+	if !s.may(user, p.Tool, p.Input) || len(edited) > 0 && !s.may(user, p.Tool, edited) {
+		s.unauthorized.Inc()
+		return p, statusErr(http.StatusForbidden, "user %s may not answer this %s call", user, p.Tool)
+	}
+	return p, nil
+}
+
+func rejected(err error) error {
+	if errors.Is(err, client.ErrRejected) {
+		return statusErr(http.StatusConflict, "%w", err)
+	}
+	return err
+}
+
+func (s *Server) handleApprove(r *http.Request) (any, error) {
+	var req ApproveRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if req.Decision == "" {
+		req.Decision = workflows.DecisionAllow
+	}
+	if req.Decision != workflows.DecisionAllow && req.Decision != workflows.DecisionAlwaysAllow {
+		return nil, statusErr(http.StatusBadRequest, "decision %q: want allow or always_allow", req.Decision)
+	}
+	if len(req.Input) > 0 && !json.Valid(req.Input) {
+		return nil, statusErr(http.StatusBadRequest, "edited input is not valid JSON")
+	}
+	p, err := s.authorize(r, req.WorkflowID, req.CallID, workflows.PendingApproval, req.Input)
+	if err != nil {
+		return nil, err
+	}
+	var rules []string
+	for _, rl := range req.Rules {
+		if rl = strings.TrimSpace(rl); rl != "" {
+			rules = append(rules, rl)
+		}
+	}
+	if req.Decision == workflows.DecisionAlwaysAllow && len(rules) == 0 && len(p.Suggestions) == 0 {
+		return nil, statusErr(http.StatusBadRequest, "always allow needs a rule")
+	}
+	var input json.RawMessage
+	if len(req.Input) > 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, req.Input); err != nil {
+			return nil, statusErr(http.StatusBadRequest, "edited input: %w", err)
+		}
+		input = b.Bytes()
+	}
+	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, workflows.Approval{
+		CallID: req.CallID, Decision: req.Decision, Hash: req.Hash, Rules: rules, Input: input, By: userFrom(r)})
+	if err != nil {
+		return nil, rejected(err)
+	}
+	return ack, nil
+}
+
+func (s *Server) handleDeny(r *http.Request) (any, error) {
+	var req DenyRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.deny(r, req)
+}
+
+func (s *Server) deny(r *http.Request, req DenyRequest) (workflows.Ack, error) {
+	if _, err := s.authorize(r, req.WorkflowID, req.CallID, workflows.PendingApproval, nil); err != nil {
+		return workflows.Ack{}, err
+	}
+	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, workflows.Approval{
+		CallID: req.CallID, Decision: workflows.DecisionDeny, Hash: req.Hash, Reason: strings.TrimSpace(req.Reason), By: userFrom(r)})
+	return ack, rejected(err)
+}
+
+func (s *Server) handleAnswer(r *http.Request) (any, error) {
+	var req AnswerRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	p, err := s.authorize(r, req.WorkflowID, req.CallID, workflows.PendingExternal, nil)
+	if err != nil {
+		return nil, err
+	}
+	res := workflows.ExternalResult{CallID: req.CallID, Content: req.Content, IsError: req.IsError, By: userFrom(r)}
+	if p.Tool == "AskUser" {
+		ans := tools.AskUserAnswer{Answers: req.Answers}
+		if err := tools.ValidateAskUserAnswer(p.Input, ans); err != nil {
+			return nil, statusErr(http.StatusBadRequest, "%w", err)
+		}
+		res.Content, res.IsError = answerText(ans), false
+		b, err := json.Marshal(ans)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &res.Metadata); err != nil {
+			return nil, err
+		}
+	}
+	ack, err := s.cfg.Client.CompleteExternal(r.Context(), req.WorkflowID, res)
+	if err != nil {
+		return nil, rejected(err)
+	}
+	return ack, nil
+}
+
+// answerText renders AskUser answers for the model.
+func answerText(a tools.AskUserAnswer) string {
+	var b strings.Builder
+	b.WriteString("The user answered:")
+	for _, q := range a.Answers {
+		fmt.Fprintf(&b, "\n- %s → %s", q.Question, strings.Join(q.Selected, ", "))
+		if q.Other != nil && *q.Other != "" {
+			if len(q.Selected) > 0 {
+				b.WriteString("; ")
+			}
+			fmt.Fprintf(&b, "other: %s", *q.Other)
+		}
+	}
+	return b.String()
+}
+
+func (s *Server) handleBulk(r *http.Request) (any, error) {
+	var req BulkRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if req.Action != "allow" && req.Action != "deny" {
+		return nil, statusErr(http.StatusBadRequest, "action %q: want allow or deny", req.Action)
+	}
+	out := make([]BulkResult, 0, len(req.Items))
+	for _, it := range req.Items {
+		var err error
+		if req.Action == "deny" {
+			it.Reason = req.Reason
+			_, err = s.deny(r, it)
+		} else if _, err = s.authorize(r, it.WorkflowID, it.CallID, workflows.PendingApproval, nil); err == nil {
+			_, err = s.cfg.Client.Approve(r.Context(), it.WorkflowID, workflows.Approval{
+				CallID: it.CallID, Decision: workflows.DecisionAllow, Hash: it.Hash, By: userFrom(r)})
+		}
+		res := BulkResult{WorkflowID: it.WorkflowID, CallID: it.CallID, OK: err == nil}
+		if err != nil {
+			res.Error = err.Error()
+		}
+		out = append(out, res)
+	}
+	return map[string]any{"results": out}, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeErr(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}

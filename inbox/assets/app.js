@@ -1,0 +1,151 @@
+// warden inbox: live refresh and JSON actions. No build step.
+(function () {
+  "use strict";
+  var list = document.getElementById("entries");
+  var statusEl = document.getElementById("status");
+  var toast = document.getElementById("toast");
+  var every = parseInt(document.body.dataset.refresh, 10) || 2000;
+
+  function say(msg, bad) {
+    toast.textContent = msg;
+    toast.className = bad ? "show bad" : "show";
+    clearTimeout(say.t);
+    say.t = setTimeout(function () { toast.className = ""; }, 5000);
+  }
+
+  function post(path, body) {
+    return fetch(path, {
+      method: "POST",
+      credentials: "same-origin",
+      headers: { "Content-Type": "application/json", "X-Warden-Inbox": "1" },
+      body: JSON.stringify(body)
+    }).then(function (r) {
+      return r.json().catch(function () { return {}; }).then(function (j) {
+        if (!r.ok) { throw new Error(j.error || r.status + " " + r.statusText); }
+        return j;
+      });
+    });
+  }
+
+  function ref(li) {
+    return { workflow_id: li.dataset.wf, call_id: li.dataset.call, hash: li.dataset.hash };
+  }
+
+  function done(li, what) {
+    li.classList.add("answered");
+    li.querySelectorAll("button").forEach(function (b) { b.disabled = true; });
+    say(what + " " + li.dataset.tool + " " + li.dataset.call);
+    refresh();
+  }
+
+  function act(li, kind) {
+    var r = ref(li), p;
+    if (kind === "allow") {
+      r.decision = "allow";
+      p = post("api/approve", r).then(function () { done(li, "allowed"); });
+    } else if (kind === "always") {
+      var rule = li.querySelector(".rule-text").value.trim() || li.querySelector(".rule-pick").value;
+      if (!rule) { say("choose or type a rule", true); return; }
+      r.decision = "always_allow";
+      r.rules = [rule];
+      p = post("api/approve", r).then(function () { done(li, "always allowed (" + rule + ")"); });
+    } else if (kind === "deny") {
+      r.reason = li.querySelector(".deny-reason").value;
+      p = post("api/deny", r).then(function () { done(li, "denied"); });
+    } else if (kind === "edit") {
+      var text = li.querySelector(".edit-input").value, input;
+      try { input = JSON.parse(text); } catch (e) { say("input is not valid JSON: " + e.message, true); return; }
+      r.decision = "allow";
+      r.input = input;
+      p = post("api/approve", r).then(function () { done(li, "allowed edited"); });
+    } else if (kind === "answer") {
+      var answers = [];
+      li.querySelectorAll("fieldset.question").forEach(function (fs) {
+        var sel = [];
+        fs.querySelectorAll("input[type=radio]:checked, input[type=checkbox]:checked").forEach(function (i) { sel.push(i.value); });
+        var a = { question: fs.dataset.question, selected: sel };
+        var other = fs.querySelector("input.other").value.trim();
+        if (other) { a.other = other; }
+        answers.push(a);
+      });
+      p = post("api/answer", { workflow_id: r.workflow_id, call_id: r.call_id, answers: answers })
+        .then(function () { done(li, "answered"); });
+    } else if (kind === "complete") {
+      p = post("api/answer", { workflow_id: r.workflow_id, call_id: r.call_id,
+        content: li.querySelector(".ext-content").value, is_error: li.querySelector(".ext-error").checked })
+        .then(function () { done(li, "completed"); });
+    }
+    if (p) { p.catch(function (e) { say(e.message, true); }); }
+  }
+
+  list.addEventListener("click", function (ev) {
+    var b = ev.target.closest("button[data-act]");
+    if (!b) { return; }
+    act(b.closest("li.entry"), b.dataset.act);
+  });
+  list.addEventListener("change", function (ev) {
+    if (ev.target.classList.contains("rule-pick")) {
+      var li = ev.target.closest("li.entry");
+      if (ev.target.value === "") { li.querySelector(".rule-text").focus(); }
+    }
+  });
+
+  function picked() {
+    return Array.prototype.slice.call(list.querySelectorAll("li.entry input.pick:checked"))
+      .map(function (c) { return c.closest("li.entry"); });
+  }
+  function bulk(action) {
+    var lis = picked();
+    if (!lis.length) { say("select some approvals first", true); return; }
+    post("api/bulk", { action: action, reason: document.getElementById("bulk-reason").value, items: lis.map(ref) })
+      .then(function (j) {
+        var bad = j.results.filter(function (x) { return !x.ok; });
+        say(action + ": " + (j.results.length - bad.length) + " ok" + (bad.length ? ", " + bad.length + " failed: " + bad[0].error : ""), bad.length > 0);
+        refresh();
+      }).catch(function (e) { say(e.message, true); });
+  }
+  document.getElementById("bulk-allow").addEventListener("click", function () { bulk("allow"); });
+  document.getElementById("bulk-deny").addEventListener("click", function () { bulk("deny"); });
+  document.getElementById("select-all").addEventListener("change", function (ev) {
+    list.querySelectorAll("input.pick").forEach(function (c) { c.checked = ev.target.checked; });
+  });
+
+  // Live refresh: keep entries that are still pending untouched (so typed
+  // reasons and edits survive), drop answered ones, insert new ones.
+  function refresh() {
+    var q = window.location.search;
+    return fetch("api/pending" + q, { credentials: "same-origin", headers: { "Accept": "application/json" } })
+      .then(function (r) { if (!r.ok) { throw new Error("refresh: " + r.status); } return r.json(); })
+      .then(function (j) {
+        var keep = {};
+        j.items.forEach(function (it) { keep[it.key] = it; });
+        list.querySelectorAll("li.entry").forEach(function (li) {
+          if (!keep[li.dataset.key]) { li.remove(); }
+        });
+        var prev = null;
+        j.items.forEach(function (it) {
+          var li = null;
+          list.querySelectorAll("li.entry").forEach(function (x) { if (x.dataset.key === it.key) { li = x; } });
+          if (!li) {
+            var t = document.createElement("template");
+            t.innerHTML = it.html.trim();
+            li = t.content.firstElementChild;
+          } else {
+            var fresh = document.createElement("template");
+            fresh.innerHTML = it.html.trim();
+            var age = fresh.content.querySelector(".age");
+            if (age) { li.querySelector(".age").replaceWith(age); }
+          }
+          if (prev ? prev.nextElementSibling !== li : list.firstElementChild !== li) {
+            list.insertBefore(li, prev ? prev.nextElementSibling : list.firstElementChild);
+          }
+          prev = li;
+        });
+        statusEl.textContent = j.count + " waiting";
+        document.getElementById("empty").hidden = j.count > 0;
+        document.body.dataset.updated = String(Date.now());
+      })
+      .catch(function (e) { statusEl.textContent = e.message; });
+  }
+  setInterval(refresh, every);
+})();

@@ -1,0 +1,168 @@
+package inbox
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/permission/shell"
+)
+
+// cookieName holds a token set by a ?token= link.
+const cookieName = "warden_inbox_token"
+
+// csrfHeader must be sent with every POST: a custom header cannot be set
+// by a cross-origin form or a simple cross-origin fetch.
+const csrfHeader = "X-Warden-Inbox"
+
+type userKey struct{}
+
+// userFrom returns the authenticated user name of a request.
+func userFrom(r *http.Request) string {
+	n, _ := r.Context().Value(userKey{}).(string)
+	return n
+}
+
+func buildUsers(users map[string]User, roles map[string]Role) ([]namedUser, error) {
+	var out []namedUser
+	for name, u := range users {
+		if name == "" || strings.ContainsAny(name, ":\n") {
+			return nil, fmt.Errorf("inbox: invalid user name %q", name)
+		}
+		if u.Token == "" && u.Password == "" {
+			return nil, fmt.Errorf("inbox: user %q has neither a token nor a password", name)
+		}
+		nu := namedUser{name: name, u: u}
+		for _, rn := range u.Roles {
+			role, ok := roles[rn]
+			if !ok {
+				return nil, fmt.Errorf("inbox: user %q has unknown role %q", name, rn)
+			}
+			for _, p := range role.Allow {
+				rule, err := permission.ParseRule(p, permission.Allow)
+				if err != nil {
+					return nil, fmt.Errorf("inbox: role %q: %w", rn, err)
+				}
+				nu.rules = append(nu.rules, rule)
+			}
+		}
+		if len(u.Roles) > 0 && nu.rules == nil {
+			nu.rules = []permission.Rule{} // roles that allow nothing
+		}
+		out = append(out, nu)
+	}
+	slices.SortFunc(out, func(a, b namedUser) int { return strings.Compare(a.name, b.name) })
+	return out, nil
+}
+
+func eq(a, b string) bool {
+	return a != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1
+}
+
+// byToken finds the user of a token, comparing every user in constant
+// time so the answer's timing tells nothing about which one matched.
+func (s *Server) byToken(tok string) (string, bool) {
+	found := ""
+	for _, u := range s.users {
+		if eq(tok, u.u.Token) {
+			found = u.name
+		}
+	}
+	return found, found != ""
+}
+
+func (s *Server) user(name string) (namedUser, bool) {
+	for _, u := range s.users {
+		if u.name == name {
+			return u, true
+		}
+	}
+	return namedUser{}, false
+}
+
+// authenticate finds the user of a request or answers 401. A ?token= on
+// a GET sets a cookie and redirects to the same URL without the token.
+func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	if tok := r.URL.Query().Get("token"); tok != "" && r.Method == http.MethodGet {
+		if name, ok := s.byToken(tok); ok {
+			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", HttpOnly: true,
+				Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode})
+			q := r.URL.Query()
+			q.Del("token")
+			u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+			http.Redirect(w, r, u.String(), http.StatusSeeOther)
+			return name, false
+		}
+	}
+	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
+		if name, ok := s.byToken(strings.TrimSpace(h[len("Bearer "):])); ok {
+			return name, true
+		}
+	} else if user, pass, ok := r.BasicAuth(); ok {
+		if u, found := s.user(user); found && eq(pass, u.u.Password) {
+			return user, true
+		}
+		eq(pass, pass) // spend the same time on unknown users
+	} else if c, err := r.Cookie(cookieName); err == nil {
+		if name, ok := s.byToken(c.Value); ok {
+			return name, true
+		}
+	}
+	w.Header().Set("WWW-Authenticate", `Basic realm="warden inbox", charset="UTF-8"`)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(http.StatusUnauthorized)
+	fmt.Fprint(w, "<!doctype html><title>warden inbox: log in</title><h1>Log in</h1>"+
+		"<p>Open the inbox link with your token (<code>?token=…</code>), send <code>Authorization: Bearer</code>, or log in with your user name and password.</p>")
+	return "", false
+}
+
+// may reports whether user may answer a call of tool with input.
+func (s *Server) may(user, tool string, input json.RawMessage) bool {
+	u, ok := s.user(user)
+	if !ok {
+		return false
+	}
+	if u.rules == nil {
+		return true
+	}
+	return covers(u.rules, tool, input)
+}
+
+// covers reports whether any allow rule covers a call. A rule without
+// content covers every call of its tool. For Bash the content is matched
+// like a permission allow rule: every command of a compound command must
+// match (or be read-only on its own) and commands that cannot be analysed
+// never match. For other tools the content is a pattern matched against
+// the call's main argument (file_path, path, pattern or url).
+func covers(rules []permission.Rule, tool string, input json.RawMessage) bool {
+	for _, r := range rules {
+		if r.Tool != tool {
+			continue
+		}
+		if r.Content == "" {
+			return true
+		}
+		var in map[string]any
+		if err := json.Unmarshal(input, &in); err != nil {
+			continue
+		}
+		if tool == "Bash" {
+			cmd, _ := in["command"].(string)
+			if cmd != "" && shell.Analyze(cmd, shell.Config{}).MatchRule(r.Content, permission.Allow) {
+				return true
+			}
+			continue
+		}
+		for _, k := range []string{"file_path", "path", "pattern", "url"} {
+			if v, ok := in[k].(string); ok && v != "" && shell.MatchPattern(r.Content, v) {
+				return true
+			}
+		}
+	}
+	return false
+}

