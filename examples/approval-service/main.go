@@ -1,0 +1,152 @@
+// Command approval-service is a small HTTP service that lets people
+// answer warden's pending approvals, built on package client alone:
+//
+//	GET  /pending[?tool=Bash&kind=approval&older_than=10m]
+//	     lists pending entries across all running turns, oldest first;
+//	POST /approve {"workflow_id", "call_id", "decision", "hash", "reason", "by"}
+//	     answers one with an Update, which the workflow validates: a
+//	     stale hash, an unknown or already answered call gives 409.
+//
+//	go run ./examples/approval-service --address 127.0.0.1:7233 --listen 127.0.0.1:8080
+//	curl -s localhost:8080/pending
+//	curl -s -d '{"workflow_id":"turn-1","call_id":"c1","decision":"allow","by":"alice"}' localhost:8080/approve
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	tclient "go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/workflows"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "approval-service:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	address := flag.String("address", "127.0.0.1:7233", "Temporal frontend address")
+	namespace := flag.String("namespace", "default", "Temporal namespace")
+	listen := flag.String("listen", "127.0.0.1:8080", "HTTP listen address (port 0 picks a free port)")
+	flag.Parse()
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := tclient.Dial(tclient.Options{HostPort: *address, Namespace: *namespace, Logger: sdklog.NewStructuredLogger(logger)})
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", *address, err)
+	}
+	defer c.Close()
+
+	// The task queue only matters for starting turns, which this service
+	// does not do.
+	srv := &http.Server{Handler: newHandler(client.New(c, ""), logger), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	// The first line of stdout is the address, for scripts (and tests)
+	// that listen on port 0.
+	fmt.Printf("listening on http://%s\n", ln.Addr())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	return nil
+}
+
+// approveRequest is the body of POST /approve.
+type approveRequest struct {
+	WorkflowID string             `json:"workflow_id"`
+	CallID     string             `json:"call_id"`
+	Decision   workflows.Decision `json:"decision"`
+	// Hash, when set, binds the answer to the entry the approver saw.
+	Hash   string   `json:"hash,omitempty"`
+	Rules  []string `json:"rules,omitempty"`
+	Reason string   `json:"reason,omitempty"`
+	By     string   `json:"by,omitempty"`
+}
+
+func newHandler(cl *client.Client, logger *slog.Logger) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /pending", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		f := client.Filter{Tool: q.Get("tool"), Kind: workflows.PendingKind(q.Get("kind"))}
+		if s := q.Get("older_than"); s != "" {
+			d, err := time.ParseDuration(s)
+			if err != nil {
+				http.Error(w, "older_than: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			f.OlderThan = d
+		}
+		entries, err := cl.ListPending(r.Context(), f)
+		if err != nil {
+			logger.Error("list pending", "err", err)
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		if entries == nil {
+			entries = []client.PendingEntry{}
+		}
+		writeJSON(w, http.StatusOK, entries)
+	})
+	mux.HandleFunc("POST /approve", func(w http.ResponseWriter, r *http.Request) {
+		var req approveRequest
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&req); err != nil {
+			http.Error(w, "body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if req.WorkflowID == "" || req.CallID == "" {
+			http.Error(w, "workflow_id and call_id are required", http.StatusBadRequest)
+			return
+		}
+		ack, err := cl.Approve(r.Context(), req.WorkflowID, workflows.Approval{
+			CallID: req.CallID, Decision: req.Decision, Hash: req.Hash,
+			Rules: req.Rules, Reason: req.Reason, By: req.By,
+		})
+		switch {
+		case errors.Is(err, client.ErrRejected):
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		case err != nil:
+			logger.Error("approve", "workflow_id", req.WorkflowID, "call_id", req.CallID, "err", err)
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		writeJSON(w, http.StatusOK, ack)
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}

@@ -1,0 +1,54 @@
+// Command custom-tool is a worker of your own that runs warden with your
+// tools next to the built-ins: it dials a Temporal cluster, registers
+// warden on a worker with the tools of package deploytool, and runs until
+// interrupted. Start turns on its task queue with package client or
+// `starter run --task-queue`.
+//
+//	go run ./examples/custom-tool --address 127.0.0.1:7233 --task-queue deploys
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+
+	tclient "go.temporal.io/sdk/client"
+	sdklog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/examples/custom-tool/deploytool"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "custom-tool:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	address := flag.String("address", "127.0.0.1:7233", "Temporal frontend address")
+	namespace := flag.String("namespace", "default", "Temporal namespace")
+	queue := flag.String("task-queue", "warden", "task queue to serve")
+	workdir := flag.String("workdir", "", "workspace directory for the built-in tools (default: current directory)")
+	flag.Parse()
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c, err := tclient.Dial(tclient.Options{HostPort: *address, Namespace: *namespace, Logger: sdklog.NewStructuredLogger(logger)})
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", *address, err)
+	}
+	defer c.Close()
+
+	w := worker.New(c, *queue, worker.Options{})
+	if _, err := warden.Register(w, warden.Options{
+		Tools:   deploytool.Tools(),
+		Workdir: *workdir,
+		Logger:  logger,
+	}); err != nil {
+		return err
+	}
+	return w.Run(worker.InterruptCh())
+}
