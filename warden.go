@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/worker"
@@ -20,6 +21,7 @@ import (
 	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/notify"
@@ -36,6 +38,10 @@ type Options struct {
 	NoBuiltins bool
 	// ToolMiddleware wraps every tool call; the first is outermost.
 	ToolMiddleware []middleware.Middleware
+	// AgentMiddleware hooks into each turn (see workflows.AgentMiddleware);
+	// the first is outermost. A middleware with a WrapModel or WrapTool
+	// method also wraps model calls or tool calls (after ToolMiddleware).
+	AgentMiddleware []workflows.AgentMiddleware
 	// Backends by name, added to "local". DefaultBackend names the one a
 	// turn uses when it names none (default "local").
 	Backends       map[string]backend.Backend
@@ -54,6 +60,8 @@ type Options struct {
 	// InboxURL is linked from them.
 	Notifier *notify.Sender
 	InboxURL string
+	// ModelMetrics records model calls, tokens and durations (nil: none).
+	ModelMetrics *metrics.Models
 	// ResultBudget caps tool results entering history (bytes).
 	ResultBudget int
 	// Registerer receives warden's metrics; nil records none.
@@ -68,7 +76,7 @@ func Register(w worker.Registry, o Options) (*activities.Activities, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.RegisterWorkflowWithOptions(workflows.Turn, workflow.RegisterOptions{Name: workflows.TurnWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.New(o.AgentMiddleware...), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
 	a.Register(w)
 	return a, nil
 }
@@ -103,8 +111,19 @@ func NewActivities(o Options) (*activities.Activities, error) {
 	maps.Copy(models, o.Models)
 	a := &activities.Activities{
 		Tools: reg, Backends: backends, DefaultBackend: def, DefaultWorkdir: wd,
-		Models: models, Middleware: o.ToolMiddleware, ResultBudget: o.ResultBudget, Logger: o.Logger,
+		Models: models, Middleware: slices.Clone(o.ToolMiddleware), ResultBudget: o.ResultBudget, Logger: o.Logger,
 		ToolDefaults: o.ToolDefaults, ToolSettings: o.ToolSettings, Notifier: o.Notifier, InboxURL: o.InboxURL,
+		ModelMetrics: o.ModelMetrics,
+	}
+	for _, m := range o.AgentMiddleware {
+		if w, ok := m.(interface{ WrapModel(model.Model) model.Model }); ok {
+			a.ModelWrappers = append(a.ModelWrappers, w.WrapModel)
+		}
+		if w, ok := m.(interface {
+			WrapTool(middleware.Handler) middleware.Handler
+		}); ok {
+			a.Middleware = append(a.Middleware, w.WrapTool)
+		}
 	}
 	if o.Registerer != nil {
 		a.Metrics = activities.NewMetrics(o.Registerer)

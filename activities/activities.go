@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/notify"
@@ -40,6 +41,9 @@ type Activities struct {
 	Models map[string]model.Model
 	// Middleware wraps every tool call (first registered is outermost).
 	Middleware []middleware.Middleware
+	// ModelWrappers wrap every model call inside the model activity
+	// (retry, failover, response transforms); the first is outermost.
+	ModelWrappers []func(model.Model) model.Model
 	// ResultBudget caps a tool result's size in bytes before it enters
 	// history (default tools.DefaultResultBudget).
 	ResultBudget int
@@ -55,6 +59,7 @@ type Activities struct {
 	// HeartbeatEvery is how often a running tool heartbeats (default 2 s).
 	HeartbeatEvery time.Duration
 	Metrics        *Metrics
+	ModelMetrics   *metrics.Models
 	Logger         *slog.Logger
 
 	validator tools.Validator
@@ -82,10 +87,16 @@ func (a *Activities) Model(ctx context.Context, in workflows.ModelInput) (model.
 		return model.Response{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("unknown model provider %q", in.Provider), workflows.ErrTypeUnknownModel, nil)
 	}
+	for i := len(a.ModelWrappers) - 1; i >= 0; i-- {
+		m = a.ModelWrappers[i](m)
+	}
 	for _, info := range a.Tools.Infos(in.Tools...) {
 		in.Request.Tools = append(in.Request.Tools, model.ToolSpec{Name: info.Name, Description: info.Description, InputSchema: info.InputSchema})
 	}
-	return m.Generate(ctx, in.Request)
+	start := time.Now()
+	resp, err := m.Generate(ctx, in.Request)
+	a.ModelMetrics.Observe(in.Provider, in.Model, time.Since(start), resp.Usage.InputTokens, resp.Usage.OutputTokens, err)
+	return resp, err
 }
 
 // env builds the environment a call runs against.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/inbox"
+	"github.com/wardenhq/warden/middleware/std"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -34,7 +35,13 @@ type Config struct {
 	Tools      Tools             `yaml:"tools"`
 	Inbox      Inbox             `yaml:"inbox"`
 	Notify     Notify            `yaml:"notify"`
-	Demo       Demo              `yaml:"demo"`
+	// Middleware configures the standard tool middlewares (logging,
+	// metrics, per-tool concurrency limits, output reduction).
+	Middleware std.Config `yaml:"middleware"`
+	// Models configures real model providers by name (the scripted model
+	// is always there). API keys come from the environment only.
+	Models map[string]Model `yaml:"models"`
+	Demo   Demo             `yaml:"demo"`
 }
 
 // Server configures the embedded Temporal server.
@@ -74,6 +81,19 @@ type Worker struct {
 type Tools struct {
 	Defaults activities.ToolSettings            `yaml:"defaults"`
 	PerTool  map[string]activities.ToolSettings `yaml:"per_tool"`
+}
+
+// Model configures one model provider: kind "openai" (any OpenAI-
+// compatible server: vLLM, Ollama, LiteLLM, llama.cpp) or "anthropic".
+type Model struct {
+	Kind      string `yaml:"kind"`
+	BaseURL   string `yaml:"base_url"`
+	Model     string `yaml:"model"`
+	MaxTokens int    `yaml:"max_tokens"`
+	Stream    bool   `yaml:"stream"`
+	// APIKeyEnv names the environment variable holding the key (default
+	// OPENAI_API_KEY / ANTHROPIC_API_KEY).
+	APIKeyEnv string `yaml:"api_key_env"`
 }
 
 // Inbox configures the approvals web page served by the worker.
@@ -238,6 +258,17 @@ func (c Config) Validate() error {
 		}
 		if s.Timeout < 0 {
 			errs = append(errs, fmt.Errorf("%s.timeout: must not be negative", key))
+		}
+	}
+	for name, m := range c.Models {
+		if m.Kind != "openai" && m.Kind != "anthropic" {
+			errs = append(errs, fmt.Errorf("models.%s.kind: %q is not openai or anthropic", name, m.Kind))
+		}
+		if m.Model == "" {
+			errs = append(errs, fmt.Errorf("models.%s.model: required", name))
+		}
+		if name == "scripted" {
+			errs = append(errs, errors.New("models.scripted: the name is reserved for the scripted model"))
 		}
 	}
 	check("tools.defaults", c.Tools.Defaults)

@@ -338,16 +338,20 @@ func recordScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := startWorker(t, warden.Options{Workdir: t.TempDir(),
-		ToolSettings: map[string]activities.ToolSettings{"Write": {ApprovalTimeout: time.Second, Escalation: workflows.EscalateNotify}}})
+		ToolSettings: map[string]activities.ToolSettings{"Write": {ApprovalTimeout: 2 * time.Second, Escalation: workflows.EscalateNotify}}})
 	ctx := ctxT(t, 60*time.Second)
 	pc := policy(t, permission.Policy{Allow: []string{"Bash(echo:*)", "Bash(go version)"}, Deny: []string{"Bash(rm -rf:*)"}})
 	if _, err := cl.Start(ctx, "demo-record", workflows.TurnInput{Prompt: s.Prompt, Model: workflows.ModelConfig{Provider: "scripted", Script: s}, Permission: pc}); err != nil {
 		t.Fatal(err)
 	}
+	dp := waitPending(t, cl, "demo-record", 1)
+	if _, err := cl.Approve(ctx, "demo-record", workflows.Approval{CallID: dp[0].CallID, Decision: workflows.DecisionAllow, By: "recorder"}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := cl.Result(ctx, "demo-record"); err != nil {
 		t.Fatal(err)
 	}
-	saveHistory(t, "demo-record", "demo_turn_v2.json")
+	saveHistory(t, "demo-record", "demo_turn_v3.json")
 
 	as := script(t, `
 steps:
@@ -379,5 +383,51 @@ steps:
 	if _, err := cl.Result(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	saveHistory(t, id, "approvals_turn_v2.json")
+	saveHistory(t, id, "approvals_turn_v3.json")
+
+	// A turn that continues as new while a call waits: both runs.
+	cs := script(t, `
+steps:
+  - tool_calls:
+      - {name: Bash, input: {command: "echo one"}}
+      - {name: Bash, input: {command: "echo two"}}
+      - {name: TaskCreate, input: {subject: "carried task", description: "d"}}
+  - tool_calls: [{id: w1, name: Bash, input: {command: "touch after-can"}}]
+  - text: done across runs
+`)
+	id = "can-record"
+	first, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: cs},
+		Permission: permission.Context{Allow: []permission.Rule{{Tool: "TaskCreate", Behavior: permission.Allow}}}, ContinueAsNewAfter: 15})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := waitPending(t, cl, id, 1)
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: ps[0].CallID, Decision: workflows.DecisionAllow}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	saveRunHistory(t, id, first.GetRunID(), "can_turn_run1_v3.json")
+	saveHistory(t, id, "can_turn_run2_v3.json")
+}
+
+func saveRunHistory(t *testing.T, id, runID, file string) {
+	t.Helper()
+	var evs []*historypb.HistoryEvent
+	it := env.c.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: evs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join("testdata", file), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

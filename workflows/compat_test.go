@@ -141,13 +141,25 @@ func compatSamples() []struct {
 			Tools: []string{"Bash", "Read"}, Permission: samplePermission(), Backend: "local", Workdir: "/work",
 			ToolQueue:     "docker-host",
 			MaxIterations: 5, ApprovalTimeout: time.Hour, State: sampleState(),
+			ReturnDirectly: []string{"TaskCreate"}, RunLocal: map[string]json.RawMessage{"calls": json.RawMessage(`2`)},
+			ContinueAsNewAfter: 5000,
+			Resume: &workflows.Resume{
+				Iterations: 3, ToolCalls: 4, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
+				ReturnDirectly: []string{"TaskCreate"}, Seq: 9, Events: []workflows.Event{sampleEvent()},
+				Step: &workflows.StepState{
+					Slots:   []workflows.SlotState{{Call: sampleCall(), Prep: samplePrepared(), Ready: true, Result: func() *tools.Result { r := sampleResult(); return &r }()}},
+					Pending: []workflows.Pending{samplePending()},
+					Answers: []workflows.AnswerState{{CallID: "call_1_1", Approval: func() *workflows.Approval { a := sampleApproval(); return &a }(),
+						External: func() *workflows.ExternalResult { e := sampleExternal(); return &e }(), Auto: "Rule: Bash(touch:*)"}},
+				},
+			},
 		}},
 		{"TurnResult", workflows.TurnResult{
 			Answer: "Done.", Messages: sampleMessages(), Iterations: 2, ToolCalls: 1,
 			State: sampleState(), Permission: samplePermission(), Stopped: "max_iterations",
 		}},
 		{"ModelInput", workflows.ModelInput{
-			Provider: "scripted",
+			Provider: "scripted", Model: "demo",
 			Request: model.Request{
 				Instruction: "Be brief.", Messages: sampleMessages(),
 				Tools:  []model.ToolSpec{{Name: "Bash", Description: "Run a command.", InputSchema: json.RawMessage(`{"type":"object"}`)}},
@@ -164,31 +176,13 @@ func compatSamples() []struct {
 			Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"},
 			Permission: samplePermission(), Allowed: []string{"Bash"},
 		}},
-		{"Prepared", workflows.Prepared{
-			Invalid: "unknown tool", Decision: sampleDecision(),
-			Tool: tools.Info{
-				Name: "Bash", Description: "Run a command.", InputSchema: json.RawMessage(`{"type":"object"}`),
-				ReadOnly: true, ConcurrencySafe: true, External: true, StateInjected: true,
-			},
-			ReadOnly: true,
-			Policy: workflows.CallPolicy{
-				MaxAttempts: 3, InitialInterval: time.Second, BackoffCoefficient: 2, MaxInterval: 30 * time.Second,
-				NonRetryable: []string{"Permanent"}, Timeout: 11 * time.Minute, Local: true, LocalTimeout: 5 * time.Second,
-				ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify, Notify: true,
-			},
-		}},
+		{"Prepared", samplePrepared()},
 		{"ToolInput", workflows.ToolInput{
 			Key: "turn-1/call_1_1", Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"}, State: sampleState(),
 		}},
 		{"ToolOutput", workflows.ToolOutput{Result: sampleResult(), State: sampleState()}},
-		{"Approval", workflows.Approval{
-			CallID: "call_1_1", Decision: workflows.DecisionAlwaysAllow, Hash: "3f2a9c",
-			Rules: []string{"Bash(npm run:*)"}, Reason: "looks fine",
-			Input: json.RawMessage(`{"command":"npm run test"}`), By: "alice",
-		}},
-		{"ExternalResult", workflows.ExternalResult{
-			CallID: "call_2_1", Content: "blue", IsError: true, Metadata: map[string]any{"answers": "blue"}, By: "bob",
-		}},
+		{"Approval", sampleApproval()},
+		{"ExternalResult", sampleExternal()},
 		{"Ack", workflows.Ack{CallID: "call_1_1", Status: "allow"}},
 		{"NotifyInput", workflows.NotifyInput{Type: "approval_requested", WorkflowID: "turn-1", Pending: samplePending()}},
 		{"Pending", samplePending()},
@@ -324,6 +318,7 @@ func constGroups() map[string]map[string]any {
 			"ActivityModel", workflows.ActivityModel, "ActivityPrepare", workflows.ActivityPrepare,
 			"ActivityTool", workflows.ActivityTool,
 			"ActivityNotify", workflows.ActivityNotify,
+			"MetricApprovalWait", workflows.MetricApprovalWait, "MetricApprovalEscalation", workflows.MetricApprovalEscalation,
 		),
 		"workflows.error_types": str(
 			"ErrTypeUnknownModel", workflows.ErrTypeUnknownModel, "ErrTypeUnknownTool", workflows.ErrTypeUnknownTool,
@@ -333,7 +328,7 @@ func constGroups() map[string]map[string]any {
 			"EventModel", workflows.EventModel, "EventToolCall", workflows.EventToolCall,
 			"EventDecision", workflows.EventDecision, "EventWaiting", workflows.EventWaiting,
 			"EventAnswered", workflows.EventAnswered, "EventRejected", workflows.EventRejected,
-			"EventResult", workflows.EventResult, "EventFinal", workflows.EventFinal,
+			"EventResult", workflows.EventResult, "EventFinal", workflows.EventFinal, "EventCustom", workflows.EventCustom,
 			"EventEscalated", workflows.EventEscalated,
 		),
 		"workflows.decisions": str(
@@ -458,5 +453,35 @@ func writeGolden(t *testing.T, file string, data []byte) {
 	}
 	if err := os.WriteFile(file, data, 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func samplePrepared() workflows.Prepared {
+	return workflows.Prepared{
+		Invalid: "unknown tool", Decision: sampleDecision(),
+		Tool: tools.Info{
+			Name: "Bash", Description: "Run a command.", InputSchema: json.RawMessage(`{"type":"object"}`),
+			ReadOnly: true, ConcurrencySafe: true, External: true, StateInjected: true,
+		},
+		ReadOnly: true,
+		Policy: workflows.CallPolicy{
+			MaxAttempts: 3, InitialInterval: time.Second, BackoffCoefficient: 2, MaxInterval: 30 * time.Second,
+			NonRetryable: []string{"Permanent"}, Timeout: 11 * time.Minute, Local: true, LocalTimeout: 5 * time.Second,
+			ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify, Notify: true,
+		},
+	}
+}
+
+func sampleApproval() workflows.Approval {
+	return workflows.Approval{
+		CallID: "call_1_1", Decision: workflows.DecisionAlwaysAllow, Hash: "3f2a9c",
+		Rules: []string{"Bash(npm run:*)"}, Reason: "looks fine",
+		Input: json.RawMessage(`{"command":"npm run test"}`), By: "alice",
+	}
+}
+
+func sampleExternal() workflows.ExternalResult {
+	return workflows.ExternalResult{
+		CallID: "call_2_1", Content: "blue", IsError: true, Metadata: map[string]any{"answers": "blue"}, By: "bob",
 	}
 }

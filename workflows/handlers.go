@@ -57,26 +57,19 @@ func (t *turn) registerHandlers(ctx workflow.Context) error {
 	// workflow validates them here and records rejections as events.
 	approvals := workflow.GetSignalChannel(ctx, SignalApprove)
 	externals := workflow.GetSignalChannel(ctx, SignalExternalResult)
+	t.approvalsCh, t.externalsCh = approvals, externals
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(ctx)
 			sel.AddReceive(approvals, func(c workflow.ReceiveChannel, _ bool) {
 				var a Approval
 				c.Receive(ctx, &a)
-				if err := t.validateApproval(a); err != nil {
-					t.emit(ctx, Event{Type: EventRejected, CallID: a.CallID, Text: err.Error()})
-					return
-				}
-				t.acceptApproval(ctx, a)
+				t.signalApproval(ctx, a)
 			})
 			sel.AddReceive(externals, func(c workflow.ReceiveChannel, _ bool) {
 				var r ExternalResult
 				c.Receive(ctx, &r)
-				if err := t.validateExternal(r); err != nil {
-					t.emit(ctx, Event{Type: EventRejected, CallID: r.CallID, Text: err.Error()})
-					return
-				}
-				t.acceptExternal(ctx, r)
+				t.signalExternal(ctx, r)
 			})
 			sel.Select(ctx)
 		}
@@ -182,4 +175,41 @@ func (t *turn) validateExternal(r ExternalResult) error {
 func (t *turn) acceptExternal(ctx workflow.Context, r ExternalResult) {
 	t.answers[r.CallID] = answer{external: &r}
 	t.emit(ctx, Event{Type: EventAnswered, CallID: r.CallID, Text: "external result received"})
+}
+
+// signalApproval applies an approval that came as a signal, or records
+// why it was rejected.
+func (t *turn) signalApproval(ctx workflow.Context, a Approval) {
+	if err := t.validateApproval(a); err != nil {
+		t.emit(ctx, Event{Type: EventRejected, CallID: a.CallID, Text: err.Error()})
+		return
+	}
+	t.acceptApproval(ctx, a)
+}
+
+// signalExternal applies an external result that came as a signal.
+func (t *turn) signalExternal(ctx workflow.Context, r ExternalResult) {
+	if err := t.validateExternal(r); err != nil {
+		t.emit(ctx, Event{Type: EventRejected, CallID: r.CallID, Text: err.Error()})
+		return
+	}
+	t.acceptExternal(ctx, r)
+}
+
+// drainSignals applies signals already delivered but not yet read.
+func (t *turn) drainSignals(ctx workflow.Context) {
+	for {
+		var a Approval
+		if !t.approvalsCh.ReceiveAsync(&a) {
+			break
+		}
+		t.signalApproval(ctx, a)
+	}
+	for {
+		var r ExternalResult
+		if !t.externalsCh.ReceiveAsync(&r) {
+			break
+		}
+		t.signalExternal(ctx, r)
+	}
 }

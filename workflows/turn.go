@@ -43,14 +43,20 @@ type turn struct {
 	pending       []Pending
 	answers       map[string]answer
 	recheck       bool
-	// escalatedChanged wakes the wait loop (unused by handlers today;
-	// kept false) — see wait.
-	escalatedChanged bool
-	events           []Event
-	seq              int
-	iterations       int
-	toolCalls        int
-	done             bool
+	events        []Event
+	seq           int
+	iterations    int
+	toolCalls     int
+	done          bool
+	// ac is the agent context after BeforeAgent (instruction, tools).
+	ac AgentContext
+	// local holds run-local values (JSON), carried across continue-as-new.
+	local map[string]json.RawMessage
+	// step is the model step in flight, kept for continue-as-new.
+	step []*slot
+	// approvalsCh and externalsCh are the signal channels, drained before
+	// continuing as new so no answer is lost.
+	approvalsCh, externalsCh workflow.ReceiveChannel
 }
 
 // answer is a received decision or external result for a pending call.
@@ -61,51 +67,114 @@ type answer struct {
 	auto string
 }
 
-// Turn is the agent-turn workflow: model → permission check → tools →
-// model, until the model answers without tool calls or MaxIterations.
-func Turn(ctx workflow.Context, in TurnInput) (TurnResult, error) {
+// run is the agent-turn workflow: model → permission check → tools →
+// model, until the model answers without tool calls, a return-directly
+// tool answers, or MaxIterations. Long turns continue as new, carrying
+// their whole state (pending approvals included).
+func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult, error) {
 	t := &turn{
 		in:      in,
 		msgs:    slices.Clone(in.Messages),
 		state:   in.State,
 		perm:    in.Permission,
 		answers: map[string]answer{},
+		local:   in.RunLocal,
 	}
-	if in.Prompt != "" {
-		t.msgs = append(t.msgs, model.Message{Role: model.RoleUser, Content: in.Prompt})
+	ctx = workflow.WithValue(ctx, turnKey{}, t)
+	if r := in.Resume; r != nil && r.Step != nil {
+		// Restore what waits before the handlers can see answers.
+		t.pending = r.Step.Pending
+		for _, a := range r.Step.Answers {
+			t.answers[a.CallID] = answer{approval: a.Approval, external: a.External, auto: a.Auto}
+		}
 	}
 	if err := t.registerHandlers(ctx); err != nil {
 		return TurnResult{}, err
 	}
+	ac := AgentContext{Instruction: in.Instruction, Tools: in.Tools, ReturnDirectly: in.ReturnDirectly}
+	var step *StepState
+	if r := in.Resume; r != nil {
+		t.iterations, t.toolCalls, t.policyVersion, t.seq, t.events = r.Iterations, r.ToolCalls, r.PolicyVersion, r.Seq, r.Events
+		ac = AgentContext{Instruction: r.Instruction, Tools: r.Tools, ReturnDirectly: r.ReturnDirectly}
+		step = r.Step
+	} else {
+		if in.Prompt != "" {
+			t.msgs = append(t.msgs, model.Message{Role: model.RoleUser, Content: in.Prompt})
+		}
+		for _, m := range mws {
+			if err := m.BeforeAgent(ctx, &ac); err != nil {
+				return TurnResult{}, fmt.Errorf("before agent: %w", err)
+			}
+		}
+	}
+	t.ac = ac
 	max := in.MaxIterations
 	if max <= 0 {
 		max = DefaultMaxIterations
 	}
 	res := TurnResult{}
-	for t.iterations < max {
+	finished := false
+	if step != nil {
+		results, err := t.resumeStep(ctx, step)
+		if err != nil {
+			return t.endOrContinue(ctx, err)
+		}
+		if answer, ok := t.appendResults(results); ok {
+			res.Answer, finished = answer, true
+		}
+	}
+	for !finished && t.iterations < max {
+		if t.shouldContinueAsNew(ctx) {
+			return t.endOrContinue(ctx, errContinueAsNew)
+		}
 		t.iterations++
+		st := AgentState{Messages: t.msgs, Tools: t.ac.Tools}
+		for _, m := range mws {
+			if err := m.BeforeModelRewriteState(ctx, &st); err != nil {
+				return TurnResult{}, fmt.Errorf("before model: %w", err)
+			}
+		}
+		t.msgs, t.ac.Tools = st.Messages, st.Tools
 		resp, err := t.callModel(ctx)
 		if err != nil {
 			return TurnResult{}, err
 		}
-		t.msgs = append(t.msgs, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
-		if resp.Text != "" || len(resp.ToolCalls) == 0 {
-			t.emit(ctx, Event{Type: EventModel, Text: resp.Text})
+		st = AgentState{Messages: append(t.msgs, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}), Tools: t.ac.Tools}
+		for i := len(mws) - 1; i >= 0; i-- {
+			if err := mws[i].AfterModelRewriteState(ctx, &st); err != nil {
+				return TurnResult{}, fmt.Errorf("after model: %w", err)
+			}
 		}
-		if len(resp.ToolCalls) == 0 {
-			res.Answer = resp.Text
+		t.msgs, t.ac.Tools = st.Messages, st.Tools
+		var last model.Message
+		if n := len(t.msgs); n > 0 {
+			last = t.msgs[n-1]
+		}
+		if last.Content != "" || len(last.ToolCalls) == 0 {
+			t.emit(ctx, Event{Type: EventModel, Text: last.Content})
+		}
+		if len(last.ToolCalls) == 0 {
+			res.Answer, finished = last.Content, true
 			break
 		}
-		results, err := t.runCalls(ctx, resp.ToolCalls)
+		results, err := t.runCalls(ctx, last.ToolCalls)
 		if err != nil {
-			return TurnResult{}, err
+			return t.endOrContinue(ctx, err)
 		}
-		for _, r := range results {
-			t.msgs = append(t.msgs, model.Message{Role: model.RoleTool, Content: r.Content,
-				ToolCallID: r.CallID, ToolName: r.Name, IsError: r.IsError})
+		if answer, ok := t.appendResults(results); ok {
+			res.Answer, finished = answer, true
 		}
-		if t.iterations == max {
-			res.Stopped = "max_iterations"
+	}
+	if !finished {
+		res.Stopped = "max_iterations"
+	}
+	if finished {
+		st := AgentState{Messages: t.msgs, Tools: t.ac.Tools}
+		for _, m := range mws {
+			if err := m.AfterAgent(ctx, &st); err != nil {
+				t.emit(ctx, Event{Type: EventRejected, Text: "after agent: " + err.Error()})
+				return TurnResult{}, fmt.Errorf("after agent: %w", err)
+			}
 		}
 	}
 	t.done = true
@@ -113,6 +182,20 @@ func Turn(ctx workflow.Context, in TurnInput) (TurnResult, error) {
 	res.Messages, res.Iterations, res.ToolCalls = t.msgs, t.iterations, t.toolCalls
 	res.State, res.Permission = t.state, t.perm
 	return res, nil
+}
+
+// appendResults adds tool results to the conversation; when one comes from
+// a return-directly tool, its content is the turn's answer.
+func (t *turn) appendResults(results []tools.Result) (string, bool) {
+	answer, direct := "", false
+	for _, r := range results {
+		t.msgs = append(t.msgs, model.Message{Role: model.RoleTool, Content: r.Content,
+			ToolCallID: r.CallID, ToolName: r.Name, IsError: r.IsError})
+		if !direct && !r.IsError && slices.Contains(t.ac.ReturnDirectly, r.Name) {
+			answer, direct = r.Content, true
+		}
+	}
+	return answer, direct
 }
 
 func (t *turn) callModel(ctx workflow.Context) (model.Response, error) {
@@ -123,10 +206,10 @@ func (t *turn) callModel(ctx workflow.Context) (model.Response, error) {
 			NonRetryableErrorTypes: []string{ErrTypeUnknownModel},
 		},
 	})
-	req := model.Request{Instruction: t.in.Instruction, Messages: t.msgs, Script: t.in.Model.Script}
-	req.Tools = nil // the activity fills in the enabled tools' specs
+	// The activity fills in the specs of the offered tools.
+	req := model.Request{Instruction: t.ac.Instruction, Messages: t.msgs, Script: t.in.Model.Script}
 	var resp model.Response
-	err := workflow.ExecuteActivity(ctx, ActivityModel, ModelInput{Provider: t.in.Model.Provider, Request: req, Tools: t.in.Tools}).Get(ctx, &resp)
+	err := workflow.ExecuteActivity(ctx, ActivityModel, ModelInput{Provider: t.in.Model.Provider, Model: t.in.Model.Name, Request: req, Tools: t.ac.Tools}).Get(ctx, &resp)
 	if err != nil {
 		return resp, fmt.Errorf("model call: %w", err)
 	}
@@ -156,6 +239,7 @@ func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall) ([]tools.R
 	for i, c := range calls {
 		if c.ID == "" {
 			c.ID = "call_" + strconv.Itoa(t.toolCalls+i+1)
+			calls[i] = c
 		}
 		slots[i] = &slot{call: c}
 		t.emit(ctx, Event{Type: EventToolCall, CallID: c.ID, Tool: c.Name, Input: string(c.Input)})
@@ -167,10 +251,15 @@ func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall) ([]tools.R
 	}
 	now := workflow.Now(ctx)
 	for i, s := range slots {
-		s.call = calls[i]
 		s.prep = preps[i]
 		t.classify(ctx, s, now)
 	}
+	return t.finishStep(ctx, slots)
+}
+
+// finishStep waits for the step's pending entries (if any), runs its
+// allowed calls and returns the results in call order.
+func (t *turn) finishStep(ctx workflow.Context, slots []*slot) ([]tools.Result, error) {
 	if len(t.pending) > 0 {
 		if err := t.wait(ctx, slots); err != nil {
 			return nil, err
@@ -314,6 +403,10 @@ func CallHash(tool string, input json.RawMessage, policyVersion int) string {
 func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 	t.upsertPending(ctx)
 	for {
+		if t.shouldContinueAsNew(ctx) {
+			t.step = slots
+			return errContinueAsNew
+		}
 		open := t.open()
 		if len(open) == 0 {
 			break
@@ -337,7 +430,7 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 			t.upsertPending(ctx)
 			continue
 		}
-		cond := func() bool { return t.recheck || len(t.open()) < n || t.escalatedChanged }
+		cond := func() bool { return t.recheck || len(t.open()) < n }
 		if next.IsZero() {
 			if err := workflow.Await(ctx, cond); err != nil {
 				return fmt.Errorf("waiting for approvals: %w", err)
@@ -345,7 +438,6 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 		} else if _, err := workflow.AwaitWithTimeout(ctx, next.Sub(now), cond); err != nil {
 			return fmt.Errorf("waiting for approvals: %w", err)
 		}
-		t.escalatedChanged = false
 		if t.recheck {
 			t.recheck = false
 			if err := t.recheckPending(ctx); err != nil {
@@ -374,6 +466,11 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 
 // escalate applies a pending entry's escalation once its deadline passed.
 func (t *turn) escalate(ctx workflow.Context, p Pending) {
+	action := p.Escalation
+	if action == "" {
+		action = EscalateDeny
+	}
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"action": string(action)}).Counter(MetricApprovalEscalation).Inc(1)
 	switch p.Escalation {
 	case EscalateAllow:
 		t.answers[p.CallID] = answer{approval: &Approval{CallID: p.CallID, Decision: DecisionAllow, By: "deadline", Reason: "approval deadline passed"}}
@@ -431,6 +528,9 @@ func (t *turn) recheckPending(ctx workflow.Context) error {
 
 // apply turns an answer into a ready call or a result.
 func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a answer) error {
+	if p.Kind == PendingApproval {
+		workflow.GetMetricsHandler(ctx).Timer(MetricApprovalWait).Record(workflow.Now(ctx).Sub(p.RequestedAt))
+	}
 	switch {
 	case a.external != nil:
 		r := a.external

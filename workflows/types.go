@@ -42,6 +42,15 @@ const (
 	SAWaitingSince = "WardenWaitingSince"
 )
 
+// Metrics the workflow records through workflow.GetMetricsHandler
+// (skipped during replay); the worker's Prometheus handler routes them.
+const (
+	// MetricApprovalWait is a timer: how long an answered call waited.
+	MetricApprovalWait = "warden_approval_wait"
+	// MetricApprovalEscalation counts deadline escalations (tag "action").
+	MetricApprovalEscalation = "warden_approval_escalation"
+)
+
 // Activity names, registered by activities.Activities.
 const (
 	ActivityModel   = "warden.Model"
@@ -69,6 +78,15 @@ type TurnInput struct {
 	// workers of that task queue (e.g. workers on a Docker host), as
 	// regular activities; the turn itself stays on its own queue.
 	ToolQueue string `json:"tool_queue,omitempty"`
+	// ReturnDirectly names tools whose result ends the turn as its answer.
+	ReturnDirectly []string `json:"return_directly,omitempty"`
+	// RunLocal carries run-local values into the turn (continue-as-new).
+	RunLocal map[string]json.RawMessage `json:"run_local,omitempty"`
+	// ContinueAsNewAfter continues the turn as new once its history has
+	// this many events (0: only when the server suggests it).
+	ContinueAsNewAfter int `json:"continue_as_new_after,omitempty"`
+	// Resume is set by the turn itself when it continues as new.
+	Resume *Resume `json:"resume,omitempty"`
 	// MaxIterations bounds model calls (default 20).
 	MaxIterations int `json:"max_iterations,omitempty"`
 	// ApprovalTimeout bounds how long an ASK waits before it is denied
@@ -102,6 +120,9 @@ type TurnResult struct {
 type ModelInput struct {
 	Provider string        `json:"provider"`
 	Request  model.Request `json:"request"`
+	// Model names the provider's model (for metrics and providers that
+	// serve several).
+	Model string `json:"model,omitempty"`
 	// Tools restricts the specs sent to the model (empty: all).
 	Tools []string `json:"tools,omitempty"`
 }
@@ -290,6 +311,7 @@ const (
 	EventRejected  = "rejected"
 	EventResult    = "tool_result"
 	EventFinal     = "final"
+	EventCustom    = "custom"
 )
 
 // EventsPage is QueryEvents' answer.

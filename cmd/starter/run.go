@@ -19,17 +19,29 @@ import (
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func newRunCmd(cn *conn) *cobra.Command {
-	var script, id, mode, rules, workdir, backend, toolQueue string
+	var script, id, mode, rules, workdir, backend, toolQueue, provider, modelName, prompt, instruction string
 	var asJSON, detach bool
 	var maxIter int
 	cmd := &cobra.Command{
-		Use:   "run --script FILE",
-		Short: "Start a scripted agent turn and print its progress and final answer",
+		Use:   "run --script FILE | --provider NAME --prompt TEXT",
+		Short: "Start an agent turn and print its progress and final answer",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
-			s, err := model.LoadScript(script)
-			if err != nil {
-				return err
+			mc := workflows.ModelConfig{Provider: provider, Name: modelName}
+			if provider == "scripted" {
+				if script == "" {
+					return fmt.Errorf("--script is required with the scripted model (or give --provider)")
+				}
+				s, err := model.LoadScript(script)
+				if err != nil {
+					return err
+				}
+				mc.Script = s
+				if prompt == "" {
+					prompt = s.Prompt
+				}
+			} else if prompt == "" {
+				return fmt.Errorf("--prompt is required with --provider %s", provider)
 			}
 			c, cl, cfg, err := cn.dial(ctx)
 			if err != nil {
@@ -52,7 +64,7 @@ func newRunCmd(cn *conn) *cobra.Command {
 			if id == "" {
 				id = fmt.Sprintf("turn-%d", time.Now().UnixNano())
 			}
-			in := workflows.TurnInput{Prompt: s.Prompt, Model: workflows.ModelConfig{Provider: "scripted", Script: s},
+			in := workflows.TurnInput{Prompt: prompt, Model: mc, Instruction: instruction,
 				Permission: pc, Workdir: workdir, Backend: backend, ToolQueue: toolQueue, MaxIterations: maxIter}
 			run, err := cl.Start(ctx, id, in)
 			if err != nil {
@@ -86,6 +98,10 @@ func newRunCmd(cn *conn) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&script, "script", "", "scripted model file (YAML)")
+	f.StringVar(&provider, "provider", "scripted", "model provider configured on the worker (models: in temporal-dev.yaml)")
+	f.StringVar(&modelName, "model", "", "model name passed to the provider")
+	f.StringVar(&prompt, "prompt", "", "the user's message (default the script's prompt)")
+	f.StringVar(&instruction, "instruction", "", "system instruction")
 	f.StringVar(&id, "workflow-id", "", "workflow id (default generated); starting a running id attaches to it")
 	f.BoolVar(&asJSON, "json", false, "print events and the result as JSON lines")
 	f.BoolVar(&detach, "detach", false, "start the turn and return without waiting")
@@ -95,6 +111,5 @@ func newRunCmd(cn *conn) *cobra.Command {
 	f.StringVar(&backend, "backend", "", "backend name: local, docker, e2b (default the worker's)")
 	f.StringVar(&toolQueue, "tool-queue", "", "run tool calls on the workers of this task queue (e.g. a Docker host's)")
 	f.IntVar(&maxIter, "max-iterations", 0, "model call bound (default 20)")
-	_ = cmd.MarkFlagRequired("script")
 	return cmd
 }

@@ -32,6 +32,8 @@ import (
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/internal/devserver"
+	"github.com/wardenhq/warden/metrics"
+	"github.com/wardenhq/warden/middleware/std"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/workflows"
@@ -150,7 +152,12 @@ func run(args []string) error {
 	start := time.Now()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-	copts := tclient.Options{Namespace: cfg.Namespace(), Logger: sdklog.NewStructuredLogger(logger)}
+	// One Prometheus registry for warden's metrics and the SDK's own.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	approvals := metrics.NewApprovals(reg)
+	copts := tclient.Options{Namespace: cfg.Namespace(), Logger: sdklog.NewStructuredLogger(logger),
+		MetricsHandler: metrics.NewSDKHandler(reg, metrics.ApprovalRoutes(approvals)...)}
 	if cfg.Temporal.Address == "" {
 		srv, err := devserver.Start(ctx, devserver.Options{
 			DataDir: cfg.Server.DataDir, Port: cfg.Server.Port, UIPort: cfg.Server.UIPort,
@@ -185,8 +192,6 @@ func run(args []string) error {
 	}
 	defer c.Close()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	workdir, err := filepath.Abs(cfg.Worker.Workdir)
 	if err != nil {
 		return fmt.Errorf("workdir: %w", err)
@@ -203,7 +208,21 @@ func run(args []string) error {
 		// default 5 s sticky schedule-to-start timeout.
 		StickyScheduleToStartTimeout: time.Second,
 	})
+	providers, err := models(cfg.Models)
+	if err != nil {
+		return err
+	}
+	toolMW, err := std.Build(cfg.Middleware, reg, logger)
+	if err != nil {
+		return fmt.Errorf("middleware: %w", err)
+	}
+	wc := client.New(c, cfg.Worker.TaskQueue)
+	go approvals.Poll(ctx, func(ctx context.Context) (int, error) {
+		ps, err := wc.ListPending(ctx, client.Filter{Kind: workflows.PendingApproval})
+		return len(ps), err
+	}, 30*time.Second)
 	if _, err := warden.Register(w, warden.Options{
+		ToolMiddleware: toolMW, ModelMetrics: metrics.NewModels(reg), Models: providers,
 		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: reg, Logger: logger,
 		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool,
 		Notifier: notifier(cfg.Notify), InboxURL: inboxURL(cfg.Inbox),

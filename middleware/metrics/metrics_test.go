@@ -1,0 +1,117 @@
+package metrics
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/wardenhq/warden/middleware"
+	"github.com/wardenhq/warden/tools"
+)
+
+// chunks is a tool that yields fixed chunks and then, optionally, an
+// error.
+type chunks struct {
+	name string
+	cs   []tools.Chunk
+	err  error
+}
+
+func (c chunks) Info() tools.Info { return tools.Info{Name: c.name} }
+
+func (c chunks) Call(context.Context, *tools.Env, json.RawMessage) tools.Stream {
+	return func(yield func(tools.Chunk, error) bool) {
+		for _, ch := range c.cs {
+			if !yield(ch, nil) {
+				return
+			}
+		}
+		if c.err != nil {
+			yield(tools.Chunk{}, c.err)
+		}
+	}
+}
+
+// histograms gathers the named histogram family keyed by its label
+// values joined with "/".
+func histograms(t *testing.T, reg *prometheus.Registry, name string) map[string]*dto.Histogram {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*dto.Histogram{}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			key := ""
+			for i, l := range m.GetLabel() {
+				if i > 0 {
+					key += "/"
+				}
+				key += l.GetValue()
+			}
+			out[key] = m.GetHistogram()
+		}
+	}
+	return out
+}
+
+func TestMetricsMiddleware(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	mw, err := New(Config{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(middleware.Terminal)
+	calls := []struct {
+		tool    chunks
+		wantErr bool
+	}{
+		{tool: chunks{name: "Read", cs: []tools.Chunk{{Text: "hello"}, {Text: " world"}}}},
+		{tool: chunks{name: "Read", cs: []tools.Chunk{{Text: "abc"}}}},
+		{tool: chunks{name: "Read", cs: []tools.Chunk{{Text: "no such file", IsError: true}}}},
+		{tool: chunks{name: "Bash", cs: []tools.Chunk{{Text: "part"}}, err: errors.New("backend down")}, wantErr: true},
+		{tool: chunks{name: "Bash", cs: []tools.Chunk{{Data: []tools.DataBlock{{Data: make([]byte, 1000)}}}}}},
+	}
+	for _, c := range calls {
+		_, err := tools.Collect(h(context.Background(), middleware.Call{Tool: c.tool}))
+		if (err != nil) != c.wantErr {
+			t.Fatalf("%s: err = %v", c.tool.name, err)
+		}
+	}
+	dur := histograms(t, reg, "warden_tool_duration_seconds")
+	for key, want := range map[string]uint64{"success/Read": 2, "error/Read": 1, "failure/Bash": 1, "success/Bash": 1} {
+		if got := dur[key].GetSampleCount(); got != want {
+			t.Errorf("duration{outcome/tool=%s} count = %d, want %d", key, got, want)
+		}
+	}
+	if len(dur) != 4 {
+		t.Errorf("duration series = %d, want 4", len(dur))
+	}
+	size := histograms(t, reg, "warden_tool_output_bytes")
+	for key, want := range map[string][2]float64{"Read": {3, 11 + 3 + 12}, "Bash": {2, 4 + 1000}} {
+		if got := size[key]; float64(got.GetSampleCount()) != want[0] || got.GetSampleSum() != want[1] {
+			t.Errorf("output_bytes{tool=%s} count, sum = %d, %g; want %g, %g", key, got.GetSampleCount(), got.GetSampleSum(), want[0], want[1])
+		}
+	}
+}
+
+func TestMetricsNew(t *testing.T) {
+	if _, err := New(Config{}); err != nil {
+		t.Errorf("zero config: %v", err)
+	}
+	reg := prometheus.NewRegistry()
+	if _, err := New(Config{Registerer: reg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{Registerer: reg}); err == nil {
+		t.Error("second registration on one registry accepted")
+	}
+}

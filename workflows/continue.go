@@ -1,0 +1,112 @@
+package workflows
+
+import (
+	"errors"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/tools"
+)
+
+// Resume carries a turn's progress into its next run when it continues
+// as new: counters, the agent context after BeforeAgent, recent events,
+// and the model step in flight with its pending entries and answers.
+type Resume struct {
+	Iterations     int      `json:"iterations"`
+	ToolCalls      int      `json:"tool_calls"`
+	PolicyVersion  int      `json:"policy_version"`
+	Instruction    string   `json:"instruction,omitempty"`
+	Tools          []string `json:"tools,omitempty"`
+	ReturnDirectly []string `json:"return_directly,omitempty"`
+	// Seq and Events keep the event stream's cursor and its latest events.
+	Seq    int        `json:"seq"`
+	Events []Event    `json:"events,omitempty"`
+	Step   *StepState `json:"step,omitempty"`
+}
+
+// StepState is a model step interrupted by continue-as-new.
+type StepState struct {
+	Slots   []SlotState   `json:"slots"`
+	Pending []Pending     `json:"pending,omitempty"`
+	Answers []AnswerState `json:"answers,omitempty"`
+}
+
+// SlotState is one call of an interrupted step.
+type SlotState struct {
+	Call   model.ToolCall `json:"call"`
+	Prep   Prepared       `json:"prep"`
+	Ready  bool           `json:"ready,omitempty"`
+	Result *tools.Result  `json:"result,omitempty"`
+}
+
+// AnswerState is an answer received for a pending call.
+type AnswerState struct {
+	CallID   string          `json:"call_id"`
+	Approval *Approval       `json:"approval,omitempty"`
+	External *ExternalResult `json:"external,omitempty"`
+	Auto     string          `json:"auto,omitempty"`
+}
+
+// carriedEvents bounds the events carried into the next run.
+const carriedEvents = 100
+
+var errContinueAsNew = errors.New("continue as new")
+
+// shouldContinueAsNew follows the server's suggestion (history too long)
+// or the turn's own bound on history length.
+func (t *turn) shouldContinueAsNew(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() ||
+		(t.in.ContinueAsNewAfter > 0 && info.GetCurrentHistoryLength() >= t.in.ContinueAsNewAfter)
+}
+
+// endOrContinue turns errContinueAsNew into a continue-as-new of the turn
+// with its whole state; other errors end the run.
+func (t *turn) endOrContinue(ctx workflow.Context, err error) (TurnResult, error) {
+	if !errors.Is(err, errContinueAsNew) {
+		return TurnResult{}, err
+	}
+	// No answer may be lost in the switch: apply signals already
+	// delivered and let running update handlers finish.
+	t.drainSignals(ctx)
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return TurnResult{}, err
+	}
+	t.drainSignals(ctx)
+	next := t.in
+	next.Prompt = ""
+	next.Messages, next.State, next.Permission, next.RunLocal = t.msgs, t.state, t.perm, t.local
+	r := &Resume{
+		Iterations: t.iterations, ToolCalls: t.toolCalls, PolicyVersion: t.policyVersion,
+		Instruction: t.ac.Instruction, Tools: t.ac.Tools, ReturnDirectly: t.ac.ReturnDirectly, Seq: t.seq,
+	}
+	if n := len(t.events); n > carriedEvents {
+		r.Events = t.events[n-carriedEvents:]
+	} else {
+		r.Events = t.events
+	}
+	if t.step != nil {
+		st := &StepState{Pending: t.pending}
+		for _, s := range t.step {
+			st.Slots = append(st.Slots, SlotState{Call: s.call, Prep: s.prep, Ready: s.ready, Result: s.result})
+		}
+		for _, p := range t.pending {
+			if a, ok := t.answers[p.CallID]; ok {
+				st.Answers = append(st.Answers, AnswerState{CallID: p.CallID, Approval: a.approval, External: a.external, Auto: a.auto})
+			}
+		}
+		r.Step = st
+	}
+	next.Resume = r
+	return TurnResult{}, workflow.NewContinueAsNewError(ctx, TurnWorkflow, next)
+}
+
+// resumeStep finishes a step carried over from the previous run.
+func (t *turn) resumeStep(ctx workflow.Context, st *StepState) ([]tools.Result, error) {
+	slots := make([]*slot, len(st.Slots))
+	for i, s := range st.Slots {
+		slots[i] = &slot{call: s.Call, prep: s.Prep, ready: s.Ready, result: s.Result}
+	}
+	return t.finishStep(ctx, slots)
+}
