@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"slices"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -56,7 +57,7 @@ type Activities struct {
 	// none. InboxURL links notifications to the inbox.
 	Notifier *notify.Sender
 	InboxURL string
-	// HeartbeatEvery is how often a running tool heartbeats (default 2 s).
+	// HeartbeatEvery is how often a running tool heartbeats (default 1 s).
 	HeartbeatEvery time.Duration
 	Metrics        *Metrics
 	ModelMetrics   *metrics.Models
@@ -196,7 +197,9 @@ func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out work
 		a.Metrics.toolCall(in.Call.Name, outcome(out.Result, err), time.Since(start))
 	}()
 
-	stop := a.heartbeat(ctx)
+	prog := &progress{p: workflows.ToolProgress{CallID: in.Call.ID, Tool: in.Call.Name}}
+	env.Progress = prog.add
+	stop := a.heartbeat(ctx, prog)
 	defer stop()
 	h := middleware.Chain(a.Middleware...)(middleware.Terminal)
 	res, err := tools.Collect(h(ctx, middleware.Call{ID: in.Call.ID, Tool: t, Input: in.Call.Input, Env: env, Attempt: attempt}))
@@ -226,10 +229,10 @@ func (a *Activities) Notify(ctx context.Context, in workflows.NotifyInput) error
 
 // heartbeat records a heartbeat periodically until stopped, so the server
 // notices a dead worker and cancellation reaches the running tool.
-func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
+func (a *Activities) heartbeat(ctx context.Context, prog *progress) (stop func()) {
 	every := a.HeartbeatEvery
 	if every <= 0 {
-		every = 2 * time.Second
+		every = time.Second
 	}
 	done := make(chan struct{})
 	go func() {
@@ -242,11 +245,44 @@ func (a *Activities) heartbeat(ctx context.Context) (stop func()) {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				activity.RecordHeartbeat(ctx)
+				if p, changed := prog.snapshot(); changed {
+					activity.RecordHeartbeat(ctx, p)
+				} else {
+					activity.RecordHeartbeat(ctx)
+				}
 			}
 		}
 	}()
 	return func() { close(done) }
+}
+
+// progressTail bounds the output kept for heartbeat details.
+const progressTail = 4 << 10
+
+// progress collects a running tool's output for heartbeats.
+type progress struct {
+	mu      sync.Mutex
+	p       workflows.ToolProgress
+	changed bool
+}
+
+func (pr *progress) add(_ string, b []byte) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	pr.p.Bytes += int64(len(b))
+	out := pr.p.Output + string(b)
+	if len(out) > progressTail {
+		out = out[len(out)-progressTail:]
+	}
+	pr.p.Output, pr.changed = out, true
+}
+
+func (pr *progress) snapshot() (workflows.ToolProgress, bool) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	c := pr.changed
+	pr.changed = false
+	return pr.p, c
 }
 
 func outcome(r tools.Result, err error) string {

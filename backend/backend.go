@@ -66,6 +66,13 @@ type ExecResult struct {
 	Duration  time.Duration
 }
 
+// Streamer is implemented by backends that can report a process's output
+// while it runs; out receives each piece with its stream (1 stdout,
+// 2 stderr). The result is the same as Exec's.
+type Streamer interface {
+	ExecStream(ctx context.Context, req ExecRequest, out func(stream int, p []byte)) (ExecResult, error)
+}
+
 // FileInfo describes one file.
 type FileInfo struct {
 	Name    string    `json:"name"`

@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/wardenhq/warden/workflows"
 )
@@ -60,6 +62,14 @@ func (cl *Client) Events(ctx context.Context, workflowID string, cursor int) (wo
 // Watch calls fn for each event of the turn as it happens and returns
 // the turn's result when it ends.
 func (cl *Client) Watch(ctx context.Context, workflowID string, fn func(workflows.Event)) (workflows.TurnResult, error) {
+	return cl.Follow(ctx, workflowID, fn, nil)
+}
+
+// Follow is Watch that also reports the output of running tool calls as
+// it arrives (from their heartbeats): out gets the call and the text not
+// shown before.
+func (cl *Client) Follow(ctx context.Context, workflowID string, fn func(workflows.Event), out func(call RunningCall, fresh string)) (workflows.TurnResult, error) {
+	seen := map[string]int64{}
 	every := cl.PollInterval
 	if every <= 0 {
 		every = 250 * time.Millisecond
@@ -76,6 +86,20 @@ func (cl *Client) Watch(ctx context.Context, workflowID string, fn func(workflow
 			cursor = page.Next
 			if page.Done {
 				break
+			}
+			if out != nil {
+				if rcs, err := cl.Running(ctx, workflowID); err == nil {
+					for _, rc := range rcs {
+						if n := rc.Bytes - seen[rc.CallID]; n > 0 {
+							text := rc.Output
+							if int64(len(text)) > n {
+								text = text[int64(len(text))-n:]
+							}
+							seen[rc.CallID] = rc.Bytes
+							out(rc, text)
+						}
+					}
+				}
 			}
 		} else if done, _ := cl.closed(ctx, workflowID); done {
 			break
@@ -153,35 +177,63 @@ func (cl *Client) ListPending(ctx context.Context, f Filter) ([]PendingEntry, er
 	if f.OlderThan > 0 {
 		q += fmt.Sprintf(" AND %s < '%s'", workflows.SAWaitingSince, now.Add(-f.OlderThan).UTC().Format(time.RFC3339Nano))
 	}
-	var out []PendingEntry
+	// Small pages: each visibility call must finish within the SDK's
+	// per-RPC deadline even on a busy SQLite store.
+	type turnRef struct{ id, run string }
+	var turns []turnRef
 	var token []byte
 	for {
-		resp, err := cl.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token, PageSize: 1000})
+		resp, err := cl.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token, PageSize: listPageSize})
 		if err != nil {
 			return nil, fmt.Errorf("list waiting turns: %w", err)
 		}
 		for _, ex := range resp.GetExecutions() {
-			id, run := ex.GetExecution().GetWorkflowId(), ex.GetExecution().GetRunId()
-			ps, err := cl.Pending(ctx, id)
-			if err != nil {
-				continue // finished since the listing
-			}
-			for _, p := range ps {
-				if f.Tool != "" && p.Tool != f.Tool || f.Kind != "" && p.Kind != f.Kind ||
-					f.OlderThan > 0 && now.Sub(p.RequestedAt) < f.OlderThan {
-					continue
-				}
-				out = append(out, PendingEntry{WorkflowID: id, RunID: run, Pending: p})
-			}
+			turns = append(turns, turnRef{ex.GetExecution().GetWorkflowId(), ex.GetExecution().GetRunId()})
 		}
 		token = resp.GetNextPageToken()
 		if len(token) == 0 {
 			break
 		}
 	}
+	// Ask the turns for their entries, a bounded number at a time.
+	found := make([][]PendingEntry, len(turns))
+	sem := make(chan struct{}, queryConcurrency)
+	var wg sync.WaitGroup
+	for i, tr := range turns {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ps, err := cl.Pending(ctx, tr.id)
+			if err != nil {
+				return // finished since the listing
+			}
+			for _, p := range ps {
+				if f.Tool != "" && p.Tool != f.Tool || f.Kind != "" && p.Kind != f.Kind ||
+					f.OlderThan > 0 && now.Sub(p.RequestedAt) < f.OlderThan {
+					continue
+				}
+				found[i] = append(found[i], PendingEntry{WorkflowID: tr.id, RunID: tr.run, Pending: p})
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var out []PendingEntry
+	for _, es := range found {
+		out = append(out, es...)
+	}
 	slices.SortStableFunc(out, func(a, b PendingEntry) int { return a.RequestedAt.Compare(b.RequestedAt) })
 	return out, nil
 }
+
+// Listing limits of ListPending.
+const (
+	listPageSize     = 100
+	queryConcurrency = 16
+)
 
 // Approve answers a pending ASK with an Update: the workflow validates it
 // (unknown or answered call, hash mismatch, bad rule) and the error comes
@@ -217,6 +269,36 @@ func update[T any](ctx context.Context, cl *Client, workflowID, name string, arg
 	}
 	if err := h.Get(ctx, &out); err != nil {
 		return out, fmt.Errorf("%s: %w: %w", name, ErrRejected, err)
+	}
+	return out, nil
+}
+
+// RunningCall is a tool call running right now, with its output so far.
+type RunningCall struct {
+	workflows.ToolProgress
+	Attempt int32 `json:"attempt"`
+}
+
+// Running lists the turn's tool calls that are running as regular
+// activities, with the output tail they last reported.
+func (cl *Client) Running(ctx context.Context, workflowID string) ([]RunningCall, error) {
+	d, err := cl.c.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil {
+		return nil, fmt.Errorf("describe turn: %w", err)
+	}
+	var out []RunningCall
+	for _, pa := range d.GetPendingActivities() {
+		if pa.GetActivityType().GetName() != workflows.ActivityTool {
+			continue
+		}
+		rc := RunningCall{Attempt: pa.GetAttempt()}
+		rc.CallID = strings.TrimPrefix(pa.GetActivityId(), "tool-")
+		if p := pa.GetHeartbeatDetails(); p != nil && len(p.GetPayloads()) > 0 {
+			if err := converter.GetDefaultDataConverter().FromPayloads(p, &rc.ToolProgress); err != nil {
+				return nil, fmt.Errorf("heartbeat details: %w", err)
+			}
+		}
+		out = append(out, rc)
 	}
 	return out, nil
 }

@@ -50,6 +50,7 @@ func TestBenchThroughput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%+v", rep)
 	if rep.Calls != 6 || rep.Turn.N != 3 || rep.Call.N != 6 || rep.CallsPerSec <= 0 ||
 		rep.Worker.PID != os.Getpid() || rep.Worker.Peak < rep.Worker.Before || rep.Worker.After <= 0 {
 		t.Errorf("report = %+v", rep)

@@ -72,12 +72,27 @@ func runShell(ctx context.Context, env *Env, argv []string, command string, time
 	if timeoutMS > 0 {
 		timeout = min(time.Duration(timeoutMS)*time.Millisecond, BashMaxTimeout)
 	}
-	res, err := env.Backend.Exec(ctx, backend.ExecRequest{
+	req := backend.ExecRequest{
 		Argv:      argv,
 		Dir:       env.Workdir,
 		Timeout:   timeout,
 		MaxOutput: 4 * MaxOutputChars, // bytes; the character cap applies below
-	})
+	}
+	var (
+		res backend.ExecResult
+		err error
+	)
+	if s, ok := env.Backend.(backend.Streamer); ok && env.Progress != nil {
+		res, err = s.ExecStream(ctx, req, func(stream int, p []byte) {
+			name := "stdout"
+			if stream == 2 {
+				name = "stderr"
+			}
+			env.Progress(name, p)
+		})
+	} else {
+		res, err = env.Backend.Exec(ctx, req)
+	}
 	if err != nil {
 		if ctx.Err() != nil || errors.Is(err, backend.ErrUnavailable) {
 			return Fail(err)

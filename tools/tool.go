@@ -72,6 +72,10 @@ type Env struct {
 	// (workflow id + "/" + call id); side-effecting tools can use it to
 	// avoid doing their work twice.
 	IdempotencyKey string
+	// Progress, when set, receives output while a tool runs (stream
+	// "stdout" or "stderr"); the activity reports it as heartbeat details
+	// so clients can show long commands live.
+	Progress func(stream string, p []byte)
 }
 
 // Single returns a stream of one chunk.

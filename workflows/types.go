@@ -181,6 +181,17 @@ type CallPolicy struct {
 	Notify bool `json:"notify,omitempty"`
 }
 
+// ToolProgress is the heartbeat detail of a running tool activity: the
+// tail of its output so far. Clients read it from the pending activity.
+type ToolProgress struct {
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	// Output is the last bytes of output (stdout and stderr interleaved).
+	Output string `json:"output"`
+	// Bytes counts all output so far.
+	Bytes int64 `json:"bytes"`
+}
+
 // NotifyInput is the notification activity's input.
 type NotifyInput struct {
 	// Type is "approval_requested", "approval_escalated" or

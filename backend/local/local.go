@@ -33,6 +33,12 @@ func (b *Backend) Name() string { return "local" }
 // Exec implements backend.Backend. The process runs in its own process
 // group, so a timeout or cancellation kills its children too.
 func (b *Backend) Exec(ctx context.Context, req backend.ExecRequest) (backend.ExecResult, error) {
+	return b.ExecStream(ctx, req, nil)
+}
+
+// ExecStream implements backend.Streamer: like Exec, and out (when not
+// nil) sees the output as it is produced.
+func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out func(stream int, p []byte)) (backend.ExecResult, error) {
 	if len(req.Argv) == 0 {
 		return backend.ExecResult{}, errors.New("local exec: empty argv")
 	}
@@ -50,8 +56,8 @@ func (b *Backend) Exec(ctx context.Context, req backend.ExecRequest) (backend.Ex
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
-	stdout := &capped{max: req.MaxOutput}
-	stderr := &capped{max: req.MaxOutput}
+	stdout := &capped{max: req.MaxOutput, stream: 1, out: out}
+	stderr := &capped{max: req.MaxOutput, stream: 2, out: out}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Its own process group so a timeout kills its children too, and a
 	// parent-death signal so a killed worker does not leave it running
@@ -152,13 +158,18 @@ func wrap(err error) error {
 
 // capped is a writer that keeps at most max bytes (no cap when max <= 0).
 type capped struct {
-	buf bytes.Buffer
-	max int
-	cut bool
+	buf    bytes.Buffer
+	max    int
+	cut    bool
+	stream int
+	out    func(int, []byte)
 }
 
 func (c *capped) Write(p []byte) (int, error) {
 	n := len(p)
+	if c.out != nil {
+		c.out(c.stream, p)
+	}
 	if c.max > 0 {
 		room := c.max - c.buf.Len()
 		if room < len(p) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
@@ -79,13 +78,7 @@ func newRunCmd(cn *conn) *cobra.Command {
 			if !asJSON {
 				fmt.Fprintf(out, "turn %s (run %s)\n", run.GetID(), run.GetRunID())
 			}
-			res, err := cl.Watch(ctx, id, func(e workflows.Event) {
-				if asJSON {
-					_ = enc.Encode(map[string]any{"event": e})
-					return
-				}
-				fmt.Fprint(out, client.FormatEvent(e))
-			})
+			res, err := follow(ctx, cl, id, out, asJSON)
 			if err != nil {
 				return err
 			}

@@ -1,0 +1,102 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is what `starter bench` prints: the machine and the scenarios
+// that ran (nil ones did not).
+type Report struct {
+	Machine    Machine           `json:"machine"`
+	Address    string            `json:"address,omitempty"`
+	Started    time.Time         `json:"started"`
+	Overhead   *OverheadReport   `json:"overhead,omitempty"`
+	Throughput *ThroughputReport `json:"throughput,omitempty"`
+	Waiting    *WaitingReport    `json:"waiting,omitempty"`
+	Docker     *DockerReport     `json:"docker,omitempty"`
+}
+
+// WriteTable renders the report as aligned tables, milliseconds unless
+// marked otherwise.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	m := r.Machine
+	fmt.Fprintf(tw, "machine: %d CPUs, %.0f MB, %s, %s %s, load %s; worker %s\n", m.CPUs, m.MemoryMB, m.OS, m.Kernel, m.GoVersion, m.LoadAvg, r.Address)
+	if o := r.Overhead; o != nil {
+		fmt.Fprintln(tw, "\noverhead (per call, ms; through warden = tool_call→tool_result events)")
+		fmt.Fprintln(tw, "VARIANT\tCOMMAND\tMODE\tCALLS\tWARDEN MEDIAN\tWARDEN P95\tSTEP (TURN/N)\tDIRECT MEDIAN\tDIRECT P95\tRATIO\tTOOL ERRORS")
+		for _, v := range o.Variants {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1fx\t%d\n", v.Name, v.Command, v.Mode, v.Calls,
+				v.Call.MedianMS, v.Call.P95MS, v.StepMS, v.Direct.MedianMS, v.Direct.P95MS, v.Ratio, v.ToolErrors)
+		}
+	}
+	if t := r.Throughput; t != nil {
+		fmt.Fprintln(tw, "\nthroughput")
+		fmt.Fprintln(tw, "COMMAND\tTURNS\tCALLS/TURN\tCALLS\tWALL s\tCALLS/s\tTURN MEDIAN\tTURN P95\tCALL MEDIAN\tCALL P95\tWORKER RSS MB (before/peak/after)\tSERVER RSS MB")
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%s\t%s\n", t.Command, t.Turns, t.CallsPerTurn, t.Calls, t.WallMS/1000,
+			t.CallsPerSec, t.Turn.MedianMS, t.Turn.P95MS, t.Call.MedianMS, t.Call.P95MS, memCell(t.Worker), memCell(deref(t.Server)))
+	}
+	if wr := r.Waiting; wr != nil {
+		fmt.Fprintln(tw, "\nwaiting on approvals")
+		fmt.Fprintln(tw, "MEASURE\tVALUE")
+		fmt.Fprintf(tw, "turns parked\t%d\n", wr.Turns)
+		fmt.Fprintf(tw, "start all (starts/s)\t%.1f s (%.1f/s)\n", wr.StartMS/1000, wr.StartsPerSec)
+		fmt.Fprintf(tw, "first start → all pending\t%.1f s\n", wr.AllPendingMS/1000)
+		fmt.Fprintf(tw, "worker RSS MB before/peak/all waiting\t%s\n", memCell(wr.Worker))
+		if wr.Server != nil {
+			fmt.Fprintf(tw, "server RSS MB before/peak/all waiting\t%s\n", memCell(*wr.Server))
+		}
+		for _, l := range wr.VisibilityList {
+			fmt.Fprintf(tw, "visibility list, page size %d (%d listed)\t%.2f s, slowest page %.2f s%s\n",
+				l.PageSize, l.Listed, l.MS/1000, l.SlowestPageMS/1000, errNote(l.Err))
+		}
+		fmt.Fprintf(tw, "ListPending (all, %d entries)\t%.1f s%s\n", wr.ListPendingEntries, wr.ListPendingMS/1000, errNote(wr.ListPendingErr))
+		fmt.Fprintf(tw, "approve update round trip (n=%d)\tmedian %.1f ms, p95 %.1f ms\n", wr.Approve.N, wr.Approve.MedianMS, wr.Approve.P95MS)
+		fmt.Fprintf(tw, "approve → tool_result\tmedian %.1f ms, p95 %.1f ms\n", wr.ApproveToTool.MedianMS, wr.ApproveToTool.P95MS)
+		fmt.Fprintf(tw, "approve → turn result\tmedian %.1f ms, p95 %.1f ms\n", wr.ApproveToResult.MedianMS, wr.ApproveToResult.P95MS)
+		fmt.Fprintf(tw, "cleanup: terminated\t%d in %.1f s\n", wr.Terminated, wr.CleanupMS/1000)
+	}
+	if d := r.Docker; d != nil {
+		fmt.Fprintln(tw, "\ndocker backend (`/bin/sh -c true`, ms)")
+		if d.Unavailable != "" {
+			fmt.Fprintf(tw, "docker backend unavailable: %s\n", d.Unavailable)
+		} else {
+			fmt.Fprintln(tw, "MODE\tCALLS\tMEDIAN\tP95\tMEAN")
+			for _, row := range []struct {
+				name string
+				s    Stats
+			}{{"plain exec", d.Plain}, {"session", d.Session}, {"host direct", d.Direct}} {
+				fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\n", row.name, row.s.N, row.s.MedianMS, row.s.P95MS, row.s.MeanMS)
+			}
+			fmt.Fprintf(tw, "plain/session median ratio: %.1fx (image %s)\n", d.Ratio, d.Image)
+		}
+	}
+	return tw.Flush()
+}
+
+func memCell(m Memory) string {
+	switch {
+	case m.Err != "":
+		return "n/a (" + m.Err + ")"
+	case m.PID == 0:
+		return "-"
+	}
+	return fmt.Sprintf("%.0f / %.0f / %.0f (pid %d)", m.Before, m.Peak, m.After, m.PID)
+}
+
+func deref(m *Memory) Memory {
+	if m == nil {
+		return Memory{}
+	}
+	return *m
+}
+
+func errNote(err string) string {
+	if err == "" {
+		return ""
+	}
+	return " (failed: " + err + ")"
+}

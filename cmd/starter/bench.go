@@ -1,0 +1,155 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/bench"
+	"github.com/wardenhq/warden/config"
+)
+
+// benchFlags are the sizes and targets of `starter bench`.
+type benchFlags struct {
+	calls, turns, turnCalls, waiting, sample, concurrency, dockerCalls int
+	workerPID, serverPID                                               int
+	workdir, backend, image, command                                   string
+	asJSON                                                             bool
+	waitTimeout                                                        time.Duration
+}
+
+func newBenchCmd(cn *conn) *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:   "bench overhead|throughput|waiting|docker|all",
+		Short: "Measure tool-call overhead, throughput and parked-turn cost on a running worker",
+		Long: `bench runs scenarios against a running worker and prints a table (or,
+with --json, one JSON document). Run it on the worker's machine: memory
+figures read /proc, the default workspace is a local temporary directory,
+and direct runs of the same commands give the ratios.
+
+  overhead    N sequential Bash calls in one turn (true; ls in default mode;
+              touch f) against the same command run directly
+  throughput  M concurrent turns of K Bash calls: calls/s and worker RSS
+  waiting     W turns parked on an approval: RSS, ListPending time,
+              approve → tool latency on a sample; then terminates the rest
+  docker      the Docker backend's plain exec against its shell session
+  all         all of the above`,
+		Args:      cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
+		ValidArgs: []string{"overhead", "throughput", "waiting", "docker", "all"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			which := args[0]
+			rep := bench.Report{Machine: bench.ThisMachine(), Started: time.Now().UTC()}
+			r := &bench.Runner{Workdir: f.workdir, Backend: f.backend, WorkerPID: f.workerPID,
+				ServerPID: f.serverPID, Progress: cmd.ErrOrStderr()}
+			if which != "docker" {
+				c, cl, cfg, err := cn.dial(ctx)
+				if err != nil {
+					return err
+				}
+				defer c.Close()
+				r.Temporal, r.Client = c, cl
+				rep.Address = benchAddress(cn, cfg)
+				if r.WorkerPID == 0 {
+					r.WorkerPID = listenerPID(rep.Address)
+				}
+				if r.Workdir == "" {
+					dir, err := os.MkdirTemp("", "warden-bench-")
+					if err != nil {
+						return fmt.Errorf("workdir: %w", err)
+					}
+					defer os.RemoveAll(dir)
+					r.Workdir = dir
+				}
+			}
+			all := which == "all"
+			if all || which == "overhead" {
+				o, err := r.Overhead(ctx, bench.OverheadConfig{Calls: f.calls})
+				if err != nil {
+					return err
+				}
+				rep.Overhead = &o
+			}
+			if all || which == "throughput" {
+				t, err := r.Throughput(ctx, bench.ThroughputConfig{Turns: f.turns, Calls: f.turnCalls, Command: f.command})
+				if err != nil {
+					return err
+				}
+				rep.Throughput = &t
+			}
+			if all || which == "waiting" {
+				w, err := r.Waiting(ctx, bench.WaitingConfig{Turns: f.waiting, Sample: f.sample,
+					Concurrency: f.concurrency, Timeout: f.waitTimeout})
+				if err != nil {
+					return err
+				}
+				rep.Waiting = &w
+			}
+			if all || which == "docker" {
+				d, err := r.Docker(ctx, bench.DockerConfig{Image: f.image, Calls: f.dockerCalls})
+				if err != nil {
+					return err
+				}
+				rep.Docker = &d
+			}
+			out := cmd.OutOrStdout()
+			if f.asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			return rep.WriteTable(out)
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&f.calls, "calls", 50, "overhead: sequential calls per variant (N)")
+	fl.IntVar(&f.turns, "turns", 20, "throughput: concurrent turns (M)")
+	fl.IntVar(&f.turnCalls, "turn-calls", 10, "throughput: calls per turn (K)")
+	fl.StringVar(&f.command, "command", "true", "throughput: Bash command each call runs (bypass mode)")
+	fl.IntVar(&f.waiting, "waiting", 10000, "waiting: turns parked on an approval (W)")
+	fl.IntVar(&f.sample, "sample", 50, "waiting: turns approved one at a time for latency (S)")
+	fl.IntVar(&f.concurrency, "concurrency", 32, "waiting: parallel starts and terminations")
+	fl.DurationVar(&f.waitTimeout, "wait-timeout", 30*time.Minute, "waiting: bound on the wait for all turns to be pending")
+	fl.IntVar(&f.dockerCalls, "docker-calls", 50, "docker: runs per mode")
+	fl.StringVar(&f.image, "image", "warden-workspace:latest", "docker: workspace image")
+	fl.IntVar(&f.workerPID, "worker-pid", 0, "worker process for RSS (default: the process listening on the frontend port)")
+	fl.IntVar(&f.serverPID, "server-pid", 0, "external Temporal server process for RSS")
+	fl.StringVar(&f.workdir, "workdir", "", "workspace for the turns and direct runs (default a new temporary directory)")
+	fl.StringVar(&f.backend, "backend", "", "worker backend the turns use (default the worker's)")
+	fl.BoolVar(&f.asJSON, "json", false, "print one JSON document")
+	return cmd
+}
+
+// benchAddress is the frontend address dial uses.
+func benchAddress(cn *conn, cfg config.Config) string {
+	switch {
+	case cn.address != "":
+		return cn.address
+	case cfg.Temporal.Address != "":
+		return cfg.Temporal.Address
+	}
+	return fmt.Sprintf("127.0.0.1:%d", cfg.Server.Port)
+}
+
+// listenerPID finds the local process serving addr, or 0.
+func listenerPID(addr string) int {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil {
+		return 0
+	}
+	pid, err := bench.ListenerPID(port)
+	if err != nil {
+		return 0
+	}
+	return pid
+}
