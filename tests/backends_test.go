@@ -10,11 +10,14 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/worker"
+
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/docker"
 	"github.com/wardenhq/warden/backend/e2b"
 	"github.com/wardenhq/warden/backend/e2b/e2bfake"
+	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -135,4 +138,59 @@ func TestE2BTurn(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	runFileTools(t, b, "e2b", dir, nil)
+}
+
+// TestLocalTurnFileTools runs the file tools through the real server on
+// the local backend.
+func TestLocalTurnFileTools(t *testing.T) {
+	dir := t.TempDir()
+	runFileTools(t, local.New(dir), "local", dir, nil)
+}
+
+// TestToolQueueRouting: the turn runs on a worker without the E2B backend;
+// its permission checks and tool calls are routed to another task queue
+// whose worker has it.
+func TestToolQueueRouting(t *testing.T) {
+	fake := e2bfake.New(t)
+	dir := t.TempDir()
+	b, err := e2b.New(context.Background(), e2b.Config{APIKey: fake.APIKey, APIURL: fake.APIURL(), SandboxURL: fake.SandboxURL(), Workdir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	toolQueue := "tq-tools-" + fmt.Sprint(time.Now().UnixNano())
+	tw := worker.New(env.c, toolQueue, worker.Options{})
+	if _, err := warden.Register(tw, warden.Options{Backends: map[string]backend.Backend{"e2b": b}, DefaultBackend: "e2b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(tw.Stop)
+	cl := startWorker(t, warden.Options{}) // local only
+	ctx := ctxT(t, 60*time.Second)
+	s := script(t, fmt.Sprintf("steps:\n  - tool_calls: [{name: Write, input: {file_path: %q, content: \"routed\"}}, {name: Bash, input: {command: \"cat routed.txt\"}}]\n  - text: ok\n", dir+"/routed.txt"))
+	id := "route-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s},
+		Backend: "e2b", Workdir: dir, ToolQueue: toolQueue, Permission: permission.Context{Mode: permission.ModeBypass}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.Result(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := toolResults(res)
+	if len(rs) != 2 || rs[0].IsError || strings.TrimSpace(rs[1].Content) != "routed" {
+		t.Fatalf("results = %+v", rs)
+	}
+	// The sandbox (the fake's) saw the commands, not the turn's worker.
+	var starts int
+	for _, r := range fake.Requests() {
+		if strings.Contains(r.Path, "Process/Start") {
+			starts++
+		}
+	}
+	if starts == 0 {
+		t.Error("no process started in the E2B sandbox")
+	}
 }
