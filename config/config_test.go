@@ -70,3 +70,22 @@ func TestLoadMissingDefaultFileIsDefaults(t *testing.T) {
 		t.Error("explicit missing file: want error")
 	}
 }
+
+func TestClientOptions(t *testing.T) {
+	o, err := Temporal{Address: "x:7233", Namespace: "ns", APIKey: "k"}.ClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.HostPort != "x:7233" || o.Namespace != "ns" || o.Credentials == nil || o.ConnectionOptions.TLS == nil {
+		t.Errorf("options = %+v", o)
+	}
+	if o, err := (Temporal{Address: "x:7233"}).ClientOptions(); err != nil || o.ConnectionOptions.TLS != nil || o.Credentials != nil {
+		t.Errorf("plain options = %+v, %v", o, err)
+	}
+	if _, err := (Temporal{TLSCA: "/nonexistent.pem"}).ClientOptions(); err == nil || !strings.Contains(err.Error(), "temporal.tls_ca") {
+		t.Errorf("missing CA error = %v", err)
+	}
+	if _, err := (Temporal{TLSCert: "/no.pem", TLSKey: "/no.key"}).ClientOptions(); err == nil || !strings.Contains(err.Error(), "temporal.tls_cert") {
+		t.Errorf("missing cert error = %v", err)
+	}
+}

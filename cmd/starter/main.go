@@ -77,10 +77,16 @@ func (cn *conn) dial(ctx context.Context) (tclient.Client, *client.Client, confi
 	if addr == "" {
 		addr = fmt.Sprintf("127.0.0.1:%d", cfg.Server.Port)
 	}
-	opts := tclient.Options{HostPort: addr, Namespace: cfg.Namespace(), Logger: sdklog.NewStructuredLogger(quiet())}
+	t := cfg.Temporal
+	t.Address, t.Namespace = addr, cfg.Namespace()
 	if cn.apiKey != "" {
-		opts.Credentials = tclient.NewAPIKeyStaticCredentials(cn.apiKey)
+		t.APIKey = cn.apiKey
 	}
+	opts, err := t.ClientOptions()
+	if err != nil {
+		return nil, nil, cfg, err
+	}
+	opts.Logger = sdklog.NewStructuredLogger(quiet())
 	c, err := tclient.DialContext(ctx, opts)
 	if err != nil {
 		return nil, nil, cfg, fmt.Errorf("dial %s: %w", addr, err)

@@ -6,9 +6,6 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -174,16 +171,11 @@ func run(args []string) error {
 			fmt.Printf("web ui           http://%s\n", srv.UIAddr())
 		}
 	} else {
-		copts.HostPort = cfg.Temporal.Address
-		if copts.ConnectionOptions.TLS, err = tlsConfig(cfg.Temporal); err != nil {
+		cluster, err := cfg.Temporal.ClientOptions()
+		if err != nil {
 			return err
 		}
-		if cfg.Temporal.APIKey != "" {
-			copts.Credentials = tclient.NewAPIKeyStaticCredentials(cfg.Temporal.APIKey)
-			if copts.ConnectionOptions.TLS == nil {
-				copts.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
-			}
-		}
+		copts.HostPort, copts.ConnectionOptions, copts.Credentials = cluster.HostPort, cluster.ConnectionOptions, cluster.Credentials
 		fmt.Printf("temporal cluster %s (namespace %s)\n", cfg.Temporal.Address, cfg.Temporal.Namespace)
 	}
 	c, err := tclient.DialContext(ctx, copts)
@@ -304,30 +296,4 @@ func notifier(n config.Notify) *notify.Sender {
 		return nil
 	}
 	return &notify.Sender{URLs: n.Webhooks, Secret: n.Secret, HTTPClient: &http.Client{Timeout: 10 * time.Second}}
-}
-
-func tlsConfig(t config.Temporal) (*tls.Config, error) {
-	if t.TLSCert == "" && t.TLSCA == "" {
-		return nil, nil
-	}
-	tc := &tls.Config{MinVersion: tls.VersionTLS12}
-	if t.TLSCert != "" {
-		cert, err := tls.LoadX509KeyPair(t.TLSCert, t.TLSKey)
-		if err != nil {
-			return nil, fmt.Errorf("temporal.tls_cert/tls_key: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	if t.TLSCA != "" {
-		pem, err := os.ReadFile(t.TLSCA)
-		if err != nil {
-			return nil, fmt.Errorf("temporal.tls_ca: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, errors.New("temporal.tls_ca: no certificates found")
-		}
-		tc.RootCAs = pool
-	}
-	return tc, nil
 }

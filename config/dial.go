@@ -1,0 +1,56 @@
+package config
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+
+	tclient "go.temporal.io/sdk/client"
+)
+
+// ClientOptions are the Temporal client options for joining the cluster
+// in t (address, namespace, TLS client certificate, API key). Workers and
+// clients of a hosted or self-run cluster use the same.
+func (t Temporal) ClientOptions() (tclient.Options, error) {
+	o := tclient.Options{HostPort: t.Address, Namespace: t.Namespace}
+	tc, err := t.tlsConfig()
+	if err != nil {
+		return o, err
+	}
+	o.ConnectionOptions.TLS = tc
+	if t.APIKey != "" {
+		o.Credentials = tclient.NewAPIKeyStaticCredentials(t.APIKey)
+		if o.ConnectionOptions.TLS == nil {
+			o.ConnectionOptions.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+	}
+	return o, nil
+}
+
+func (t Temporal) tlsConfig() (*tls.Config, error) {
+	if t.TLSCert == "" && t.TLSCA == "" {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.TLSCert != "" {
+		cert, err := tls.LoadX509KeyPair(t.TLSCert, t.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("temporal.tls_cert/tls_key: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	if t.TLSCA != "" {
+		pem, err := os.ReadFile(t.TLSCA)
+		if err != nil {
+			return nil, fmt.Errorf("temporal.tls_ca: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, errors.New("temporal.tls_ca: no certificates found")
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
+}
