@@ -19,7 +19,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -123,8 +122,10 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	if err != nil {
 		return model.Response{}, err
 	}
-	var rec recorder
-	mw := option.WithMiddleware(rec.middleware)
+	var rec model.Attempts
+	mw := option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		return rec.Do(req, next)
+	})
 	var msg *anthropic.Message
 	if m.cfg.Stream {
 		msg, err = m.stream(ctx, params, mw)
@@ -132,7 +133,7 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 		msg, err = m.client.Messages.New(ctx, params, mw)
 	}
 	if err != nil {
-		return model.Response{}, m.classify(ctx, err, &rec)
+		return model.Response{}, rec.Classify(ctx, provider, err, m.cfg.APIKey)
 	}
 	return response(msg), nil
 }
@@ -331,52 +332,4 @@ func inputSchema(raw json.RawMessage) (anthropic.ToolInputSchemaParam, error) {
 		s.Properties = map[string]any{}
 	}
 	return s, nil
-}
-
-// recorder remembers the last HTTP status and, for failures, the body,
-// so errors can be classified from the response itself. Attempts happen
-// one after another, so it needs no lock.
-type recorder struct {
-	attempts int
-	status   int
-	body     []byte
-}
-
-// maxErrorBody bounds how much of an error response is kept.
-const maxErrorBody = 64 << 10
-
-// middleware records each attempt's outcome and restores the error body
-// for the SDK.
-func (r *recorder) middleware(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	r.attempts++
-	r.status, r.body = 0, nil
-	res, err := next(req)
-	if err != nil || res == nil {
-		return res, err
-	}
-	r.status = res.StatusCode
-	if res.StatusCode >= 400 && res.Body != nil {
-		// A read error leaves a short body; the status still counts.
-		b, _ := io.ReadAll(io.LimitReader(res.Body, maxErrorBody))
-		_ = res.Body.Close()
-		r.body = b
-		res.Body = io.NopCloser(bytes.NewReader(b))
-	}
-	return res, nil
-}
-
-// classify turns an SDK error into the error Generate returns.
-func (m *Model) classify(ctx context.Context, err error, rec *recorder) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return fmt.Errorf("anthropic: %w", cerr)
-	}
-	if rec.status >= 400 {
-		return model.NewHTTPError(provider, rec.status, rec.body, m.cfg.APIKey)
-	}
-	msg := model.Redact(err.Error(), m.cfg.APIKey)
-	if rec.attempts == 0 {
-		// Nothing was sent: a configuration or credential problem.
-		return fmt.Errorf("anthropic: %s", msg)
-	}
-	return &model.Error{Provider: provider, Status: 0, Retryable: true, Err: errors.New(msg)}
 }
