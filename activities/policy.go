@@ -17,7 +17,7 @@ type ToolSettings struct {
 	// longest Bash timeout plus a margin).
 	Timeout time.Duration `yaml:"timeout" json:"timeout,omitempty"`
 	// FastPath runs eligible calls as local activities: default true for
-	// read-only and state-only calls on the local backend.
+	// read-only and state-only (Task) calls on the local backend.
 	FastPath *bool `yaml:"fast_path" json:"fast_path,omitempty"`
 	// FastPathTimeout bounds a local-activity run before the call is
 	// rescheduled as a regular activity (default 10s).
@@ -88,7 +88,7 @@ func (a *Activities) policy(info tools.Info, readOnly bool, backendName string) 
 	if s.FastPath != nil {
 		p.Local = *s.FastPath
 	} else {
-		p.Local = backendName == "local" && !info.External && (readOnly || info.StateInjected)
+		p.Local = backendName == "local" && !info.External && (readOnly || stateOnly(info))
 	}
 	return p
 }
@@ -127,3 +127,9 @@ func merge(s, t ToolSettings) ToolSettings {
 	}
 	return s
 }
+
+// stateOnly reports tools whose only effect is on the turn state they
+// return (the Task tools): running one again after a crash is harmless.
+// Write and Edit are state-injected too (they consult the read state)
+// but change files, so they are not state-only.
+func stateOnly(info tools.Info) bool { return info.StateInjected && info.ConcurrencySafe }
