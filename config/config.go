@@ -18,6 +18,7 @@ import (
 	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/middleware/std"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools/mcp"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -41,7 +42,10 @@ type Config struct {
 	// Models configures real model providers by name (the scripted model
 	// is always there). API keys come from the environment only.
 	Models map[string]Model `yaml:"models"`
-	Demo   Demo             `yaml:"demo"`
+	// MCP lists MCP servers whose tools the worker offers
+	// (mcp__SERVER__TOOL; non-read-only ones ask by default).
+	MCP  MCP  `yaml:"mcp"`
+	Demo Demo `yaml:"demo"`
 }
 
 // Server configures the embedded Temporal server.
@@ -94,6 +98,11 @@ type Model struct {
 	// APIKeyEnv names the environment variable holding the key (default
 	// OPENAI_API_KEY / ANTHROPIC_API_KEY).
 	APIKeyEnv string `yaml:"api_key_env"`
+}
+
+// MCP configures MCP servers (stdio command or streamable HTTP URL).
+type MCP struct {
+	Servers []mcp.ServerConfig `yaml:"servers"`
 }
 
 // Inbox configures the approvals web page served by the worker.
@@ -269,6 +278,11 @@ func (c Config) Validate() error {
 		}
 		if name == "scripted" {
 			errs = append(errs, errors.New("models.scripted: the name is reserved for the scripted model"))
+		}
+	}
+	for i, s := range c.MCP.Servers {
+		if err := s.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("mcp.servers[%d]: %w", i, err))
 		}
 	}
 	check("tools.defaults", c.Tools.Defaults)

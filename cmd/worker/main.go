@@ -33,6 +33,7 @@ import (
 	"github.com/wardenhq/warden/middleware/std"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/notify"
+	"github.com/wardenhq/warden/tools/mcp"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -204,6 +205,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	mcpSet, err := mcp.Connect(ctx, cfg.MCP.Servers)
+	if err != nil {
+		return fmt.Errorf("mcp servers: %w", err)
+	}
+	defer mcpSet.Close()
 	toolMW, err := std.Build(cfg.Middleware, reg, logger)
 	if err != nil {
 		return fmt.Errorf("middleware: %w", err)
@@ -214,7 +220,7 @@ func run(args []string) error {
 		return len(ps), err
 	}, 30*time.Second)
 	if _, err := warden.Register(w, warden.Options{
-		ToolMiddleware: toolMW, ModelMetrics: metrics.NewModels(reg), Models: providers,
+		ToolMiddleware: toolMW, ModelMetrics: metrics.NewModels(reg), Models: providers, Tools: mcpSet.Tools(),
 		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: reg, Logger: logger,
 		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool,
 		Notifier: notifier(cfg.Notify), InboxURL: inboxURL(cfg.Inbox),

@@ -1,0 +1,83 @@
+// Package echoserver is a small MCP server the mcp package's tests run
+// over stdio (as a program, testdata/echoserver) and over streamable HTTP
+// (in process).
+package echoserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// EchoIn is the input of echo and write_note. Its jsonschema tags use
+// the MCP SDK's syntax (a plain description).
+type EchoIn struct {
+	Text string `json:"text" jsonschema:"the text to echo"`
+}
+
+// FailIn is the input of fail.
+type FailIn struct {
+	Reason string `json:"reason,omitempty" jsonschema:"why the call fails"`
+}
+
+// Info is what the info tool returns.
+type Info struct {
+	PID  int      `json:"pid"`
+	Args []string `json:"args"`
+	Env  string   `json:"env"`
+}
+
+// Pixel is the PNG the image tool returns (a 1x1 transparent pixel).
+const Pixel = ("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\x00\x01\x00\x00\x05\x00\x01\r\n-\xb4\x00\x00\x00\x00IEND\xaeB`\x82")
+
+// New returns the server: echo (read-only, returns its text), fail
+// (returns isError), write_note (not read-only, appends to notes and
+// reports how many there are), image (read-only, returns a caption and a
+// PNG) and info (read-only, the process id, arguments and $ECHO_ENV).
+func New() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "echo", Version: "v1.0.0"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "Echo the text back.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in EchoIn) (*mcp.CallToolResult, any, error) {
+			return text(in.Text), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fails.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, _ *mcp.CallToolRequest, in FailIn) (*mcp.CallToolResult, any, error) {
+			return nil, nil, errors.New("failed: " + in.Reason)
+		})
+	var (
+		mu    sync.Mutex
+		notes []string
+	)
+	mcp.AddTool(s, &mcp.Tool{Name: "write_note", Description: "Store a note."},
+		func(_ context.Context, _ *mcp.CallToolRequest, in EchoIn) (*mcp.CallToolResult, any, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			notes = append(notes, in.Text)
+			return text("noted: " + strings.Join(notes, ", ")), nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "image", Description: "Return a picture.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{
+				&mcp.TextContent{Text: "a pixel"},
+				&mcp.ImageContent{MIMEType: "image/png", Data: []byte(Pixel)},
+			}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "info", Description: "Describe the server process.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			b, err := json.Marshal(Info{PID: os.Getpid(), Args: os.Args[1:], Env: os.Getenv("ECHO_ENV")})
+			if err != nil {
+				return nil, nil, err
+			}
+			return text(string(b)), nil, nil
+		})
+	return s
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}

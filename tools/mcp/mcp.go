@@ -1,0 +1,400 @@
+// Package mcp exposes the tools of MCP (Model Context Protocol) servers
+// as warden tools. Connect starts (stdio) or reaches (streamable HTTP)
+// each configured server, lists its tools and wraps each one as a tool
+// named mcp__<server>__<tool>.
+//
+// Following AgentScope's MCPTool, a tool is read-only when the server
+// annotates it with readOnlyHint, is never concurrency-safe, and its own
+// permission check allows read-only tools and asks (a non-safety ASK,
+// which allow rules such as "mcp__server__tool" override) for the rest.
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
+)
+
+// AskMessage is the message of the ASK a tool that is not read-only
+// returns from its own permission check.
+const AskMessage = "MCP tools must be explicitly allowed by the user."
+
+// Prefix starts the name of every MCP tool.
+const Prefix = "mcp__"
+
+// ServerConfig is one MCP server: a command run over stdio, or the URL
+// of a streamable HTTP endpoint.
+type ServerConfig struct {
+	// Name names the server in tool names (mcp__<name>__<tool>).
+	Name string `yaml:"name" json:"name"`
+	// Command, Args and Env run a stdio server. Env entries (KEY=VALUE)
+	// are added to the worker's environment.
+	Command string   `yaml:"command,omitempty" json:"command,omitempty"`
+	Args    []string `yaml:"args,omitempty" json:"args,omitempty"`
+	Env     []string `yaml:"env,omitempty" json:"env,omitempty"`
+	// URL and Headers reach a streamable HTTP server; the headers (e.g.
+	// Authorization) are sent with every request.
+	URL     string            `yaml:"url,omitempty" json:"url,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+}
+
+// Validate reports a config that names no server, both or neither
+// transport, or environment entries without '='.
+func (c ServerConfig) Validate() error {
+	if strings.TrimSpace(c.Name) == "" {
+		return errors.New("mcp: server without a name")
+	}
+	if (c.Command == "") == (c.URL == "") {
+		return fmt.Errorf("mcp: server %q: set exactly one of command and url", c.Name)
+	}
+	for _, e := range c.Env {
+		if !strings.Contains(e, "=") {
+			return fmt.Errorf("mcp: server %q: env entry %q is not KEY=VALUE", c.Name, e)
+		}
+	}
+	if c.URL == "" && len(c.Headers) > 0 {
+		return fmt.Errorf("mcp: server %q: headers need a url", c.Name)
+	}
+	if c.Command == "" && (len(c.Args) > 0 || len(c.Env) > 0) {
+		return fmt.Errorf("mcp: server %q: args and env need a command", c.Name)
+	}
+	return nil
+}
+
+// ToolName is the warden name of tool on server: mcp__<server>__<tool>,
+// with every character outside [A-Za-z0-9_-] replaced by '_'.
+func ToolName(server, tool string) string {
+	return Prefix + sanitize(server) + "__" + sanitize(tool)
+}
+
+func sanitize(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			return r
+		}
+		return '_'
+	}, s)
+}
+
+// Set is a group of connected MCP servers and their tools. Its tools may
+// be called concurrently; Close ends the sessions (and stops stdio
+// servers).
+type Set struct {
+	servers []*server
+	tools   []tools.Tool
+}
+
+// Connect connects to every server, in order, and lists its tools. If one
+// fails, the servers already connected are closed and the error names it.
+func Connect(ctx context.Context, cfgs []ServerConfig) (*Set, error) {
+	seen := map[string]bool{}
+	for _, c := range cfgs {
+		if err := c.Validate(); err != nil {
+			return nil, err
+		}
+		if seen[c.Name] {
+			return nil, fmt.Errorf("mcp: duplicate server %q", c.Name)
+		}
+		seen[c.Name] = true
+	}
+	s := &Set{}
+	names := map[string]string{}
+	for _, c := range cfgs {
+		srv := newServer(c)
+		s.servers = append(s.servers, srv)
+		cs, err := srv.session(ctx)
+		if err != nil {
+			return nil, errors.Join(err, s.Close())
+		}
+		for t, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				return nil, errors.Join(fmt.Errorf("mcp: server %q: list tools: %w", c.Name, err), s.Close())
+			}
+			mt, err := newTool(srv, t)
+			if err != nil {
+				return nil, errors.Join(err, s.Close())
+			}
+			name := mt.info.Name
+			if prev, dup := names[name]; dup {
+				return nil, errors.Join(fmt.Errorf("mcp: tools %s and %s/%s both map to %q", prev, c.Name, t.Name, name), s.Close())
+			}
+			names[name] = c.Name + "/" + t.Name
+			s.tools = append(s.tools, mt)
+		}
+	}
+	return s, nil
+}
+
+// Tools returns the servers' tools, server by server in config order,
+// each in the order its server listed them.
+func (s *Set) Tools() []tools.Tool { return append([]tools.Tool(nil), s.tools...) }
+
+// Close ends every session; calls made afterwards fail.
+func (s *Set) Close() error {
+	var errs []error
+	for _, srv := range s.servers {
+		errs = append(errs, srv.close())
+	}
+	return errors.Join(errs...)
+}
+
+// server holds the session with one MCP server and replaces it when the
+// server dies.
+type server struct {
+	cfg    ServerConfig
+	client *sdk.Client
+
+	mu     sync.Mutex
+	cs     *sdk.ClientSession
+	done   chan struct{} // closed when cs ends
+	closed bool
+}
+
+func newServer(cfg ServerConfig) *server {
+	return &server{cfg: cfg, client: sdk.NewClient(&sdk.Implementation{Name: "warden", Version: "v1"}, nil)}
+}
+
+// transport builds a fresh transport (an exec.Cmd runs once).
+func (s *server) transport() sdk.Transport {
+	if s.cfg.URL != "" {
+		hc := &http.Client{Transport: headerTransport{headers: s.cfg.Headers, base: http.DefaultTransport}}
+		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, DisableStandaloneSSE: true}
+	}
+	cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
+	cmd.Env = append(os.Environ(), s.cfg.Env...)
+	cmd.Stderr = os.Stderr
+	return &sdk.CommandTransport{Command: cmd}
+}
+
+// session returns the live session, connecting when there is none or the
+// last one ended.
+func (s *server) session(ctx context.Context) (*sdk.ClientSession, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("mcp: server %q: closed", s.cfg.Name)
+	}
+	if s.cs != nil {
+		select {
+		case <-s.done:
+			_ = s.cs.Close()
+			s.cs = nil
+		default:
+			return s.cs, nil
+		}
+	}
+	cs, err := s.client.Connect(ctx, s.transport(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: connect to server %q: %w", s.cfg.Name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cs.Wait()
+		close(done)
+	}()
+	s.cs, s.done = cs, done
+	return cs, nil
+}
+
+// drop forgets cs if it is still the current session, so the next
+// session call reconnects.
+func (s *server) drop(cs *sdk.ClientSession) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cs == cs {
+		_ = s.cs.Close()
+		s.cs = nil
+	}
+}
+
+func (s *server) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.cs == nil {
+		return nil
+	}
+	cs := s.cs
+	s.cs = nil
+	if err := cs.Close(); err != nil && !errors.Is(err, sdk.ErrConnectionClosed) {
+		return fmt.Errorf("mcp: close server %q: %w", s.cfg.Name, err)
+	}
+	return nil
+}
+
+// call runs one tool call. When it fails other than by a protocol error
+// the server answered (the server died, dropped the session or the
+// connection broke), it reconnects once and retries; the retry's failure
+// is returned as is.
+func (s *server) call(ctx context.Context, p *sdk.CallToolParams) (*sdk.CallToolResult, error) {
+	cs, err := s.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := cs.CallTool(ctx, p)
+	if err == nil || ctx.Err() != nil || isProtocolError(err) {
+		return res, err
+	}
+	s.drop(cs)
+	if cs, err = s.session(ctx); err != nil {
+		return nil, err
+	}
+	return cs.CallTool(ctx, p)
+}
+
+// isProtocolError reports an error response from the server (bad
+// arguments, unknown tool): the connection is fine.
+func isProtocolError(err error) bool {
+	var rpc *jsonrpc.Error
+	return errors.As(err, &rpc)
+}
+
+// headerTransport adds fixed headers to every request.
+type headerTransport struct {
+	headers map[string]string
+	base    http.RoundTripper
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return h.base.RoundTrip(r)
+}
+
+// Tool is one MCP server tool as a warden tool.
+type Tool struct {
+	srv  *server
+	name string // the server's name for the tool
+	info tools.Info
+}
+
+func newTool(srv *server, t *sdk.Tool) (*Tool, error) {
+	schema, err := inputSchema(t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("mcp: server %q: tool %q: %w", srv.cfg.Name, t.Name, err)
+	}
+	desc := t.Description
+	if desc == "" {
+		desc = t.Title
+	}
+	readOnly := t.Annotations != nil && t.Annotations.ReadOnlyHint
+	return &Tool{srv: srv, name: t.Name, info: tools.Info{
+		Name: ToolName(srv.cfg.Name, t.Name), Description: desc, InputSchema: schema,
+		ReadOnly: readOnly, ConcurrencySafe: false,
+	}}, nil
+}
+
+// inputSchema encodes the server's schema, without "$schema" (models
+// reject it); a missing schema means an object with any properties.
+func inputSchema(v any) (json.RawMessage, error) {
+	m, ok := v.(map[string]any)
+	if v == nil || (ok && len(m) == 0) {
+		return json.RawMessage(`{"type":"object"}`), nil
+	}
+	if ok {
+		if _, has := m["$schema"]; has {
+			c := make(map[string]any, len(m))
+			for k, x := range m {
+				if k != "$schema" {
+					c[k] = x
+				}
+			}
+			v = c
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode input schema: %w", err)
+	}
+	return b, nil
+}
+
+// Info implements tools.Tool.
+func (t *Tool) Info() tools.Info { return t.info }
+
+// MCP returns the server's config name and the server's name for the
+// tool.
+func (t *Tool) MCP() (server, tool string) { return t.srv.cfg.Name, t.name }
+
+// CheckPermissions implements tools.PermissionChecker: read-only tools
+// are allowed, the others ask (not bypass-immune).
+func (t *Tool) CheckPermissions(context.Context, *tools.Env, json.RawMessage, *permission.Context) (permission.Decision, error) {
+	if t.info.ReadOnly {
+		return permission.Decision{Behavior: permission.Allow}, nil
+	}
+	return permission.Decision{Behavior: permission.Ask, Message: AskMessage}, nil
+}
+
+// Call implements tools.Tool: it calls the tool on its server. The text
+// blocks of the result are joined by newlines, images and audio become
+// data blocks, and a result flagged isError becomes an error chunk. A
+// protocol error the server answers (e.g. bad arguments) is an error
+// chunk too; a transport failure is an infrastructure error, so the
+// activity retries.
+func (t *Tool) Call(ctx context.Context, _ *tools.Env, input json.RawMessage) tools.Stream {
+	var args any = map[string]any{}
+	if len(input) > 0 && string(input) != "null" {
+		args = input
+	}
+	res, err := t.srv.call(ctx, &sdk.CallToolParams{Name: t.name, Arguments: args})
+	if err != nil {
+		var rpc *jsonrpc.Error
+		if ctx.Err() == nil && errors.As(err, &rpc) {
+			return tools.Errorf("Error: %s", rpc.Message)
+		}
+		return tools.Fail(fmt.Errorf("%s: %w", t.info.Name, err))
+	}
+	return tools.Single(chunk(res))
+}
+
+// chunk converts a call result.
+func chunk(res *sdk.CallToolResult) tools.Chunk {
+	var texts []string
+	var c tools.Chunk
+	for _, b := range res.Content {
+		switch b := b.(type) {
+		case *sdk.TextContent:
+			texts = append(texts, b.Text)
+		case *sdk.ImageContent:
+			c.Data = append(c.Data, tools.DataBlock{MediaType: b.MIMEType, Data: b.Data})
+		case *sdk.AudioContent:
+			c.Data = append(c.Data, tools.DataBlock{MediaType: b.MIMEType, Data: b.Data})
+		case *sdk.EmbeddedResource:
+			if r := b.Resource; r != nil {
+				switch {
+				case r.Text != "":
+					texts = append(texts, r.Text)
+				case len(r.Blob) > 0:
+					c.Data = append(c.Data, tools.DataBlock{MediaType: r.MIMEType, Data: r.Blob})
+				}
+			}
+		case *sdk.ResourceLink:
+			texts = append(texts, "Resource: "+b.URI)
+		}
+	}
+	if len(texts) == 0 && res.StructuredContent != nil {
+		if b, err := json.Marshal(res.StructuredContent); err == nil {
+			texts = append(texts, string(b))
+		}
+	}
+	c.Text = strings.Join(texts, "\n")
+	c.IsError = res.IsError
+	return c
+}
