@@ -67,8 +67,10 @@ func (t *turn) endOrContinue(ctx workflow.Context, err error) (TurnResult, error
 	if !errors.Is(err, errContinueAsNew) {
 		return TurnResult{}, err
 	}
-	// No answer may be lost in the switch: apply signals already
-	// delivered and let running update handlers finish.
+	// No answer may be lost in the switch: let the signal coroutine
+	// handle what it already took from its channels, apply signals still
+	// buffered, and let running update handlers finish.
+	yieldToOthers(ctx)
 	t.drainSignals(ctx)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
 		return TurnResult{}, err
@@ -100,6 +102,15 @@ func (t *turn) endOrContinue(ctx workflow.Context, err error) (TurnResult, error
 	}
 	next.Resume = r
 	return TurnResult{}, workflow.NewContinueAsNewError(ctx, TurnWorkflow, next)
+}
+
+// yieldToOthers blocks until every other ready coroutine of the workflow
+// has run once (coroutines run in creation order, so one started now runs
+// after them).
+func yieldToOthers(ctx workflow.Context) {
+	ch := workflow.NewChannel(ctx)
+	workflow.Go(ctx, func(ctx workflow.Context) { ch.Send(ctx, true) })
+	ch.Receive(ctx, nil)
 }
 
 // resumeStep finishes a step carried over from the previous run.

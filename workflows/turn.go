@@ -480,6 +480,7 @@ func (t *turn) escalate(ctx workflow.Context, p Pending) {
 			if t.pending[i].CallID == p.CallID {
 				t.pending[i].Escalated = true
 				t.pending[i].Deadline = time.Time{}
+				p = t.pending[i]
 			}
 		}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: escalated, still waiting"})
@@ -699,8 +700,14 @@ func isActivityFailure(err error) bool {
 	return errors.As(err, &actErr)
 }
 
-// rootMessage is the innermost failure message of an activity error.
+// rootMessage is the failure message of an activity error: the
+// application error's own message (with the context the activity wrapped
+// around it), else the innermost error's.
 func rootMessage(err error) string {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		return appErr.Message()
+	}
 	for {
 		next := errors.Unwrap(err)
 		if next == nil {

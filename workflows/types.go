@@ -172,8 +172,9 @@ type CallPolicy struct {
 	// LocalTimeout, after which it is scheduled as a regular activity.
 	Local        bool          `json:"local,omitempty"`
 	LocalTimeout time.Duration `json:"local_timeout,omitempty"`
-	// ApprovalTimeout bounds an ASK's wait (0: the turn's default,
-	// negative: no bound); Escalation says what happens then.
+	// ApprovalTimeout bounds an ASK's wait (negative: no bound; 0: the
+	// default of 7 days). A turn's own ApprovalTimeout, when set, takes
+	// precedence. Escalation says what happens at the deadline.
 	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
 	Escalation      Escalation    `json:"escalation,omitempty"`
 	// Notify sends webhook notifications when the call waits or escalates
