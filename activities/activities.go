@@ -94,6 +94,8 @@ func (a *Activities) Model(ctx context.Context, in workflows.ModelInput) (model.
 	for _, info := range a.Tools.Infos(in.Tools...) {
 		in.Request.Tools = append(in.Request.Tools, model.ToolSpec{Name: info.Name, Description: info.Description, InputSchema: info.InputSchema})
 	}
+	stop := a.heartbeat(ctx, nil)
+	defer stop()
 	start := time.Now()
 	resp, err := m.Generate(ctx, in.Request)
 	a.ModelMetrics.Observe(in.Provider, in.Model, time.Since(start), resp.Usage.InputTokens, resp.Usage.OutputTokens, err)
@@ -245,10 +247,12 @@ func (a *Activities) heartbeat(ctx context.Context, prog *progress) (stop func()
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-				if p, changed := prog.snapshot(); changed {
-					activity.RecordHeartbeat(ctx, p)
-				} else {
+				// Details replace the previous ones, so a running tool's
+				// heartbeat always carries its latest output tail.
+				if prog == nil {
 					activity.RecordHeartbeat(ctx)
+				} else {
+					activity.RecordHeartbeat(ctx, prog.snapshot())
 				}
 			}
 		}
@@ -261,9 +265,8 @@ const progressTail = 4 << 10
 
 // progress collects a running tool's output for heartbeats.
 type progress struct {
-	mu      sync.Mutex
-	p       workflows.ToolProgress
-	changed bool
+	mu sync.Mutex
+	p  workflows.ToolProgress
 }
 
 func (pr *progress) add(_ string, b []byte) {
@@ -274,15 +277,13 @@ func (pr *progress) add(_ string, b []byte) {
 	if len(out) > progressTail {
 		out = out[len(out)-progressTail:]
 	}
-	pr.p.Output, pr.changed = out, true
+	pr.p.Output = out
 }
 
-func (pr *progress) snapshot() (workflows.ToolProgress, bool) {
+func (pr *progress) snapshot() workflows.ToolProgress {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	c := pr.changed
-	pr.changed = false
-	return pr.p, c
+	return pr.p
 }
 
 func outcome(r tools.Result, err error) string {

@@ -201,6 +201,9 @@ func (t *turn) appendResults(results []tools.Result) (string, bool) {
 func (t *turn) callModel(ctx workflow.Context) (model.Response, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
+		// The model activity heartbeats, so a call lost with its worker is
+		// retried after seconds, not after the 5-minute timeout.
+		HeartbeatTimeout: 10 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{
 			InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5,
 			NonRetryableErrorTypes: []string{ErrTypeUnknownModel},

@@ -45,7 +45,8 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&cn.namespace, "namespace", os.Getenv("TEMPORAL_NAMESPACE"), "namespace")
 	pf.StringVar(&cn.taskQueue, "task-queue", "", "task queue (default from config)")
 	pf.StringVar(&cn.apiKey, "api-key", os.Getenv("TEMPORAL_API_KEY"), "API key for a hosted cluster")
-	root.AddCommand(newRunCmd(cn), newToolsCmd(), newPermissionCmd(), newApprovalsCmd(cn), newAuditCmd(cn), newBenchCmd(cn), newWatchCmd(cn))
+	root.AddCommand(newRunCmd(cn), newToolsCmd(), newPermissionCmd(), newApprovalsCmd(cn), newAuditCmd(cn), newBenchCmd(cn), newWatchCmd(cn),
+		newAskCmd(cn), newExternalCmd(cn), newBatchCmd(cn))
 	return root
 }
 
