@@ -75,7 +75,7 @@ steps:
 		{true, "at '/file_path'"},
 		{true, "Input validation failed for tool 'Edit'"},
 		{true, "NUL"},
-		{true, "regex"},
+		{true, "the limit is 16384"},
 		{true, "ToolNotFoundError"},
 		{true, "PowerShell"},
 	}

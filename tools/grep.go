@@ -179,12 +179,20 @@ func (g Grep) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 
 // query validates the input and normalises it; limit is the effective
 // head limit (0: none).
+// GrepMaxPattern bounds a Grep pattern's length in bytes.
+const GrepMaxPattern = 16 << 10
+
 func (in GrepInput) query(env *Env) (q grepQuery, limit int, msg string) {
 	if strings.ContainsRune(in.Pattern, 0) || strings.ContainsRune(in.Path, 0) || strings.ContainsRune(in.Glob, 0) {
 		return q, 0, "Error: pattern, path and glob must not contain NUL bytes"
 	}
 	if in.Pattern == "" {
 		return q, 0, "Error: pattern is required"
+	}
+	// The pattern is passed as one process argument (Linux caps one at
+	// 128 KiB); a regular expression this long is a mistake anyway.
+	if len(in.Pattern) > GrepMaxPattern {
+		return q, 0, fmt.Sprintf("Error: pattern is %d bytes; the limit is %d", len(in.Pattern), GrepMaxPattern)
 	}
 	q = grepQuery{
 		pattern:     in.Pattern,
