@@ -76,6 +76,11 @@ type Worker struct {
 	TaskQueue                  string `yaml:"task_queue"`
 	MaxConcurrentActivities    int    `yaml:"max_concurrent_activities"`
 	MaxConcurrentWorkflowTasks int    `yaml:"max_concurrent_workflow_tasks"`
+	// StickyCacheSize bounds how many turns the worker keeps in memory
+	// (default 1000); a waiting turn evicted from it is replayed from
+	// history when its answer arrives, so many waiting turns cost history
+	// reads instead of memory.
+	StickyCacheSize int `yaml:"sticky_cache_size"`
 	// Workdir is the default workspace directory for tools.
 	Workdir string `yaml:"workdir"`
 }
@@ -181,7 +186,7 @@ func Default() Config {
 	return Config{
 		Server:   Server{DataDir: "./.warden", Port: 7233, UIPort: 8233, Namespace: "default", LogLevel: "error"},
 		Temporal: Temporal{Namespace: "default"},
-		Worker:   Worker{TaskQueue: "warden", Workdir: "."},
+		Worker:   Worker{TaskQueue: "warden", Workdir: ".", StickyCacheSize: 1000},
 		Backend:  Backend{Default: "local", Docker: Docker{Image: "warden-workspace:latest", Network: "none", Session: true}},
 		Metrics:  Metrics{Addr: "127.0.0.1:9464"},
 		Inbox:    Inbox{Listen: inbox.DefaultListen},
@@ -240,6 +245,9 @@ func (c Config) Validate() error {
 	}
 	if strings.TrimSpace(c.Worker.TaskQueue) == "" {
 		errs = append(errs, errors.New("worker.task_queue: must not be empty"))
+	}
+	if c.Worker.StickyCacheSize < 0 {
+		errs = append(errs, errors.New("worker.sticky_cache_size: must not be negative"))
 	}
 	if c.Worker.MaxConcurrentActivities < 0 {
 		errs = append(errs, errors.New("worker.max_concurrent_activities: must not be negative"))

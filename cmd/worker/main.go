@@ -194,6 +194,9 @@ func run(args []string) error {
 		return err
 	}
 	defer closeBackends()
+	if cfg.Worker.StickyCacheSize > 0 {
+		worker.SetStickyWorkflowCacheSize(cfg.Worker.StickyCacheSize)
+	}
 	w := worker.New(c, cfg.Worker.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize:     cfg.Worker.MaxConcurrentActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.Worker.MaxConcurrentWorkflowTasks,
