@@ -166,3 +166,27 @@ func covers(rules []permission.Rule, tool string, input json.RawMessage) bool {
 	}
 	return false
 }
+
+// Policy answers who may decide which calls, for decisions made outside
+// the web page (the CLI's --by): the same users and roles as the inbox.
+type Policy struct{ users []namedUser }
+
+// NewPolicy checks users and roles like New does.
+func NewPolicy(users map[string]User, roles map[string]Role) (*Policy, error) {
+	us, err := buildUsers(users, roles)
+	if err != nil {
+		return nil, err
+	}
+	return &Policy{users: us}, nil
+}
+
+// Allows reports whether user may answer a call of tool with input: the
+// user must exist, and its roles (if any) must cover the call.
+func (p *Policy) Allows(user, tool string, input json.RawMessage) bool {
+	for _, u := range p.users {
+		if u.name == user {
+			return u.rules == nil || covers(u.rules, tool, input)
+		}
+	}
+	return false
+}

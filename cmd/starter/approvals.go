@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -105,11 +106,19 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 				}
 				a.Input = json.RawMessage(input)
 			}
-			c, cl, _, err := cn.dial(cmd.Context())
+			c, cl, cfg, err := cn.dial(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer c.Close()
+			// With inbox users configured, CLI decisions follow the same
+			// rules: --by must name a user whose roles cover the call.
+			var authz *inbox.Policy
+			if len(cfg.Inbox.Users) > 0 {
+				if authz, err = inbox.NewPolicy(cfg.Inbox.Users, cfg.Inbox.Roles); err != nil {
+					return err
+				}
+			}
 			type target struct{ wf, call string }
 			var targets []target
 			if all {
@@ -127,6 +136,17 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 			var failed int
 			for _, t := range targets {
 				a.CallID = t.call
+				if authz != nil {
+					p, err := cl.PendingCall(cmd.Context(), t.wf, t.call)
+					if err == nil && !authz.Allows(by, p.Tool, p.Input) {
+						err = fmt.Errorf("%q may not answer %s calls like this one (inbox users and roles in the config)", by, p.Tool)
+					}
+					if err != nil {
+						failed++
+						fmt.Fprintf(cmd.ErrOrStderr(), "%s %s: %v\n", t.wf, t.call, err)
+						continue
+					}
+				}
 				if signal {
 					err = cl.ApproveSignal(cmd.Context(), t.wf, a)
 				} else {

@@ -1,0 +1,36 @@
+package inbox
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestPolicyAllows(t *testing.T) {
+	p, err := NewPolicy(map[string]User{
+		"alice": {Token: "a"},
+		"kube":  {Token: "k", Roles: []string{"k8s"}},
+	}, map[string]Role{"k8s": {Allow: []string{"Bash(kubectl:*)"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bash := func(cmd string) json.RawMessage { b, _ := json.Marshal(map[string]string{"command": cmd}); return b }
+	cases := []struct {
+		user, tool string
+		input      json.RawMessage
+		want       bool
+	}{
+		{"alice", "Bash", bash("rm -rf build"), true},
+		{"kube", "Bash", bash("kubectl get pods"), true},
+		{"kube", "Bash", bash("kubectl get pods && rm -rf /"), false},
+		{"kube", "Write", json.RawMessage(`{"file_path":"/x"}`), false},
+		{"mallory", "Bash", bash("ls"), false},
+	}
+	for _, c := range cases {
+		if got := p.Allows(c.user, c.tool, c.input); got != c.want {
+			t.Errorf("Allows(%s, %s, %s) = %v, want %v", c.user, c.tool, c.input, got, c.want)
+		}
+	}
+	if _, err := NewPolicy(map[string]User{"x": {Token: "t", Roles: []string{"nope"}}}, nil); err == nil {
+		t.Error("unknown role accepted")
+	}
+}
