@@ -343,12 +343,8 @@ func (s *Server) handleAnswer(r *http.Request) (any, error) {
 		if err := tools.ValidateAskUserAnswer(p.Input, ans); err != nil {
 			return nil, statusErr(http.StatusBadRequest, "%w", err)
 		}
-		res.Content, res.IsError = answerText(ans), false
-		b, err := json.Marshal(ans)
-		if err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal(b, &res.Metadata); err != nil {
+		var err error
+		if res, err = client.AskUserResult(req.CallID, ans, userFrom(r)); err != nil {
 			return nil, err
 		}
 	}
@@ -357,22 +353,6 @@ func (s *Server) handleAnswer(r *http.Request) (any, error) {
 		return nil, rejected(err)
 	}
 	return ack, nil
-}
-
-// answerText renders AskUser answers for the model.
-func answerText(a tools.AskUserAnswer) string {
-	var b strings.Builder
-	b.WriteString("The user answered:")
-	for _, q := range a.Answers {
-		fmt.Fprintf(&b, "\n- %s → %s", q.Question, strings.Join(q.Selected, ", "))
-		if q.Other != nil && *q.Other != "" {
-			if len(q.Selected) > 0 {
-				b.WriteString("; ")
-			}
-			fmt.Fprintf(&b, "other: %s", *q.Other)
-		}
-	}
-	return b.String()
 }
 
 func (s *Server) handleBulk(r *http.Request) (any, error) {
