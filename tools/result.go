@@ -1,12 +1,9 @@
 package tools
 
 import (
-	"fmt"
 	"maps"
 	"strings"
 )
-
-func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
 
 // ResultState is the final state of a tool call.
 type ResultState string

@@ -7,6 +7,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 
 	"github.com/wardenhq/warden/backend"
@@ -85,7 +86,7 @@ func Single(c Chunk) Stream {
 
 // Errorf returns a stream of one error chunk the model can read.
 func Errorf(format string, args ...any) Stream {
-	return Single(Chunk{Text: sprintf(format, args...), IsError: true})
+	return Single(Chunk{Text: fmt.Sprintf(format, args...), IsError: true})
 }
 
 // Fail returns a stream that yields an infrastructure error.
