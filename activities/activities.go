@@ -163,21 +163,6 @@ func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out work
 	return out, nil
 }
 
-// Notify posts one webhook notification. A failed delivery is an error,
-// so the activity's RetryPolicy retries it with backoff.
-func (a *Activities) Notify(ctx context.Context, in workflows.NotifyInput) error {
-	if a.Notifier == nil {
-		return nil
-	}
-	p := in.Pending
-	ev := notify.Event{Type: in.Type, WorkflowID: in.WorkflowID, CallID: p.CallID, Tool: p.Tool, Input: p.Input,
-		Reason: p.Reason, RequestedAt: p.RequestedAt, Deadline: p.Deadline}
-	if a.InboxURL != "" {
-		ev.InboxURL = a.InboxURL + "/#" + in.WorkflowID + "/" + p.CallID
-	}
-	return a.Notifier.Send(ctx, ev)
-}
-
 // heartbeat records a heartbeat periodically until stopped, so the server
 // notices a dead worker and cancellation reaches the running tool.
 func (a *Activities) heartbeat(ctx context.Context, prog *progress) (stop func()) {
