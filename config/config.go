@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/wardenhq/warden/activities"
+	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/middleware/std"
 	"github.com/wardenhq/warden/permission"
@@ -138,8 +139,14 @@ type Notify struct {
 // E2B are set up when enabled. A turn names its backend (or gets Default).
 type Backend struct {
 	Default string `yaml:"default"`
-	Docker  Docker `yaml:"docker"`
-	E2B     E2B    `yaml:"e2b"`
+	// Env is what tool processes get from the worker's environment on
+	// every backend, beyond the allowlist of backend.BaseEnvNames (PATH,
+	// HOME, LANG, ...): "NAME" passes the worker's value through,
+	// "NAME=value" sets a value. Nothing else the worker holds (API keys,
+	// tokens, secrets) reaches a tool.
+	Env    []string `yaml:"env"`
+	Docker Docker   `yaml:"docker"`
+	E2B    E2B      `yaml:"e2b"`
 }
 
 // Docker configures the Docker backend's workspace container.
@@ -261,6 +268,9 @@ func (c Config) Validate() error {
 	case c.Backend.Default == "docker" && c.Backend.Docker.Enabled, c.Backend.Default == "e2b" && c.Backend.E2B.Enabled:
 	default:
 		errs = append(errs, fmt.Errorf("backend.default: backend %q is unknown or not enabled (local, docker or e2b with enabled: true)", c.Backend.Default))
+	}
+	if err := backend.ParseEnvSpec(c.Backend.Env); err != nil {
+		errs = append(errs, fmt.Errorf("backend.env: %w", err))
 	}
 	if c.Backend.Docker.Enabled && c.Backend.Docker.Image == "" {
 		errs = append(errs, errors.New("backend.docker.image: required when docker is enabled"))

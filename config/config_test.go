@@ -89,3 +89,16 @@ func TestClientOptions(t *testing.T) {
 		t.Errorf("missing cert error = %v", err)
 	}
 }
+
+func TestBackendEnv(t *testing.T) {
+	c, err := Parse([]byte("backend:\n  env: [GOPATH, \"CI=1\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Backend.Env) != 2 || c.Backend.Env[0] != "GOPATH" || c.Backend.Env[1] != "CI=1" {
+		t.Errorf("backend.env = %q", c.Backend.Env)
+	}
+	if _, err := Parse([]byte("backend:\n  env: [\"BAD-NAME=x\"]\n")); err == nil || !strings.Contains(err.Error(), "backend.env") {
+		t.Errorf("bad backend.env error = %v", err)
+	}
+}

@@ -31,6 +31,48 @@ func Run(t *testing.T, newBackend func(t *testing.T) (b backend.Backend, workdir
 	t.Run("Missing", func(t *testing.T) { testMissing(t, newBackend) })
 	t.Run("PermissionDenied", func(t *testing.T) { testPermission(t, newBackend) })
 	t.Run("Tools", func(t *testing.T) { testTools(t, newBackend) })
+	t.Run("NoWorkerSecrets", func(t *testing.T) { testNoWorkerSecrets(t, newBackend) })
+}
+
+// SecretVar is the variable testNoWorkerSecrets sets in the worker's
+// environment; its value must never appear in a tool's output.
+const SecretVar = "WARDEN_TEST_SECRET_API_KEY"
+
+// testNoWorkerSecrets puts a secret into the worker's environment (as a
+// model API key would be) and runs the commands a model would use to
+// read it, through the Bash tool and through a plain Exec: none may print
+// it.
+func testNoWorkerSecrets(t *testing.T, nb func(t *testing.T) (backend.Backend, string)) {
+	secret := "sk-" + strconv.FormatInt(time.Now().UnixNano(), 36) + "-do-not-leak"
+	t.Setenv(SecretVar, secret)
+	t.Setenv("OPENAI_API_KEY", secret)
+	b, wd := nb(t)
+	env := &tools.Env{Backend: b, Workdir: wd, State: &tools.State{}}
+	var bash tools.Tool
+	for _, tl := range tools.Builtins() {
+		if tl.Info().Name == "Bash" {
+			bash = tl
+		}
+	}
+	for _, cmd := range []string{
+		"env", "printenv", "set", "export -p", "echo $" + SecretVar, "echo $OPENAI_API_KEY",
+		"cat /proc/self/environ | tr '\\0' '\\n'", "cat /proc/$$/environ", "cat /proc/$PPID/environ",
+		"sh -c 'env'", "bash -c 'declare -x'",
+	} {
+		r := call(t, bash, env, js(map[string]string{"command": cmd}))
+		if strings.Contains(r.Content, secret) {
+			t.Errorf("Bash %q printed the worker's secret: %q", cmd, r.Content)
+		}
+	}
+	res := sh(t.Context(), t, b, wd, "env; cat /proc/self/environ")
+	if bytes.Contains(res.Stdout, []byte(secret)) || bytes.Contains(res.Stderr, []byte(secret)) {
+		t.Errorf("Exec printed the worker's secret: %q", res.Stdout)
+	}
+	// The environment still has what programs need.
+	res = sh(t.Context(), t, b, wd, `test -n "$PATH" && test -n "$HOME" && echo ok`)
+	if strings.TrimSpace(string(res.Stdout)) != "ok" {
+		t.Errorf("PATH or HOME missing from a tool's environment: %q %q", res.Stdout, res.Stderr)
+	}
 }
 
 func sh(ctx context.Context, t *testing.T, b backend.Backend, dir, script string) backend.ExecResult {

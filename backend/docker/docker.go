@@ -45,6 +45,13 @@ type Config struct {
 	Mounts []string
 	// Env holds KEY=VALUE entries for the container environment.
 	Env []string
+	// ExecEnv holds resolved backend.env entries (NAME=value, see
+	// backend.ResolveEnv) added to the environment of every process
+	// warden starts in the container, also in a reused container. The
+	// worker's own environment never reaches the container: a process
+	// sees the image's environment, Env, ExecEnv and the request's
+	// entries, in that order.
+	ExecEnv []string
 	// User runs the container and its processes ("uid", "uid:gid" or a
 	// name); empty means the image's user. With a non-root user, file
 	// operations go through execs as that user so permissions apply.

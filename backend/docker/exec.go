@@ -82,6 +82,12 @@ func (b *Backend) sessionFits(req backend.ExecRequest) bool {
 	return true
 }
 
+// procEnv is the environment a process adds to the container's: the
+// configured ExecEnv, then the request's entries.
+func (b *Backend) procEnv(req backend.ExecRequest) []string {
+	return append(append(make([]string, 0, len(b.cfg.ExecEnv)+len(req.Env)+1), b.cfg.ExecEnv...), req.Env...)
+}
+
 // plainExec runs req as one API exec: create, attach, demultiplex, inspect.
 func (b *Backend) plainExec(ctx context.Context, id string, req backend.ExecRequest) (backend.ExecResult, error) {
 	start := time.Now()
@@ -91,7 +97,7 @@ func (b *Backend) plainExec(ctx context.Context, id string, req backend.ExecRequ
 		AttachStdin:  req.Stdin != nil,
 		AttachStdout: true,
 		AttachStderr: true,
-		Env:          append(append([]string{}, req.Env...), markerVar+"="+mark),
+		Env:          append(b.procEnv(req), markerVar+"="+mark),
 		WorkingDir:   req.Dir,
 		Cmd:          req.Argv,
 	})

@@ -166,7 +166,7 @@ func (b *Backend) runOnSession(ctx context.Context, s *session, req backend.Exec
 	// Recreate the private directory if a command removed it.
 	cmd.WriteString(`[ -d "$d" ] || (umask 077 && mkdir -p "$d")` + "\n")
 	cmd.WriteString("( cd -- " + quote(req.Dir) + " && exec env " + quote(markerVar+"="+mark))
-	for _, e := range req.Env {
+	for _, e := range b.procEnv(req) {
 		cmd.WriteString(" " + quote(e))
 	}
 	cmd.WriteString(" $S")

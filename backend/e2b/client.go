@@ -69,6 +69,12 @@ type Config struct {
 	Metadata map[string]string
 	// EnvVars are environment variables set for the whole sandbox.
 	EnvVars map[string]string
+	// ExecEnv holds resolved backend.env entries (NAME=value, see
+	// backend.ResolveEnv) added to the environment of every process
+	// warden starts, also in a sandbox it reconnects to. The worker's own
+	// environment never reaches the sandbox: a process sees the
+	// sandbox's environment, EnvVars, ExecEnv and the request's entries.
+	ExecEnv []string
 	// HTTPClient sends every request; nil means a client without an
 	// overall timeout (streams can be long; contexts bound calls).
 	HTTPClient *http.Client

@@ -160,9 +160,9 @@ func (b *Backend) Exec(ctx context.Context, req backend.ExecRequest) (backend.Ex
 	if pc.Cwd == "" {
 		pc.Cwd = b.cfg.Workdir
 	}
-	if len(req.Env) > 0 {
+	if len(req.Env)+len(b.cfg.ExecEnv) > 0 {
 		pc.Envs = map[string]string{}
-		for _, kv := range req.Env {
+		for _, kv := range append(append([]string(nil), b.cfg.ExecEnv...), req.Env...) {
 			k, v, _ := strings.Cut(kv, "=")
 			pc.Envs[k] = v
 		}

@@ -22,6 +22,11 @@ import (
 type Backend struct {
 	// Workdir is the default working directory for Exec.
 	Workdir string
+	// Env holds resolved backend.env entries (NAME=value, see
+	// backend.ResolveEnv) added to every process's environment. A process
+	// gets only backend.BaseEnvNames of the worker's own environment,
+	// then these, then the request's entries.
+	Env []string
 }
 
 // New returns a local backend whose default working directory is workdir.
@@ -52,7 +57,8 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	if cmd.Dir == "" {
 		cmd.Dir = b.Workdir
 	}
-	cmd.Env = append(os.Environ(), req.Env...)
+	// A clean environment: the worker's secrets never reach a tool.
+	cmd.Env = backend.ToolEnv(os.Environ(), b.Env, req.Env)
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}

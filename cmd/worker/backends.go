@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/docker"
 	"github.com/wardenhq/warden/backend/e2b"
+	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/config"
 )
 
@@ -14,8 +16,9 @@ import (
 // function releases what they created (a Docker container this worker
 // created is removed; an E2B sandbox is left to its keep-alive timeout so a
 // restarted worker reconnects to it).
-func backends(ctx context.Context, cfg config.Backend) (map[string]backend.Backend, func(), error) {
-	out := map[string]backend.Backend{}
+func backends(ctx context.Context, cfg config.Backend, workdir string) (map[string]backend.Backend, func(), error) {
+	env := backend.ResolveEnv(cfg.Env, os.Environ()) // backend.env: all that tools get beyond the allowlist
+	out := map[string]backend.Backend{"local": &local.Backend{Workdir: workdir, Env: env}}
 	var closers []func()
 	closeAll := func() {
 		for _, c := range closers {
@@ -26,7 +29,7 @@ func backends(ctx context.Context, cfg config.Backend) (map[string]backend.Backe
 		b, err := docker.New(ctx, docker.Config{
 			Image: d.Image, Workdir: d.Workdir, Mounts: d.Mounts, Env: d.Env, User: d.User, Network: d.Network,
 			NanoCPUs: int64(d.CPUs * 1e9), Memory: d.MemoryMB << 20, PidsLimit: d.PidsLimit,
-			WorkspaceID: d.WorkspaceID, Session: d.Session,
+			WorkspaceID: d.WorkspaceID, Session: d.Session, ExecEnv: env,
 		})
 		if err != nil {
 			return nil, closeAll, fmt.Errorf("backend.docker: %w", err)
@@ -39,7 +42,7 @@ func backends(ctx context.Context, cfg config.Backend) (map[string]backend.Backe
 	if e := cfg.E2B; e.Enabled {
 		b, err := e2b.New(ctx, e2b.Config{
 			APIURL: e.APIURL, SandboxURL: e.SandboxURL, Domain: e.Domain, Template: e.Template,
-			Workdir: e.Workdir, Timeout: e.Timeout, WorkspaceID: e.WorkspaceID,
+			Workdir: e.Workdir, Timeout: e.Timeout, WorkspaceID: e.WorkspaceID, ExecEnv: env,
 		})
 		if err != nil {
 			closeAll()
