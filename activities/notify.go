@@ -2,13 +2,34 @@ package activities
 
 import (
 	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/workflows"
 )
 
-// Notify posts one webhook notification. A failed delivery is an error,
-// so the activity's RetryPolicy retries it with backoff.
+// ErrTypeWebhookSecret is the (non-retryable) error type of a
+// notification that cannot be signed: no secret, or a malformed one.
+const ErrTypeWebhookSecret = "WebhookSecret"
+
+// notifyProgress is the Notify activity's heartbeat detail: the URLs that
+// accepted the delivery, so a retry sends only to the others.
+type notifyProgress struct {
+	Delivered []string `json:"delivered"`
+}
+
+// Notify posts one webhook notification to every configured URL. URLs
+// that accept it are recorded as heartbeat details, which the server
+// keeps across attempts: when the activity's RetryPolicy retries a
+// partly failed delivery, only the URLs that have not accepted it are
+// posted again, under the same webhook id.
+//
+// An approval_escalated notification carries the entry's escalation
+// action (deny when none is set: a timed-out deny).
 func (a *Activities) Notify(ctx context.Context, in workflows.NotifyInput) error {
 	if a.Notifier == nil {
 		return nil
@@ -16,8 +37,27 @@ func (a *Activities) Notify(ctx context.Context, in workflows.NotifyInput) error
 	p := in.Pending
 	ev := notify.Event{Type: in.Type, WorkflowID: in.WorkflowID, CallID: p.CallID, Tool: p.Tool, Input: p.Input,
 		Reason: p.Reason, RequestedAt: p.RequestedAt, Deadline: p.Deadline}
+	if in.Type == notify.TypeApprovalEscalated {
+		ev.Action = string(p.Escalation)
+		if ev.Action == "" {
+			ev.Action = notify.ActionDeny
+		}
+	}
 	if a.InboxURL != "" {
 		ev.InboxURL = a.InboxURL + "/#" + in.WorkflowID + "/" + p.CallID
 	}
-	return a.Notifier.Send(ctx, ev)
+	var prog notifyProgress
+	if activity.HasHeartbeatDetails(ctx) {
+		if err := activity.GetHeartbeatDetails(ctx, &prog); err != nil {
+			a.logger().Warn("notify: unreadable delivery state; sending to every URL", "error", err)
+			prog = notifyProgress{}
+		}
+	}
+	d := &notify.Delivery{ID: ev.ID(), Event: ev, Delivered: prog.Delivered,
+		OnDelivered: func(urls []string) { activity.RecordHeartbeat(ctx, notifyProgress{Delivered: urls}) }}
+	err := a.Notifier.Send(ctx, d)
+	if errors.Is(err, notify.ErrEmptySecret) || errors.Is(err, notify.ErrBadSecret) {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("notify %s: %v", ev.CallID, err), ErrTypeWebhookSecret, err)
+	}
+	return err
 }

@@ -1,6 +1,19 @@
 // Package notify sends signed webhooks about turns that need a human:
-// an approval was requested, escalated, or timed out. Receivers check the
-// signature with [Verify].
+// an approval was requested or escalated at its deadline, or an external
+// result is awaited.
+//
+// Deliveries follow the Standard Webhooks scheme. Every POST carries
+// three headers:
+//
+//	webhook-id:        the message id, the same on every retry
+//	webhook-timestamp: the attempt's send time in Unix seconds
+//	webhook-signature: "v1," + base64(HMAC-SHA256(key, id + "." + timestamp + "." + body))
+//
+// The key is the secret decoded by [ParseSecret]: a "whsec_" secret is
+// the base64 of the key bytes, any other non-empty secret is used as is.
+//
+// Receivers check a delivery with [Verify] (signature and replay window)
+// or a [Receiver] (which also rejects an id seen within the window).
 package notify
 
 import (
@@ -8,12 +21,14 @@ import (
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,26 +36,46 @@ import (
 
 // Event types a [Sender] posts.
 const (
+	// TypeApprovalRequested: a call waits for an approval.
 	TypeApprovalRequested = "approval_requested"
+	// TypeApprovalEscalated: an approval's deadline passed; Action says
+	// what happened (deny, allow, or notify and keep waiting). A timed-out
+	// deny is an escalation with action deny.
 	TypeApprovalEscalated = "approval_escalated"
-	TypeApprovalTimedOut  = "approval_timed_out"
+	// TypeExternalRequested: a call waits for an external result.
 	TypeExternalRequested = "external_requested"
 )
 
-// Headers set on every webhook request.
+// Escalation actions carried in [Event.Action].
 const (
-	// HeaderSignature carries "sha256=<hex HMAC-SHA256(secret, body)>".
-	HeaderSignature = "X-Warden-Signature"
-	// HeaderTimestamp carries the send time in Unix seconds.
-	HeaderTimestamp = "X-Warden-Timestamp"
+	ActionDeny   = "deny"
+	ActionAllow  = "allow"
+	ActionNotify = "notify"
 )
+
+// Headers set on every webhook request (Standard Webhooks names).
+const (
+	HeaderID        = "webhook-id"
+	HeaderTimestamp = "webhook-timestamp"
+	HeaderSignature = "webhook-signature"
+)
+
+// SecretPrefix marks a secret whose key is base64-encoded after it.
+const SecretPrefix = "whsec_"
+
+// DefaultTolerance is the replay window: a delivery whose timestamp is
+// further than this from the receiver's clock is rejected.
+const DefaultTolerance = 5 * time.Minute
 
 // Event is the JSON body of one webhook.
 type Event struct {
-	Type        string          `json:"type"`
-	WorkflowID  string          `json:"workflow_id"`
-	CallID      string          `json:"call_id"`
-	Tool        string          `json:"tool"`
+	Type       string `json:"type"`
+	WorkflowID string `json:"workflow_id"`
+	CallID     string `json:"call_id"`
+	Tool       string `json:"tool"`
+	// Action is the escalation action (deny, allow, notify) of an
+	// approval_escalated event.
+	Action      string          `json:"action,omitempty"`
 	Input       json.RawMessage `json:"input,omitempty"`
 	Reason      string          `json:"reason,omitempty"`
 	RequestedAt time.Time       `json:"requested_at"`
@@ -48,51 +83,153 @@ type Event struct {
 	InboxURL    string          `json:"inbox_url,omitempty"`
 }
 
+// ID is the event's webhook id: derived from the workflow, the call, the
+// type, the action and the time the call started waiting, so every retry
+// of one notification carries the same id and two notifications differ.
+func (e Event) ID() string {
+	h := sha256.New()
+	for _, s := range []string{e.WorkflowID, e.CallID, e.Type, e.Action, e.RequestedAt.UTC().Format(time.RFC3339Nano)} {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return "msg_" + hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// Errors of secrets, signatures and deliveries (wrapped).
+var (
+	// ErrEmptySecret: no secret is configured; nothing is sent unsigned.
+	ErrEmptySecret = errors.New("webhook secret is empty")
+	// ErrBadSecret: a "whsec_" secret whose rest is not base64.
+	ErrBadSecret = errors.New("webhook secret is not valid")
+	// ErrStatus wraps a non-2xx answer from a receiver.
+	ErrStatus = errors.New("webhook receiver answered with an error status")
+	// ErrMissingHeaders: a delivery lacks webhook-id, -timestamp or -signature.
+	ErrMissingHeaders = errors.New("missing webhook headers")
+	// ErrTimestamp: the timestamp header is not Unix seconds.
+	ErrTimestamp = errors.New("invalid webhook timestamp")
+	// ErrTooOld and ErrTooNew: the timestamp is outside the replay window.
+	ErrTooOld = errors.New("webhook timestamp too old")
+	ErrTooNew = errors.New("webhook timestamp too new")
+	// ErrSignature: no v1 signature matches.
+	ErrSignature = errors.New("no matching webhook signature")
+	// ErrReplay: a [Receiver] has already accepted this id within the window.
+	ErrReplay = errors.New("webhook id already received")
+)
+
+// ParseSecret returns the signing key of a secret: "whsec_" followed by
+// base64 (standard encoding) is decoded; any other non-empty string is
+// the key itself. An empty secret or key is an error.
+func ParseSecret(secret string) ([]byte, error) {
+	s := strings.TrimSpace(secret)
+	if s == "" {
+		return nil, ErrEmptySecret
+	}
+	if rest, ok := strings.CutPrefix(s, SecretPrefix); ok {
+		key, err := base64.StdEncoding.DecodeString(rest)
+		if err != nil {
+			return nil, fmt.Errorf("%w: after %q: %w", ErrBadSecret, SecretPrefix, err)
+		}
+		if len(key) == 0 {
+			return nil, ErrEmptySecret
+		}
+		return key, nil
+	}
+	return []byte(s), nil
+}
+
+// Sign returns the webhook-signature value ("v1,<base64>") of a message.
+func Sign(secret, id string, ts time.Time, body []byte) (string, error) {
+	key, err := ParseSecret(secret)
+	if err != nil {
+		return "", err
+	}
+	return "v1," + base64.StdEncoding.EncodeToString(mac(key, id, ts.Unix(), body)), nil
+}
+
+func mac(key []byte, id string, ts int64, body []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id))
+	m.Write([]byte{'.'})
+	m.Write([]byte(strconv.FormatInt(ts, 10)))
+	m.Write([]byte{'.'})
+	m.Write(body)
+	return m.Sum(nil)
+}
+
 // Sender posts events to webhook URLs. It does not retry: the caller (a
-// Temporal activity) retries with backoff when Send returns an error.
+// Temporal activity) retries with backoff when Send returns an error, and
+// passes back the URLs already delivered so they are not sent twice.
 type Sender struct {
 	// URLs receive every event.
 	URLs []string
-	// Secret keys the HMAC signature; empty sends an empty-key signature.
+	// Secret signs every delivery (see [ParseSecret]); Send refuses to
+	// send when it is empty.
 	Secret string
 	// HTTPClient sends the requests (default: a client with a 10 s timeout).
 	HTTPClient *http.Client
 }
 
-// ErrStatus wraps a non-2xx answer from a receiver.
-var ErrStatus = errors.New("webhook receiver answered with an error status")
+// Delivery is one event on its way to the Sender's URLs.
+type Delivery struct {
+	// ID is the webhook id, the same on every attempt (default Event.ID()).
+	ID    string
+	Event Event
+	// Delivered lists the URLs that accepted this delivery; Send skips
+	// them and appends the URLs it delivers to.
+	Delivered []string
+	// OnDelivered, when set, is called after each URL accepts, with the
+	// whole Delivered list, so the caller can record it durably.
+	OnDelivered func(delivered []string)
+}
 
-// Send posts ev to every URL and returns the joined errors of the URLs
-// that failed (transport errors, non-2xx answers).
-func (s *Sender) Send(ctx context.Context, ev Event) error {
-	body, err := json.Marshal(ev)
+// Send posts d.Event to every URL not in d.Delivered, each request signed
+// with its own timestamp, and returns the joined errors of the URLs that
+// failed (transport errors, non-2xx answers). A bad secret is returned
+// before anything is sent.
+func (s *Sender) Send(ctx context.Context, d *Delivery) error {
+	key, err := ParseSecret(s.Secret)
+	if err != nil {
+		return fmt.Errorf("webhook: %w", err)
+	}
+	body, err := json.Marshal(d.Event)
 	if err != nil {
 		return fmt.Errorf("encode event: %w", err)
+	}
+	if d.ID == "" {
+		d.ID = d.Event.ID()
 	}
 	hc := s.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
-	sig := Sign(s.Secret, body)
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	var errs []error
 	for _, u := range s.URLs {
-		if err := post(ctx, hc, u, body, sig, ts); err != nil {
+		if slices.Contains(d.Delivered, u) {
+			continue
+		}
+		if err := post(ctx, hc, u, key, d.ID, body); err != nil {
 			errs = append(errs, err)
+			continue
+		}
+		d.Delivered = append(d.Delivered, u)
+		if d.OnDelivered != nil {
+			d.OnDelivered(slices.Clone(d.Delivered))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func post(ctx context.Context, hc *http.Client, url string, body []byte, sig, ts string) error {
+func post(ctx context.Context, hc *http.Client, url string, key []byte, id string, body []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("webhook %s: %w", url, err)
 	}
+	ts := time.Now().Unix()
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "warden-notify")
-	req.Header.Set(HeaderSignature, sig)
-	req.Header.Set(HeaderTimestamp, ts)
+	req.Header.Set(HeaderID, id)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+	req.Header.Set(HeaderSignature, "v1,"+base64.StdEncoding.EncodeToString(mac(key, id, ts, body)))
 	resp, err := hc.Do(req)
 	if err != nil {
 		return fmt.Errorf("webhook %s: %w", url, err)
@@ -105,26 +242,47 @@ func post(ctx context.Context, hc *http.Client, url string, body []byte, sig, ts
 	return nil
 }
 
-// Sign returns the signature header value for body: "sha256=" followed
-// by the hex HMAC-SHA256 of body keyed with secret.
-func Sign(secret string, body []byte) string {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-// Verify reports whether header is a valid signature of body under
-// secret. The comparison takes constant time.
-func Verify(secret string, body []byte, header string) bool {
-	got, ok := strings.CutPrefix(strings.TrimSpace(header), "sha256=")
-	if !ok {
-		return false
-	}
-	gotRaw, err := hex.DecodeString(got)
+// Verify checks one delivery as a receiver: the three headers are
+// present, the timestamp is within tolerance of now either way
+// (DefaultTolerance when tolerance <= 0), and one of the space-separated
+// v1 signatures is the HMAC of id, timestamp and body under secret (the
+// comparison takes constant time). It returns the webhook id.
+//
+// Verify alone does not stop a captured delivery replayed within the
+// window: receivers keep the ids they accepted for the window and reject
+// a repeated one, as [Receiver] does.
+func Verify(secret string, h http.Header, body []byte, now time.Time, tolerance time.Duration) (string, error) {
+	key, err := ParseSecret(secret)
 	if err != nil {
-		return false
+		return "", err
 	}
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(body)
-	return hmac.Equal(gotRaw, m.Sum(nil))
+	id, tsRaw, sigs := h.Get(HeaderID), h.Get(HeaderTimestamp), h.Get(HeaderSignature)
+	if id == "" || tsRaw == "" || sigs == "" {
+		return "", ErrMissingHeaders
+	}
+	ts, err := strconv.ParseInt(tsRaw, 10, 64)
+	if err != nil {
+		return "", fmt.Errorf("%w: %q", ErrTimestamp, tsRaw)
+	}
+	if tolerance <= 0 {
+		tolerance = DefaultTolerance
+	}
+	switch sent := time.Unix(ts, 0); {
+	case now.Sub(sent) > tolerance:
+		return "", fmt.Errorf("%w: sent %s, window %s", ErrTooOld, sent.UTC().Format(time.RFC3339), tolerance)
+	case sent.Sub(now) > tolerance:
+		return "", fmt.Errorf("%w: sent %s, window %s", ErrTooNew, sent.UTC().Format(time.RFC3339), tolerance)
+	}
+	want := mac(key, id, ts, body)
+	for _, s := range strings.Fields(sigs) {
+		v, b64, ok := strings.Cut(s, ",")
+		if !ok || v != "v1" {
+			continue
+		}
+		got, err := base64.StdEncoding.DecodeString(b64)
+		if err == nil && hmac.Equal(got, want) {
+			return id, nil
+		}
+	}
+	return "", ErrSignature
 }

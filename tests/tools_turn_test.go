@@ -2,14 +2,9 @@ package tests
 
 import (
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +12,6 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/internal/devserver"
-	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -86,58 +80,6 @@ steps:
 	}
 	if len(res.State.Tasks) != 2 || res.State.Tasks[0].Status != "in_progress" {
 		t.Errorf("task list = %+v", res.State.Tasks)
-	}
-}
-
-// TestWebhookRetriedAndSigned: the receiver fails the first delivery; the
-// notification activity retries it, and the signature verifies.
-func TestWebhookRetriedAndSigned(t *testing.T) {
-	const secret = "s3cret"
-	var mu sync.Mutex
-	var got []notify.Event
-	attempts := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		mu.Lock()
-		defer mu.Unlock()
-		attempts++
-		if attempts == 1 {
-			http.Error(w, "try later", http.StatusServiceUnavailable)
-			return
-		}
-		if !notify.Verify(secret, body, r.Header.Get(notify.HeaderSignature)) {
-			http.Error(w, "bad signature", http.StatusUnauthorized)
-			return
-		}
-		var ev notify.Event
-		_ = json.Unmarshal(body, &ev)
-		got = append(got, ev)
-	}))
-	defer srv.Close()
-	cl := startWorker(t, warden.Options{Notifier: &notify.Sender{URLs: []string{srv.URL}, Secret: secret}, InboxURL: "http://inbox.example"})
-	ctx := ctxT(t, 60*time.Second)
-	s := script(t, "steps:\n  - tool_calls: [{id: n1, name: Bash, input: {command: \"touch notified\"}}]\n  - text: ok\n")
-	id := "webhook-" + fmt.Sprint(time.Now().UnixNano())
-	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s}}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, ctx, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(got) == 1
-	})
-	mu.Lock()
-	ev, n := got[0], attempts
-	mu.Unlock()
-	if n != 2 || ev.Type != "approval_requested" || ev.WorkflowID != id || ev.CallID != "n1" || ev.Tool != "Bash" ||
-		!strings.HasPrefix(ev.InboxURL, "http://inbox.example") {
-		t.Errorf("delivery after %d attempts: %+v", n, ev)
-	}
-	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "n1", Decision: workflows.DecisionDeny, Reason: "test"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cl.Result(ctx, id); err != nil {
-		t.Fatal(err)
 	}
 }
 
