@@ -130,8 +130,9 @@ type Inbox struct {
 // Notify configures webhook notifications about waiting calls.
 type Notify struct {
 	Webhooks []string `yaml:"webhooks"`
-	// Secret signs each POST (X-Warden-Signature); prefer the
-	// WARDEN_WEBHOOK_SECRET variable.
+	// Secret signs each POST (Standard Webhooks: "whsec_" + base64 of
+	// the key, or the key itself); required when Webhooks is set. Prefer
+	// the WARDEN_WEBHOOK_SECRET variable, which replaces it.
 	Secret string `yaml:"secret"`
 }
 
@@ -311,6 +312,7 @@ func (c Config) Validate() error {
 	if _, err := c.Permission.Context(); err != nil {
 		errs = append(errs, fmt.Errorf("permission: %w", err))
 	}
+	errs = append(errs, c.validateNotify()...)
 	return errors.Join(errs...)
 }
 
