@@ -9,6 +9,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/permission/shell"
 )
@@ -85,9 +88,29 @@ func (s *Server) user(name string) (namedUser, bool) {
 	return namedUser{}, false
 }
 
+// MetricSigninFailures counts requests to the inbox whose credentials
+// were refused, by how they were presented (label "method": link,
+// bearer, basic or cookie). Requests without credentials are not counted.
+const MetricSigninFailures = "warden_inbox_signin_failures_total"
+
+// newSigninFailures builds the sign-in failure counter, registered with
+// reg when it is not nil.
+func newSigninFailures(reg prometheus.Registerer) *prometheus.CounterVec {
+	opts := prometheus.CounterOpts{
+		Name: MetricSigninFailures,
+		Help: "Inbox requests whose credentials (token link, bearer token, basic auth or cookie) were refused.",
+	}
+	if reg != nil {
+		return promauto.With(reg).NewCounterVec(opts, []string{"method"})
+	}
+	return prometheus.NewCounterVec(opts, []string{"method"})
+}
+
 // authenticate finds the user of a request or answers 401. A ?token= on
 // a GET sets a cookie and redirects to the same URL without the token.
+// Refused credentials are counted in MetricSigninFailures.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, bool) {
+	failed := "" // how refused credentials were presented
 	if tok := r.URL.Query().Get("token"); tok != "" && r.Method == http.MethodGet {
 		if name, ok := s.byToken(tok); ok {
 			http.SetCookie(w, &http.Cookie{Name: cookieName, Value: tok, Path: "/", HttpOnly: true,
@@ -98,20 +121,29 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, b
 			http.Redirect(w, r, u.String(), http.StatusSeeOther)
 			return name, false
 		}
+		failed = "link"
 	}
 	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
 		if name, ok := s.byToken(strings.TrimSpace(h[len("Bearer "):])); ok {
 			return name, true
 		}
+		failed = "bearer"
 	} else if user, pass, ok := r.BasicAuth(); ok {
 		if u, found := s.user(user); found && eq(pass, u.u.Password) {
 			return user, true
 		}
 		eq(pass, pass) // spend the same time on unknown users
+		failed = "basic"
 	} else if c, err := r.Cookie(cookieName); err == nil {
 		if name, ok := s.byToken(c.Value); ok {
 			return name, true
 		}
+		if failed == "" {
+			failed = "cookie"
+		}
+	}
+	if failed != "" {
+		s.signinFailures.WithLabelValues(failed).Inc()
 	}
 	w.Header().Set("WWW-Authenticate", `Basic realm="warden inbox", charset="UTF-8"`)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

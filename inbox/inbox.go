@@ -78,6 +78,8 @@ type Server struct {
 	page         *template.Template
 	users        []namedUser
 	unauthorized prometheus.Counter
+	// signinFailures counts refused credentials (see auth.go).
+	signinFailures *prometheus.CounterVec
 }
 
 type namedUser struct {
@@ -126,6 +128,7 @@ func New(cfg Config) (*Server, error) {
 	} else {
 		s.unauthorized = prometheus.NewCounter(opts)
 	}
+	s.signinFailures = newSigninFailures(cfg.Registerer)
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, fmt.Errorf("inbox: %w", err)
