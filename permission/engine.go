@@ -6,26 +6,77 @@ import (
 	"fmt"
 )
 
-// Evaluate decides whether t may run with input under pc, following
-// AgentScope's engine (spec §1.2). The layers run in this order, and the
-// first one that decides wins:
+// Layer names the layer of the engine that decided a call.
+type Layer string
+
+// The layers, in the order they run.
+const (
+	LayerDenyRule Layer = "deny rule"
+	LayerAskRule  Layer = "ask rule"
+	// LayerSafety is a bypass-immune ASK of the tool's own check (a
+	// sensitive path, a read or write outside the working directories,
+	// a command that cannot be analysed); LayerTool any other verdict of
+	// that check.
+	LayerSafety    Layer = "safety check"
+	LayerTool      Layer = "tool check"
+	LayerReadOnly  Layer = "read-only"
+	LayerAllowRule Layer = "allow rule"
+	LayerMode      Layer = "mode"
+)
+
+// Verdict is the full answer for one call: the decision, whether the call
+// only reads, the layer that decided, and the policy it was decided
+// under. It is what the worker records, what the CLI prints and what the
+// inbox checks roles with.
+type Verdict struct {
+	Decision
+	// ReadOnly reports that the call changes nothing (it may still ask:
+	// a read of a sensitive path or outside the working directories).
+	ReadOnly bool `json:"read_only"`
+	// Layer is the layer that decided.
+	Layer Layer `json:"layer"`
+	// Rule is the rule that decided, for the rule layers.
+	Rule *Rule `json:"rule,omitempty"`
+	// Tool is the tool's own check, as it answered (Passthrough when it
+	// had no opinion).
+	Tool Decision `json:"tool_check"`
+	// Mode and WorkingDirs are the policy the verdict was decided under.
+	Mode        Mode     `json:"mode"`
+	WorkingDirs []string `json:"working_dirs,omitempty"`
+}
+
+// Evaluate is Decide without the verdict's extra fields.
+func Evaluate(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (Decision, error) {
+	v, err := Decide(ctx, pc, t, input)
+	return v.Decision, err
+}
+
+// Decide decides whether t may run with input under pc. It is the one
+// decision function: the worker, the CLI and the inbox all call it
+// (through tools.Decide, which binds a tool to its workspace). The
+// layers run in this order, and the first one that decides wins:
 //
 //  1. deny rules (DENY);
 //  2. ask rules (ASK with suggestions; DENY in ModeDontAsk);
-//  3. read-only fast path: t.CheckReadOnly (ALLOW, in every mode);
-//  4. the tool's own check, except in ModeExplore: ALLOW and DENY are
-//     returned as they are, a bypass-immune (safety) ASK is returned with
-//     suggestions (converted to DENY in ModeDontAsk, ignored in ModeBypass),
-//     any other ASK and PASSTHROUGH go on;
-//  5. allow rules (ALLOW), except in ModeExplore;
-//  6. the mode's fallback: ASK (default, accept_edits), DENY (explore,
+//  3. the tool's own check, in every mode: DENY is returned as it is; a
+//     bypass-immune (safety) ASK - a sensitive path, a read or write
+//     outside the working directories, a command that cannot be
+//     analysed - is returned with suggestions (DENY in ModeDontAsk and
+//     ModeExplore, ignored in ModeBypass);
+//  4. read-only: t.CheckReadOnly (ALLOW, in every mode);
+//  5. ModeExplore denies everything else;
+//  6. the tool's ALLOW (e.g. accept_edits inside the working
+//     directories);
+//  7. allow rules (ALLOW);
+//  8. the mode's fallback: ASK (default, accept_edits), DENY (explore,
 //     dont_ask) or ALLOW (bypass).
 //
 // Inside each rule list the first rule for t.Name() that matches wins.
-// A nil pc means a default Context. Decision.Reason always names the
-// deciding layer. On error the Decision is zero and must be treated as a
+// A nil pc means a default Context. The verdict's Reason names the layer
+// and what in the call made it decide; Message is the text a human and
+// the model read. On error the Verdict is zero and must be treated as a
 // refusal, never as an allow.
-func Evaluate(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (Decision, error) {
+func Decide(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (Verdict, error) {
 	if pc == nil {
 		pc = &Context{}
 	}
@@ -34,132 +85,159 @@ func Evaluate(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (
 		mode = ModeDefault
 	}
 	if !ValidMode(mode) {
-		return Decision{}, fmt.Errorf("permission: unknown mode %q", pc.Mode)
+		return Verdict{}, fmt.Errorf("permission: unknown mode %q", pc.Mode)
 	}
 	name := t.Name()
+	v := Verdict{Mode: mode, WorkingDirs: pc.WorkingDirs}
+	done := func(d Decision, l Layer) (Verdict, error) {
+		v.Decision, v.Layer = d, l
+		return v, nil
+	}
 
 	// 1. Deny rules.
 	r, ok, err := firstMatch(ctx, t, pc.Deny, Deny, input)
 	if err != nil {
-		return Decision{}, err
+		return Verdict{}, err
 	}
 	if ok {
-		return Decision{
+		v.Rule = &r
+		return done(Decision{
 			Behavior: Deny,
-			Message:  fmt.Sprintf("Permission to use %s has been denied", name),
+			Message:  fmt.Sprintf("Permission to use %s has been denied by the deny rule %s", name, r),
 			Reason:   "Rule: " + r.String(),
-		}, nil
+		}, LayerDenyRule)
 	}
 
 	// 2. Ask rules.
 	r, ok, err = firstMatch(ctx, t, pc.Ask, Ask, input)
 	if err != nil {
-		return Decision{}, err
+		return Verdict{}, err
 	}
 	if ok {
+		v.Rule = &r
 		d := Decision{
 			Behavior: Ask,
-			Message:  fmt.Sprintf("Permission required for %s", name),
+			Message:  fmt.Sprintf("Permission required for %s: the ask rule %s matches", name, r),
 			Reason:   "Rule: " + r.String(),
 		}
 		if d.Suggestions, err = suggestions(ctx, t, input); err != nil {
-			return Decision{}, err
+			return Verdict{}, err
 		}
 		if mode == ModeDontAsk {
-			return askToDeny(name, d), nil
+			return done(askToDeny(name, d), LayerAskRule)
 		}
-		return d, nil
+		return done(d, LayerAskRule)
 	}
 
-	// 3. Read-only fast path, in every mode.
 	ro, err := t.CheckReadOnly(ctx, input)
 	if err != nil {
-		return Decision{}, fmt.Errorf("permission: %s read-only check: %w", name, err)
+		return Verdict{}, fmt.Errorf("permission: %s read-only check: %w", name, err)
 	}
-	if ro {
-		return Decision{
-			Behavior: Allow,
-			Message:  fmt.Sprintf("Permission granted for %s (read-only invocation)", name),
-			Reason:   "Read-only: the call only reads",
-		}, nil
-	}
+	v.ReadOnly = ro
 
-	if mode == ModeExplore {
-		// Explore never asks the tool and allow rules cannot break
-		// read-only.
-		return Decision{
-			Behavior: Deny,
-			Message:  fmt.Sprintf("Permission denied for %s (explore mode is read-only)", name),
-			Reason:   "Explore mode does not allow modifications",
-		}, nil
-	}
-
-	// 4. The tool's own check.
+	// 3. The tool's own check, in every mode.
 	td, err := t.CheckPermissions(ctx, input, pc)
 	if err != nil {
-		return Decision{}, fmt.Errorf("permission: %s check: %w", name, err)
+		return Verdict{}, fmt.Errorf("permission: %s check: %w", name, err)
 	}
+	v.Tool = td
 	switch {
-	case td.Behavior == Allow || td.Behavior == Deny:
+	case td.Behavior == Deny:
 		if td.Reason == "" {
 			td.Reason = "Tool check: " + name
 		}
-		return td, nil
+		return done(td, LayerTool)
 	case td.Behavior == Ask && td.BypassImmune && mode != ModeBypass:
 		if td.Reason == "" {
 			td.Reason = "Safety check: " + name
 		}
 		if td.Suggestions, err = suggestions(ctx, t, input); err != nil {
-			return Decision{}, err
+			return Verdict{}, err
 		}
 		if mode == ModeDontAsk {
-			return askToDeny(name, td), nil
+			return done(askToDeny(name, td), LayerSafety)
 		}
-		return td, nil
+		if mode == ModeExplore {
+			return done(Decision{Behavior: Deny, Message: fmt.Sprintf("Permission denied for %s (explore mode cannot ask): %s", name, td.Message),
+				Reason: "Explore mode converted ASK to DENY. Original reason: " + td.Reason, Suggestions: td.Suggestions}, LayerSafety)
+		}
+		return done(td, LayerSafety)
 	}
 
-	// 5. Allow rules.
+	// 4. Read-only, in every mode.
+	if ro {
+		return done(Decision{
+			Behavior: Allow,
+			Message:  fmt.Sprintf("Permission granted for %s (read-only invocation)", name),
+			Reason:   "Read-only: the call only reads",
+		}, LayerReadOnly)
+	}
+
+	// 5. Explore allows nothing else; allow rules cannot break read-only.
+	if mode == ModeExplore {
+		msg := fmt.Sprintf("Permission denied for %s (explore mode is read-only)", name)
+		if td.Message != "" && td.Behavior == Passthrough {
+			msg += ": " + td.Message
+		}
+		return done(Decision{Behavior: Deny, Message: msg, Reason: "Explore mode does not allow modifications"}, LayerMode)
+	}
+
+	// 6. The tool allows.
+	if td.Behavior == Allow {
+		if td.Reason == "" {
+			td.Reason = "Tool check: " + name
+		}
+		return done(td, LayerTool)
+	}
+
+	// 7. Allow rules.
 	r, ok, err = firstMatch(ctx, t, pc.Allow, Allow, input)
 	if err != nil {
-		return Decision{}, err
+		return Verdict{}, err
 	}
 	if ok {
-		return Decision{
+		v.Rule = &r
+		return done(Decision{
 			Behavior:     Allow,
-			Message:      fmt.Sprintf("Permission granted for %s", name),
+			Message:      fmt.Sprintf("Permission granted for %s by the allow rule %s", name, r),
 			Reason:       "Rule: " + r.String(),
 			UpdatedInput: input,
-		}, nil
+		}, LayerAllowRule)
 	}
 
-	// 6. Fallback.
+	// 8. Fallback. The tool's message (what about the call is not
+	// read-only) tells the human what they are asked about.
+	why := ""
+	if td.Message != "" && td.Behavior != Allow {
+		why = ": " + td.Message
+	}
 	switch mode {
 	case ModeBypass:
-		return Decision{
+		return done(Decision{
 			Behavior: Allow,
 			Message:  fmt.Sprintf("Permission granted for %s (bypass mode)", name),
 			Reason:   "Mode: bypass",
-		}, nil
+		}, LayerMode)
 	case ModeDontAsk:
 		d := Decision{
 			Behavior: Deny,
-			Message:  fmt.Sprintf("Permission denied for %s (dont_ask mode - user not available)", name),
+			Message:  fmt.Sprintf("Permission denied for %s (dont_ask mode - user not available; no allow rule matches)%s", name, why),
 			Reason:   "Mode: dont_ask",
 		}
 		if d.Suggestions, err = suggestions(ctx, t, input); err != nil {
-			return Decision{}, err
+			return Verdict{}, err
 		}
-		return d, nil
+		return done(d, LayerMode)
 	}
 	d := Decision{
 		Behavior: Ask,
-		Message:  fmt.Sprintf("Permission required for %s", name),
+		Message:  fmt.Sprintf("Permission required for %s (mode %s, no allow rule matches)%s", name, mode, why),
 		Reason:   "Mode: " + string(mode),
 	}
 	if d.Suggestions, err = suggestions(ctx, t, input); err != nil {
-		return Decision{}, err
+		return Verdict{}, err
 	}
-	return d, nil
+	return done(d, LayerMode)
 }
 
 // firstMatch returns the first rule of rules for t that matches input.

@@ -58,8 +58,10 @@ func TestEvaluate(t *testing.T) {
 	// Deny rules win in every mode, even over read-only and allow rules.
 	for _, m := range []Mode{ModeDefault, ModeAcceptEdits, ModeExplore, ModeBypass, ModeDontAsk} {
 		cases = append(cases, tc{m, "d", fakeTool{ro: true, check: tAllow}, Deny, "Rule: T(d)", false, false})
-		// Read-only allows in every mode.
-		cases = append(cases, tc{m, "x", fakeTool{ro: true, check: tDeny}, Allow, "Read-only", false, false})
+		// Read-only allows in every mode once the tool's own check has no
+		// objection; a tool DENY (a read a rule forbids) wins over it.
+		cases = append(cases, tc{m, "x", fakeTool{ro: true, check: tPass}, Allow, "Read-only", false, false})
+		cases = append(cases, tc{m, "x", fakeTool{ro: true, check: tDeny}, Deny, "Tool check: T", false, false})
 	}
 	cases = append(cases,
 		// Ask rules: ASK with suggestions, DENY in dont_ask (suggestions kept).
@@ -79,6 +81,12 @@ func TestEvaluate(t *testing.T) {
 		tc{ModeBypass, "x", fakeTool{check: tSafety}, Allow, "Mode: bypass", false, false},
 		tc{ModeBypass, "l", fakeTool{check: tSafety}, Allow, "Rule: T(l)", false, false},
 		tc{ModeDontAsk, "l", fakeTool{check: tSafety}, Deny, "DONT_ASK mode converted ASK to DENY. Original reason: Safety check: x", true, false},
+		// A read-only call with a safety ASK (a sensitive path, a read
+		// outside the working directories) asks; explore cannot ask, so it
+		// denies; bypass reads.
+		tc{ModeDefault, "x", fakeTool{ro: true, check: tSafety}, Ask, "Safety check: x", true, true},
+		tc{ModeExplore, "x", fakeTool{ro: true, check: tSafety}, Deny, "Explore mode converted ASK to DENY", true, false},
+		tc{ModeBypass, "x", fakeTool{ro: true, check: tSafety}, Allow, "Read-only", false, false},
 		// Non-safety ASK and PASSTHROUGH go on to allow rules and fallback.
 		tc{ModeDefault, "l", fakeTool{check: tAsk}, Allow, "Rule: T(l)", false, false},
 		tc{ModeDefault, "x", fakeTool{check: tAsk}, Ask, "Mode: default", true, false},
@@ -119,10 +127,10 @@ func TestEvaluateMessages(t *testing.T) {
 		mode Mode
 		msg  string
 	}{
-		{ModeDefault, "Permission required for T"},
+		{ModeDefault, "Permission required for T (mode default, no allow rule matches)"},
 		{ModeExplore, "Permission denied for T (explore mode is read-only)"},
 		{ModeBypass, "Permission granted for T (bypass mode)"},
-		{ModeDontAsk, "Permission denied for T (dont_ask mode - user not available)"},
+		{ModeDontAsk, "Permission denied for T (dont_ask mode - user not available; no allow rule matches)"},
 	}
 	for _, c := range cases {
 		d, err := Evaluate(context.Background(), &Context{Mode: c.mode}, fakeTool{check: tPass}, in)
@@ -134,12 +142,12 @@ func TestEvaluateMessages(t *testing.T) {
 	if d.Message != "Permission denied for T (dont_ask mode - ASK converted to DENY, user not available)" {
 		t.Errorf("dont_ask conversion message %q", d.Message)
 	}
-	d, _ = Evaluate(context.Background(), nil, fakeTool{ro: true}, in)
+	d, _ = Evaluate(context.Background(), nil, fakeTool{ro: true, check: tPass}, in)
 	if d.Message != "Permission granted for T (read-only invocation)" {
 		t.Errorf("read-only message %q", d.Message)
 	}
 	d, _ = Evaluate(context.Background(), &Context{Allow: []Rule{{Tool: "T", Behavior: Allow}}}, fakeTool{check: tPass}, in)
-	if d.Behavior != Allow || d.Message != "Permission granted for T" || string(d.UpdatedInput) != string(in) || d.Reason != "Rule: T" {
+	if d.Behavior != Allow || d.Message != "Permission granted for T by the allow rule T" || string(d.UpdatedInput) != string(in) || d.Reason != "Rule: T" {
 		t.Errorf("tool-level allow rule: %+v", d)
 	}
 }

@@ -73,6 +73,10 @@ type Policy struct {
 	// set; an empty list turns the check off.
 	DangerousFiles *[]string `yaml:"dangerous_files,omitempty" json:"dangerous_files,omitempty"`
 	DangerousDirs  *[]string `yaml:"dangerous_dirs,omitempty" json:"dangerous_dirs,omitempty"`
+	// SensitivePaths add to DefaultSensitivePaths (they never replace
+	// them): doublestar patterns over absolute paths whose reads and
+	// writes ask even inside the working directories.
+	SensitivePaths []string `yaml:"sensitive_paths,omitempty" json:"sensitive_paths,omitempty"`
 }
 
 // PolicySource is the Source given to rules that come from a Policy.
@@ -92,6 +96,12 @@ func ValidMode(m Mode) bool {
 // ModeDefault. Errors name the offending rule or mode.
 func (p Policy) Context() (Context, error) {
 	c := Context{Mode: p.Mode, DangerousFiles: p.DangerousFiles, DangerousDirs: p.DangerousDirs}
+	for _, sp := range p.SensitivePaths {
+		if strings.TrimSpace(sp) == "" {
+			return Context{}, fmt.Errorf("policy: empty sensitive path")
+		}
+		c.SensitivePaths = append(c.SensitivePaths, sp)
+	}
 	if c.Mode == "" {
 		c.Mode = ModeDefault
 	}

@@ -72,6 +72,45 @@ type Context struct {
 	// non-nil list turns that check off.
 	DangerousFiles *[]string `json:"dangerous_files,omitempty"`
 	DangerousDirs  *[]string `json:"dangerous_dirs,omitempty"`
+	// SensitivePaths extend DefaultSensitivePaths: doublestar patterns
+	// over absolute paths (a leading ~/ is the backend user's home) whose
+	// reads and writes ask even inside the working directories.
+	SensitivePaths []string `json:"sensitive_paths,omitempty"`
+}
+
+// DefaultSensitivePaths are the paths whose reads and writes always ask
+// (bypass mode excepted): private keys, cloud and registry credentials,
+// .env files, shell rc and profile files, process environments and the
+// password database. Patterns are doublestar globs over absolute paths.
+func DefaultSensitivePaths() []string {
+	return []string{
+		// Private keys and key stores.
+		"**/.ssh{,/**}", "**/id_rsa*", "**/id_dsa*", "**/id_ecdsa*", "**/id_ed25519*",
+		"**/*.pem", "**/*.key", "**/*.p12", "**/*.pfx", "**/.gnupg{,/**}",
+		// Cloud, cluster and registry credentials.
+		"**/.aws{,/**}", "**/.azure{,/**}", "**/.config/gcloud{,/**}", "**/.kube{,/**}",
+		"**/.docker/config.json", "**/.npmrc", "**/.pypirc", "**/.netrc", "**/.git-credentials",
+		"**/.cargo/credentials*", "**/.config/gh{,/**}", "**/.terraform.d/credentials*",
+		// Environment files.
+		"**/.env", "**/.env.*", "**/.envrc",
+		// Shell rc and profile files.
+		"**/.bashrc", "**/.bash_profile", "**/.bash_login", "**/.bash_logout", "**/.profile",
+		"**/.zshrc", "**/.zshenv", "**/.zprofile", "**/.zlogin", "**/.config/fish{,/**}", "/etc/profile", "/etc/profile.d{,/**}",
+		"/etc/bash.bashrc", "/etc/environment",
+		// Process environments and the password databases.
+		"/proc/*/environ", "/proc/self/environ", "/proc/thread-self/environ", "/proc/*/task/*/environ",
+		"/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d{,/**}",
+	}
+}
+
+// Sensitive returns the sensitive path patterns of c: the defaults, then
+// c.SensitivePaths.
+func (c *Context) Sensitive() []string {
+	d := DefaultSensitivePaths()
+	if c == nil {
+		return d
+	}
+	return append(d, c.SensitivePaths...)
 }
 
 // Tool is what the engine needs from a tool. The tools package adapts

@@ -18,19 +18,11 @@ func bashCommand(input json.RawMessage) (string, error) {
 	return in.Command, nil
 }
 
-// shellConfig builds the analyser's view of env and pc: the workdir, the
-// backend's home (unknown when it cannot be read, which makes ~ paths
+// shellConfig builds the analyser's view of the call: the workdir, the
+// backend's home (resolved before the decision; unknown makes ~ paths
 // unresolvable) and the dangerous-path lists.
-func shellConfig(ctx context.Context, env *Env, pc *permission.Context) shell.Config {
-	var c shell.Config
-	if env != nil {
-		c.Workdir = env.Workdir
-		if env.Backend != nil {
-			if h, err := env.Backend.Home(ctx); err == nil {
-				c.Home = h
-			}
-		}
-	}
+func shellConfig(env *Env, home string, pc *permission.Context) shell.Config {
+	c := shell.Config{Workdir: workdir(env), Home: home}
 	if pc != nil {
 		c.WorkingDirs = pc.WorkingDirs
 		if pc.DangerousFiles != nil {
@@ -49,10 +41,35 @@ func shellConfig(ctx context.Context, env *Env, pc *permission.Context) shell.Co
 	return c
 }
 
-// CheckPermissions implements PermissionChecker with the layers of
-// permission/shell (spec §2.1).
-func (Bash) CheckPermissions(ctx context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+// analyse returns the analysis of the call's command, parsing it once per
+// decision: the first checker method to ask parses it, the others reuse
+// it from the call's memo.
+func analyse(ctx context.Context, env *Env, input json.RawMessage) (*shell.Analysis, *memo, error) {
 	cmd, err := bashCommand(input)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := memoFrom(ctx)
+	if m == nil {
+		var pc *permission.Context
+		if env != nil {
+			pc = env.Permission
+		}
+		m = &memo{pc: pc}
+	}
+	if m.analysis != nil && m.input == cmd {
+		return m.analysis, m, nil
+	}
+	m.input, m.analysis = cmd, shell.Analyze(cmd, shellConfig(env, m.home, m.pc))
+	return m.analysis, m, nil
+}
+
+// CheckPermissions implements PermissionChecker: the path rules on every
+// file the command reads or writes (so an allow rule for a command never
+// allows a write outside the working directories or a read of a
+// sensitive file), then the layers of permission/shell (spec §2.1).
+func (Bash) CheckPermissions(ctx context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+	a, m, err := analyse(ctx, env, input)
 	if err != nil {
 		return permission.Decision{}, err
 	}
@@ -60,35 +77,49 @@ func (Bash) CheckPermissions(ctx context.Context, env *Env, input json.RawMessag
 	if pc != nil && pc.Mode != "" {
 		mode = pc.Mode
 	}
-	return shell.Analyze(cmd, shellConfig(ctx, env, pc)).Check(mode), nil
+	if a.Empty() || a.Failure() != "" {
+		return a.Check(mode), nil
+	}
+	d := a.Check(mode)
+	if d.Behavior == permission.Ask && d.BypassImmune {
+		return d, nil // a dangerous pattern or removal says more than its paths
+	}
+	pd, err := checkAccesses("Bash", env, pc, m.home, a.Accesses())
+	if err != nil || pd.Behavior != permission.Passthrough {
+		return pd, err
+	}
+	if d.Behavior == permission.Passthrough {
+		d.Message = "not read-only: " + a.NotReadOnly()
+	}
+	return d, nil
 }
 
 // CheckReadOnly implements ReadOnlyChecker: true only for commands the
 // analyser fully understands and finds read-only.
-func (Bash) CheckReadOnly(_ context.Context, _ *Env, input json.RawMessage) (bool, error) {
-	cmd, err := bashCommand(input)
+func (Bash) CheckReadOnly(ctx context.Context, env *Env, input json.RawMessage) (bool, error) {
+	a, _, err := analyse(ctx, env, input)
 	if err != nil {
 		return false, err
 	}
-	return shell.Analyze(cmd, shell.Config{}).ReadOnly(), nil
+	return a.ReadOnly(), nil
 }
 
 // MatchRule implements RuleMatcher, per simple command of a compound
 // command; the rule's behaviour comes from permission.RuleBehaviorFrom.
-func (Bash) MatchRule(ctx context.Context, _ *Env, content string, input json.RawMessage) (bool, error) {
-	cmd, err := bashCommand(input)
+func (Bash) MatchRule(ctx context.Context, env *Env, content string, input json.RawMessage) (bool, error) {
+	a, _, err := analyse(ctx, env, input)
 	if err != nil {
 		return false, err
 	}
 	b, _ := permission.RuleBehaviorFrom(ctx)
-	return shell.Analyze(cmd, shell.Config{}).MatchRule(content, b), nil
+	return a.MatchRule(content, b), nil
 }
 
 // GenerateSuggestions implements Suggester with "prefix:*" rules.
-func (Bash) GenerateSuggestions(_ context.Context, _ *Env, input json.RawMessage) ([]permission.Rule, error) {
-	cmd, err := bashCommand(input)
+func (Bash) GenerateSuggestions(ctx context.Context, env *Env, input json.RawMessage) ([]permission.Rule, error) {
+	a, _, err := analyse(ctx, env, input)
 	if err != nil {
 		return nil, err
 	}
-	return shell.Analyze(cmd, shell.Config{}).Suggestions(), nil
+	return a.Suggestions(), nil
 }

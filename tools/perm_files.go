@@ -94,7 +94,7 @@ func dangerousPath(pc *permission.Context, p string) bool {
 // checkEdit is the shared Write/Edit check (spec §1.4): a sensitive path
 // is a safety ASK; in ACCEPT_EDITS and DONT_ASK a path inside a working
 // directory is allowed; everything else passes through.
-func checkEdit(tool string, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+func checkEdit(ctx context.Context, tool string, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
 	in, err := decodePaths(tool, input)
 	if err != nil {
 		return permission.Decision{}, err
@@ -103,6 +103,9 @@ func checkEdit(tool string, env *Env, input json.RawMessage, pc *permission.Cont
 		return permission.Decision{Behavior: permission.Passthrough, Reason: "Tool check: no file_path"}, nil
 	}
 	p := absPath(env, in.FilePath)
+	if d, err := checkAccesses(tool, env, pc, homeOf(ctx), []shell.Access{{Write: true, Path: p, Resolved: path.IsAbs(p)}}); err != nil || d.Behavior != permission.Passthrough {
+		return d, err
+	}
 	if dangerousPath(pc, p) {
 		return permission.Decision{
 			Behavior:     permission.Ask,
@@ -174,8 +177,8 @@ func fileMatch(tool string, env *Env, content string, input json.RawMessage) (bo
 }
 
 // CheckPermissions implements PermissionChecker (spec §1.4).
-func (Write) CheckPermissions(_ context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
-	return checkEdit("Write", env, input, pc)
+func (Write) CheckPermissions(ctx context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+	return checkEdit(ctx, "Write", env, input, pc)
 }
 
 // MatchRule implements RuleMatcher: a glob on file_path.
@@ -189,8 +192,8 @@ func (Write) GenerateSuggestions(_ context.Context, env *Env, input json.RawMess
 }
 
 // CheckPermissions implements PermissionChecker (spec §1.4).
-func (Edit) CheckPermissions(_ context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
-	return checkEdit("Edit", env, input, pc)
+func (Edit) CheckPermissions(ctx context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+	return checkEdit(ctx, "Edit", env, input, pc)
 }
 
 // MatchRule implements RuleMatcher: a glob on file_path.
@@ -294,4 +297,65 @@ func (PowerShell) MatchRule(_ context.Context, _ *Env, content string, _ json.Ra
 // GenerateSuggestions implements Suggester: PowerShell suggests nothing.
 func (PowerShell) GenerateSuggestions(context.Context, *Env, json.RawMessage) ([]permission.Rule, error) {
 	return []permission.Rule{}, nil
+}
+
+// homeOf returns the backend home resolved for the call being decided,
+// or "" (unknown).
+func homeOf(ctx context.Context) string {
+	if m := memoFrom(ctx); m != nil {
+		return m.home
+	}
+	return ""
+}
+
+// readAccess is a read of the path p as given (relative to the workdir).
+func readAccess(env *Env, p string, glob bool) shell.Access {
+	a := absPath(env, p)
+	return shell.Access{Path: a, Resolved: path.IsAbs(a), Glob: glob}
+}
+
+// CheckPermissions implements PermissionChecker: the path rules on the
+// file read (outside the working directories or sensitive: ask).
+func (Read) CheckPermissions(ctx context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+	in, err := decodePaths("Read", input)
+	if err != nil {
+		return permission.Decision{}, err
+	}
+	return checkAccesses("Read", env, pc, homeOf(ctx), []shell.Access{readAccess(env, in.FilePath, false)})
+}
+
+// CheckPermissions implements PermissionChecker: the path rules on the
+// searched directory and on the pattern resolved against it.
+func (Glob) CheckPermissions(ctx context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+	in, err := decodePaths("Glob", input)
+	if err != nil {
+		return permission.Decision{}, err
+	}
+	base := in.Path
+	if base == "" {
+		base = "."
+	}
+	accs := []shell.Access{readAccess(env, base, false)}
+	if in.Pattern != "" {
+		pat := in.Pattern
+		if !path.IsAbs(pat) {
+			pat = path.Join(absPath(env, base), pat)
+		}
+		accs = append(accs, readAccess(env, pat, true))
+	}
+	return checkAccesses("Glob", env, pc, homeOf(ctx), accs)
+}
+
+// CheckPermissions implements PermissionChecker: the path rules on the
+// searched file or directory.
+func (Grep) CheckPermissions(ctx context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+	in, err := decodePaths("Grep", input)
+	if err != nil {
+		return permission.Decision{}, err
+	}
+	p := in.Path
+	if p == "" {
+		p = "."
+	}
+	return checkAccesses("Grep", env, pc, homeOf(ctx), []shell.Access{readAccess(env, p, false)})
 }

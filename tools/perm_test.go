@@ -51,14 +51,28 @@ func TestToolPermissions(t *testing.T) {
 		{Edit{}, permission.ModeAcceptEdits, `{"file_path":"/w/proj/.git/config"}`, nil, nil, permission.Ask, true},
 		{Write{}, permission.ModeAcceptEdits, `{"file_path":"/w/proj/src/a.go"}`, nil, nil, permission.Allow, false},
 		{Write{}, permission.ModeAcceptEdits, `{"file_path":"src/../a.go"}`, nil, nil, permission.Allow, false},
-		{Write{}, permission.ModeAcceptEdits, `{"file_path":"/w/proj/../other/a.go"}`, nil, nil, permission.Ask, false},
+		{Write{}, permission.ModeAcceptEdits, `{"file_path":"/w/proj/../other/a.go"}`, nil, nil, permission.Ask, true}, // outside the working dirs
+		{Write{}, permission.ModeDefault, `{"file_path":"/w/other/a.go"}`, []string{"Write(/w/other/**)"}, nil, permission.Allow, false},
+		{Write{}, permission.ModeDefault, `{"file_path":"/w/proj/../other/a.go"}`, []string{"Write"}, nil, permission.Allow, false}, // a tool-wide rule allows every path
+		{Write{}, permission.ModeDefault, `{"file_path":"/w/other/a.go"}`, []string{"Write(/w/proj/**)"}, nil, permission.Ask, true},
 		{Write{}, permission.ModeDontAsk, `{"file_path":"/etc/hosts"}`, nil, nil, permission.Deny, false},
 		{Edit{}, permission.ModeDefault, `{"file_path":"/w/proj/src/deep/x/a.go"}`, []string{"Edit(src/**)"}, nil, permission.Allow, false},
 		{Edit{}, permission.ModeDefault, `{"file_path":"/w/proj/lib/a.go"}`, []string{"Edit(src/**)"}, nil, permission.Ask, false},
 		{Edit{}, permission.ModeDefault, `{"file_path":"/w/proj/src/a.go"}`, []string{"Edit(src/*.txt)"}, nil, permission.Ask, false},
 		{Edit{}, permission.ModeDefault, `{}`, nil, nil, permission.Ask, false},
 		// Read/Glob/Grep: read-only, but deny rules match paths.
-		{Read{}, permission.ModeExplore, `{"file_path":"/w/proj/.env"}`, nil, nil, permission.Allow, false},
+		{Read{}, permission.ModeExplore, `{"file_path":"/w/proj/README.md"}`, nil, nil, permission.Allow, false},
+		{Read{}, permission.ModeExplore, `{"file_path":"/w/proj/.env"}`, nil, nil, permission.Deny, false}, // sensitive: asks, explore cannot
+		{Read{}, permission.ModeDefault, `{"file_path":"/w/proj/.env.production"}`, []string{"Read"}, nil, permission.Ask, true},
+		{Read{}, permission.ModeDefault, `{"file_path":"/proc/self/environ"}`, nil, nil, permission.Ask, true},
+		{Read{}, permission.ModeDefault, `{"file_path":"/etc/passwd"}`, nil, nil, permission.Ask, true},
+		{Read{}, permission.ModeDefault, `{"file_path":"/usr/share/doc/x"}`, []string{"Read(/usr/share/**)"}, nil, permission.Allow, false},
+		{Read{}, permission.ModeDefault, `{"file_path":"/extra/notes.md"}`, nil, nil, permission.Ask, true},
+		{Glob{}, permission.ModeDefault, `{"pattern":"../../etc/*"}`, nil, nil, permission.Ask, true},
+		{Glob{}, permission.ModeDefault, `{"pattern":"**/.env*"}`, nil, nil, permission.Ask, true},
+		{Glob{}, permission.ModeDefault, `{"pattern":"**/*.go"}`, nil, nil, permission.Allow, false},
+		{Grep{}, permission.ModeDefault, `{"pattern":"x","path":"/home"}`, nil, nil, permission.Ask, true},
+		{Grep{}, permission.ModeDefault, `{"pattern":"x","path":"src"}`, nil, nil, permission.Allow, false},
 		{Read{}, permission.ModeDefault, `{"file_path":"/secret/key"}`, nil, []string{"Read(/secret/**)"}, permission.Deny, false},
 		{Glob{}, permission.ModeDefault, `{"pattern":"**/*.go","path":"/secret"}`, nil, []string{"Glob(/secret/**)"}, permission.Deny, false},
 		{Glob{}, permission.ModeDefault, `{"pattern":"/secret/*.go"}`, nil, []string{"Glob(/secret/**)"}, permission.Deny, false},
@@ -100,7 +114,7 @@ func TestToolMessagesAndSuggestions(t *testing.T) {
 	ctx := context.Background()
 	env := permEnv()
 	d, _ := Write{}.CheckPermissions(ctx, env, json.RawMessage(`{"file_path":"/w/proj/.env"}`), &permission.Context{})
-	if d.Message != "Permission required: Write operation on sensitive file /w/proj/.env" || d.Reason != "Safety check: dangerous file or directory" {
+	if d.Message != "Permission required for Write: /w/proj/.env is a sensitive path (**/.env): it may hold secrets or change what runs, so its write always asks" || !d.BypassImmune {
 		t.Errorf("Write safety: %+v", d)
 	}
 	d, _ = PowerShell{}.CheckPermissions(ctx, env, nil, nil)
@@ -108,7 +122,7 @@ func TestToolMessagesAndSuggestions(t *testing.T) {
 		t.Errorf("PowerShell: %+v", d)
 	}
 	off := []string{}
-	d, _ = Write{}.CheckPermissions(ctx, env, json.RawMessage(`{"file_path":"/w/proj/.env"}`), &permission.Context{DangerousFiles: &off, Mode: permission.ModeAcceptEdits})
+	d, _ = Write{}.CheckPermissions(ctx, env, json.RawMessage(`{"file_path":"/w/proj/.gitconfig"}`), &permission.Context{DangerousFiles: &off, Mode: permission.ModeAcceptEdits})
 	if d.Behavior != permission.Allow {
 		t.Errorf("dangerous files off: %+v", d)
 	}

@@ -116,18 +116,25 @@ type permRequest struct {
 	} `json:"rules"`
 }
 
-// permResult is one --jsonl result.
+// permResult is one --jsonl result: the verdict of tools.Decide, the
+// decision function the worker uses.
 type permResult struct {
 	Tool         string   `json:"tool"`
 	Behavior     string   `json:"behavior"`
 	ReadOnly     bool     `json:"read_only"`
+	Layer        string   `json:"layer"`
+	Rule         string   `json:"rule,omitempty"`
 	ToolCheck    string   `json:"tool_check"`
 	BypassImmune bool     `json:"bypass_immune"`
 	Reason       string   `json:"reason"`
 	Message      string   `json:"message"`
 	Suggestions  []string `json:"suggestions"`
+	// Invalid is the schema error the model would read; Behavior is then
+	// "invalid".
+	Invalid     string          `json:"invalid,omitempty"`
+	Mode        permission.Mode `json:"mode"`
+	WorkingDirs []string        `json:"working_dirs,omitempty"`
 
-	mode         permission.Mode
 	toolDecision permission.Decision
 }
 
@@ -197,34 +204,31 @@ func checkOne(ctx context.Context, req permRequest, base permission.Context, wor
 			pc.WorkingDirs = append(pc.WorkingDirs, a)
 		}
 	}
-	env := &tools.Env{Backend: local.New(wd), Workdir: wd, Permission: &pc}
-	pt := tools.ForPermission(t, env)
-
-	d, err := permission.Evaluate(ctx, &pc, pt, req.Input)
-	if err != nil {
-		return permResult{}, err
-	}
-	ro, err := pt.CheckReadOnly(ctx, req.Input)
-	if err != nil {
-		return permResult{}, err
-	}
-	td, err := pt.CheckPermissions(ctx, req.Input, &pc)
-	if err != nil {
-		return permResult{}, err
+	// The local backend's home, resolved once here, outside the decision.
+	home, _ := local.New(wd).Home(ctx)
+	v, invalid := tools.DecideOrAsk(ctx, tools.Call{Tool: t, Input: req.Input, Workdir: wd, Home: home, Policy: &pc})
+	if invalid != "" {
+		return permResult{Tool: t.Info().Name, Behavior: "invalid", Invalid: invalid, Message: invalid,
+			Suggestions: []string{}, Mode: pc.Mode, WorkingDirs: pc.WorkingDirs}, nil
 	}
 	res := permResult{
-		Tool:         pt.Name(),
-		Behavior:     string(d.Behavior),
-		ReadOnly:     ro,
-		ToolCheck:    string(td.Behavior),
-		BypassImmune: d.BypassImmune,
-		Reason:       d.Reason,
-		Message:      d.Message,
+		Tool:         t.Info().Name,
+		Behavior:     string(v.Behavior),
+		ReadOnly:     v.ReadOnly,
+		Layer:        string(v.Layer),
+		ToolCheck:    string(v.Tool.Behavior),
+		BypassImmune: v.BypassImmune,
+		Reason:       v.Reason,
+		Message:      v.Message,
 		Suggestions:  []string{},
-		mode:         pc.Mode,
-		toolDecision: td,
+		Mode:         v.Mode,
+		WorkingDirs:  v.WorkingDirs,
+		toolDecision: v.Tool,
 	}
-	for _, s := range d.Suggestions {
+	if v.Rule != nil {
+		res.Rule = v.Rule.String()
+	}
+	for _, s := range v.Suggestions {
 		res.Suggestions = append(res.Suggestions, s.String())
 	}
 	return res, nil
@@ -276,12 +280,19 @@ func printExplanation(w io.Writer, r permResult) {
 		return "no"
 	}
 	fmt.Fprintf(w, "Decision:    %s\n", strings.ToUpper(r.Behavior))
-	fmt.Fprintf(w, "Decided by:  %s\n", r.Reason)
+	if r.Invalid != "" {
+		fmt.Fprintf(w, "Invalid:     %s\n", r.Invalid)
+		return
+	}
+	fmt.Fprintf(w, "Decided by:  %s (layer: %s)\n", r.Reason, r.Layer)
 	fmt.Fprintf(w, "Why:         %s\n", r.Message)
 	if r.BypassImmune {
 		fmt.Fprintf(w, "Safety:      bypass-immune (allow rules cannot override it)\n")
 	}
-	fmt.Fprintf(w, "Tool:        %s (mode %s)\n", r.Tool, r.mode)
+	fmt.Fprintf(w, "Tool:        %s (mode %s)\n", r.Tool, r.Mode)
+	if len(r.WorkingDirs) > 0 {
+		fmt.Fprintf(w, "Directories: %s\n", strings.Join(r.WorkingDirs, ", "))
+	}
 	fmt.Fprintf(w, "Read-only:   %s\n", yes(r.ReadOnly))
 	tc := r.ToolCheck
 	if r.toolDecision.BypassImmune {

@@ -64,7 +64,8 @@ func TestPermissionCheckJSONL(t *testing.T) {
 		`{"tool":"Nope","input":{}}`,
 		`{"tool":"Bash","input":{"command":"sudo rm x"},"rules":{"deny":["Bash(rm:*)"]}}`,
 		`{"tool":"Bash","input":{"command":"mkdir -p a"},"mode":"accept_edits","workdirs":["` + wd + `"]}`,
-		`{"tool":"Write","input":{"file_path":"` + wd + `/.env"},"mode":"bypass"}`,
+		`{"tool":"Write","input":{"file_path":"` + wd + `/.env","content":"x"},"mode":"bypass"}`,
+		`{"tool":"Write","input":{"file_path":"` + wd + `/a"}}`,
 		`{"tool":"Bash","input":{"command":"ls"},"extra":1}`,
 	}, "\n")
 	out, err := runPerm(t, in, "check", "--jsonl", "--workdir", wd)
@@ -77,9 +78,11 @@ func TestPermissionCheckJSONL(t *testing.T) {
 		{"behavior": "ask", "read_only": false, "tool_check": "passthrough", "reason": "Mode: default", "suggestions": []any{"Bash(git commit:*)"}},
 		{"error": nil},
 		{"error": `unknown tool "Nope"`},
-		{"behavior": "deny", "tool_check": "ask", "reason": "Rule: Bash(rm:*)", "message": "Permission to use Bash has been denied", "suggestions": []any{}},
+		{"behavior": "deny", "layer": "deny rule", "rule": "Bash(rm:*)", "reason": "Rule: Bash(rm:*)", "message": "Permission to use Bash has been denied by the deny rule Bash(rm:*)", "suggestions": []any{}},
 		{"behavior": "allow", "tool_check": "allow"},
 		{"tool": "Write", "behavior": "allow", "tool_check": "ask", "reason": "Mode: bypass"},
+		// The schema is checked as the worker checks it.
+		{"tool": "Write", "behavior": "invalid", "invalid": nil},
 		{"error": nil},
 	}
 	if len(lines) != len(want) {

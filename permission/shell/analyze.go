@@ -30,6 +30,9 @@ type word struct {
 	quoted bool
 	// tilde is set when the word starts with an unquoted ~.
 	tilde bool
+	// brace is set when the word holds a brace expansion ({a,b}, {1..3}),
+	// which may expand to several words, options among them.
+	brace bool
 }
 
 // redir is one redirection of a unit.
@@ -303,6 +306,9 @@ func (a *Analysis) part(src string, p syntax.WordPart, depth int, inDQ, first bo
 		}
 		s, glob := unescapeLit(p.Value)
 		out.glob = out.glob || glob
+		if glob && strings.IndexByte(p.Value, '{') >= 0 && strings.IndexByte(p.Value, '}') >= 0 {
+			out.brace = true // {a,b} or {1..3}: may expand to several words
+		}
 		b.WriteString(s)
 	case *syntax.SglQuoted:
 		out.quoted = true
@@ -364,6 +370,7 @@ func (a *Analysis) part(src string, p syntax.WordPart, depth int, inDQ, first bo
 		b.WriteString(")")
 	case *syntax.BraceExp:
 		out.glob = true
+		out.brace = true
 		b.WriteString("{...}")
 	default:
 		a.failf("Command contains %T which cannot be statically analyzed", p)

@@ -10,16 +10,24 @@ import (
 // completely, it runs at least one command, every unit (including
 // wrapped and nested ones) is read-only, and nothing is redirected to a
 // file. A failed analysis is never read-only.
-func (a *Analysis) ReadOnly() bool {
-	if a.fail != "" || len(a.units) == 0 {
-		return false
+func (a *Analysis) ReadOnly() bool { return a.NotReadOnly() == "" }
+
+// NotReadOnly returns why the command is not read-only, naming the
+// command and the option, assignment or redirection at fault, or "" when
+// it is read-only.
+func (a *Analysis) NotReadOnly() string {
+	if a.fail != "" {
+		return a.fail
+	}
+	if len(a.units) == 0 {
+		return "the command runs nothing"
 	}
 	for _, u := range a.units {
-		if !unitReadOnly(u) {
-			return false
+		if why := unitRO(u); why != "" {
+			return why
 		}
 	}
-	return true
+	return ""
 }
 
 // writeRedir reports whether r may write a file. Duplications (2>&1,
@@ -86,93 +94,126 @@ func suggestEnvSafe(name string) bool {
 	return roEnvSafe(name)
 }
 
-func unitReadOnly(u *unit) bool {
+func unitReadOnly(u *unit) bool { return unitRO(u) == "" }
+
+// unitRO returns "" when u only reads, or else why not, naming the
+// command and the option, assignment or redirection that is not
+// read-only. It judges u alone: commands u wraps are units of their own.
+func unitRO(u *unit) string {
 	for _, as := range u.assigns {
 		if !roEnvSafe(as.name) {
-			return false
+			return "the assignment " + as.name + "=… changes what runs or where"
 		}
 	}
 	for _, r := range u.redirs {
 		if writeRedir(r) {
-			return false
+			return "the redirection " + r.op.String() + " " + r.target.val + " writes a file"
 		}
 	}
 	if len(u.args) == 0 {
-		return true // assignments or input redirections only
+		return "" // assignments or input redirections only
 	}
-	if u.privileged || !u.trustedName() {
-		return false
+	n := u.name()
+	if u.privileged {
+		return "`" + n + "` runs with sudo or doas"
+	}
+	if !u.trustedName() {
+		return "`" + u.args[0].val + "` is not a command from PATH or a system directory"
 	}
 	args := u.args[1:]
-	switch n := u.name(); n {
+	switch n {
 	case "command":
-		return true // the wrapped command is judged on its own
+		return "" // the wrapped command is judged on its own
 	case "builtin", "time", "timeout", "nice", "stdbuf", "xargs", "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh":
 		// Transparent wrappers: read-only when what they run is. A shell
 		// without -c runs a script file or stdin, which is unknown.
-		return u.inner > 0 || (u.wrapper != "" && n != "sh" && n != "bash" && n != "zsh" && n != "dash" && n != "ksh" && n != "ash" && n != "mksh")
+		if u.inner > 0 || (u.wrapper != "" && n != "sh" && n != "bash" && n != "zsh" && n != "dash" && n != "ksh" && n != "ash" && n != "mksh") {
+			return ""
+		}
+		return "`" + n + "` runs a script that cannot be seen"
 	case "env":
-		return true
-	// Commands whose arguments cannot make them write or run anything.
-	// [quirk] tee is in the reference's SAFE_COMMANDS but writes files,
-	// so it is not read-only here.
-	case "echo", "printf", "pwd", "cd", "true", "false", "ls", "cat", "head", "tail", "wc",
-		"stat", "file", "which", "whereis", "type", "grep", "egrep", "fgrep", "more",
-		"basename", "dirname", "realpath", "readlink", "whoami", "id", "uname", "du", "df",
-		"diff", "cmp", "nl", "tac", "cut", "uniq", "md5sum", "sha1sum", "sha256sum", ":":
-		return true
+		return ""
+	case "find":
+		for _, w := range args {
+			if w.dynamic {
+				return "`find` has an argument only known at run time"
+			}
+			if mutatingFindPred(w.val) {
+				return "`find " + w.val + "` writes files or runs programs"
+			}
+		}
+		return ""
+	case "sed":
+		for _, w := range args {
+			if w.dynamic {
+				return "`sed` has an argument only known at run time"
+			}
+		}
+		s := parseSed(args)
+		if s.err != "" {
+			return "`sed`: " + s.err
+		}
+		if s.inPlace {
+			return "`sed -i` edits files in place"
+		}
+		return ""
+	case "git":
+		return gitRO(args)
 	}
-	// Commands with options that write or run programs: every word must
-	// be static to be sure.
+	if spec, ok := readOnlySpec(n); ok {
+		ops, issue := checkOpts(spec, args)
+		if issue != nil {
+			return "`" + n + " " + issue.opt + "` " + issue.why
+		}
+		if n == "uniq" && len(ops) > 1 {
+			return "`uniq` writes its second operand (" + ops[1].val + ")"
+		}
+		return ""
+	}
 	for _, w := range args {
 		if w.dynamic {
-			return false
+			return "`" + n + "` has an argument only known at run time"
 		}
 	}
-	switch u.name() {
-	case "rg":
-		return !anyArg(args, func(v string) bool { return v == "--pre" || strings.HasPrefix(v, "--pre=") })
-	case "ag", "ack":
-		return !anyArg(args, func(v string) bool { return strings.HasPrefix(v, "--pager") })
-	case "tree":
-		return !anyArg(args, func(v string) bool {
-			return v == "-o" || (strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Contains(v, "o"))
-		})
-	case "less":
-		return !anyArg(args, func(v string) bool {
-			return strings.HasPrefix(v, "-o") || strings.HasPrefix(v, "-O") || strings.HasPrefix(v, "--log-file") || strings.HasPrefix(v, "--LOG-FILE")
-		})
-	case "sort":
-		return !anyArg(args, func(v string) bool {
-			return strings.HasPrefix(v, "--output") || (strings.HasPrefix(v, "-") && !strings.HasPrefix(v, "--") && strings.Contains(v, "o"))
-		})
-	case "find":
-		return !anyArg(args, mutatingFindPred)
-	case "sed":
-		s := parseSed(args)
-		return s.err == "" && !s.inPlace
-	case "git":
-		return gitReadOnly(args)
+	switch n {
 	case "docker":
-		return len(args) > 0 && oneOf(args[0].val, "ps", "images", "inspect", "logs", "version", "info")
-	case "gh":
-		if len(args) == 1 {
-			return args[0].val == "status"
+		if len(args) > 0 && oneOf(args[0].val, "ps", "images", "inspect", "logs", "version", "info") {
+			return ""
 		}
-		return len(args) >= 2 && (args[0].val == "repo" && args[1].val == "view" ||
+	case "gh":
+		if len(args) == 1 && args[0].val == "status" || len(args) >= 2 && (args[0].val == "repo" && args[1].val == "view" ||
 			args[0].val == "issue" && args[1].val == "list" ||
 			args[0].val == "pr" && args[1].val == "list" ||
-			args[0].val == "status")
+			args[0].val == "status") {
+			return ""
+		}
 	case "python", "python3":
-		return len(args) == 1 && oneOf(args[0].val, "--version", "-V")
+		if len(args) == 1 && oneOf(args[0].val, "--version", "-V") {
+			return ""
+		}
 	case "node":
-		return len(args) == 1 && oneOf(args[0].val, "--version", "-v")
+		if len(args) == 1 && oneOf(args[0].val, "--version", "-v") {
+			return ""
+		}
 	case "npm":
-		return len(args) > 0 && oneOf(args[0].val, "list", "ls")
+		if len(args) > 0 && oneOf(args[0].val, "list", "ls") {
+			return ""
+		}
 	case "pip", "pip3":
-		return len(args) > 0 && oneOf(args[0].val, "list", "show")
+		if len(args) > 0 && oneOf(args[0].val, "list", "show") {
+			return ""
+		}
+	default:
+		return "`" + n + "` is not on the read-only list"
 	}
-	return false
+	return "`" + strings.TrimSpace(n+" "+firstArg(args)) + "` is not a read-only form of " + n
+}
+
+func firstArg(args []word) string {
+	if len(args) == 0 {
+		return ""
+	}
+	return args[0].val
 }
 
 func oneOf(s string, set ...string) bool {
@@ -197,58 +238,97 @@ func mutatingFindPred(v string) bool {
 	return oneOf(v, "-delete", "-exec", "-execdir", "-fls", "-fprint", "-fprint0", "-fprintf", "-ok", "-okdir")
 }
 
-// gitReadOnly judges "git ARGS". Global options other than --no-pager,
-// -C DIR, -P and --no-optional-locks (e.g. -c, which can set a pager or
-// hook) make it not read-only, as do options that write a file or run a
-// pager program.
-func gitReadOnly(args []word) bool {
+// gitBadOpt classifies options of read-only git subcommands that write
+// a file, run another program (pager, diff or textconv driver, filter,
+// gpg) or read outside the repository; "" means none of those.
+func gitBadOpt(v string) (string, string) {
+	name, _, _ := strings.Cut(v, "=")
+	switch name {
+	case "--output":
+		return name, whyWrites
+	case "-O", "--open-files-in-pager", "--ext-diff", "--textconv", "--filters", "--exec", "--upload-pack",
+		"--show-signature", "--receive-pack":
+		return name, whyExec
+	case "--no-index":
+		return name, "reads files outside the repository"
+	}
+	if strings.HasPrefix(v, "-O") && len(v) > 2 {
+		return "-O", whyExec
+	}
+	return "", ""
+}
+
+// gitRO judges "git ARGS" like unitRO. Global options other than
+// --no-pager, -P, --no-optional-locks and -C DIR are not read-only (-c
+// sets configuration that can name a pager or hook; --git-dir and
+// --work-tree point outside the workspace).
+func gitRO(args []word) string {
 	i := 0
 	for ; i < len(args); i++ {
-		v := args[i].val
+		w := args[i]
+		v := w.val
 		switch {
+		case w.dynamic && (v == "" || v[0] == '$'):
+			return "`git " + v + "` may be an option (a variable in option position)"
 		case v == "--no-pager" || v == "-P" || v == "--no-optional-locks":
 		case v == "-C":
 			i++
+		case v == "-c" || strings.HasPrefix(v, "--config-env"):
+			return "`git " + v + "` " + whyConfig
 		case strings.HasPrefix(v, "-"):
-			return false
+			name, _, _ := strings.Cut(v, "=")
+			return "`git " + name + "` is not a known read-only git option"
 		default:
 			goto sub
 		}
 	}
-	return false
+	return "`git` without a subcommand"
 sub:
 	sub, rest := args[i].val, args[i+1:]
-	if anyArg(rest, func(v string) bool {
-		return strings.HasPrefix(v, "--output") || strings.HasPrefix(v, "-O") ||
-			strings.HasPrefix(v, "--open-files-in-pager") || strings.HasPrefix(v, "--ext-diff") ||
-			strings.HasPrefix(v, "--exec")
-	}) {
-		return false
+	for _, w := range rest {
+		if w.dynamic && (w.val == "" || w.val[0] == '$') {
+			return "`git " + sub + " " + w.val + "` may be an option (a variable in option position)"
+		}
+		if name, why := gitBadOpt(w.val); why != "" {
+			return "`git " + sub + " " + name + "` " + why
+		}
 	}
 	switch sub {
 	case "status", "log", "diff", "show", "ls-files", "ls-tree", "cat-file", "rev-parse",
 		"rev-list", "describe", "shortlog", "blame", "grep":
-		return true
+		return ""
 	case "branch":
 		// [quirk] The reference counts any "git branch ..." (even -D) as
 		// read-only; here only listing forms are.
-		return listOnly(rest, "dDmMcCfu", []string{"--delete", "--move", "--copy", "--force",
+		if listOnly(rest, "dDmMcCfu", []string{"--delete", "--move", "--copy", "--force",
 			"--set-upstream-to", "--unset-upstream", "--edit-description", "--track", "--no-track", "--create-reflog"},
-			[]string{"--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format"})
+			[]string{"--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format"}) {
+			return ""
+		}
+		return "`git branch` with these arguments " + whyRefs
 	case "tag":
-		return listOnly(rest, "dasufmFev", []string{"--delete", "--annotate", "--sign", "--local-user",
+		if listOnly(rest, "dasufmFev", []string{"--delete", "--annotate", "--sign", "--local-user",
 			"--force", "--message", "--file", "--verify", "--edit", "--create-reflog"},
-			[]string{"--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format", "-n"})
+			[]string{"--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format", "-n"}) {
+			return ""
+		}
+		return "`git tag` with these arguments " + whyRefs
 	case "remote":
 		var pos []string
 		for _, w := range rest {
 			if !strings.HasPrefix(w.val, "-") {
 				pos = append(pos, w.val)
 			} else if w.val != "-v" && w.val != "--verbose" {
-				return false
+				return "`git remote " + w.val + "` is not a known read-only option"
 			}
 		}
-		return len(pos) == 0 || oneOf(pos[0], "show", "get-url")
+		if len(pos) == 0 || pos[0] == "get-url" {
+			return ""
+		}
+		if pos[0] == "show" {
+			return "`git remote show` " + whyNetwork
+		}
+		return "`git remote " + pos[0] + "` changes remotes"
 	case "config":
 		reading, writing := false, false
 		for _, w := range rest {
@@ -260,13 +340,22 @@ sub:
 				writing = true
 			}
 		}
-		return reading && !writing
+		if reading && !writing {
+			return ""
+		}
+		return "`git config` with these arguments changes configuration"
 	case "reflog":
-		return len(rest) == 0 || rest[0].val == "show" || strings.HasPrefix(rest[0].val, "-")
+		if len(rest) == 0 || rest[0].val == "show" || strings.HasPrefix(rest[0].val, "-") {
+			return ""
+		}
+		return "`git reflog " + rest[0].val + "` " + whyRefs
 	case "stash":
-		return len(rest) > 0 && oneOf(rest[0].val, "list", "show")
+		if len(rest) > 0 && oneOf(rest[0].val, "list", "show") {
+			return ""
+		}
+		return "`git stash` " + whyRefs
 	}
-	return false
+	return "`git " + sub + "` is not a read-only git subcommand"
 }
 
 // listOnly reports whether the arguments of git branch/tag only list:

@@ -1,0 +1,243 @@
+package shell
+
+import (
+	"path"
+	"strings"
+)
+
+// Access is one file the command reads or writes, found statically: the
+// operands and path options of read-only commands (and the directory they
+// list when they name none), and the write targets of every command
+// (redirections, operands of file commands, output options).
+type Access struct {
+	// Write is set for a write, unset for a read.
+	Write bool `json:"write,omitempty"`
+	// Path is the absolute, clean path inside the backend; when Resolved
+	// is false it is the word as written.
+	Path     string `json:"path"`
+	Resolved bool   `json:"resolved"`
+	// Glob is set when the path holds pattern characters; Path is then
+	// the pattern.
+	Glob bool `json:"glob,omitempty"`
+	// Command is the simple command the access belongs to, as written.
+	Command string `json:"command"`
+}
+
+// Accesses returns the files the command reads and writes, in order. A
+// failed analysis returns none (it asks anyway).
+func (a *Analysis) Accesses() []Access {
+	if a.fail != "" {
+		return nil
+	}
+	var out []Access
+	add := func(u *unit, w word, write bool) {
+		ps, ok := a.resolve(w, u.cwds)
+		if !ok {
+			out = append(out, Access{Write: write, Path: w.val, Command: u.text, Glob: w.glob})
+			return
+		}
+		for _, p := range ps {
+			out = append(out, Access{Write: write, Path: p, Resolved: true, Glob: w.glob, Command: u.text})
+		}
+	}
+	for _, u := range a.units {
+		for _, w := range u.writeArgs() {
+			add(u, w, true)
+		}
+		if unitRO(u) != "" {
+			continue
+		}
+		reads, cwd := u.readArgs(a.cfg.Home)
+		for _, w := range reads {
+			add(u, w, false)
+		}
+		if cwd {
+			if u.cwds == nil {
+				out = append(out, Access{Path: ".", Command: u.text})
+			}
+			for _, c := range u.cwds {
+				out = append(out, Access{Path: c, Resolved: true, Command: u.text})
+			}
+		}
+	}
+	return out
+}
+
+// writeArgs returns the words naming files u writes: pathArgs (write
+// redirections and operands of file commands) and the output options of
+// commands that otherwise only read or fetch.
+func (u *unit) writeArgs() []word {
+	out := u.pathArgs()
+	if len(u.args) < 2 {
+		return out
+	}
+	var short, long string
+	switch u.name() {
+	case "sort":
+		short, long = "o", "--output"
+	case "tree":
+		short = "o"
+	case "curl":
+		short, long = "o", "--output"
+	case "wget":
+		short, long = "O", "--output-document"
+	case "uniq":
+		if ops, issue := checkOpts(mustSpec("uniq"), u.args[1:]); issue == nil && len(ops) > 1 {
+			out = append(out, ops[1])
+		}
+		return out
+	case "git":
+		long = "--output"
+	default:
+		return out
+	}
+	args := u.args[1:]
+	for i := 0; i < len(args); i++ {
+		v := args[i].val
+		if v == "--" {
+			break
+		}
+		if long != "" && strings.HasPrefix(v, long) {
+			if val, ok := strings.CutPrefix(v, long+"="); ok {
+				w := args[i]
+				w.val = val
+				out = append(out, w)
+			} else if v == long && i+1 < len(args) {
+				out = append(out, args[i+1])
+			}
+			continue
+		}
+		if short == "" || len(v) < 2 || v[0] != '-' || v[1] == '-' {
+			continue
+		}
+		if j := strings.IndexByte(v[1:], short[0]); j >= 0 {
+			if rest := v[j+2:]; rest != "" {
+				w := args[i]
+				w.val = rest
+				out = append(out, w)
+			} else if i+1 < len(args) {
+				out = append(out, args[i+1])
+			}
+		}
+	}
+	return out
+}
+
+func mustSpec(n string) optSpec {
+	s, _ := readOnlySpec(n)
+	return s
+}
+
+// readArgs returns the words naming files a read-only u reads, and
+// whether it also reads its working directory (ls or grep -r without a
+// path, git in its repository). home resolves cd without an operand.
+func (u *unit) readArgs(home string) (out []word, cwd bool) {
+	if len(u.args) == 0 {
+		return nil, false
+	}
+	args := u.args[1:]
+	switch n := u.name(); n {
+	case "find":
+		return findStarts(args), false
+	case "sed":
+		return parseSed(args).files, false
+	case "git":
+		for i := 0; i < len(args); i++ {
+			if args[i].val == "-C" && i+1 < len(args) {
+				// Later -C options are relative to earlier ones; judge
+				// each as written, which fails closed for relative ones
+				// only when the working directory is unknown.
+				out = append(out, args[i+1])
+				i++
+				continue
+			}
+			if !strings.HasPrefix(args[i].val, "-") {
+				break
+			}
+		}
+		return out, len(out) == 0
+	case "cd":
+		ops, _ := checkOpts(mustSpec("cd"), args)
+		if len(ops) == 0 {
+			if home == "" {
+				return []word{{val: "$HOME", dynamic: true}}, false
+			}
+			return []word{{val: "~", tilde: true}}, false
+		}
+		if ops[0].val == "-" {
+			return []word{{val: "$OLDPWD", dynamic: true}}, false
+		}
+		return ops[:1], false
+	default:
+		spec, ok := readOnlySpec(n)
+		if !ok || !spec.paths {
+			return nil, false
+		}
+		ops, vals, _ := checkOptsVals(spec, args)
+		for _, v := range vals {
+			if v.tilde || strings.ContainsRune(v.val, '/') || strings.HasPrefix(v.val, ".") {
+				out = append(out, v)
+			}
+		}
+		if spec.pattern && !patternGiven(args) && len(ops) > 0 {
+			ops = ops[1:]
+		}
+		for _, w := range ops {
+			if w.val == "-" && !w.dynamic {
+				continue // stdin
+			}
+			out = append(out, w)
+		}
+		if len(ops) == 0 {
+			cwd = spec.cwd || (oneOf(n, "grep", "egrep", "fgrep") && recursiveGrep(args))
+		}
+		return out, cwd
+	}
+}
+
+// patternGiven reports whether grep's pattern comes from -e or -f, so
+// that every operand is a file.
+func patternGiven(args []word) bool {
+	for _, w := range args {
+		v := w.val
+		if v == "--" {
+			return false
+		}
+		if strings.HasPrefix(v, "--regexp") || strings.HasPrefix(v, "--file") {
+			return true
+		}
+		if len(v) > 1 && v[0] == '-' && v[1] != '-' {
+			for j := 1; j < len(v); j++ {
+				if v[j] == 'e' || v[j] == 'f' {
+					return true
+				}
+				if strings.IndexByte("ABCDdm", v[j]) >= 0 {
+					break
+				}
+			}
+		}
+	}
+	return false
+}
+
+func recursiveGrep(args []word) bool {
+	for _, w := range args {
+		v := w.val
+		if v == "--recursive" || v == "--dereference-recursive" {
+			return true
+		}
+		if len(v) > 1 && v[0] == '-' && v[1] != '-' && strings.ContainsAny(v, "rR") {
+			return true
+		}
+	}
+	return false
+}
+
+// GlobBase returns the directory part of a glob pattern before its first
+// segment holding a pattern character.
+func GlobBase(p string) string {
+	if !path.IsAbs(p) {
+		return p
+	}
+	return globPrefix(p)
+}

@@ -1,0 +1,219 @@
+package shell
+
+import "strings"
+
+// optSpec lists the options of a read-only command that keep it
+// read-only. Every option of the command falls in one of four classes:
+//
+//   - harmless: listed here (short letters in flags and vals, long names
+//     in longs); a name in longs ending in "=" takes a value;
+//   - writes a file, runs another program, or reads configuration able
+//     to do either: listed in bad with the reason, so the message can
+//     name it;
+//   - anything else is unknown, and an unknown option makes the command
+//     ask.
+//
+// Short letters in vals take a value (attached or as the next word).
+type optSpec struct {
+	flags string
+	vals  string
+	longs []string
+	bad   map[string]string
+	// paths: the operands are files the command reads; pattern: the first
+	// operand is a pattern, not a file (grep); cwd: the command reads the
+	// working directory when no operand names a path.
+	paths, pattern, cwd bool
+	// anyDynamic: no option of the command can write or run anything,
+	// so a variable in option position is harmless (echo).
+	anyDynamic bool
+}
+
+// Reasons an option is not read-only.
+const (
+	whyWrites  = "writes a file"
+	whyExec    = "runs another program"
+	whyConfig  = "reads configuration that can run programs"
+	whyState   = "changes the shell's state"
+	whyRefs    = "creates or deletes git refs"
+	whyNetwork = "contacts a remote (and may run ssh)"
+)
+
+// readOnlyCommands is the read-only list with each command's options.
+// It is built once per Analysis call site; see readOnlySpec.
+func readOnlySpec(name string) (optSpec, bool) {
+	switch name {
+	case "echo":
+		return optSpec{flags: "neE", anyDynamic: true}, true
+	case "printf":
+		return optSpec{bad: map[string]string{"-v": whyState}}, true
+	case "pwd":
+		return optSpec{flags: "LP"}, true
+	case "true", "false", ":", "whoami":
+		return optSpec{}, true
+	case "id":
+		return optSpec{flags: "gGnruzZa", longs: []string{"group", "groups", "name", "real", "user", "zero", "context"}}, true
+	case "uname":
+		return optSpec{flags: "asnrvmpio", longs: []string{"all", "kernel-name", "nodename", "kernel-release", "kernel-version", "machine", "processor", "hardware-platform", "operating-system"}}, true
+	case "basename":
+		return optSpec{flags: "az", vals: "s", longs: []string{"multiple", "suffix=", "zero"}}, true
+	case "dirname":
+		return optSpec{flags: "z", longs: []string{"zero"}}, true
+	case "which":
+		return optSpec{flags: "as", longs: []string{"all"}}, true
+	case "whereis":
+		return optSpec{flags: "bmsul", vals: "BMSf"}, true
+	case "type":
+		return optSpec{flags: "afptP"}, true
+	case "cd":
+		return optSpec{flags: "LPe@", paths: true}, true
+	case "cat", "tac":
+		return optSpec{flags: "AbeEnstTuv", vals: "rs", longs: []string{"show-all", "number-nonblank", "show-ends", "number", "squeeze-blank", "show-tabs", "show-nonprinting", "before", "regex", "separator="}, paths: true}, true
+	case "head", "tail":
+		return optSpec{flags: "qvzfF0123456789", vals: "ncs", longs: []string{"bytes=", "lines=", "quiet", "silent", "verbose", "zero-terminated", "follow", "retry", "sleep-interval=", "pid=", "max-unchanged-stats="}, paths: true}, true
+	case "wc":
+		return optSpec{flags: "cmlLw", longs: []string{"bytes", "chars", "lines", "max-line-length", "words", "files0-from=", "total="}, paths: true}, true
+	case "stat":
+		return optSpec{flags: "LftZ", vals: "c", longs: []string{"dereference", "file-system", "format=", "printf=", "terse", "cached="}, paths: true}, true
+	case "file":
+		return optSpec{flags: "bcEhiIkLlNnprsSvz0", vals: "eFfP", longs: []string{"brief", "mime", "mime-type", "mime-encoding", "no-dereference", "dereference", "keep-going", "raw", "special-files", "uncompress", "no-buffer", "print0", "separator=", "files-from=", "exclude=", "extension", "apple", "preserve-date", "no-pad", "parameter="},
+			bad: map[string]string{"-m": whyConfig, "--magic-file": whyConfig, "-C": whyWrites, "--compile": whyWrites, "-z": whyExec, "-Z": whyExec, "--uncompress-noreport": whyExec}, paths: true}, true
+	case "ls":
+		return optSpec{flags: "aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvxXZ1", vals: "ITw", longs: []string{"all", "almost-all", "author", "escape", "block-size=", "ignore-backups", "color", "color=", "directory", "dired", "classify", "file-type", "format=", "full-time", "group-directories-first", "no-group", "human-readable", "si", "dereference-command-line", "dereference-command-line-symlink-to-dir", "hide=", "hyperlink", "hyperlink=", "indicator-style=", "inode", "ignore=", "kibibytes", "literal", "numeric-uid-gid", "hide-control-chars", "show-control-chars", "quote-name", "quoting-style=", "reverse", "recursive", "size", "sort=", "time=", "time-style=", "tabsize=", "width=", "context", "zero"}, paths: true, cwd: true}, true
+	case "grep", "egrep", "fgrep":
+		return optSpec{flags: "EFGPiywxzsvVcLlHhnbTqoUrRIaZ0123456789", vals: "ABCDdefm", longs: []string{"extended-regexp", "fixed-strings", "basic-regexp", "perl-regexp", "regexp=", "file=", "ignore-case", "no-ignore-case", "word-regexp", "line-regexp", "null-data", "no-messages", "invert-match", "version", "help", "max-count=", "byte-offset", "line-number", "no-line-number", "line-buffered", "with-filename", "no-filename", "label=", "only-matching", "quiet", "silent", "binary-files=", "text", "devices=", "directories=", "exclude=", "exclude-from=", "exclude-dir=", "include=", "recursive", "dereference-recursive", "files-without-match", "files-with-matches", "count", "initial-tab", "null", "before-context=", "after-context=", "context=", "color", "color=", "colour", "colour=", "binary"}, paths: true, pattern: true}, true
+	case "rg":
+		return optSpec{flags: "iSsFwxvcloqnNHUPaLuj0123456789e.", vals: "ABCegtTmMr", longs: []string{"regexp=", "file=", "glob=", "iglob=", "type=", "type-not=", "ignore-case", "smart-case", "case-sensitive", "fixed-strings", "word-regexp", "line-regexp", "invert-match", "count", "count-matches", "files-with-matches", "files-without-match", "only-matching", "quiet", "line-number", "no-line-number", "with-filename", "no-filename", "hidden", "no-ignore", "no-ignore-vcs", "no-ignore-parent", "no-ignore-dot", "no-ignore-global", "follow", "max-count=", "max-depth=", "max-filesize=", "max-columns=", "context=", "before-context=", "after-context=", "json", "vimgrep", "heading", "no-heading", "color=", "colors=", "files", "type-list", "sort=", "sortr=", "multiline", "multiline-dotall", "pcre2", "text", "binary", "null", "trim", "stats", "column", "no-messages", "replace=", "unrestricted", "threads=", "byte-offset", "passthru", "no-config", "crlf", "encoding=", "engine=", "glob-case-insensitive", "field-match-separator=", "field-context-separator=", "path-separator=", "ignore-file-case-insensitive", "one-file-system", "word", "version", "help", "debug", "trace", "no-unicode", "auto-hybrid-regex", "dfa-size-limit=", "regex-size-limit=", "line-regexp", "mmap", "no-mmap", "include-zero", "max-columns-preview"},
+			bad: map[string]string{"--pre": whyExec, "--pre-glob": whyExec, "-z": whyExec, "--search-zip": whyExec, "--hostname-bin": whyExec, "--ignore-file": whyConfig, "--type-add": whyConfig}, paths: true, pattern: true, cwd: true}, true
+	case "more":
+		return optSpec{flags: "dlfpcsu", vals: "n", longs: []string{"silent", "logical", "no-pause", "print-over", "clean-print", "squeeze", "plain", "lines="}, paths: true}, true
+	case "less":
+		return optSpec{flags: "aBcCdeEfFgGiIJKLmMnNqQrRsSuUVwWX~", vals: "bhjpPtxyz#", longs: []string{"quit-at-eof", "QUIT-AT-EOF", "quit-if-one-screen", "ignore-case", "IGNORE-CASE", "LINE-NUMBERS", "line-numbers", "RAW-CONTROL-CHARS", "raw-control-chars", "chop-long-lines", "no-init", "tabs=", "quiet", "silent", "squeeze-blank-lines", "status-column", "long-prompt", "mouse", "no-lessopen"},
+			bad: map[string]string{"-o": whyWrites, "-O": whyWrites, "--log-file": whyWrites, "--LOG-FILE": whyWrites, "-k": whyConfig, "--lesskey-file": whyConfig, "--lesskey-src": whyConfig, "-T": whyConfig, "--tag-file": whyConfig}, paths: true}, true
+	case "realpath", "readlink":
+		return optSpec{flags: "eEfmLPqszvn", longs: []string{"canonicalize", "canonicalize-existing", "canonicalize-missing", "logical", "physical", "quiet", "strip", "no-symlinks", "zero", "relative-to=", "relative-base=", "no-newline", "silent", "verbose"}, paths: true}, true
+	case "du":
+		return optSpec{flags: "0abcDhHklLmPsSx", vals: "BdtX", longs: []string{"null", "all", "apparent-size", "block-size=", "bytes", "total", "dereference-args", "max-depth=", "human-readable", "inodes", "dereference", "no-dereference", "count-links", "separate-dirs", "si", "summarize", "threshold=", "time", "time=", "time-style=", "exclude-from=", "exclude=", "one-file-system"}, paths: true, cwd: true}, true
+	case "df":
+		return optSpec{flags: "ahHiklPTv", vals: "Btx", longs: []string{"all", "block-size=", "human-readable", "si", "inodes", "local", "no-sync", "output", "output=", "portability", "print-type", "total", "type=", "exclude-type="}, paths: true}, true
+	case "diff":
+		return optSpec{flags: "abBdeEfhHiNnpqrsStTuvwyZ0123456789", vals: "CDFILSUWx", longs: []string{"normal", "brief", "report-identical-files", "context", "context=", "unified", "unified=", "ed", "rcs", "side-by-side", "width=", "left-column", "suppress-common-lines", "show-c-function", "show-function-line=", "label=", "expand-tabs", "initial-tab", "tabsize=", "suppress-blank-empty", "new-file", "unidirectional-new-file", "ignore-case", "ignore-file-name-case", "no-ignore-file-name-case", "ignore-tab-expansion", "ignore-trailing-space", "ignore-space-change", "ignore-all-space", "ignore-blank-lines", "ignore-matching-lines=", "text", "strip-trailing-cr", "recursive", "starting-file=", "exclude=", "exclude-from=", "from-file=", "to-file=", "minimal", "horizon-lines=", "speed-large-files", "color", "color=", "palette=", "line-format=", "old-line-format=", "new-line-format=", "unchanged-line-format=", "old-group-format=", "new-group-format=", "changed-group-format=", "unchanged-group-format=", "no-dereference"}, paths: true}, true
+	case "cmp":
+		return optSpec{flags: "blsz", vals: "inI", longs: []string{"print-bytes", "ignore-initial=", "verbose", "bytes=", "quiet", "silent"}, paths: true}, true
+	case "nl":
+		return optSpec{flags: "p", vals: "bdfhilnsvw", longs: []string{"body-numbering=", "section-delimiter=", "footer-numbering=", "header-numbering=", "line-increment=", "join-blank-lines=", "number-format=", "no-renumber", "number-separator=", "starting-line-number=", "number-width="}, paths: true}, true
+	case "cut":
+		return optSpec{flags: "nsz", vals: "bcdf", longs: []string{"bytes=", "characters=", "delimiter=", "fields=", "complement", "only-delimited", "output-delimiter=", "zero-terminated"}, paths: true}, true
+	case "uniq":
+		// A second operand is uniq's OUTPUT file: see uniqOutput.
+		return optSpec{flags: "cdDiuz", vals: "fsw", longs: []string{"count", "repeated", "all-repeated", "all-repeated=", "skip-fields=", "ignore-case", "skip-chars=", "unique", "zero-terminated", "check-chars=", "group", "group="}, paths: true}, true
+	case "md5sum", "sha1sum", "sha256sum", "sha512sum":
+		return optSpec{flags: "bctwz", longs: []string{"binary", "check", "tag", "text", "zero", "ignore-missing", "quiet", "status", "strict", "warn"}, paths: true}, true
+	case "sort":
+		return optSpec{flags: "bdfgiMhnRrVcCsuz", vals: "ktS", longs: []string{"ignore-leading-blanks", "dictionary-order", "ignore-case", "general-numeric-sort", "ignore-nonprinting", "month-sort", "human-numeric-sort", "numeric-sort", "random-sort", "reverse", "version-sort", "sort=", "check", "check=", "key=", "stable", "buffer-size=", "field-separator=", "unique", "zero-terminated", "parallel=", "debug"},
+			bad: map[string]string{"-o": whyWrites, "--output": whyWrites, "--compress-program": whyExec, "-T": whyWrites, "--temporary-directory": whyWrites, "--random-source": whyConfig, "--files0-from": whyConfig}, paths: true}, true
+	case "tree":
+		return optSpec{flags: "adlfxACDFgGhiNnpqQrsStuUvJX", vals: "LPIH", longs: []string{"noreport", "charset=", "filelimit=", "dirsfirst", "filesfirst", "du", "si", "prune", "matchdirs", "ignore-case", "gitignore", "info", "sort=", "timefmt=", "inodes", "device", "nolinks", "hintro=", "houtro="},
+			bad: map[string]string{"-o": whyWrites, "-R": whyWrites, "--fromfile": whyConfig, "--infofile": whyConfig, "--gitfile": whyConfig}, paths: true, cwd: true}, true
+	}
+	return optSpec{}, false
+}
+
+// optIssue is why an option of a read-only command makes it not
+// read-only: opt is the option as written, why the class.
+type optIssue struct{ opt, why string }
+
+// checkOpts classifies the options of args (without the command name)
+// against s. It returns the operands (non-option words), and the first
+// option that is not harmless, if any. A dynamic word before "--" may be
+// an option, so it is an issue; so is a word produced by brace
+// expansion there.
+func checkOpts(s optSpec, args []word) (operands []word, issue *optIssue) {
+	operands, _, issue = checkOptsVals(s, args)
+	return operands, issue
+}
+
+// checkOptsVals is checkOpts that also returns the values given to
+// options (file names among them: grep -f FILE, wc --files0-from=FILE).
+func checkOptsVals(s optSpec, args []word) (operands, values []word, issue *optIssue) {
+	endOpts := false
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		v := w.val
+		if endOpts {
+			operands = append(operands, w)
+			continue
+		}
+		if w.dynamic && !s.anyDynamic && (len(v) == 0 || v[0] == '$') {
+			return operands, values, &optIssue{opt: v, why: "may be an option (a variable in option position)"}
+		}
+		if w.brace && !s.anyDynamic {
+			return operands, values, &optIssue{opt: v, why: "may be an option (brace expansion in option position)"}
+		}
+		if v == "--" {
+			endOpts = true
+			continue
+		}
+		if len(v) < 2 || v[0] != '-' {
+			operands = append(operands, w)
+			continue
+		}
+		if w.dynamic && !s.anyDynamic {
+			return operands, values, &optIssue{opt: v, why: "is only known at run time"}
+		}
+		if strings.HasPrefix(v, "--") {
+			name, val, hasVal := strings.Cut(v, "=")
+			if why, ok := s.bad[name]; ok {
+				return operands, values, &optIssue{opt: name, why: why}
+			}
+			long := name[2:]
+			known := false
+			for _, l := range s.longs {
+				if l == long {
+					known = true
+					break
+				}
+				if strings.HasSuffix(l, "=") && l[:len(l)-1] == long {
+					known = true
+					if !hasVal {
+						i++
+						if i < len(args) {
+							values = append(values, args[i])
+						}
+					} else {
+						vw := w
+						vw.val = val
+						values = append(values, vw)
+					}
+					break
+				}
+			}
+			if !known {
+				return operands, values, &optIssue{opt: name, why: "is not a known read-only option"}
+			}
+			continue
+		}
+		for j := 1; j < len(v); j++ {
+			c := v[j]
+			if why, ok := s.bad["-"+string(c)]; ok {
+				return operands, values, &optIssue{opt: "-" + string(c), why: why}
+			}
+			if strings.IndexByte(s.vals, c) >= 0 {
+				if j == len(v)-1 {
+					i++
+					if i < len(args) {
+						values = append(values, args[i])
+					}
+				} else {
+					vw := w
+					vw.val = v[j+1:]
+					values = append(values, vw)
+				}
+				break
+			}
+			if strings.IndexByte(s.flags, c) < 0 {
+				return operands, values, &optIssue{opt: "-" + string(c), why: "is not a known read-only option"}
+			}
+		}
+	}
+	return operands, values, nil
+}
