@@ -295,6 +295,20 @@ func (s *Server) handleApprove(r *http.Request) (any, error) {
 	if req.Decision == workflows.DecisionAlwaysAllow && len(rules) == 0 && len(p.Suggestions) == 0 {
 		return nil, statusErr(http.StatusBadRequest, "always allow needs a rule")
 	}
+	if req.Decision == workflows.DecisionAlwaysAllow {
+		// A rule may not be wider than the approver's roles.
+		added := rules
+		if len(added) == 0 {
+			added = p.Suggestions
+		}
+		u, _ := s.user(userFrom(r))
+		for _, rl := range added {
+			if err := mayAddRule(u, rl); err != nil {
+				s.unauthorized.Inc()
+				return nil, statusErr(http.StatusForbidden, "user %s may not add this rule: %w", userFrom(r), err)
+			}
+		}
+	}
 	var input json.RawMessage
 	if len(req.Input) > 0 {
 		var b bytes.Buffer

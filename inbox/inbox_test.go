@@ -33,13 +33,88 @@ func TestCovers(t *testing.T) {
 		{"Bash", `{"command":"touch x"}`, false},
 		{"Bash", `{"command":"kubectl $(curl evil)"}`, false},
 		{"Write", `{"file_path":"/etc/passwd","content":"x"}`, true},
-		{"Edit", `{"file_path":"/srv/app/main.go"}`, true},
-		{"Edit", `{"file_path":"/etc/hosts"}`, false},
+		{"Edit", `{"file_path":"/srv/app/main.go","old_string":"a","new_string":"b"}`, true},
+		{"Edit", `{"file_path":"/etc/hosts","old_string":"a","new_string":"b"}`, false},
+		// Paths are matched cleaned: a role pattern never matches a path
+		// that climbs out of it.
+		{"Edit", `{"file_path":"/srv/app/../../etc/passwd","old_string":"a","new_string":"b"}`, false},
+		// The role allows Write everywhere, so also a command's writes.
+		{"Bash", `{"command":"kubectl get pods > /etc/cron.d/x"}`, true},
+		// A sensitive path needs an unrestricted approver.
+		{"Write", `{"file_path":"/home/u/.ssh/authorized_keys","content":"x"}`, false},
+		// An input that does not fit the schema is not covered.
+		{"Edit", `{"file_path":"/srv/app/main.go"}`, false},
 		{"Read", `{"file_path":"/srv/app/main.go"}`, false},
 	}
 	for _, tt := range tests {
 		if got := covers(rules, tt.tool, json.RawMessage(tt.input)); got != tt.want {
 			t.Errorf("covers(%s %s) = %v, want %v", tt.tool, tt.input, got, tt.want)
+		}
+	}
+}
+
+// TestRolePathsCleaned: a role pattern Edit(src/**) covers src/a.go and
+// not src/../../etc/passwd, which is /etc/passwd once cleaned.
+func TestRolePathsCleaned(t *testing.T) {
+	r, _ := permission.ParseRule("Edit(src/**)", permission.Allow)
+	rules := []permission.Rule{r}
+	edit := func(p string) json.RawMessage {
+		b, _ := json.Marshal(map[string]string{"file_path": p, "old_string": "a", "new_string": "b"})
+		return b
+	}
+	for p, want := range map[string]bool{
+		"src/a.go":              true,
+		"src/deep/b.go":         true,
+		"src/../../etc/passwd":  false,
+		"src/../main.go":        false,
+		"./src/./a.go":          true,
+		"/etc/passwd":           false,
+		"src/../src/../../x.go": false,
+	} {
+		if got := covers(rules, "Edit", edit(p)); got != want {
+			t.Errorf("Edit(src/**) covers %q = %v, want %v", p, got, want)
+		}
+	}
+}
+
+// TestRuleNotWiderThanRoles: an approver may only add always-allow rules
+// its roles already cover.
+func TestRuleNotWiderThanRoles(t *testing.T) {
+	p, err := NewPolicy(map[string]User{
+		"admin": {Token: "a"},
+		"kube":  {Token: "k", Roles: []string{"k8s"}},
+		"dev":   {Token: "d", Roles: []string{"src"}},
+	}, map[string]Role{"k8s": {Allow: []string{"Bash(kubectl:*)"}}, "src": {Allow: []string{"Edit(src/**)", "Read"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		user, rule string
+		want       bool
+	}{
+		{"kube", "Bash", false},
+		{"kube", "Bash(*)", false},
+		{"kube", "Bash(rm:*)", false},
+		{"kube", "Bash(kubectlx:*)", false},
+		{"kube", "Bash(kubectl:*)", true},
+		{"kube", "Bash(kubectl get:*)", true},
+		{"kube", "Bash(kubectl get pods)", true},
+		{"kube", "Bash(kubectl get pods && rm -rf /)", false},
+		{"kube", "Edit(src/**)", false},
+		{"dev", "Edit(src/**)", true},
+		{"dev", "Edit(src/api/**)", true},
+		{"dev", "Edit(src/../**)", false},
+		{"dev", "Edit(**)", false},
+		{"dev", "Edit", false},
+		{"dev", "Edit(/etc/**)", false},
+		{"dev", "Read(/etc/**)", true}, // the role allows Read everywhere
+		{"admin", "Bash", true},
+		{"nobody", "Bash(ls)", false},
+		{"admin", "Bash(", false}, // does not parse
+	}
+	for _, c := range cases {
+		if got := p.AllowsRule(c.user, c.rule); got != c.want {
+			t.Errorf("AllowsRule(%s, %s) = %v, want %v", c.user, c.rule, got, c.want)
 		}
 	}
 }

@@ -22,7 +22,12 @@ func TestPolicyAllows(t *testing.T) {
 		{"alice", "Bash", bash("rm -rf build"), true},
 		{"kube", "Bash", bash("kubectl get pods"), true},
 		{"kube", "Bash", bash("kubectl get pods && rm -rf /"), false},
-		{"kube", "Write", json.RawMessage(`{"file_path":"/x"}`), false},
+		{"kube", "Write", json.RawMessage(`{"file_path":"/x","content":"x"}`), false},
+		// A write hidden in a command the role allows is checked as a
+		// write: outside the workspace it needs an unrestricted approver.
+		{"kube", "Bash", bash("kubectl get pods > /etc/cron.d/x"), false},
+		{"kube", "Bash", bash("kubectl get pods > pods.txt"), true},
+		{"kube", "Bash", bash("kubectl get pods\nrm -rf ~"), false},
 		{"mallory", "Bash", bash("ls"), false},
 	}
 	for _, c := range cases {

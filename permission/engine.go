@@ -165,7 +165,7 @@ func Decide(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (Ve
 	}
 
 	// 4. Read-only, in every mode.
-	if ro {
+	if ro && !pc.RulesOnly {
 		return done(Decision{
 			Behavior: Allow,
 			Message:  fmt.Sprintf("Permission granted for %s (read-only invocation)", name),
@@ -183,7 +183,7 @@ func Decide(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (Ve
 	}
 
 	// 6. The tool allows.
-	if td.Behavior == Allow {
+	if td.Behavior == Allow && !pc.RulesOnly {
 		if td.Reason == "" {
 			td.Reason = "Tool check: " + name
 		}

@@ -76,6 +76,11 @@ type Context struct {
 	// over absolute paths (a leading ~/ is the backend user's home) whose
 	// reads and writes ask even inside the working directories.
 	SensitivePaths []string `json:"sensitive_paths,omitempty"`
+	// RulesOnly makes the allow rules the only way to ALLOW: the
+	// read-only and tool-allow layers are skipped. It is the question a
+	// role check asks ("do this approver's rules cover the call?") and
+	// is never part of a turn's policy.
+	RulesOnly bool `json:"-"`
 }
 
 // DefaultSensitivePaths are the paths whose reads and writes always ask
