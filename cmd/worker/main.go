@@ -19,7 +19,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	enumspb "go.temporal.io/api/enums/v1"
 	tclient "go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -49,7 +48,9 @@ type flags struct {
 	config, dataDir, metricsAddr, address, namespace, taskQueue string
 	tlsCert, tlsKey, tlsCA, apiKey, workdir, demo, logLevel     string
 	port, uiPort                                                int
-	exitAfterDemo                                               bool
+	exitAfterDemo, pprof, serverOnly                            bool
+	postgres, ip                                                string
+	historyShards                                               int
 	backend, inboxListen                                        string
 	inbox                                                       bool
 }
@@ -62,6 +63,11 @@ func parse(args []string) (flags, config.Config, error) {
 	fs.IntVar(&f.port, "port", 0, "embedded server frontend port (default 7233)")
 	fs.IntVar(&f.uiPort, "ui-port", -1, "Web UI port (default 8233; 0 turns the UI off)")
 	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "Prometheus /metrics address (default 127.0.0.1:9464; \"off\" disables)")
+	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go's pprof profiles under /debug/pprof/ on the metrics address (off by default)")
+	fs.BoolVar(&f.serverOnly, "server-only", false, "run only the Temporal server (and Web UI), for workers that join with --temporal-address")
+	fs.StringVar(&f.postgres, "postgres", os.Getenv("WARDEN_POSTGRES_URL"), "embedded server on PostgreSQL instead of SQLite: postgres://USER@HOST:PORT/DB (env WARDEN_POSTGRES_URL; password also from WARDEN_POSTGRES_PASSWORD)")
+	fs.StringVar(&f.ip, "ip", "", "address the embedded server's frontend and UI bind (default 127.0.0.1; 0.0.0.0 for all)")
+	fs.IntVar(&f.historyShards, "history-shards", 0, "embedded server history shards, fixed when its database is created (default 1 on SQLite, 4 on PostgreSQL)")
 	fs.StringVar(&f.address, "temporal-address", os.Getenv("TEMPORAL_ADDRESS"), "join this Temporal cluster instead of embedding a server (env TEMPORAL_ADDRESS)")
 	fs.StringVar(&f.namespace, "namespace", os.Getenv("TEMPORAL_NAMESPACE"), "namespace (env TEMPORAL_NAMESPACE)")
 	fs.StringVar(&f.tlsCert, "tls-cert", os.Getenv("TEMPORAL_TLS_CERT"), "client certificate for the cluster (env TEMPORAL_TLS_CERT)")
@@ -147,6 +153,9 @@ func run(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if f.serverOnly {
+		return runServer(ctx, f, cfg)
+	}
 	start := time.Now()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
@@ -157,17 +166,20 @@ func run(args []string) error {
 	copts := tclient.Options{Namespace: cfg.Namespace(), Logger: sdklog.NewStructuredLogger(logger),
 		MetricsHandler: metrics.NewSDKHandler(reg, metrics.ApprovalRoutes(approvals)...)}
 	if cfg.Temporal.Address == "" {
-		srv, err := devserver.Start(ctx, devserver.Options{
-			DataDir: cfg.Server.DataDir, Port: cfg.Server.Port, UIPort: cfg.Server.UIPort,
-			Namespace: cfg.Server.Namespace, SearchAttributes: searchAttributes(),
-			DynamicConfig: cfg.Server.DynamicConfig, LogLevel: cfg.Server.LogLevel,
-		})
+		o, err := serverOptions(f, cfg)
+		if err != nil {
+			return err
+		}
+		srv, err := devserver.Start(ctx, o)
 		if err != nil {
 			return err
 		}
 		defer srv.Stop()
 		copts.HostPort = srv.Addr()
 		fmt.Printf("temporal server  %s (namespace %s, data %s)\n", srv.Addr(), cfg.Server.Namespace, srv.DatabasePath())
+		if o.Postgres != nil {
+			fmt.Printf("persistence      %s\n", srv.Storage())
+		}
 		if srv.UIAddr() != "" {
 			fmt.Printf("web ui           http://%s\n", srv.UIAddr())
 		}
@@ -189,7 +201,7 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("workdir: %w", err)
 	}
-	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir)
+	extra, closeBackends, err := backends(ctx, cfg.Backend)
 	if err != nil {
 		return err
 	}
@@ -235,12 +247,13 @@ func run(args []string) error {
 		if err != nil {
 			return fmt.Errorf("metrics: %w", err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		hs := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		hs := &http.Server{Handler: metrics.Handler(reg, f.pprof), ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = hs.Serve(ln) }()
 		defer hs.Close()
 		fmt.Printf("metrics          http://%s/metrics\n", ln.Addr())
+		if f.pprof {
+			fmt.Printf("pprof            http://%s/debug/pprof/\n", ln.Addr())
+		}
 	}
 	if cfg.Inbox.Enabled {
 		url, err := startInbox(ctx, cfg.Inbox, client.New(c, cfg.Worker.TaskQueue), reg, logger)

@@ -1,5 +1,8 @@
-// Package devserver runs a Temporal server (SQLite persistence, static-hosts
-// membership) and optionally its Web UI inside the current process.
+// Package devserver runs a Temporal server (static-hosts membership) and
+// optionally its Web UI inside the current process. It persists to SQLite
+// by default (one file, or memory) or to PostgreSQL with SQL visibility
+// (Options.Postgres), which is how the cluster profile runs the server as
+// a process of its own that several workers join.
 //
 // It is the only package that links go.temporal.io/server; only cmd/worker
 // and the integration tests import it.
@@ -41,9 +44,17 @@ import (
 // Options configure the embedded server. The zero value (plus a
 // Namespace) runs an in-memory server on free ports without a UI.
 type Options struct {
-	// DataDir holds the SQLite database; empty means in memory.
+	// DataDir holds the SQLite database; empty means in memory. Unused
+	// with Postgres.
 	DataDir string
-	// IP to bind; default 127.0.0.1.
+	// Postgres, when set, persists to PostgreSQL instead of SQLite.
+	Postgres *Postgres
+	// HistoryShards is the number of history shards; default 1 on
+	// SQLite, 4 on PostgreSQL. It is fixed when the database is created.
+	HistoryShards int
+	// IP the frontend (and UI) bind; default 127.0.0.1. An unspecified
+	// address such as 0.0.0.0 serves on every interface while the
+	// server's internal services stay on loopback.
 	IP string
 	// Port of the frontend gRPC service; 0 picks a free port.
 	Port int
@@ -69,6 +80,7 @@ type Server struct {
 	addr     string
 	uiAddr   string
 	dbPath   string
+	storage  string
 	namspace string
 }
 
@@ -110,13 +122,13 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{addr: net.JoinHostPort(o.IP, strconv.Itoa(o.Port)), namspace: o.Namespace}
+	s := &Server{addr: net.JoinHostPort(localIP(o.IP), strconv.Itoa(o.Port)), namspace: o.Namespace}
 
-	sqlConf, err := s.sqlConfig(o)
+	stores, err := s.stores(o)
 	if err != nil {
 		return nil, err
 	}
-	conf, hosts, err := serverConfig(o, httpPort, sqlConf)
+	conf, hosts, err := serverConfig(o, httpPort, stores)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +180,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, err
 	}
 	if o.UIPort > 0 {
-		s.uiAddr = net.JoinHostPort(o.IP, strconv.Itoa(o.UIPort))
+		s.uiAddr = net.JoinHostPort(localIP(o.IP), strconv.Itoa(o.UIPort))
 		s.ui = uiserver.NewServer(uiopts.WithConfigProvider(&uiconfig.Config{
 			Host:                o.IP,
 			Port:                o.UIPort,
@@ -195,8 +207,12 @@ func (s *Server) Addr() string { return s.addr }
 // UIAddr is the Web UI's host:port, or "" when the UI is off.
 func (s *Server) UIAddr() string { return s.uiAddr }
 
-// DatabasePath is the SQLite file, or "" for an in-memory server.
+// DatabasePath is the SQLite file, or "" for an in-memory or PostgreSQL server.
 func (s *Server) DatabasePath() string { return s.dbPath }
+
+// Storage describes where the server persists: "sqlite FILE", "sqlite
+// in memory" or "postgresql://USER@HOST:PORT/DB (visibility DB)".
+func (s *Server) Storage() string { return s.storage }
 
 // Stop stops the UI and the server.
 func (s *Server) Stop() {
@@ -208,8 +224,67 @@ func (s *Server) Stop() {
 	}
 }
 
-func (s *Server) sqlConfig(o Options) (*config.SQL, error) {
+// storeSet is the server's stores: the default (history, matching,
+// namespaces) and visibility, which may be the same store.
+type storeSet struct {
+	defaultName, visibilityName string
+	stores                      map[string]config.DataStore
+	shards                      int32
+}
+
+// stores sets up the databases and registers the namespace in them.
+func (s *Server) stores(o Options) (storeSet, error) {
+	if o.Postgres != nil {
+		p := o.Postgres.withDefaults()
+		if err := setupPostgres(p); err != nil {
+			return storeSet{}, err
+		}
+		def := p.sqlConfig(p.Database)
+		if err := createNamespace(def, o); err != nil {
+			return storeSet{}, err
+		}
+		s.storage = p.String()
+		shards := o.HistoryShards
+		if shards == 0 {
+			shards = 4
+		}
+		return storeSet{defaultName: "postgres-default", visibilityName: "postgres-visibility", shards: int32(shards),
+			stores: map[string]config.DataStore{
+				"postgres-default":    {SQL: def},
+				"postgres-visibility": {SQL: p.sqlConfig(p.VisibilityDatabase)},
+			}}, nil
+	}
+	conf, err := s.sqliteConfig(o)
+	if err != nil {
+		return storeSet{}, err
+	}
+	shards := o.HistoryShards
+	if shards == 0 {
+		shards = 1
+	}
+	return storeSet{defaultName: "sqlite-default", visibilityName: "sqlite-default", shards: int32(shards),
+		stores: map[string]config.DataStore{"sqlite-default": {SQL: conf}}}, nil
+}
+
+// createNamespace registers the namespace in the database before the
+// server starts, so that it is there from the first request (the SQLite
+// schema package's helper writes through the generic SQL persistence,
+// so it serves PostgreSQL as well).
+func createNamespace(conf *config.SQL, o Options) error {
+	ns, err := sqliteschema.NewNamespaceConfig("active", o.Namespace, false, o.SearchAttributes)
+	if err != nil {
+		return fmt.Errorf("devserver: namespace config: %w", err)
+	}
+	ns.Detail.Config.Retention = durationpb.New(o.Retention)
+	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
+		return fmt.Errorf("devserver: create namespace: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) sqliteConfig(o Options) (*config.SQL, error) {
 	conf := &config.SQL{PluginName: sqliteplugin.PluginName}
+	s.storage = "sqlite in memory"
 	if o.DataDir == "" {
 		conf.ConnectAttributes = map[string]string{"mode": "memory", "cache": "shared"}
 		conf.DatabaseName = fmt.Sprintf("warden-%d", time.Now().UnixNano())
@@ -222,6 +297,7 @@ func (s *Server) sqlConfig(o Options) (*config.SQL, error) {
 		// process is killed; a power loss may lose the last writes.
 		conf.ConnectAttributes = map[string]string{"mode": "rwc", "journal_mode": "wal", "synchronous": "normal"}
 		conf.DatabaseName = s.dbPath
+		s.storage = "sqlite " + s.dbPath
 	}
 	// The SQLite plugin creates the schema of an in-memory database itself.
 	if _, err := os.Stat(s.dbPath); o.DataDir != "" && errors.Is(err, os.ErrNotExist) {
@@ -229,25 +305,30 @@ func (s *Server) sqlConfig(o Options) (*config.SQL, error) {
 			return nil, fmt.Errorf("devserver: schema: %w", err)
 		}
 	}
-	ns, err := sqliteschema.NewNamespaceConfig("active", o.Namespace, false, o.SearchAttributes)
-	if err != nil {
-		return nil, fmt.Errorf("devserver: namespace config: %w", err)
-	}
-	ns.Detail.Config.Retention = durationpb.New(o.Retention)
-	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
-		return nil, fmt.Errorf("devserver: create namespace: %w", err)
+	if err := createNamespace(conf, o); err != nil {
+		return nil, err
 	}
 	return conf, nil
 }
 
-func serverConfig(o Options, httpPort int, sqlConf *config.SQL) (*config.Config, map[primitives.ServiceName]static.Hosts, error) {
+// localIP is the address the server's own services use to reach an
+// address bound as ip: loopback for an unspecified address.
+func localIP(ip string) string {
+	if a := net.ParseIP(ip); a != nil && a.IsUnspecified() {
+		return "127.0.0.1"
+	}
+	return ip
+}
+
+func serverConfig(o Options, httpPort int, p storeSet) (*config.Config, map[primitives.ServiceName]static.Hosts, error) {
+	local := localIP(o.IP)
 	var conf config.Config
 	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
-	conf.Global.Membership.BroadcastAddress = o.IP
-	conf.Persistence.DefaultStore = "sqlite-default"
-	conf.Persistence.VisibilityStore = "sqlite-default"
-	conf.Persistence.NumHistoryShards = 1
-	conf.Persistence.DataStores = map[string]config.DataStore{"sqlite-default": {SQL: sqlConf}}
+	conf.Global.Membership.BroadcastAddress = local
+	conf.Persistence.DefaultStore = p.defaultName
+	conf.Persistence.VisibilityStore = p.visibilityName
+	conf.Persistence.NumHistoryShards = p.shards
+	conf.Persistence.DataStores = p.stores
 	conf.ClusterMetadata = &cluster.Config{
 		FailoverVersionIncrement: 10,
 		MasterClusterName:        "active",
@@ -256,8 +337,8 @@ func serverConfig(o Options, httpPort int, sqlConf *config.SQL) (*config.Config,
 			"active": {
 				Enabled:                true,
 				InitialFailoverVersion: 1,
-				RPCAddress:             net.JoinHostPort(o.IP, strconv.Itoa(o.Port)),
-				HTTPAddress:            net.JoinHostPort(o.IP, strconv.Itoa(httpPort)),
+				RPCAddress:             net.JoinHostPort(local, strconv.Itoa(o.Port)),
+				HTTPAddress:            net.JoinHostPort(local, strconv.Itoa(httpPort)),
 				ClusterID:              "warden-embedded",
 			},
 		},
@@ -267,25 +348,26 @@ func serverConfig(o Options, httpPort int, sqlConf *config.SQL) (*config.Config,
 	hosts := map[primitives.ServiceName]static.Hosts{}
 	for _, name := range []primitives.ServiceName{primitives.FrontendService, primitives.HistoryService, primitives.MatchingService, primitives.WorkerService} {
 		var svc config.Service
-		svc.RPC.BindOnIP = o.IP
+		svc.RPC.BindOnIP = local
 		if name == primitives.FrontendService {
+			svc.RPC.BindOnIP = o.IP
 			svc.RPC.GRPCPort = o.Port
 			svc.RPC.HTTPPort = httpPort
 		} else {
-			p, err := freePort(o.IP)
+			port, err := freePort(local)
 			if err != nil {
 				return nil, nil, err
 			}
-			svc.RPC.GRPCPort = p
+			svc.RPC.GRPCPort = port
 		}
 		conf.Services[string(name)] = svc
-		hosts[name] = static.SingleLocalHost(net.JoinHostPort(o.IP, strconv.Itoa(svc.RPC.GRPCPort)))
+		hosts[name] = static.SingleLocalHost(net.JoinHostPort(local, strconv.Itoa(svc.RPC.GRPCPort)))
 	}
 	conf.Archival.History.State = "disabled"
 	conf.Archival.Visibility.State = "disabled"
 	conf.NamespaceDefaults.Archival.History.State = "disabled"
 	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
-	conf.PublicClient.HostPort = net.JoinHostPort(o.IP, strconv.Itoa(o.Port))
+	conf.PublicClient.HostPort = net.JoinHostPort(local, strconv.Itoa(o.Port))
 	return &conf, hosts, nil
 }
 

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/internal/devserver"
+	"github.com/wardenhq/warden/metrics"
+)
+
+// serverOptions are the embedded server's options from the config and
+// the server flags (--postgres, --ip, --history-shards).
+func serverOptions(f flags, cfg config.Config) (devserver.Options, error) {
+	o := devserver.Options{
+		DataDir: cfg.Server.DataDir, Port: cfg.Server.Port, UIPort: cfg.Server.UIPort, IP: f.ip,
+		HistoryShards: f.historyShards, Namespace: cfg.Server.Namespace, SearchAttributes: searchAttributes(),
+		DynamicConfig: cfg.Server.DynamicConfig, LogLevel: cfg.Server.LogLevel,
+	}
+	if f.postgres != "" {
+		p, err := devserver.ParsePostgresURL(f.postgres)
+		if err != nil {
+			return o, err
+		}
+		if p.Password == "" {
+			p.Password = os.Getenv("WARDEN_POSTGRES_PASSWORD")
+		}
+		o.Postgres = p
+	}
+	return o, nil
+}
+
+// runServer is --server-only: the Temporal server (and its Web UI) as a
+// process of its own, which workers join with --temporal-address. It
+// serves the process's Go metrics (and pprof with --pprof) on the
+// metrics address and runs until SIGINT or SIGTERM.
+func runServer(ctx context.Context, f flags, cfg config.Config) error {
+	if cfg.Temporal.Address != "" {
+		return errors.New("--server-only runs a server: drop --temporal-address (or TEMPORAL_ADDRESS)")
+	}
+	start := time.Now()
+	o, err := serverOptions(f, cfg)
+	if err != nil {
+		return err
+	}
+	srv, err := devserver.Start(ctx, o)
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	fmt.Printf("temporal server  %s (namespace %s, %s)\n", srv.Addr(), cfg.Server.Namespace, srv.Storage())
+	if srv.UIAddr() != "" {
+		fmt.Printf("web ui           http://%s\n", srv.UIAddr())
+	}
+	if cfg.Metrics.Addr != "" && cfg.Metrics.Addr != "off" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		ln, err := net.Listen("tcp", cfg.Metrics.Addr)
+		if err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+		hs := &http.Server{Handler: metrics.Handler(reg, f.pprof), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = hs.Serve(ln) }()
+		defer hs.Close()
+		fmt.Printf("metrics          http://%s/metrics\n", ln.Addr())
+		if f.pprof {
+			fmt.Printf("pprof            http://%s/debug/pprof/\n", ln.Addr())
+		}
+	}
+	fmt.Printf("server only      ready in %s; join with --temporal-address %s\n", time.Since(start).Round(time.Millisecond), srv.Addr())
+	<-ctx.Done()
+	fmt.Println("stopping")
+	return nil
+}
