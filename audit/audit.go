@@ -1,12 +1,24 @@
 // Package audit reconstructs who decided what about each tool call of a
-// warden turn from the turn's Temporal history: the permission engine's
-// verdicts (recorded as warden.Prepare local-activity markers), approvals
-// and denials (the "approve" update or signal), external results, and
-// approvals that timed out.
+// warden turn from the turn's Temporal histories — every run of its
+// continue-as-new chain, oldest first:
+//
+//   - the permission engine's verdicts: warden.Prepare results, recorded
+//     as local-activity markers, or as completed activities for turns
+//     whose checks run on a tool queue;
+//   - approvals and denials (the "approve" update or signal) and external
+//     results, with the approver's identity and the path they came by;
+//   - escalations at an approval's deadline (deny, allow or notify),
+//     derived from the recorded deadline policy and the workflow's clock;
+//   - the proposed input (the model's), the approved input (an approver's
+//     edit) and the effective input (what the tool ran with) of each call.
+//
+// It reads only what the workflow records about calls and decisions, not
+// the conversation, so it does not depend on how messages are stored.
 package audit
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -31,47 +43,118 @@ const (
 	KindPermission = "permission"
 	// KindRecheck is a verdict re-evaluated after a rule was added.
 	KindRecheck = "recheck"
+	// KindEdit is the verdict on an input an approver edited.
+	KindEdit = "edit"
 	// KindApproval is a human's answer to an ASK.
 	KindApproval = "approval"
 	// KindExternal is an external result (AskUser answers included).
 	KindExternal = "external"
-	// KindTimeout is an ASK denied because its deadline passed.
-	KindTimeout = "timeout"
+	// KindEscalation is an approval whose deadline passed: Decision is
+	// the escalation action (deny, allow, or notify and keep waiting).
+	KindEscalation = "escalation"
+	// KindExecution is a call that ran, with its effective input.
+	KindExecution = "execution"
+)
+
+// Paths a decision came by (Record.Path).
+const (
+	// PathRule: the permission engine (rules, modes, read-only checks).
+	PathRule = "rule"
+	// PathUpdate and PathSignal: an answer sent as an Update or a signal.
+	PathUpdate = "update"
+	PathSignal = "signal"
+	// PathEscalation: the approval deadline passed.
+	PathEscalation = "escalation"
 )
 
 // Record is one decision about one call.
 type Record struct {
 	Time       time.Time `json:"time"`
 	WorkflowID string    `json:"workflow_id"`
-	CallID     string    `json:"call_id"`
-	Tool       string    `json:"tool"`
-	Kind       string    `json:"kind"`
-	// Decision is allow, ask, deny or invalid (permission), allow,
-	// always_allow or deny (approval), completed or error (external).
+	// RunID is the run of the continue-as-new chain the record comes from.
+	RunID  string `json:"run_id,omitempty"`
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	Kind   string `json:"kind"`
+	// Decision is allow, ask, deny or invalid (permission, recheck,
+	// edit), allow, always_allow or deny (approval), completed or error
+	// (external), deny, allow or notify (escalation), ran (execution).
 	Decision string `json:"decision"`
-	// By is "policy" for engine verdicts, the approver for answers, and
-	// "deadline" for timeouts.
-	By     string   `json:"by"`
+	// By is "policy" for engine verdicts, the approver for answers,
+	// "deadline" for escalations and "worker" for executions.
+	By string `json:"by"`
+	// Identity is the identity of the human who answered. Today it is the
+	// name the answering client sent (Approval.By, ExternalResult.By),
+	// which is not authenticated; it is meant to hold the authenticated
+	// identity once answers carry one.
+	Identity string `json:"identity,omitempty"`
+	// Path says how the decision was made: rule, update, signal or
+	// escalation.
+	Path   string   `json:"path,omitempty"`
 	Reason string   `json:"reason,omitempty"`
 	Layer  string   `json:"layer"`
 	Rules  []string `json:"rules,omitempty"`
-	// Via says how an answer arrived (update or signal).
-	Via string `json:"via,omitempty"`
+	// ProposedInput is the call's input as the model proposed it.
+	ProposedInput json.RawMessage `json:"proposed_input,omitempty"`
+	// ApprovedInput is the input an approver allowed (an edit, or the
+	// waiting input unchanged).
+	ApprovedInput json.RawMessage `json:"approved_input,omitempty"`
+	// EffectiveInput is the input the tool ran with (execution records).
+	EffectiveInput json.RawMessage `json:"effective_input,omitempty"`
 }
 
-// Workflow reads one workflow's history (latest run) and extracts its
-// records in history order.
+// Workflow reads every run of a workflow's continue-as-new chain, from
+// the first to the latest, and returns its records oldest first.
 func Workflow(ctx context.Context, c tclient.Client, workflowID string) ([]Record, error) {
-	it := c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var runs []Run
+	for runID := ""; ; {
+		evs, err := history(ctx, c, workflowID, runID)
+		if err != nil {
+			return nil, err
+		}
+		if len(evs) == 0 {
+			break
+		}
+		if runID == "" {
+			runID = latestRunID(ctx, c, workflowID)
+		}
+		runs = append(runs, Run{ID: runID, Events: evs})
+		prev := evs[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId()
+		if prev == "" {
+			break
+		}
+		runID = prev
+	}
+	slices.Reverse(runs)
+	recs, err := ExtractChain(workflowID, runs)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(recs, func(a, b Record) int { return a.Time.Compare(b.Time) })
+	return recs, nil
+}
+
+func history(ctx context.Context, c tclient.Client, workflowID, runID string) ([]*historypb.HistoryEvent, error) {
+	it := c.GetWorkflowHistory(ctx, workflowID, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var evs []*historypb.HistoryEvent
 	for it.HasNext() {
 		e, err := it.Next()
 		if err != nil {
-			return nil, fmt.Errorf("history of %s: %w", workflowID, err)
+			return nil, fmt.Errorf("history of %s (run %q): %w", workflowID, runID, err)
 		}
 		evs = append(evs, e)
 	}
-	return Extract(workflowID, evs)
+	return evs, nil
+}
+
+// latestRunID names the latest run (empty when it cannot be described;
+// records then carry no run id for it).
+func latestRunID(ctx context.Context, c tclient.Client, workflowID string) string {
+	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil {
+		return ""
+	}
+	return d.GetWorkflowExecutionInfo().GetExecution().GetRunId()
 }
 
 // Since extracts the records of every turn that ran at or after since
@@ -114,55 +197,117 @@ func Since(ctx context.Context, c tclient.Client, since time.Time) ([]Record, er
 	return out, nil
 }
 
+// Run is the history of one run of a continue-as-new chain.
+type Run struct {
+	ID     string
+	Events []*historypb.HistoryEvent
+}
+
+// Extract turns one run's history events into records.
+func Extract(workflowID string, evs []*historypb.HistoryEvent) ([]Record, error) {
+	return ExtractChain(workflowID, []Run{{Events: evs}})
+}
+
+// ExtractChain turns the histories of a continue-as-new chain, oldest
+// run first, into records. Calls waiting across a continue-as-new keep
+// their state from one run to the next.
+//
+// Verdicts recorded as local-activity markers carry no call id; they are
+// matched to calls in the order the workflow prepares them: the calls of
+// each model answer in order (the local activities of one batch are
+// sorted by activity id, which follows that order), then re-checks of
+// open asks after an always-allow, then edited inputs. Verdicts of
+// regular activities (tool-queue turns) name their call.
+func ExtractChain(workflowID string, runs []Run) ([]Record, error) {
+	x := &extractor{wf: workflowID, dc: converter.GetDefaultDataConverter(), calls: map[string]*call{}}
+	for _, run := range runs {
+		x.run = run.ID
+		x.sched = map[int64]scheduled{}
+		evs := run.Events
+		for i := 0; i < len(evs); i++ {
+			e := evs[i]
+			if e.GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED {
+				j := i
+				for j < len(evs) && evs[j].GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED {
+					j++
+				}
+				x.markers(evs[i:j])
+				i = j - 1
+				continue
+			}
+			if err := x.event(e); err != nil {
+				return nil, fmt.Errorf("run %s event %d: %w", run.ID, e.GetEventId(), err)
+			}
+		}
+		x.flushDue()
+	}
+	return x.out, nil
+}
+
 // call is a tool call the turn knows of.
 type call struct {
 	id, tool string
+	proposed json.RawMessage // the model's input
+	waiting  json.RawMessage // the input shown to approvers (after the engine's rewrite)
+	approved json.RawMessage // an approver's edit, while it is re-checked
+	prepared bool
 	asked    bool // waiting for an approval
 	external bool // waiting for an external result
 	answered bool
+	ran      bool
+	edit     bool // an edited input awaits its verdict
+	// deadline of the ask (zero: none); escalation is what happens then.
+	deadline   time.Time
+	escalation workflows.Escalation
+	timeout    time.Duration
 }
 
-// extractor walks a history in order.
-type extractor struct {
-	wf        string
-	dc        converter.DataConverter
-	timeout   time.Duration
-	calls     map[string]*call
-	seq       []string // call ids in arrival order
-	ncalls    int
-	batch     []*call // calls of the last model answer, in order, not yet prepared
-	recheck   bool    // an always_allow was accepted: the next verdicts are rechecks
-	askedAt   map[string]time.Time
-	lastFired time.Time
-	out       []Record
-}
-
-// Extract turns a workflow's history events into records. Verdicts are
-// matched to calls in the order the workflow prepares them: the calls of
-// each model answer in order (local activities of one batch are sorted
-// by activity id, which follows that order), then re-checks of open asks
-// after an always-allow, then edited inputs.
-func Extract(workflowID string, evs []*historypb.HistoryEvent) ([]Record, error) {
-	x := &extractor{wf: workflowID, dc: converter.GetDefaultDataConverter(), timeout: workflows.DefaultApprovalTimeout,
-		calls: map[string]*call{}, askedAt: map[string]time.Time{}}
-	for i := 0; i < len(evs); i++ {
-		e := evs[i]
-		if e.GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED {
-			j := i
-			for j < len(evs) && evs[j].GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED {
-				j++
-			}
-			if err := x.markers(evs[i:j]); err != nil {
-				return nil, err
-			}
-			i = j - 1
-			continue
-		}
-		if err := x.event(e); err != nil {
-			return nil, fmt.Errorf("event %d: %w", e.GetEventId(), err)
-		}
+// effective is the input a call runs with when the tool activity does
+// not record it (the fast path).
+func (c *call) effective() json.RawMessage {
+	switch {
+	case len(c.approved) > 0:
+		return c.approved
+	case len(c.waiting) > 0:
+		return c.waiting
 	}
-	return x.out, nil
+	return c.proposed
+}
+
+// scheduled is an activity scheduled in the current run.
+type scheduled struct {
+	name  string
+	input *commonpb.Payloads
+}
+
+// due is an escalation the workflow applies in a workflow task, unless
+// an answer accepted in that task comes first.
+type due struct {
+	at    time.Time
+	calls []*call
+}
+
+// extractor walks histories in order.
+type extractor struct {
+	wf, run string
+	dc      converter.DataConverter
+	timeout time.Duration // the turn's own approval timeout (0: per call)
+	calls   map[string]*call
+	seq     []*call // calls in arrival order
+	ncalls  int
+	batch   []*call // calls of the last model answer not yet prepared
+	recheck bool    // an always_allow was accepted: the next verdicts are rechecks
+	round   []*call // asks the current recheck round has yet to re-check
+	sched   map[int64]scheduled
+	// now is the workflow's clock: the start of the current workflow
+	// task, or a later local-activity result's replay time.
+	now time.Time
+	// fresh are asks of the current batch; they start waiting at the
+	// workflow time all the batch's verdicts are in.
+	fresh []*call
+	fired bool // a timer fired since the last workflow task started
+	due   *due
+	out   []Record
 }
 
 func (x *extractor) decode(p *commonpb.Payloads, v any) error {
@@ -172,57 +317,210 @@ func (x *extractor) decode(p *commonpb.Payloads, v any) error {
 	return x.dc.FromPayload(p.GetPayloads()[0], v)
 }
 
+func (x *extractor) record(r Record) {
+	r.WorkflowID, r.RunID = x.wf, x.run
+	x.out = append(x.out, r)
+}
+
 func (x *extractor) event(e *historypb.HistoryEvent) error {
 	t := e.GetEventTime().AsTime()
 	switch e.GetEventType() {
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
 		var in workflows.TurnInput
-		if err := x.decode(e.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err == nil && in.ApprovalTimeout > 0 {
+		if err := x.decode(e.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err == nil {
 			x.timeout = in.ApprovalTimeout
 		}
+	case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+		x.flushDue()
+		x.now = t
+		x.startAsks()
+		x.scheduleDue(t)
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+		// The last task continued as new before escalating: the next run
+		// decides.
+		x.due = nil
+	case enumspb.EVENT_TYPE_TIMER_FIRED:
+		x.fired = true
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 		a := e.GetActivityTaskScheduledEventAttributes()
-		if a.GetActivityType().GetName() == workflows.ActivityModel {
-			var in workflows.ModelInput
-			if err := x.decode(a.GetInput(), &in); err == nil {
-				x.timeouts(t, in.Request.Messages)
+		s := scheduled{name: a.GetActivityType().GetName(), input: a.GetInput()}
+		x.sched[e.GetEventId()] = s
+		if s.name == workflows.ActivityTool {
+			var in workflows.ToolInput
+			if err := x.decode(s.input, &in); err == nil {
+				x.execution(t, in.Call.ID, in.Call.Name, in.Call.Input, "activity")
 			}
 		}
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-		// Model answers carry the next calls. Only model results decode
-		// into a response with tool calls.
-		var resp model.Response
-		if err := x.decode(e.GetActivityTaskCompletedEventAttributes().GetResult(), &resp); err == nil && len(resp.ToolCalls) > 0 {
-			x.batch = x.batch[:0]
-			for i, tc := range resp.ToolCalls {
-				if tc.ID == "" { // the workflow numbers calls without ids
-					tc.ID = "call_" + strconv.Itoa(x.ncalls+i+1)
-				}
-				c := &call{id: tc.ID, tool: tc.Name}
-				if x.calls[tc.ID] == nil {
-					x.seq = append(x.seq, tc.ID)
-				}
-				x.calls[tc.ID] = c
-				x.batch = append(x.batch, c)
-			}
-			x.ncalls += len(resp.ToolCalls)
+		a := e.GetActivityTaskCompletedEventAttributes()
+		s, ok := x.sched[a.GetScheduledEventId()]
+		if !ok {
+			return nil
 		}
-	case enumspb.EVENT_TYPE_TIMER_FIRED:
-		x.lastFired = t
+		switch s.name {
+		case workflows.ActivityPrepare:
+			var in workflows.PrepareInput
+			var p workflows.Prepared
+			if x.decode(s.input, &in) != nil || x.decode(a.GetResult(), &p) != nil {
+				return nil
+			}
+			c := x.calls[in.Call.ID]
+			if c == nil {
+				c = x.newCall(in.Call)
+			}
+			if i := slices.Index(x.batch, c); i >= 0 {
+				x.batch = slices.Delete(x.batch, i, i+1)
+			}
+			kind := x.kindOf(c)
+			if kind == KindEdit {
+				c.approved = in.Call.Input
+			}
+			if x.verdict(t, c, p, kind) {
+				x.fresh = append(x.fresh, c)
+			}
+		case workflows.ActivityTool, workflows.ActivityNotify:
+		default:
+			x.modelAnswer(a.GetResult())
+		}
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
-		a := e.GetWorkflowExecutionUpdateAcceptedEventAttributes()
-		req := a.GetAcceptedRequest()
-		return x.answer(t, req.GetInput().GetName(), req.GetInput().GetArgs(), "update")
+		req := e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest()
+		return x.answer(t, req.GetInput().GetName(), req.GetInput().GetArgs(), PathUpdate)
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED:
 		a := e.GetWorkflowExecutionSignaledEventAttributes()
-		return x.answer(t, a.GetSignalName(), a.GetInput(), "signal")
+		return x.answer(t, a.GetSignalName(), a.GetInput(), PathSignal)
 	}
 	return nil
 }
 
-// answer records an approval or external result. Signals the workflow
-// would reject (unknown or already answered calls) are skipped.
-func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, via string) error {
+// modelAnswer reads the tool calls of a model activity's result: a
+// model.Response, or a result that carries the assistant message.
+func (x *extractor) modelAnswer(result *commonpb.Payloads) {
+	var r struct {
+		ToolCalls []model.ToolCall `json:"tool_calls"`
+		Message   model.Message    `json:"message"`
+	}
+	if err := x.decode(result, &r); err != nil {
+		return
+	}
+	tcs := r.ToolCalls
+	if len(tcs) == 0 {
+		tcs = r.Message.ToolCalls
+	}
+	if len(tcs) == 0 {
+		return
+	}
+	x.batch = nil
+	for i, tc := range tcs {
+		if tc.ID == "" { // the workflow numbers calls without ids
+			tc.ID = "call_" + strconv.Itoa(x.ncalls+i+1)
+		}
+		x.batch = append(x.batch, x.newCall(tc))
+	}
+	x.ncalls += len(tcs)
+}
+
+func (x *extractor) newCall(tc model.ToolCall) *call {
+	c := &call{id: tc.ID, tool: tc.Name, proposed: tc.Input}
+	if old := x.calls[tc.ID]; old != nil {
+		x.seq = slices.DeleteFunc(x.seq, func(o *call) bool { return o == old })
+	}
+	x.calls[tc.ID] = c
+	x.seq = append(x.seq, c)
+	return c
+}
+
+// kindOf says what a verdict on an already known call is.
+func (x *extractor) kindOf(c *call) string {
+	switch {
+	case !c.prepared:
+		return KindPermission
+	case c.edit:
+		return KindEdit
+	default:
+		return KindRecheck
+	}
+}
+
+// startAsks starts the clocks of the batch's asks once every call of
+// the batch has its verdict: each deadline is the workflow time the call
+// was parked at plus its timeout.
+func (x *extractor) startAsks() {
+	if len(x.batch) > 0 {
+		return
+	}
+	for _, c := range x.fresh {
+		if c.timeout > 0 {
+			c.deadline = x.now.Add(c.timeout)
+		}
+	}
+	x.fresh = nil
+}
+
+// scheduleDue finds the asks whose deadline has passed at a workflow
+// task's start; they escalate in that task unless an answer comes first.
+func (x *extractor) scheduleDue(now time.Time) {
+	fired := x.fired
+	x.fired = false
+	var d []*call
+	for _, c := range x.seq {
+		if c.asked && !c.answered && !c.deadline.IsZero() && !c.deadline.After(now) {
+			d = append(d, c)
+		}
+	}
+	if len(d) == 0 && fired {
+		// A deadline timer fired: its ask escalates even if the recorded
+		// clock puts the deadline a moment later.
+		var first *call
+		for _, c := range x.seq {
+			if c.asked && !c.answered && !c.deadline.IsZero() && c.deadline.Sub(now) < time.Second &&
+				(first == nil || c.deadline.Before(first.deadline)) {
+				first = c
+			}
+		}
+		if first != nil {
+			d = append(d, first)
+		}
+	}
+	if len(d) > 0 {
+		x.due = &due{at: now, calls: d}
+	}
+}
+
+// flushDue records the escalations of the last workflow task.
+func (x *extractor) flushDue() {
+	d := x.due
+	x.due = nil
+	if d == nil {
+		return
+	}
+	for _, c := range d.calls {
+		if !c.asked || c.answered || c.deadline.IsZero() {
+			continue
+		}
+		action := c.escalation
+		if action == "" {
+			action = workflows.EscalateDeny
+		}
+		reason := fmt.Sprintf("approval deadline passed after %s", c.timeout)
+		switch action {
+		case workflows.EscalateNotify:
+			c.deadline = time.Time{} // keeps waiting, without a deadline
+			reason += "; notified, still waiting"
+		case workflows.EscalateAllow:
+			c.answered = true
+			reason += "; allowed"
+		default:
+			c.answered = true
+			reason = fmt.Sprintf("approval timed out after %s", c.timeout)
+		}
+		x.record(Record{Time: d.at, CallID: c.id, Tool: c.tool, Kind: KindEscalation, Decision: string(action),
+			By: "deadline", Path: PathEscalation, Reason: reason, Layer: "deadline", ProposedInput: c.proposed})
+	}
+}
+
+// answer records an approval or external result. Answers the workflow
+// ignores (unknown or already answered calls) are skipped.
+func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, path string) error {
 	switch name {
 	case workflows.UpdateApprove:
 		var a workflows.Approval
@@ -234,8 +532,16 @@ func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, vi
 			return nil
 		}
 		c.answered = true
-		x.out = append(x.out, Record{Time: t, WorkflowID: x.wf, CallID: a.CallID, Tool: c.tool, Kind: KindApproval,
-			Decision: string(a.Decision), By: a.By, Reason: a.Reason, Layer: "approver", Rules: a.Rules, Via: via})
+		r := Record{Time: t, CallID: a.CallID, Tool: c.tool, Kind: KindApproval, Decision: string(a.Decision),
+			By: a.By, Identity: a.By, Path: path, Reason: a.Reason, Layer: "approver", Rules: a.Rules, ProposedInput: c.proposed}
+		if a.Decision != workflows.DecisionDeny {
+			r.ApprovedInput = c.waiting
+			if len(a.Input) > 0 && string(a.Input) != string(c.waiting) {
+				r.ApprovedInput = a.Input
+				c.approved, c.edit = a.Input, true
+			}
+		}
+		x.record(r)
 		if a.Decision == workflows.DecisionAlwaysAllow {
 			x.recheck = true
 		}
@@ -253,44 +559,25 @@ func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, vi
 		if r.IsError {
 			d = "error"
 		}
-		x.out = append(x.out, Record{Time: t, WorkflowID: x.wf, CallID: r.CallID, Tool: c.tool, Kind: KindExternal,
-			Decision: d, By: r.By, Reason: firstLine(r.Content), Layer: "external", Via: via})
+		x.record(Record{Time: t, CallID: r.CallID, Tool: c.tool, Kind: KindExternal, Decision: d,
+			By: r.By, Identity: r.By, Path: path, Reason: firstLine(r.Content), Layer: "external", ProposedInput: c.proposed})
 	}
 	return nil
 }
 
-// timeouts finds asks denied by their deadline in the messages the turn
-// sends to the model next.
-func (x *extractor) timeouts(t time.Time, msgs []model.Message) {
-	for _, m := range msgs {
-		if m.Role != model.RoleTool {
-			continue
-		}
-		c := x.calls[m.ToolCallID]
-		if c == nil || !c.asked || c.answered || !strings.Contains(m.Content, " by deadline: ") {
-			continue
-		}
-		c.answered = true
-		when := t
-		if !x.lastFired.IsZero() && x.lastFired.After(x.askedAt[c.id]) {
-			when = x.lastFired
-		}
-		x.out = append(x.out, Record{Time: when, WorkflowID: x.wf, CallID: c.id, Tool: c.tool, Kind: KindTimeout,
-			Decision: string(workflows.DecisionDeny), By: "deadline",
-			Reason: fmt.Sprintf("approval timed out after %s", x.timeout), Layer: "deadline"})
-	}
+// lamarker is a local-activity marker of a prepare or tool call.
+type lamarker struct {
+	id     int
+	t      time.Time
+	replay time.Time
+	typ    string
+	result *commonpb.Payloads
 }
 
-type marker struct {
-	id   int
-	t    time.Time
-	prep workflows.Prepared
-}
-
-// markers handles a run of marker events: the prepare verdicts of one
+// markers handles a run of marker events: the local activities of one
 // workflow task, sorted back into the order they were requested.
-func (x *extractor) markers(evs []*historypb.HistoryEvent) error {
-	var ms []marker
+func (x *extractor) markers(evs []*historypb.HistoryEvent) {
+	var ms []lamarker
 	for _, e := range evs {
 		a := e.GetMarkerRecordedEventAttributes()
 		if a.GetMarkerName() != "LocalActivity" {
@@ -299,72 +586,154 @@ func (x *extractor) markers(evs []*historypb.HistoryEvent) error {
 		var data struct {
 			ActivityID   string
 			ActivityType string
+			ReplayTime   time.Time
 		}
-		if err := x.decode(a.GetDetails()["data"], &data); err != nil || data.ActivityType != workflows.ActivityPrepare {
+		if err := x.decode(a.GetDetails()["data"], &data); err != nil {
 			continue
 		}
-		m := marker{t: e.GetEventTime().AsTime()}
-		m.id, _ = strconv.Atoi(data.ActivityID)
-		if err := x.decode(a.GetDetails()["result"], &m.prep); err != nil {
+		if a.GetDetails()["result"] == nil {
 			continue // a failed local activity has no result
 		}
+		m := lamarker{t: e.GetEventTime().AsTime(), replay: data.ReplayTime, typ: data.ActivityType, result: a.GetDetails()["result"]}
+		m.id, _ = strconv.Atoi(data.ActivityID)
 		ms = append(ms, m)
 	}
-	slices.SortStableFunc(ms, func(a, b marker) int { return a.id - b.id })
+	slices.SortStableFunc(ms, func(a, b lamarker) int { return a.id - b.id })
+	// The markers of one task are recorded together; their records share
+	// the time of the last one, so they keep the order of the calls.
+	var at time.Time
 	for _, m := range ms {
-		x.verdict(m)
+		if m.t.After(at) {
+			at = m.t
+		}
 	}
-	return nil
-}
-
-func (x *extractor) verdict(m marker) {
-	p := m.prep
-	tool := p.Tool.Name
-	kind := KindPermission
-	var c *call
-	if len(x.batch) > 0 && (tool == "" || x.batch[0].tool == tool) {
-		c, x.batch = x.batch[0], x.batch[1:]
-	} else {
-		// A re-check after an always-allow, or an edited input: the
-		// oldest open ask of the same tool.
-		kind = KindRecheck
-		for _, id := range x.order() {
-			o := x.calls[id]
-			if o.asked && !o.answered && o.tool == tool {
-				c = o
-				break
+	for _, m := range ms {
+		m.t = at
+		if m.replay.After(x.now) {
+			x.now = m.replay
+		}
+		switch m.typ {
+		case workflows.ActivityPrepare:
+			var p workflows.Prepared
+			if x.decode(m.result, &p) != nil {
+				continue
+			}
+			if c, kind := x.nextPrepared(p.Tool.Name); c != nil && x.verdict(m.t, c, p, kind) {
+				x.fresh = append(x.fresh, c)
+			}
+		case workflows.ActivityTool:
+			var out workflows.ToolOutput
+			if x.decode(m.result, &out) != nil {
+				continue
+			}
+			if c := x.calls[out.Result.CallID]; c != nil {
+				x.execution(m.t, c.id, c.tool, c.effective(), "local")
 			}
 		}
-		if c == nil {
-			c = &call{tool: tool}
-		}
 	}
-	if c.tool == "" {
-		c.tool = tool
-	}
-	r := Record{Time: m.t, WorkflowID: x.wf, CallID: c.id, Tool: c.tool, Kind: kind, By: "policy",
-		Decision: string(p.Decision.Behavior), Reason: p.Decision.Reason, Layer: Layer(p.Decision.Reason)}
-	switch {
-	case p.Invalid != "":
-		r.Decision, r.Reason, r.Layer = "invalid", p.Invalid, "validation"
-	case kind == KindRecheck:
-		if p.Decision.Behavior == permission.Allow && c.asked && !c.answered {
-			c.answered = true // resolved by the added rule
-		}
-	case p.Decision.Behavior == permission.Allow && p.Tool.External:
-		c.external = true
-	case p.Decision.Behavior != permission.Allow && p.Decision.Behavior != permission.Deny:
-		c.asked = true
-		x.askedAt[c.id] = m.t
-	}
-	if kind == KindRecheck && p.Decision.Behavior != permission.Allow {
-		return // still waiting: nothing new was decided
-	}
-	x.out = append(x.out, r)
+	x.startAsks()
 }
 
-// order lists known call ids in the order the model made them.
-func (x *extractor) order() []string { return x.seq }
+// nextPrepared picks the call a marker's verdict is about.
+func (x *extractor) nextPrepared(tool string) (*call, string) {
+	if len(x.batch) > 0 && (tool == "" || x.batch[0].tool == tool) {
+		c := x.batch[0]
+		x.batch = x.batch[1:]
+		return c, KindPermission
+	}
+	if x.recheck && x.round == nil {
+		// One round re-checks every open ask once, in the order they
+		// started waiting.
+		for _, c := range x.seq {
+			if c.asked && !c.answered {
+				x.round = append(x.round, c)
+			}
+		}
+		if len(x.round) == 0 {
+			x.recheck = false
+		}
+	}
+	if len(x.round) > 0 && (tool == "" || x.round[0].tool == tool) {
+		c := x.round[0]
+		x.round = x.round[1:]
+		if len(x.round) == 0 {
+			x.round, x.recheck = nil, false
+		}
+		return c, KindRecheck
+	}
+	for _, c := range x.seq {
+		if c.edit && c.tool == tool {
+			return c, KindEdit
+		}
+	}
+	return nil, ""
+}
+
+// verdict records the engine's verdict on a call and reports whether the
+// call now waits for an approval (its clock starts when the batch is in).
+func (x *extractor) verdict(t time.Time, c *call, p workflows.Prepared, kind string) bool {
+	if c.tool == "" {
+		c.tool = p.Tool.Name
+	}
+	r := Record{Time: t, CallID: c.id, Tool: c.tool, Kind: kind, By: "policy", Path: PathRule,
+		Decision: string(p.Decision.Behavior), Reason: p.Decision.Reason, Layer: Layer(p.Decision.Reason), ProposedInput: c.proposed}
+	if p.Invalid != "" {
+		r.Decision, r.Reason, r.Layer = "invalid", p.Invalid, "validation"
+	}
+	switch kind {
+	case KindPermission:
+		c.prepared = true
+		c.waiting = c.proposed
+		if len(p.Decision.UpdatedInput) > 0 {
+			c.waiting = p.Decision.UpdatedInput
+		}
+		x.record(r)
+		switch {
+		case p.Invalid != "" || p.Decision.Behavior == permission.Deny:
+		case p.Decision.Behavior == permission.Allow:
+			if p.Tool.External {
+				c.external = true
+			}
+		default:
+			c.asked = true
+			c.escalation = p.Policy.Escalation
+			c.timeout = x.timeout
+			if c.timeout == 0 {
+				c.timeout = p.Policy.ApprovalTimeout
+			}
+			if c.timeout == 0 {
+				c.timeout = workflows.DefaultApprovalTimeout
+			}
+			return true
+		}
+	case KindRecheck:
+		if p.Invalid == "" && p.Decision.Behavior == permission.Allow && c.asked && !c.answered {
+			c.answered = true // resolved by the added rule
+			x.record(r)
+		}
+	case KindEdit:
+		c.edit = false
+		r.ApprovedInput = c.approved
+		x.record(r)
+	}
+	return false
+}
+
+// execution records a call that ran (once, even when a fast-path call is
+// rescheduled as a regular activity).
+func (x *extractor) execution(t time.Time, id, tool string, input json.RawMessage, layer string) {
+	c := x.calls[id]
+	if c == nil {
+		c = x.newCall(model.ToolCall{ID: id, Name: tool, Input: input})
+		c.prepared = true
+	}
+	if c.ran {
+		return
+	}
+	c.ran = true
+	x.record(Record{Time: t, CallID: id, Tool: c.tool, Kind: KindExecution, Decision: "ran", By: "worker",
+		Layer: layer, ProposedInput: c.proposed, ApprovedInput: c.approved, EffectiveInput: input})
+}
 
 // Layer names the part of the policy that decided, from a decision's
 // reason ("Rule: Bash(ls:*)" → "rule", "Read-only: ..." → "read-only").

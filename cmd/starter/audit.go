@@ -15,13 +15,14 @@ import (
 )
 
 // newAuditCmd builds `starter audit`: the decisions recorded in turn
-// histories, as a table or JSON lines.
+// histories (every run of each continue-as-new chain), as a table or
+// JSON lines.
 func newAuditCmd(cn *conn) *cobra.Command {
 	var workflow, since string
 	var asJSON bool
 	cmd := &cobra.Command{
-		Use:   "audit (--workflow ID | --since DURATION|RFC3339)",
-		Short: "List permission decisions, approvals, external results and timeouts from turn histories",
+		Use:   "audit (--workflow ID | --since DURATION|RFC3339) [--jsonl]",
+		Short: "List permission decisions, approvals, escalations, external results and executions from turn histories",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (workflow == "") == (since == "") {
@@ -56,7 +57,9 @@ func newAuditCmd(cn *conn) *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&workflow, "workflow", "", "audit one turn (workflow id)")
 	f.StringVar(&since, "since", "", "audit turns since a duration ago (24h) or a time (RFC 3339)")
-	f.BoolVar(&asJSON, "json", false, "print one JSON record per line")
+	f.BoolVar(&asJSON, "jsonl", false, "print one JSON record per line (JSONL)")
+	f.BoolVar(&asJSON, "json", false, "same as --jsonl")
+	_ = f.MarkHidden("json")
 	return cmd
 }
 
@@ -87,14 +90,14 @@ func writeAuditJSON(w io.Writer, recs []audit.Record) error {
 
 func writeAuditTable(w io.Writer, recs []audit.Record) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tWORKFLOW\tCALL\tTOOL\tKIND\tDECISION\tBY\tLAYER\tREASON")
+	fmt.Fprintln(tw, "TIME\tWORKFLOW\tCALL\tTOOL\tKIND\tDECISION\tBY\tPATH\tLAYER\tREASON")
 	for _, r := range recs {
 		reason := r.Reason
 		if len(r.Rules) > 0 {
 			reason = strings.TrimSpace("rules " + strings.Join(r.Rules, ", ") + " " + reason)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"),
-			r.WorkflowID, r.CallID, r.Tool, r.Kind, r.Decision, r.By, r.Layer, reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"),
+			r.WorkflowID, r.CallID, r.Tool, r.Kind, r.Decision, r.By, r.Path, r.Layer, reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
