@@ -112,6 +112,9 @@ type Analysis struct {
 	// cwds is the current set of possible working directories while
 	// walking; nil means unknown.
 	cwds []string
+	// andLeft is set while walking the left side of "&&": a cd there
+	// that fails stops the commands after it.
+	andLeft bool
 }
 
 // Analyze parses command and collects its units. It never fails: a
@@ -122,6 +125,12 @@ func Analyze(command string, cfg Config) *Analysis {
 		a.cwds = []string{path.Clean(cfg.Workdir)}
 	}
 	if strings.TrimSpace(command) == "" {
+		return a
+	}
+	if strings.ContainsRune(command, '\r') {
+		// Bash keeps a carriage return in the word ("ls\rrm" is one
+		// command name), while the parser treats it as a blank.
+		a.fail = "Command contains a carriage return, which the shell and the analyser would split differently"
 		return a
 	}
 	f, err := parse(command)
@@ -205,7 +214,13 @@ func (a *Analysis) stmt(src string, s *syntax.Stmt, depth int, nested bool, inhe
 		}
 		a.add(u, depth)
 	case *syntax.BinaryCmd:
+		// In "X && Y", Y only runs when X succeeded, so a cd ending X
+		// did change the directory; in "X || Y" and "X | Y" it may not
+		// have.
+		saved := a.andLeft
+		a.andLeft = c.Op == syntax.AndStmt
 		a.stmt(src, c.X, depth, nested, rs)
+		a.andLeft = saved
 		a.stmt(src, c.Y, depth, nested, rs)
 	case *syntax.Subshell:
 		saved := a.cwds

@@ -172,8 +172,12 @@ func (a *Analysis) cd(u *unit) {
 		a.cwds = nil
 		return
 	}
-	// cd may fail, so the old directories stay possible.
+	// cd may fail, so the old directories stay possible, unless the
+	// commands after it only run when it succeeded (cd X && ...).
 	next := append([]string(nil), a.cwds...)
+	if a.andLeft {
+		next = next[:0]
+	}
 	for _, p := range ps {
 		if !contains(next, p) {
 			next = append(next, p)
