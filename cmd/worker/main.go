@@ -201,7 +201,7 @@ func run(args []string) error {
 	if err != nil {
 		return fmt.Errorf("workdir: %w", err)
 	}
-	extra, closeBackends, err := backends(ctx, cfg.Backend)
+	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir)
 	if err != nil {
 		return err
 	}
