@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,8 +22,10 @@ import (
 	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware"
+	"github.com/wardenhq/warden/middleware/compact"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/tools"
@@ -62,8 +65,25 @@ type Options struct {
 	InboxURL string
 	// ModelMetrics records model calls, tokens and durations (nil: none).
 	ModelMetrics *metrics.Models
-	// ResultBudget caps tool results entering history (bytes).
+	// ResultBudget caps what of a tool result enters history besides its
+	// content (data blocks, metadata), in bytes.
 	ResultBudget int
+	// Content is the store that keeps conversations and tool results out
+	// of workflow history (nil: a directory store in ./.warden/content).
+	// Workers that run the same turns must share one store (an S3 bucket,
+	// see content/s3store).
+	Content content.Store
+	// ContentCacheBytes bounds the conversations kept loaded in memory
+	// (0: content.DefaultCacheBytes).
+	ContentCacheBytes int64
+	// MaxResultBytes bounds one tool result (0: 4 MiB); a larger one is a
+	// tool error. MaxCallInputBytes bounds one tool call's input in a
+	// model reply (0: 256 KiB); a larger one ends the turn with a reason.
+	MaxResultBytes    int
+	MaxCallInputBytes int
+	// Compaction shrinks conversations that outgrow a model's context
+	// window, by provider name (the context-window middleware).
+	Compaction map[string]compact.Config
 	// Registerer receives warden's metrics; nil records none.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
@@ -109,11 +129,32 @@ func NewActivities(o Options) (*activities.Activities, error) {
 	}
 	models := map[string]model.Model{"scripted": model.Scripted{}}
 	maps.Copy(models, o.Models)
+	store := o.Content
+	if store == nil {
+		fs, err := content.NewFS(filepath.Join(".warden", "content"))
+		if err != nil {
+			return nil, fmt.Errorf("warden: %w", err)
+		}
+		store = fs
+	}
+	compactors := map[string]activities.Compactor{}
+	for _, name := range slices.Sorted(maps.Keys(o.Compaction)) {
+		c := o.Compaction[name]
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("warden: compaction of %s: %w", name, err)
+		}
+		if _, ok := models[name]; !ok {
+			return nil, fmt.Errorf("warden: compaction of %s: no such model provider", name)
+		}
+		compactors[name] = c
+	}
 	a := &activities.Activities{
 		Tools: reg, Backends: backends, DefaultBackend: def, DefaultWorkdir: wd,
 		Models: models, Middleware: slices.Clone(o.ToolMiddleware), ResultBudget: o.ResultBudget, Logger: o.Logger,
 		ToolDefaults: o.ToolDefaults, ToolSettings: o.ToolSettings, Notifier: o.Notifier, InboxURL: o.InboxURL,
 		ModelMetrics: o.ModelMetrics,
+		Content:      &content.Log{Store: store, CacheBytes: o.ContentCacheBytes}, Compactors: compactors,
+		MaxResultBytes: o.MaxResultBytes, MaxCallInputBytes: o.MaxCallInputBytes,
 	}
 	for _, m := range o.AgentMiddleware {
 		if w, ok := m.(interface{ WrapModel(model.Model) model.Model }); ok {

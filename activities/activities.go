@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware"
 	"github.com/wardenhq/warden/model"
@@ -55,6 +56,16 @@ type Activities struct {
 	// none. InboxURL links notifications to the inbox.
 	Notifier *notify.Sender
 	InboxURL string
+	// Content keeps conversations and tool results out of history (turns
+	// call ModelStep and run tools with ByRef). Compactors, by provider
+	// name, shrink conversations that outgrow the model's window.
+	Content    *content.Log
+	Compactors map[string]Compactor
+	// MaxResultBytes bounds one tool result kept in the store
+	// (DefaultMaxResultBytes); MaxCallInputBytes one tool call's input in
+	// a model reply (DefaultMaxCallInputBytes).
+	MaxResultBytes    int
+	MaxCallInputBytes int
 	// HeartbeatEvery is how often a running tool heartbeats (default 1 s).
 	HeartbeatEvery time.Duration
 	Metrics        *Metrics
@@ -67,6 +78,7 @@ type Activities struct {
 // Register registers the activities under the names the workflow uses.
 func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: workflows.ActivityModel})
+	r.RegisterActivityWithOptions(a.ModelStep, activity.RegisterOptions{Name: workflows.ActivityModelStep})
 	r.RegisterActivityWithOptions(a.Prepare, activity.RegisterOptions{Name: workflows.ActivityPrepare})
 	r.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: workflows.ActivityTool})
 	r.RegisterActivityWithOptions(a.Notify, activity.RegisterOptions{Name: workflows.ActivityNotify})
@@ -158,6 +170,11 @@ func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out work
 		return out, fmt.Errorf("tool %s: %w", in.Call.Name, err)
 	}
 	res.CallID, res.Name = in.Call.ID, in.Call.Name
+	if in.ByRef {
+		if res, err = a.storeResult(ctx, activity.GetInfo(ctx).WorkflowExecution.ID, res); err != nil {
+			return out, fmt.Errorf("tool %s: %w", in.Call.Name, err)
+		}
+	}
 	out.Result = tools.CapResult(res, a.ResultBudget)
 	out.State = state
 	return out, nil

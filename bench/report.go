@@ -17,6 +17,7 @@ type Report struct {
 	Throughput *ThroughputReport `json:"throughput,omitempty"`
 	Waiting    *WaitingReport    `json:"waiting,omitempty"`
 	Docker     *DockerReport     `json:"docker,omitempty"`
+	Long       *LongReport       `json:"long,omitempty"`
 }
 
 // WriteTable renders the report as aligned tables, milliseconds unless
@@ -38,6 +39,20 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(tw, "COMMAND\tTURNS\tCALLS/TURN\tCALLS\tWALL s\tCALLS/s\tTURN MEDIAN\tTURN P95\tCALL MEDIAN\tCALL P95\tWORKER RSS MB (before/peak/after)\tSERVER RSS MB")
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%.2f\t%s\t%s\n", t.Command, t.Turns, t.CallsPerTurn, t.Calls, t.WallMS/1000,
 			t.CallsPerSec, t.Turn.MedianMS, t.Turn.P95MS, t.Call.MedianMS, t.Call.P95MS, memCell(t.Worker), memCell(deref(t.Server)))
+	}
+	if l := r.Long; l != nil {
+		fmt.Fprintln(tw, "\nlong session")
+		fmt.Fprintln(tw, "MEASURE\tVALUE")
+		fmt.Fprintf(tw, "steps × output\t%d × %d KB (%d runs)\n", l.Steps, l.OutputKB, l.Runs)
+		fmt.Fprintf(tw, "history\t%.1f MB, %.0f bytes/step\n", float64(l.HistoryBytes)/(1<<20), l.HistoryBytesPerStep)
+		fmt.Fprintf(tw, "model call input, second / last call\t%d / %d bytes\n", l.ModelInputFirst, l.ModelInputLast)
+		if l.DataDirGrowth != 0 {
+			fmt.Fprintf(tw, "data directory growth\t%.1f MB, %.0f bytes/step\n", float64(l.DataDirGrowth)/(1<<20), l.DataDirPerStep)
+		}
+		fmt.Fprintf(tw, "step latency, first tenth\tmedian %.1f ms, p95 %.1f ms\n", l.FirstTenth.MedianMS, l.FirstTenth.P95MS)
+		fmt.Fprintf(tw, "step latency, last tenth\tmedian %.1f ms, p95 %.1f ms\n", l.LastTenth.MedianMS, l.LastTenth.P95MS)
+		fmt.Fprintf(tw, "worker RSS MB before/peak/after\t%s\n", memCell(l.Worker))
+		fmt.Fprintf(tw, "wall time\t%.1f s\n", l.WallMS/1000)
 	}
 	if wr := r.Waiting; wr != nil {
 		fmt.Fprintln(tw, "\nwaiting on approvals")

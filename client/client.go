@@ -75,7 +75,19 @@ func (cl *Client) Follow(ctx context.Context, workflowID string, fn func(workflo
 		every = 250 * time.Millisecond
 	}
 	cursor := 0
+	var lastCheck time.Time
+	reported := int32(0)
 	for {
+		// A turn whose workflow task keeps failing makes no progress and
+		// emits no events: say so instead of going quiet.
+		if fn != nil && time.Since(lastCheck) > 3*time.Second {
+			lastCheck = time.Now()
+			if attempt, why, err := cl.Stuck(ctx, workflowID); err == nil && attempt > 1 && attempt != reported {
+				reported = attempt
+				fn(workflows.Event{Type: EventStuck, Error: true, Time: time.Now(),
+					Text: fmt.Sprintf("the turn is not progressing: its workflow task failed %d times in a row: %s", attempt-1, why)})
+			}
+		}
 		page, err := cl.Events(ctx, workflowID, cursor)
 		if err == nil {
 			for _, e := range page.Events {
@@ -111,6 +123,35 @@ func (cl *Client) Follow(ctx context.Context, workflowID string, fn func(workflo
 		}
 	}
 	return cl.Result(ctx, workflowID)
+}
+
+// EventStuck is the event Follow reports (not recorded by the turn) when
+// the turn's workflow task keeps failing.
+const EventStuck = "stuck"
+
+// Stuck reports the attempt of the turn's pending workflow task (above 1
+// when it has failed) and the last failure recorded in history.
+func (cl *Client) Stuck(ctx context.Context, workflowID string) (int32, string, error) {
+	d, err := cl.c.DescribeWorkflowExecution(ctx, workflowID, "")
+	if err != nil {
+		return 0, "", err
+	}
+	attempt := d.GetPendingWorkflowTask().GetAttempt()
+	if attempt <= 1 {
+		return attempt, "", nil
+	}
+	why := "see the worker's log"
+	it := cl.c.GetWorkflowHistory(ctx, workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			break
+		}
+		if a := ev.GetWorkflowTaskFailedEventAttributes(); a != nil {
+			why = a.GetCause().String() + ": " + a.GetFailure().GetMessage()
+		}
+	}
+	return attempt, why, nil
 }
 
 func (cl *Client) closed(ctx context.Context, workflowID string) (bool, error) {

@@ -31,6 +31,12 @@ func FormatEvent(e workflows.Event) string {
 		return fmt.Sprintf("result:  %s %s [%s]\n         %s\n", e.CallID, e.Tool, status, indent(strings.TrimRight(e.Text, "\n")))
 	case workflows.EventFinal:
 		return ""
+	case workflows.EventFailed:
+		return "FAILED:  " + indent(e.Text) + "\n"
+	case EventStuck:
+		return "STUCK:   " + indent(e.Text) + "\n"
+	case workflows.EventCompacted:
+		return "context: " + e.Text + "\n"
 	default:
 		return fmt.Sprintf("%s: %s\n", e.Type, e.Text)
 	}

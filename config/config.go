@@ -47,6 +47,10 @@ type Config struct {
 	// (mcp__SERVER__TOOL; non-read-only ones ask by default).
 	MCP  MCP  `yaml:"mcp"`
 	Demo Demo `yaml:"demo"`
+	// Content keeps conversations out of workflow history; Turn sets
+	// defaults of the turns starter starts.
+	Content Content `yaml:"content"`
+	Turn    Turn    `yaml:"turn"`
 }
 
 // Server configures the embedded Temporal server.
@@ -313,6 +317,7 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("permission: %w", err))
 	}
 	errs = append(errs, c.validateNotify()...)
+	errs = append(errs, c.validateContent()...)
 	return errors.Join(errs...)
 }
 

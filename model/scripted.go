@@ -25,6 +25,29 @@ type Script struct {
 	// Prompt is the user's message that opens the turn (optional).
 	Prompt string `json:"prompt,omitempty" yaml:"prompt"`
 	Steps  []Step `json:"steps" yaml:"steps"`
+	// Current, when set, is the one step to answer now: a turn sends the
+	// step it is at rather than the whole script, so a model call's input
+	// does not grow with the script.
+	Current *Step `json:"current,omitempty" yaml:"-"`
+}
+
+// StepAt returns step n of the script (0-based) as the workflow sends
+// it: call ids filled in, and past the last step the last step's text
+// with no tool calls, so a turn always ends.
+func (s *Script) StepAt(n int) Step {
+	if n >= len(s.Steps) {
+		return Step{Text: s.Steps[len(s.Steps)-1].Text}
+	}
+	st := s.Steps[n]
+	calls := make([]ScriptedCall, len(st.ToolCalls))
+	for j, c := range st.ToolCalls {
+		if c.ID == "" {
+			c.ID = fmt.Sprintf("call_%d_%d", n+1, j+1)
+		}
+		calls[j] = c
+	}
+	st.ToolCalls = calls
+	return st
 }
 
 // Step is one scripted model response.
@@ -80,6 +103,12 @@ type Scripted struct{}
 
 // Generate implements Model.
 func (Scripted) Generate(_ context.Context, req Request) (Response, error) {
+	if req.Purpose == PurposeSummarize {
+		return Response{Text: summarize(req.Messages)}, nil
+	}
+	if req.Script != nil && req.Script.Current != nil {
+		return answer(*req.Script.Current, 0)
+	}
 	if req.Script == nil || len(req.Script.Steps) == 0 {
 		return Response{}, errors.New("scripted model: request has no script")
 	}
@@ -92,7 +121,11 @@ func (Scripted) Generate(_ context.Context, req Request) (Response, error) {
 	if n >= len(req.Script.Steps) {
 		return Response{Text: req.Script.Steps[len(req.Script.Steps)-1].Text}, nil
 	}
-	st := req.Script.Steps[n]
+	return answer(req.Script.Steps[n], n)
+}
+
+// answer turns step n into a response.
+func answer(st Step, n int) (Response, error) {
 	resp := Response{Text: st.Text}
 	for j, c := range st.ToolCalls {
 		in, err := json.Marshal(normalize(c.Input))
@@ -109,6 +142,28 @@ func (Scripted) Generate(_ context.Context, req Request) (Response, error) {
 		resp.ToolCalls = append(resp.ToolCalls, ToolCall{ID: id, Name: c.Name, Input: in})
 	}
 	return resp, nil
+}
+
+// summarize is the scripted model's summary of a conversation: one line
+// per message with its role and the start of its content. It is
+// extractive, so tests can see which messages a summary covered.
+func summarize(msgs []Message) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Summary of %d earlier messages:", len(msgs))
+	for _, m := range msgs {
+		line := m.Content
+		if i := strings.IndexByte(line, '\n'); i >= 0 {
+			line = line[:i]
+		}
+		if len(line) > 80 {
+			line = line[:80] + "…"
+		}
+		fmt.Fprintf(&b, "\n- %s: %s", m.Role, line)
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(&b, " [%s]", c.Name)
+		}
+	}
+	return b.String()
 }
 
 // normalize turns YAML's map[any]any (nested) into JSON-encodable maps.

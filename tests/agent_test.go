@@ -114,7 +114,7 @@ steps:
 		t.Errorf("answer = %q after %d iterations", res.Answer, res.Iterations)
 	}
 	// Model wrappers: A outermost.
-	if m := res.Messages[0]; m.Role != model.RoleAssistant || m.Content != "A[B[]]" {
+	if m := conversation(res)[0]; m.Role != model.RoleAssistant || m.Content != "A[B[]]" {
 		t.Errorf("assistant message = %+v", m)
 	}
 	page, err := cl.Events(ctx, id, 0)
@@ -183,13 +183,13 @@ steps:
 		t.Errorf("task list not carried: %+v", res.State.Tasks)
 	}
 	var users int
-	for _, m := range res.Messages {
+	for _, m := range conversation(res) {
 		if m.Role == model.RoleTool {
 			users++
 		}
 	}
 	if users != 4 {
-		b, _ := json.Marshal(res.Messages)
+		b, _ := json.Marshal(conversation(res))
 		t.Errorf("tool messages = %d, want 4: %s", users, b)
 	}
 }

@@ -110,7 +110,7 @@ func TestCrashEmbeddedServerSIGKILL(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := filepath.Join(cwd, "config.yaml")
-	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(contentConfig()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	port := strconv.Itoa(freePort(t))
@@ -194,7 +194,7 @@ func TestCrashSignalWhileNoWorker(t *testing.T) {
 	queue := "tq-crash-signal-" + tag()
 	workdir, cwd := t.TempDir(), t.TempDir()
 	cfg := filepath.Join(cwd, "config.yaml")
-	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(contentConfig()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	worker := func() *exec.Cmd {

@@ -20,7 +20,9 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/internal/devserver"
+	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -29,6 +31,10 @@ var env struct {
 	srv    *devserver.Server
 	c      tclient.Client
 	binDir string
+	// store is the content store every worker of the tests shares
+	// (in-process ones directly, worker processes through contentDir).
+	store      *content.FS
+	contentDir string
 }
 
 func TestMain(m *testing.M) {
@@ -61,6 +67,11 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	env.binDir = dir
+	env.contentDir = filepath.Join(dir, "content")
+	if env.store, err = content.NewFS(env.contentDir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	return m.Run()
 }
 
@@ -83,6 +94,9 @@ func startWorker(t *testing.T, o warden.Options) *client.Client {
 	queue := "tq-" + t.Name()
 	if o.Workdir == "" {
 		o.Workdir = t.TempDir()
+	}
+	if o.Content == nil {
+		o.Content = env.store
 	}
 	w := worker.New(env.c, queue, worker.Options{})
 	if _, err := warden.Register(w, o); err != nil {
@@ -123,4 +137,39 @@ func startWorkerless(queue string) *client.Client {
 	cl := client.New(env.c, queue)
 	cl.PollInterval = 50 * time.Millisecond
 	return cl
+}
+
+// contentConfig is the config line that points a worker process at the
+// tests' shared content store.
+func contentConfig() string {
+	return fmt.Sprintf("content: {dir: %q}\n", env.contentDir)
+}
+
+// conversation reads a finished turn's whole conversation from the shared
+// store (the result carries only its head and the messages after it).
+func conversation(res workflows.TurnResult) []model.Message {
+	if res.Conversation == "" {
+		return res.Messages
+	}
+	matches, _ := filepath.Glob(filepath.Join(env.contentDir, "turns", "*", res.Conversation))
+	if len(matches) != 1 {
+		panic(fmt.Sprintf("conversation head %s found %d times in the store", res.Conversation, len(matches)))
+	}
+	turn, err := content.UnescapeTurn(filepath.Base(filepath.Dir(matches[0])))
+	if err != nil {
+		panic(err)
+	}
+	l := &content.Log{Store: env.store, CacheBytes: -1}
+	msgs, err := l.Load(context.Background(), turn, res.Conversation)
+	if err != nil {
+		panic(err)
+	}
+	for _, m := range res.Messages {
+		r, err := l.Resolve(context.Background(), turn, m)
+		if err != nil {
+			panic(err)
+		}
+		msgs = append(msgs, r)
+	}
+	return msgs
 }

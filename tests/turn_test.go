@@ -50,7 +50,7 @@ func policy(t *testing.T, p permission.Policy) permission.Context {
 
 func toolResults(res workflows.TurnResult) []model.Message {
 	var out []model.Message
-	for _, m := range res.Messages {
+	for _, m := range conversation(res) {
 		if m.Role == model.RoleTool {
 			out = append(out, m)
 		}
@@ -192,7 +192,7 @@ func killMidTurn(t *testing.T, configYAML string) (workflows.TurnResult, string)
 	queue := "tq-kill-" + fmt.Sprint(time.Now().UnixNano())
 	workdir := t.TempDir()
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfg, []byte(configYAML), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(configYAML+contentConfig()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	startProc := func() *exec.Cmd {
@@ -262,7 +262,7 @@ steps:
 // a worker crash is not run again (at-most-once by default); the turn goes
 // on and the model is told the call failed.
 func TestWorkerKilledMidTurnAtMostOnce(t *testing.T) {
-	res, log := killMidTurn(t, "{}\n")
+	res, log := killMidTurn(t, "")
 	if log != "one\n" {
 		t.Errorf("log.txt = %q, want only the first call's effect", log)
 	}
@@ -298,7 +298,8 @@ func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
 // TestReplayHistories replays every recorded history in testdata with
 // the current workflow code: a change that breaks determinism for turns
 // already in flight fails here. Histories of older workflow versions are
-// kept (demo_turn_v1.json predates the fast path and call policies). Run
+// kept (demo_turn_v1.json predates the fast path and call policies; the v1–v3
+// files keep the conversation inline, v4 by reference). Run
 // with -update to record the current scenarios again.
 func TestReplayHistories(t *testing.T) {
 	if *update {
@@ -351,7 +352,7 @@ func recordScenarios(t *testing.T) {
 	if _, err := cl.Result(ctx, "demo-record"); err != nil {
 		t.Fatal(err)
 	}
-	saveHistory(t, "demo-record", "demo_turn_v3.json")
+	saveHistory(t, "demo-record", "demo_turn_v4.json")
 
 	as := script(t, `
 steps:
@@ -383,7 +384,7 @@ steps:
 	if _, err := cl.Result(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	saveHistory(t, id, "approvals_turn_v3.json")
+	saveHistory(t, id, "approvals_turn_v4.json")
 
 	// A turn that continues as new while a call waits: both runs.
 	cs := script(t, `
@@ -408,8 +409,8 @@ steps:
 	if _, err := cl.Result(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	saveRunHistory(t, id, first.GetRunID(), "can_turn_run1_v3.json")
-	saveHistory(t, id, "can_turn_run2_v3.json")
+	saveRunHistory(t, id, first.GetRunID(), "can_turn_run1_v4.json")
+	saveHistory(t, id, "can_turn_run2_v4.json")
 }
 
 func saveRunHistory(t *testing.T, id, runID, file string) {

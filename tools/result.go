@@ -25,6 +25,10 @@ type Result struct {
 	State    ResultState    `json:"state"`
 	Data     []DataBlock    `json:"data,omitempty"`
 	Metadata map[string]any `json:"metadata,omitempty"`
+	// Ref, when set, names the full content in the turn's content store;
+	// Content is then a preview and Size the full length in bytes.
+	Ref  string `json:"ref,omitempty"`
+	Size int    `json:"size,omitempty"`
 }
 
 // Append folds a chunk into the result: text concatenates, an error

@@ -52,6 +52,13 @@ type AgentContext struct {
 }
 
 // AgentState is the turn's persisted conversation state.
+//
+// Turns keep their conversation in the content store: Messages then holds
+// the messages not yet sent to the model (the prompt, the last step's tool
+// results, as previews with references), and the model's reply in
+// AfterModelRewriteState. Earlier messages are stored and reach the model
+// by reference; a middleware that adds a message before a model call
+// appends it here. Large contents are previews (Message.Ref is set).
 type AgentState struct {
 	Messages []model.Message
 	// Tools offered to the model for the next call (empty means all).

@@ -52,15 +52,20 @@ func sampleCall() model.ToolCall {
 func sampleMessages() []model.Message {
 	return []model.Message{{
 		Role: model.RoleAssistant, Content: "Let me look.", ToolCalls: []model.ToolCall{sampleCall()},
-		ToolCallID: "call_1_1", ToolName: "Bash", IsError: true,
+		ToolCallID: "call_1_1", ToolName: "Bash", IsError: true, Ref: "5d41402abc4b2a76b9719d911017c592", Size: 70000,
 	}}
+}
+
+func sampleCompaction() *model.Compaction {
+	return &model.Compaction{Strategy: "trim", From: "9b74c9897bac770ffc029102a200c5de", MessagesBefore: 40, MessagesAfter: 40,
+		TokensBefore: 120000, TokensAfter: 60000}
 }
 
 func sampleScript() *model.Script {
 	return &model.Script{Prompt: "List the workspace", Steps: []model.Step{{
 		Text:      "Let me look.",
 		ToolCalls: []model.ScriptedCall{{ID: "c1", Name: "Bash", Input: map[string]any{"command": "ls"}}},
-	}}}
+	}}, Current: &model.Step{Text: "Done.", ToolCalls: []model.ScriptedCall{{ID: "c2", Name: "Read", Input: map[string]any{"file_path": "/work/a"}}}}}
 }
 
 func sampleRule(b permission.Behavior) permission.Rule {
@@ -74,7 +79,7 @@ func samplePermission() permission.Context {
 		Allow:          []permission.Rule{sampleRule(permission.Allow)},
 		Ask:            []permission.Rule{sampleRule(permission.Ask)},
 		Deny:           []permission.Rule{sampleRule(permission.Deny)},
-		DangerousFiles: &files, DangerousDirs: &dirs,
+		DangerousFiles: &files, DangerousDirs: &dirs, SensitivePaths: []string{"**/secrets/**"},
 	}
 }
 
@@ -105,7 +110,7 @@ func sampleResult() tools.Result {
 	return tools.Result{
 		CallID: "call_1_1", Name: "Bash", Content: "total 0\n", IsError: true, State: tools.StateError,
 		Data:     []tools.DataBlock{{MediaType: "image/png", Data: []byte{0x89, 'P', 'N', 'G'}}},
-		Metadata: map[string]any{"exit_code": 1},
+		Metadata: map[string]any{"exit_code": 1}, Ref: "5d41402abc4b2a76b9719d911017c592", Size: 70000,
 	}
 }
 
@@ -146,6 +151,7 @@ func compatSamples() []struct {
 			Resume: &workflows.Resume{
 				Iterations: 3, ToolCalls: 4, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
 				ReturnDirectly: []string{"TaskCreate"}, Seq: 9, Events: []workflows.Event{sampleEvent()},
+				Conversation: "9b74c9897bac770ffc029102a200c5de",
 				Step: &workflows.StepState{
 					Slots:   []workflows.SlotState{{Call: sampleCall(), Prep: samplePrepared(), Ready: true, Result: func() *tools.Result { r := sampleResult(); return &r }()}},
 					Pending: []workflows.Pending{samplePending()},
@@ -157,13 +163,22 @@ func compatSamples() []struct {
 		{"TurnResult", workflows.TurnResult{
 			Answer: "Done.", Messages: sampleMessages(), Iterations: 2, ToolCalls: 1,
 			State: sampleState(), Permission: samplePermission(), Stopped: "max_iterations",
+			Conversation: "9b74c9897bac770ffc029102a200c5de", AnswerRef: "5d41402abc4b2a76b9719d911017c592",
+		}},
+		{"ModelStepInput", workflows.ModelStepInput{
+			Provider: "scripted", Model: "demo", Tools: []string{"Bash"}, Instruction: "Be brief.",
+			Conversation: "9b74c9897bac770ffc029102a200c5de", Append: sampleMessages(), Script: sampleScript(),
+		}},
+		{"ModelStepOutput", workflows.ModelStepOutput{
+			Conversation: "9b74c9897bac770ffc029102a200c5de", Message: sampleMessages()[0],
+			Usage: model.Usage{InputTokens: 100, OutputTokens: 20}, Compaction: sampleCompaction(),
 		}},
 		{"ModelInput", workflows.ModelInput{
 			Provider: "scripted", Model: "demo",
 			Request: model.Request{
 				Instruction: "Be brief.", Messages: sampleMessages(),
 				Tools:  []model.ToolSpec{{Name: "Bash", Description: "Run a command.", InputSchema: json.RawMessage(`{"type":"object"}`)}},
-				Script: sampleScript(),
+				Script: sampleScript(), Purpose: model.PurposeSummarize,
 			},
 			Tools: []string{"Bash"},
 		}},
@@ -179,6 +194,7 @@ func compatSamples() []struct {
 		{"Prepared", samplePrepared()},
 		{"ToolInput", workflows.ToolInput{
 			Key: "turn-1/call_1_1", Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"}, State: sampleState(),
+			ByRef: true,
 		}},
 		{"ToolOutput", workflows.ToolOutput{Result: sampleResult(), State: sampleState()}},
 		{"Approval", sampleApproval()},
@@ -317,7 +333,7 @@ func constGroups() map[string]map[string]any {
 		"workflows.activities": str(
 			"ActivityModel", workflows.ActivityModel, "ActivityPrepare", workflows.ActivityPrepare,
 			"ActivityTool", workflows.ActivityTool,
-			"ActivityNotify", workflows.ActivityNotify,
+			"ActivityNotify", workflows.ActivityNotify, "ActivityModelStep", workflows.ActivityModelStep,
 			"MetricApprovalWait", workflows.MetricApprovalWait, "MetricApprovalEscalation", workflows.MetricApprovalEscalation,
 		),
 		"workflows.error_types": str(
@@ -329,7 +345,8 @@ func constGroups() map[string]map[string]any {
 			"EventDecision", workflows.EventDecision, "EventWaiting", workflows.EventWaiting,
 			"EventAnswered", workflows.EventAnswered, "EventRejected", workflows.EventRejected,
 			"EventResult", workflows.EventResult, "EventFinal", workflows.EventFinal, "EventCustom", workflows.EventCustom,
-			"EventEscalated", workflows.EventEscalated,
+			"EventEscalated", workflows.EventEscalated, "EventCompacted", workflows.EventCompacted,
+			"EventFailed", workflows.EventFailed,
 		),
 		"workflows.decisions": str(
 			"DecisionAllow", string(workflows.DecisionAllow), "DecisionAlwaysAllow", string(workflows.DecisionAlwaysAllow),

@@ -23,6 +23,9 @@ type Resume struct {
 	Seq    int        `json:"seq"`
 	Events []Event    `json:"events,omitempty"`
 	Step   *StepState `json:"step,omitempty"`
+	// Conversation is the stored conversation's head (by-reference turns);
+	// TurnInput.Messages then holds only the messages added since.
+	Conversation string `json:"conversation,omitempty"`
 }
 
 // StepState is a model step interrupted by continue-as-new.
@@ -82,6 +85,7 @@ func (t *turn) endOrContinue(ctx workflow.Context, err error) (TurnResult, error
 	r := &Resume{
 		Iterations: t.iterations, ToolCalls: t.toolCalls, PolicyVersion: t.policyVersion,
 		Instruction: t.ac.Instruction, Tools: t.ac.Tools, ReturnDirectly: t.ac.ReturnDirectly, Seq: t.seq,
+		Conversation: t.head,
 	}
 	if n := len(t.events); n > carriedEvents {
 		r.Events = t.events[n-carriedEvents:]

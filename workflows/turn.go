@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -20,10 +21,23 @@ import (
 
 // Defaults of a turn.
 const (
-	DefaultMaxIterations   = 20
+	// DefaultMaxIterations bounds model calls of a turn that sets none. It
+	// suits long sessions: the turn continues as new along the way and
+	// keeps its conversation in the content store.
+	DefaultMaxIterations   = 1000
 	DefaultApprovalTimeout = 7 * 24 * time.Hour
 	maxEvents              = 1000
+	// legacyMaxIterations is the bound of runs recorded before content by
+	// reference (their replays must stop where they stopped).
+	legacyMaxIterations = 20
+	// eventTextBytes bounds an event's text and input.
+	eventTextBytes = 2000
 )
+
+// versionContentRefs marks runs that keep their conversation in the
+// content store and call ActivityModelStep; runs recorded before it
+// replay with the conversation inline.
+const versionContentRefs = "content-refs"
 
 // Search attribute keys, typed.
 var (
@@ -57,6 +71,11 @@ type turn struct {
 	// approvalsCh and externalsCh are the signal channels, drained before
 	// continuing as new so no answer is lost.
 	approvalsCh, externalsCh workflow.ReceiveChannel
+	// byRef is set for runs that keep the conversation in the content
+	// store: head names the stored conversation and msgs holds only the
+	// messages added since (sent with the next model call).
+	byRef bool
+	head  string
 }
 
 // answer is a received decision or external result for a pending call.
@@ -81,6 +100,10 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult,
 		local:   in.RunLocal,
 	}
 	ctx = workflow.WithValue(ctx, turnKey{}, t)
+	t.byRef = workflow.GetVersion(ctx, versionContentRefs, workflow.DefaultVersion, 1) >= 1
+	if r := in.Resume; r != nil {
+		t.head = r.Conversation
+	}
 	if r := in.Resume; r != nil && r.Step != nil {
 		// Restore what waits before the handlers can see answers.
 		t.pending = r.Step.Pending
@@ -111,6 +134,9 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult,
 	max := in.MaxIterations
 	if max <= 0 {
 		max = DefaultMaxIterations
+		if !t.byRef {
+			max = legacyMaxIterations
+		}
 	}
 	res := TurnResult{}
 	finished := false
@@ -120,7 +146,7 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult,
 			return t.endOrContinue(ctx, err)
 		}
 		if answer, ok := t.appendResults(results); ok {
-			res.Answer, finished = answer, true
+			res.Answer, res.AnswerRef, finished = answer.Content, answer.Ref, true
 		}
 	}
 	for !finished && t.iterations < max {
@@ -135,11 +161,11 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult,
 			}
 		}
 		t.msgs, t.ac.Tools = st.Messages, st.Tools
-		resp, err := t.callModel(ctx)
+		asst, err := t.callModel(ctx)
 		if err != nil {
-			return TurnResult{}, err
+			return t.fail(ctx, err)
 		}
-		st = AgentState{Messages: append(t.msgs, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}), Tools: t.ac.Tools}
+		st = AgentState{Messages: append(t.msgs, asst), Tools: t.ac.Tools}
 		for i := len(mws) - 1; i >= 0; i-- {
 			if err := mws[i].AfterModelRewriteState(ctx, &st); err != nil {
 				return TurnResult{}, fmt.Errorf("after model: %w", err)
@@ -149,12 +175,16 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult,
 		var last model.Message
 		if n := len(t.msgs); n > 0 {
 			last = t.msgs[n-1]
+			if t.byRef {
+				// The assistant message is stored with the conversation.
+				t.msgs = t.msgs[:n-1]
+			}
 		}
 		if last.Content != "" || len(last.ToolCalls) == 0 {
 			t.emit(ctx, Event{Type: EventModel, Text: last.Content})
 		}
 		if len(last.ToolCalls) == 0 {
-			res.Answer, finished = last.Content, true
+			res.Answer, res.AnswerRef, finished = last.Content, last.Ref, true
 			break
 		}
 		results, err := t.runCalls(ctx, last.ToolCalls)
@@ -162,7 +192,7 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult,
 			return t.endOrContinue(ctx, err)
 		}
 		if answer, ok := t.appendResults(results); ok {
-			res.Answer, finished = answer, true
+			res.Answer, res.AnswerRef, finished = answer.Content, answer.Ref, true
 		}
 	}
 	if !finished {
@@ -180,25 +210,40 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult,
 	t.done = true
 	t.emit(ctx, Event{Type: EventFinal, Text: res.Answer})
 	res.Messages, res.Iterations, res.ToolCalls = t.msgs, t.iterations, t.toolCalls
-	res.State, res.Permission = t.state, t.perm
+	res.State, res.Permission, res.Conversation = t.state, t.perm, t.head
 	return res, nil
 }
 
+// fail ends the turn loudly: the reason is an event (what `starter run`
+// and `starter watch` print) and the workflow's failure.
+func (t *turn) fail(ctx workflow.Context, err error) (TurnResult, error) {
+	if t.byRef {
+		t.done = true
+		t.emit(ctx, Event{Type: EventFailed, Text: "turn stopped: " + rootMessage(err), Error: true})
+	}
+	return TurnResult{}, err
+}
+
 // appendResults adds tool results to the conversation; when one comes from
-// a return-directly tool, its content is the turn's answer.
-func (t *turn) appendResults(results []tools.Result) (string, bool) {
-	answer, direct := "", false
+// a return-directly tool, it is the turn's answer.
+func (t *turn) appendResults(results []tools.Result) (tools.Result, bool) {
+	var answer tools.Result
+	direct := false
 	for _, r := range results {
 		t.msgs = append(t.msgs, model.Message{Role: model.RoleTool, Content: r.Content,
-			ToolCallID: r.CallID, ToolName: r.Name, IsError: r.IsError})
+			ToolCallID: r.CallID, ToolName: r.Name, IsError: r.IsError, Ref: r.Ref, Size: r.Size})
 		if !direct && !r.IsError && slices.Contains(t.ac.ReturnDirectly, r.Name) {
-			answer, direct = r.Content, true
+			answer, direct = r, true
 		}
 	}
 	return answer, direct
 }
 
-func (t *turn) callModel(ctx workflow.Context) (model.Response, error) {
+// callModel runs one model call and returns the assistant message. A
+// by-reference turn sends its stored conversation's head and the
+// messages added since; the activity stores the reply and returns the
+// new head.
+func (t *turn) callModel(ctx workflow.Context) (model.Message, error) {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 5 * time.Minute,
 		// The model activity heartbeats, so a call lost with its worker is
@@ -209,14 +254,33 @@ func (t *turn) callModel(ctx workflow.Context) (model.Response, error) {
 			NonRetryableErrorTypes: []string{ErrTypeUnknownModel},
 		},
 	})
+	if t.byRef {
+		in := ModelStepInput{Provider: t.in.Model.Provider, Model: t.in.Model.Name, Tools: t.ac.Tools,
+			Instruction: t.ac.Instruction, Conversation: t.head, Append: t.msgs}
+		if sc := t.in.Model.Script; sc != nil && len(sc.Steps) > 0 {
+			st := sc.StepAt(t.iterations - 1)
+			in.Script = &model.Script{Current: &st}
+		}
+		var out ModelStepOutput
+		if err := workflow.ExecuteActivity(ctx, ActivityModelStep, in).Get(ctx, &out); err != nil {
+			return model.Message{}, fmt.Errorf("model call: %w", err)
+		}
+		t.head, t.msgs = out.Conversation, nil
+		if c := out.Compaction; c != nil {
+			t.emit(ctx, Event{Type: EventCompacted, Text: fmt.Sprintf("context compacted (%s): %d → %d messages, ~%d → ~%d tokens; the original is kept as %s",
+				c.Strategy, c.MessagesBefore, c.MessagesAfter, c.TokensBefore, c.TokensAfter, c.From)})
+		}
+		out.Message.Role = model.RoleAssistant
+		return out.Message, nil
+	}
 	// The activity fills in the specs of the offered tools.
 	req := model.Request{Instruction: t.ac.Instruction, Messages: t.msgs, Script: t.in.Model.Script}
 	var resp model.Response
 	err := workflow.ExecuteActivity(ctx, ActivityModel, ModelInput{Provider: t.in.Model.Provider, Model: t.in.Model.Name, Request: req, Tools: t.ac.Tools}).Get(ctx, &resp)
 	if err != nil {
-		return resp, fmt.Errorf("model call: %w", err)
+		return model.Message{}, fmt.Errorf("model call: %w", err)
 	}
-	return resp, nil
+	return model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}, nil
 }
 
 // Error types activities return that must not be retried.
@@ -618,7 +682,7 @@ func (t *turn) execute(ctx workflow.Context, slots []*slot) error {
 func parallel(s *slot) bool { return s.prep.Tool.ConcurrencySafe && !s.prep.Tool.StateInjected }
 
 func (t *turn) toolInput(ctx workflow.Context, s *slot) ToolInput {
-	return ToolInput{Key: workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.call.ID, Call: s.call, Env: t.env(), State: t.state}
+	return ToolInput{Key: workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.call.ID, Call: s.call, Env: t.env(), State: t.state, ByRef: t.byRef}
 }
 
 func retryPolicy(p CallPolicy) *temporal.RetryPolicy {
@@ -724,11 +788,21 @@ func rootMessage(err error) string {
 func (t *turn) emit(ctx workflow.Context, e Event) {
 	t.seq++
 	e.Seq, e.Time = t.seq, workflow.Now(ctx)
-	if len(e.Text) > 2000 {
-		e.Text = e.Text[:2000] + "…"
-	}
+	e.Text, e.Input = clip(e.Text), clip(e.Input)
 	t.events = append(t.events, e)
 	if len(t.events) > maxEvents {
 		t.events = slices.Delete(t.events, 0, len(t.events)-maxEvents)
 	}
+}
+
+// clip bounds an event's text.
+func clip(s string) string {
+	if len(s) <= eventTextBytes {
+		return s
+	}
+	cut := eventTextBytes
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }

@@ -21,6 +21,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/wardenhq/warden/activities"
+	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
@@ -51,6 +53,24 @@ func notifyPlaceholder(context.Context, workflows.NotifyInput) error {
 	return errors.New("notify activity not mocked")
 }
 
+func modelStepPlaceholder(context.Context, workflows.ModelStepInput) (workflows.ModelStepOutput, error) {
+	return workflows.ModelStepOutput{}, errors.New("model step activity not mocked")
+}
+
+// testTurn is the workflow id of the test environment's turns.
+const testTurn = "default-test-workflow-id"
+
+// recordingModel is the scripted model recording each request it gets
+// (the whole conversation, loaded from the content store).
+type recordingModel struct{ h *harness }
+
+func (r recordingModel) Generate(ctx context.Context, req model.Request) (model.Response, error) {
+	r.h.mu.Lock()
+	r.h.models = append(r.h.models, workflows.ModelInput{Provider: "scripted", Request: req})
+	r.h.mu.Unlock()
+	return model.Scripted{}.Generate(ctx, req)
+}
+
 // harness is one test environment with recorded activity calls. The
 // activity mocks run on their own goroutines, so the records are guarded.
 type harness struct {
@@ -61,6 +81,9 @@ type harness struct {
 	// before running the workflow. The model is the scripted model.
 	prepare func(workflows.PrepareInput) workflows.Prepared
 	tool    func(context.Context, workflows.ToolInput) (workflows.ToolOutput, error)
+
+	// content is the store the model step keeps the conversation in.
+	content *content.Log
 
 	mu       sync.Mutex
 	models   []workflows.ModelInput
@@ -77,11 +100,35 @@ func newHarness(t *testing.T, mws ...workflows.AgentMiddleware) *harness {
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
 	h := &harness{t: t, env: env, tool: echoTool}
+	store, err := content.NewFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := tools.NewRegistry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.content = &content.Log{Store: store}
 	env.RegisterWorkflowWithOptions(workflows.New(mws...), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
 	env.RegisterActivityWithOptions(modelPlaceholder, activity.RegisterOptions{Name: workflows.ActivityModel})
 	env.RegisterActivityWithOptions(preparePlaceholder, activity.RegisterOptions{Name: workflows.ActivityPrepare})
 	env.RegisterActivityWithOptions(toolPlaceholder, activity.RegisterOptions{Name: workflows.ActivityTool})
 	env.RegisterActivityWithOptions(notifyPlaceholder, activity.RegisterOptions{Name: workflows.ActivityNotify})
+	env.RegisterActivityWithOptions(modelStepPlaceholder, activity.RegisterOptions{Name: workflows.ActivityModelStep})
+	env.OnActivity(workflows.ActivityModelStep, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in workflows.ModelStepInput) (workflows.ModelStepOutput, error) {
+			// The model step is the real activity on a real store (h.content,
+			// which a test may share between runs), with the scripted model
+			// recording what it is asked.
+			acts := &activities.Activities{Tools: reg, Models: map[string]model.Model{"scripted": recordingModel{h}}, Content: h.content}
+			out, err := acts.ModelStep(ctx, in)
+			h.mu.Lock()
+			if n := len(h.models); n > 0 {
+				h.models[n-1].Tools, h.models[n-1].Model = in.Tools, in.Model
+			}
+			h.mu.Unlock()
+			return out, err
+		})
 
 	env.OnActivity(workflows.ActivityModel, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in workflows.ModelInput) (model.Response, error) {
@@ -140,6 +187,29 @@ func (h *harness) run(in workflows.TurnInput) workflows.TurnResult {
 	if err := h.env.GetWorkflowResult(&res); err != nil {
 		h.t.Fatalf("result: %v", err)
 	}
+	return h.whole(res)
+}
+
+// whole puts the stored conversation back into a result, so tests read
+// every message (the result carries the head and what follows it).
+func (h *harness) whole(res workflows.TurnResult) workflows.TurnResult {
+	h.t.Helper()
+	if res.Conversation == "" {
+		return res
+	}
+	ctx := context.Background()
+	msgs, err := h.content.Load(ctx, testTurn, res.Conversation)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, m := range res.Messages {
+		r, err := h.content.Resolve(ctx, testTurn, m)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		msgs = append(msgs, r)
+	}
+	res.Messages = msgs
 	return res
 }
 
@@ -1181,9 +1251,14 @@ func TestTurnContinueAsNew(t *testing.T) {
 	if r == nil || r.Step == nil {
 		t.Fatalf("next input has no resume step: %+v", next)
 	}
-	if next.Prompt != "" || len(next.Messages) != 2 || next.Messages[0].Content != "do the work" ||
-		len(next.Messages[1].ToolCalls) != 2 || string(next.RunLocal["k"]) != `"v"` {
-		t.Fatalf("next input = prompt %q, messages %+v, run-local %v", next.Prompt, next.Messages, next.RunLocal)
+	// The conversation so far is stored: the next run gets its head only.
+	carried, err := h.content.Load(context.Background(), testTurn, next.Resume.Conversation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Prompt != "" || len(next.Messages) != 0 || len(carried) != 2 || carried[0].Content != "do the work" ||
+		len(carried[1].ToolCalls) != 2 || string(next.RunLocal["k"]) != `"v"` {
+		t.Fatalf("next input = prompt %q, messages %+v, stored %+v, run-local %v", next.Prompt, next.Messages, carried, next.RunLocal)
 	}
 	if r.Iterations != 1 || r.ToolCalls != 2 || len(r.Step.Slots) != 2 || len(r.Step.Pending) != 2 {
 		t.Fatalf("resume = %+v, step %+v", r, r.Step)
@@ -1198,6 +1273,7 @@ func TestTurnContinueAsNew(t *testing.T) {
 
 	// The next run restores the pending call and finishes after approval.
 	h2 := newHarness(t)
+	h2.content = h.content
 	h2.prepare = askAll
 	var waiting []workflows.Pending
 	h2.env.RegisterDelayedCallback(func() {
@@ -1283,6 +1359,7 @@ func TestTurnContinueAsNewKeepsSignal(t *testing.T) {
 		t.Fatalf("carried answers = %v, want %v", got, want)
 	}
 	h2 := newHarness(t)
+	h2.content = h.content
 	res := h2.run(next)
 	if m := toolMessage(t, res.Messages, "call_1_2"); m.Content != "The user denied this Bash call: no" {
 		t.Fatalf("call_1_2 = %q", m.Content)

@@ -53,10 +53,13 @@ const (
 
 // Activity names, registered by activities.Activities.
 const (
-	ActivityModel   = "warden.Model"
-	ActivityPrepare = "warden.Prepare"
-	ActivityTool    = "warden.Tool"
-	ActivityNotify  = "warden.Notify"
+	ActivityModel = "warden.Model"
+	// ActivityModelStep is the model call of turns that keep their
+	// conversation in the content store (by reference).
+	ActivityModelStep = "warden.ModelStep"
+	ActivityPrepare   = "warden.Prepare"
+	ActivityTool      = "warden.Tool"
+	ActivityNotify    = "warden.Notify"
 )
 
 // TurnInput starts an agent turn.
@@ -87,7 +90,7 @@ type TurnInput struct {
 	ContinueAsNewAfter int `json:"continue_as_new_after,omitempty"`
 	// Resume is set by the turn itself when it continues as new.
 	Resume *Resume `json:"resume,omitempty"`
-	// MaxIterations bounds model calls (default 20).
+	// MaxIterations bounds model calls (default DefaultMaxIterations).
 	MaxIterations int `json:"max_iterations,omitempty"`
 	// ApprovalTimeout bounds how long an ASK waits before it is denied
 	// (default 7 days).
@@ -114,6 +117,13 @@ type TurnResult struct {
 	Permission permission.Context `json:"permission"`
 	// Stopped explains an early end ("max_iterations"), empty otherwise.
 	Stopped string `json:"stopped,omitempty"`
+	// Conversation is the head of the stored conversation (turns that
+	// keep content by reference); Messages then holds only messages not
+	// yet stored. `starter show` prints the whole conversation.
+	Conversation string `json:"conversation,omitempty"`
+	// AnswerRef names the full answer in the content store when Answer is
+	// only its preview.
+	AnswerRef string `json:"answer_ref,omitempty"`
 }
 
 // ModelInput is the model activity's input.
@@ -125,6 +135,35 @@ type ModelInput struct {
 	Model string `json:"model,omitempty"`
 	// Tools restricts the specs sent to the model (empty: all).
 	Tools []string `json:"tools,omitempty"`
+}
+
+// ModelStepInput is the input of the by-reference model call: the stored
+// conversation's head and the messages added since, never the whole
+// conversation, so its size does not grow with the turn.
+type ModelStepInput struct {
+	Provider    string   `json:"provider"`
+	Model       string   `json:"model,omitempty"`
+	Tools       []string `json:"tools,omitempty"`
+	Instruction string   `json:"instruction,omitempty"`
+	// Conversation is the head the call builds on ("" for none yet).
+	Conversation string `json:"conversation,omitempty"`
+	// Append are the messages since that head (the prompt, tool
+	// results): small content inline, larger content by reference.
+	Append []model.Message `json:"append,omitempty"`
+	// Script carries only the scripted model's current step.
+	Script *model.Script `json:"script,omitempty"`
+}
+
+// ModelStepOutput is the by-reference model call's result.
+type ModelStepOutput struct {
+	// Conversation is the new head, ending with the assistant message.
+	Conversation string `json:"conversation"`
+	// Message is the assistant message: tool calls in full, content as a
+	// preview with a reference when it is large.
+	Message model.Message `json:"message"`
+	Usage   model.Usage   `json:"usage,omitempty"`
+	// Compaction is set when the conversation was compacted first.
+	Compaction *model.Compaction `json:"compaction,omitempty"`
 }
 
 // CallEnv says where a call runs.
@@ -220,6 +259,9 @@ type ToolInput struct {
 	Call  model.ToolCall `json:"call"`
 	Env   CallEnv        `json:"env"`
 	State tools.State    `json:"state"`
+	// ByRef stores the result's content in the content store and returns
+	// a preview with a reference.
+	ByRef bool `json:"by_ref,omitempty"`
 }
 
 // ToolOutput is a finished call and the tool state after it.
@@ -324,6 +366,10 @@ const (
 	EventResult    = "tool_result"
 	EventFinal     = "final"
 	EventCustom    = "custom"
+	// EventCompacted reports a context compaction before a model call.
+	EventCompacted = "compacted"
+	// EventFailed reports why a turn could not go on.
+	EventFailed = "failed"
 )
 
 // EventsPage is QueryEvents' answer.

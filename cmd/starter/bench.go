@@ -20,13 +20,15 @@ type benchFlags struct {
 	workerPID, serverPID                                               int
 	workdir, backend, image, command                                   string
 	asJSON                                                             bool
+	steps, outputKB, canAfter                                          int
+	dataDir                                                            string
 	waitTimeout                                                        time.Duration
 }
 
 func newBenchCmd(cn *conn) *cobra.Command {
 	var f benchFlags
 	cmd := &cobra.Command{
-		Use:   "bench overhead|throughput|waiting|docker|all",
+		Use:   "bench overhead|throughput|waiting|docker|long|all",
 		Short: "Measure tool-call overhead, throughput and parked-turn cost on a running worker",
 		Long: `bench runs scenarios against a running worker and prints a table (or,
 with --json, one JSON document). Run it on the worker's machine: memory
@@ -39,9 +41,12 @@ and direct runs of the same commands give the ratios.
   waiting     W turns parked on an approval: RSS, ListPending time,
               approve → tool latency on a sample; then terminates the rest
   docker      the Docker backend's plain exec against its shell session
-  all         all of the above`,
+  long        one session of --steps steps, each reading --output-kb KB:
+              history and data-directory bytes per step, step latency at
+              the first and last tenth, worker RSS (not part of all)
+  all         all of the above but long`,
 		Args:      cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
-		ValidArgs: []string{"overhead", "throughput", "waiting", "docker", "all"},
+		ValidArgs: []string{"overhead", "throughput", "waiting", "docker", "long", "all"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			which := args[0]
@@ -91,6 +96,17 @@ and direct runs of the same commands give the ratios.
 				}
 				rep.Waiting = &w
 			}
+			if which == "long" {
+				dataDir := f.dataDir
+				if dataDir == "" && cn.address == "" {
+					dataDir = cfg0(cn).Server.DataDir
+				}
+				l, err := r.Long(ctx, bench.LongConfig{Steps: f.steps, OutputKB: f.outputKB, DataDir: dataDir, ContinueAsNewAfter: f.canAfter})
+				if err != nil {
+					return err
+				}
+				rep.Long = &l
+			}
 			if all || which == "docker" {
 				d, err := r.Docker(ctx, bench.DockerConfig{Image: f.image, Calls: f.dockerCalls})
 				if err != nil {
@@ -123,7 +139,17 @@ and direct runs of the same commands give the ratios.
 	fl.StringVar(&f.workdir, "workdir", "", "workspace for the turns and direct runs (default a new temporary directory)")
 	fl.StringVar(&f.backend, "backend", "", "worker backend the turns use (default the worker's)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON document")
+	fl.IntVar(&f.steps, "steps", 1000, "long: model steps")
+	fl.IntVar(&f.outputKB, "output-kb", 60, "long: KB each step's tool reads")
+	fl.IntVar(&f.canAfter, "continue-as-new-after", 0, "long: history events before the turn continues as new (0: the server's suggestion)")
+	fl.StringVar(&f.dataDir, "data-dir", "", "long: the worker's data directory, measured for growth (default server.data_dir when the worker is local)")
 	return cmd
+}
+
+// cfg0 reads the config for defaults, ignoring errors (dial reports them).
+func cfg0(cn *conn) config.Config {
+	cfg, _ := cn.settings()
+	return cfg
 }
 
 // benchAddress is the frontend address dial uses.

@@ -46,7 +46,7 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&cn.taskQueue, "task-queue", "", "task queue (default from config)")
 	pf.StringVar(&cn.apiKey, "api-key", os.Getenv("TEMPORAL_API_KEY"), "API key for a hosted cluster")
 	root.AddCommand(newRunCmd(cn), newToolsCmd(), newPermissionCmd(), newApprovalsCmd(cn), newAuditCmd(cn), newBenchCmd(cn), newWatchCmd(cn),
-		newAskCmd(cn), newExternalCmd(cn), newBatchCmd(cn))
+		newAskCmd(cn), newExternalCmd(cn), newBatchCmd(cn), newShowCmd(cn), newGCCmd(cn))
 	return root
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -63,8 +62,12 @@ func newRunCmd(cn *conn) *cobra.Command {
 			if id == "" {
 				id = fmt.Sprintf("turn-%d", time.Now().UnixNano())
 			}
+			if maxIter == 0 {
+				maxIter = cfg.Turn.MaxIterations
+			}
 			in := workflows.TurnInput{Prompt: prompt, Model: mc, Instruction: instruction,
-				Permission: pc, Workdir: workdir, Backend: backend, ToolQueue: toolQueue, MaxIterations: maxIter}
+				Permission: pc, Workdir: workdir, Backend: backend, ToolQueue: toolQueue, MaxIterations: maxIter,
+				ContinueAsNewAfter: cfg.Turn.ContinueAsNewAfter}
 			run, err := cl.Start(ctx, id, in)
 			if err != nil {
 				return err
@@ -74,7 +77,6 @@ func newRunCmd(cn *conn) *cobra.Command {
 				fmt.Fprintf(out, "started %s (run %s)\n", run.GetID(), run.GetRunID())
 				return nil
 			}
-			enc := json.NewEncoder(out)
 			if !asJSON {
 				fmt.Fprintf(out, "turn %s (run %s)\n", run.GetID(), run.GetRunID())
 			}
@@ -82,11 +84,7 @@ func newRunCmd(cn *conn) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return enc.Encode(map[string]any{"result": res})
-			}
-			fmt.Fprintf(out, "final answer: %s\n", res.Answer)
-			return nil
+			return printResult(ctx, out, cfg, id, res, asJSON)
 		},
 	}
 	f := cmd.Flags()
@@ -103,6 +101,6 @@ func newRunCmd(cn *conn) *cobra.Command {
 	f.StringVar(&workdir, "workdir", "", "workspace directory (default the worker's)")
 	f.StringVar(&backend, "backend", "", "backend name: local, docker, e2b (default the worker's)")
 	f.StringVar(&toolQueue, "tool-queue", "", "run tool calls on the workers of this task queue (e.g. a Docker host's)")
-	f.IntVar(&maxIter, "max-iterations", 0, "model call bound (default 20)")
+	f.IntVar(&maxIter, "max-iterations", 0, "model call bound (default turn.max_iterations, else 1000)")
 	return cmd
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -20,7 +21,7 @@ func newWatchCmd(cn *conn) *cobra.Command {
 		Short: "Follow a turn live: its events and the output of running tools",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, cl, _, err := cn.dial(cmd.Context())
+			c, cl, cfg, err := cn.dial(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -29,15 +30,32 @@ func newWatchCmd(cn *conn) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if asJSON {
-				return json.NewEncoder(cmd.OutOrStdout()).Encode(map[string]any{"result": res})
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "final answer: %s\n", res.Answer)
-			return nil
+			return printResult(cmd.Context(), cmd.OutOrStdout(), cfg, args[0], res, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "one JSON object per event or output piece")
 	return cmd
+}
+
+// printResult prints a finished turn's answer (read in full from the
+// content store when the result holds only its preview) and why it
+// stopped early, if it did.
+func printResult(ctx context.Context, out io.Writer, cfg config.Config, id string, res workflows.TurnResult, asJSON bool) error {
+	if res.AnswerRef != "" {
+		if store, err := cfg.ContentStore(); err == nil {
+			if data, err := store.Get(ctx, id, res.AnswerRef); err == nil {
+				res.Answer = string(data)
+			}
+		}
+	}
+	if asJSON {
+		return json.NewEncoder(out).Encode(map[string]any{"result": res})
+	}
+	if res.Stopped != "" {
+		fmt.Fprintf(out, "stopped: %s after %d model calls\n", res.Stopped, res.Iterations)
+	}
+	fmt.Fprintf(out, "final answer: %s\n", res.Answer)
+	return nil
 }
 
 // follow prints a turn's events and running tools' output until it ends.

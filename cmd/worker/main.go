@@ -234,11 +234,18 @@ func run(args []string) error {
 		ps, err := wc.ListPending(ctx, client.Filter{Kind: workflows.PendingApproval})
 		return len(ps), err
 	}, 30*time.Second)
+	store, err := cfg.ContentStore()
+	if err != nil {
+		return err
+	}
+	go gcContent(ctx, wc, store, cfg.Content.GCInterval, logger)
 	if _, err := warden.Register(w, warden.Options{
 		ToolMiddleware: toolMW, ModelMetrics: metrics.NewModels(reg), Models: providers, Tools: mcpSet.Tools(),
 		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: reg, Logger: logger,
 		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool,
 		Notifier: notifier(cfg.Notify), InboxURL: inboxURL(cfg.Inbox),
+		Content: store, ContentCacheBytes: int64(cfg.Content.CacheMB) << 20, Compaction: cfg.Content.Compaction,
+		MaxResultBytes: cfg.Content.MaxResultBytes, MaxCallInputBytes: cfg.Content.MaxCallInputBytes,
 	}); err != nil {
 		return err
 	}

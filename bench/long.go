@@ -1,0 +1,165 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+
+	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// LongConfig sizes the long-session scenario.
+type LongConfig struct {
+	// Steps is the number of model steps, each reading the output file
+	// once (default 1000).
+	Steps int
+	// OutputKB is the size of each step's tool output (default 60).
+	OutputKB int
+	// DataDir is the worker's data directory, measured for growth (empty:
+	// not measured).
+	DataDir string
+	// ContinueAsNewAfter is passed to the turn (0: the server's suggestion).
+	ContinueAsNewAfter int
+}
+
+// LongReport is what a long session costs.
+type LongReport struct {
+	Steps    int `json:"steps"`
+	OutputKB int `json:"output_kb"`
+	// Runs counts the turn's runs (continue-as-new).
+	Runs int `json:"runs"`
+	// HistoryBytes is the size of all runs' histories.
+	HistoryBytes        int64   `json:"history_bytes"`
+	HistoryBytesPerStep float64 `json:"history_bytes_per_step"`
+	// ModelInputBytes is the size of the first and last model call's
+	// recorded input.
+	ModelInputFirst int `json:"model_input_first_bytes"`
+	ModelInputLast  int `json:"model_input_last_bytes"`
+	// DataDir growth (bytes) over the session, and per step.
+	DataDirGrowth  int64   `json:"data_dir_growth_bytes,omitempty"`
+	DataDirPerStep float64 `json:"data_dir_per_step_bytes,omitempty"`
+	// Step latency (model call to model call) over the first and last
+	// tenth of the session, from history event times.
+	FirstTenth Stats   `json:"first_tenth"`
+	LastTenth  Stats   `json:"last_tenth"`
+	Worker     Memory  `json:"worker_rss"`
+	WallMS     float64 `json:"wall_ms"`
+}
+
+// Long runs one scripted session of Steps steps, each a read-only cat of
+// an OutputKB file, and measures history, data directory, latency and
+// memory over it.
+func (r *Runner) Long(ctx context.Context, cfg LongConfig) (LongReport, error) {
+	if cfg.Steps <= 0 {
+		cfg.Steps = 1000
+	}
+	if cfg.OutputKB <= 0 {
+		cfg.OutputKB = 60
+	}
+	rep := LongReport{Steps: cfg.Steps, OutputKB: cfg.OutputKB}
+	line := strings.Repeat("x", 99) + "\n"
+	data := strings.Repeat(line, cfg.OutputKB*1024/len(line)+1)[:cfg.OutputKB*1024]
+	file := filepath.Join(r.Workdir, "long-output.txt")
+	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+		return rep, fmt.Errorf("long: %w", err)
+	}
+	s := &model.Script{}
+	for range cfg.Steps {
+		s.Steps = append(s.Steps, model.Step{ToolCalls: []model.ScriptedCall{{Name: "Bash", Input: map[string]any{"command": "cat long-output.txt"}}}})
+	}
+	s.Steps = append(s.Steps, model.Step{Text: "done"})
+	in := r.turnInput(s, permission.ModeDefault)
+	in.MaxIterations = cfg.Steps + 1
+	in.ContinueAsNewAfter = cfg.ContinueAsNewAfter
+	before := dirSize(cfg.DataDir)
+	mem := sample(r.WorkerPID)
+	id := r.prefix() + "-long"
+	start := time.Now()
+	run, err := r.Client.Start(ctx, id, in)
+	if err != nil {
+		mem.finish()
+		return rep, err
+	}
+	r.logf("long: %d steps × %d KB started as %s", cfg.Steps, cfg.OutputKB, id)
+	res, err := r.Client.Result(ctx, id)
+	rep.WallMS = ms(time.Since(start))
+	rep.Worker = mem.finish()
+	if err != nil {
+		return rep, fmt.Errorf("long session: %w", err)
+	}
+	if res.ToolCalls != cfg.Steps {
+		return rep, fmt.Errorf("long session made %d calls, want %d (stopped: %q)", res.ToolCalls, cfg.Steps, res.Stopped)
+	}
+	if cfg.DataDir != "" {
+		rep.DataDirGrowth = dirSize(cfg.DataDir) - before
+		rep.DataDirPerStep = float64(rep.DataDirGrowth) / float64(cfg.Steps)
+	}
+	// Walk every run of the turn.
+	var times []time.Time
+	var inputs []int
+	for runID := run.GetRunID(); runID != ""; {
+		rep.Runs++
+		next := ""
+		it := r.Temporal.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return rep, fmt.Errorf("history: %w", err)
+			}
+			rep.HistoryBytes += int64(ev.Size())
+			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == workflows.ActivityModelStep {
+				times = append(times, ev.GetEventTime().AsTime())
+				n := 0
+				for _, p := range a.GetInput().GetPayloads() {
+					n += len(p.GetData())
+				}
+				inputs = append(inputs, n)
+			}
+			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+				next = a.GetNewExecutionRunId()
+			}
+		}
+		runID = next
+	}
+	rep.HistoryBytesPerStep = float64(rep.HistoryBytes) / float64(cfg.Steps)
+	if len(inputs) > 1 {
+		rep.ModelInputFirst, rep.ModelInputLast = inputs[1], inputs[len(inputs)-1]
+	}
+	var steps []time.Duration
+	for i := 1; i < len(times); i++ {
+		steps = append(steps, times[i].Sub(times[i-1]))
+	}
+	if tenth := len(steps) / 10; tenth > 0 {
+		rep.FirstTenth, rep.LastTenth = Summarize(steps[:tenth]), Summarize(steps[len(steps)-tenth:])
+	}
+	return rep, nil
+}
+
+// dirSize is the total size of the files under dir (0 when dir is empty
+// or unreadable).
+func dirSize(dir string) int64 {
+	if dir == "" {
+		return 0
+	}
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/model"
+)
+
+func newShowCmd(cn *conn) *cobra.Command {
+	var asJSON bool
+	var head string
+	cmd := &cobra.Command{
+		Use:   "show WORKFLOW",
+		Short: "Print a turn's conversation from the content store",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, cl, cfg, err := cn.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			store, err := cfg.ContentStore()
+			if err != nil {
+				return err
+			}
+			conv, err := cl.Conversation(cmd.Context(), store, args[0], head)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return jsonEncoder(out).Encode(conv)
+			}
+			fmt.Fprintf(out, "turn %s, conversation %s, %d messages\n", conv.WorkflowID, conv.Head, len(conv.Messages))
+			for _, c := range conv.Compactions {
+				fmt.Fprintf(out, "compacted (%s): %d → %d messages, ~%d → ~%d tokens; the original: starter show %s --head %s\n",
+					c.Strategy, c.MessagesBefore, c.MessagesAfter, c.TokensBefore, c.TokensAfter, conv.WorkflowID, c.From)
+			}
+			for i, m := range conv.Messages {
+				fmt.Fprintln(out, formatMessage(i, m))
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the conversation as one JSON document")
+	cmd.Flags().StringVar(&head, "head", "", "print the conversation ending at this head (e.g. the original of a compaction)")
+	return cmd
+}
+
+func formatMessage(i int, m model.Message) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "── %d %s", i+1, m.Role)
+	if m.ToolName != "" {
+		fmt.Fprintf(&b, " %s %s", m.ToolName, m.ToolCallID)
+	}
+	if m.IsError {
+		b.WriteString(" [error]")
+	}
+	b.WriteString("\n")
+	if m.Content != "" {
+		b.WriteString(strings.TrimRight(m.Content, "\n"))
+		b.WriteString("\n")
+	}
+	for _, c := range m.ToolCalls {
+		fmt.Fprintf(&b, "→ %s %s %s\n", c.ID, c.Name, c.Input)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func newGCCmd(cn *conn) *cobra.Command {
+	var closed, dry, asJSON bool
+	var older time.Duration
+	cmd := &cobra.Command{
+		Use:   "gc",
+		Short: "Remove stored content of turns the server no longer has (or, with --closed, of closed turns)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, cl, cfg, err := cn.dial(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			store, err := cfg.ContentStore()
+			if err != nil {
+				return err
+			}
+			rep, err := cl.GC(cmd.Context(), store, client.GCOptions{Closed: closed, OlderThan: older, DryRun: dry})
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return jsonEncoder(out).Encode(rep)
+			}
+			verb := "removed"
+			if dry {
+				verb = "would remove"
+			}
+			for _, t := range rep.Removed {
+				fmt.Fprintf(out, "%s %s\n", verb, t)
+			}
+			fmt.Fprintf(out, "%d turns in %s: %s %d, kept %d\n", rep.Turns, store, verb, len(rep.Removed), rep.Kept)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&closed, "closed", false, "also remove the content of closed turns")
+	f.DurationVar(&older, "older-than", 0, "with --closed, only turns closed at least this long ago")
+	f.BoolVar(&dry, "dry-run", false, "report without removing")
+	f.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// jsonEncoder writes indented JSON without HTML escaping (operators read
+// commands with && and >).
+func jsonEncoder(w interface{ Write([]byte) (int, error) }) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc
+}

@@ -1,0 +1,102 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/wardenhq/warden/content"
+	"github.com/wardenhq/warden/content/s3store"
+	"github.com/wardenhq/warden/middleware/compact"
+)
+
+// Content configures the content store that keeps conversations and tool
+// results out of workflow history.
+type Content struct {
+	// Store is "fs" (a directory; the default) or "s3" (a bucket shared
+	// by workers on several machines).
+	Store string `yaml:"store"`
+	// Dir is the fs store's directory (default: server.data_dir/content).
+	Dir string         `yaml:"dir"`
+	S3  s3store.Config `yaml:"s3"`
+	// CacheMB bounds the conversations a worker keeps loaded (default 128).
+	CacheMB int `yaml:"cache_mb"`
+	// MaxResultBytes bounds one tool result (default 4 MiB): a larger
+	// result is a tool error the model reads.
+	MaxResultBytes int `yaml:"max_result_bytes"`
+	// MaxCallInputBytes bounds one tool call's input in a model reply
+	// (default 256 KiB): a larger one ends the turn with a reason.
+	MaxCallInputBytes int `yaml:"max_call_input_bytes"`
+	// GCInterval is how often the worker removes the content of turns the
+	// server no longer knows (closed and past the namespace's retention).
+	// 0 means hourly; a negative value turns it off.
+	GCInterval time.Duration `yaml:"gc_interval"`
+	// Compaction configures the context-window middleware per model
+	// provider ("scripted" or a name under models).
+	Compaction map[string]compact.Config `yaml:"compaction"`
+}
+
+// Turn sets defaults of the turns `starter` starts.
+type Turn struct {
+	// MaxIterations bounds model calls per turn (0: 1000). Long turns
+	// continue as new along the way.
+	MaxIterations int `yaml:"max_iterations"`
+	// ContinueAsNewAfter continues a turn as new once its history has this
+	// many events (0: when the server suggests it).
+	ContinueAsNewAfter int `yaml:"continue_as_new_after"`
+}
+
+func (c Config) validateContent() []error {
+	var errs []error
+	switch c.Content.Store {
+	case "", "fs":
+	case "s3":
+		if c.Content.S3.Bucket == "" {
+			errs = append(errs, errors.New("content.s3.bucket: required with content.store: s3"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("content.store: %q is not fs or s3", c.Content.Store))
+	}
+	if c.Content.CacheMB < 0 || c.Content.MaxResultBytes < 0 || c.Content.MaxCallInputBytes < 0 {
+		errs = append(errs, errors.New("content.cache_mb, max_result_bytes, max_call_input_bytes: must not be negative"))
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Content.Compaction)) {
+		if err := c.Content.Compaction[name].Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("content.compaction.%s: %w", name, err))
+		}
+		if _, ok := c.Models[name]; !ok && name != "scripted" {
+			errs = append(errs, fmt.Errorf("content.compaction.%s: no model provider of that name (scripted or one under models)", name))
+		}
+	}
+	if c.Turn.MaxIterations < 0 || c.Turn.ContinueAsNewAfter < 0 {
+		errs = append(errs, errors.New("turn.max_iterations, turn.continue_as_new_after: must not be negative"))
+	}
+	return errs
+}
+
+// ContentStore opens the configured store. S3 credentials come from
+// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY only.
+func (c Config) ContentStore() (content.Store, error) {
+	if c.Content.Store == "s3" {
+		cfg := c.Content.S3
+		cfg.AccessKey, cfg.SecretKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
+		s, err := s3store.New(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("content.s3: %w", err)
+		}
+		return s, nil
+	}
+	dir := c.Content.Dir
+	if dir == "" {
+		dir = filepath.Join(c.Server.DataDir, "content")
+	}
+	s, err := content.NewFS(dir)
+	if err != nil {
+		return nil, fmt.Errorf("content.dir: %w", err)
+	}
+	return s, nil
+}
