@@ -472,3 +472,54 @@ func TestTwoWorkersShareS3Store(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStarterShowAndGC: `starter show` prints a turn's conversation from
+// the store, and `starter gc --closed` removes a closed turn's content
+// (after which show says there is none) while keeping running turns'.
+func TestStarterShowAndGC(t *testing.T) {
+	sbin := buildStarter(t)
+	workdir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(workdir, "notes.txt"), []byte("the secret of the notes file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cl := startWorker(t, warden.Options{Workdir: workdir})
+	ctx := ctxT(t, 2*time.Minute)
+	id := "show-" + fmt.Sprint(time.Now().UnixNano())
+	s := script(t, `
+steps:
+  - text: reading the notes
+    tool_calls: [{name: Bash, input: {command: "cat notes.txt"}}]
+  - text: the notes are read
+`)
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Prompt: "read my notes", Model: workflows.ModelConfig{Provider: "scripted", Script: s},
+		Permission: permission.Context{Mode: permission.ModeBypass}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(contentConfig()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default"}
+	out, err := runStarter(t, sbin, t.TempDir(), append([]string{"show", id}, common...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"read my notes", "reading the notes", "the secret of the notes file", "the notes are read", "cat notes.txt"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("starter show lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = runStarter(t, sbin, t.TempDir(), append([]string{"gc", "--closed", "--json"}, common...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, `"`+id+`"`) {
+		t.Fatalf("gc did not remove %s: %s", id, out)
+	}
+	if _, err := runStarter(t, sbin, t.TempDir(), append([]string{"show", id}, common...)...); err == nil || !strings.Contains(err.Error(), "cannot provide") && !strings.Contains(err.Error(), "no stored conversation") {
+		t.Fatalf("show after gc: %v", err)
+	}
+}
