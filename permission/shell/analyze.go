@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"mvdan.cc/sh/v3/syntax"
 )
@@ -115,14 +116,65 @@ type Analysis struct {
 	// andLeft is set while walking the left side of "&&": a cd there
 	// that fails stops the commands after it.
 	andLeft bool
+	// parser parses the command and nested scripts while analysing.
+	parser *syntax.Parser
+	// wds caches cfg.workingDirs().
+	wds []string
+	// unitBuf and unitStore hold the first units without allocating.
+	unitBuf   [4]*unit
+	unitStore [3]unit
+	nUnits    int
+	reader    strings.Reader
+	cwdBuf    [1]string
+}
+
+// newUnit returns a zeroed unit, from the analysis's own store while it
+// lasts.
+func (a *Analysis) newUnit() *unit {
+	if a.nUnits < len(a.unitStore) {
+		u := &a.unitStore[a.nUnits]
+		a.nUnits++
+		return u
+	}
+	return &unit{}
 }
 
 // Analyze parses command and collects its units. It never fails: a
 // command it cannot understand gives an Analysis whose Failure is set.
+// It allocates a parser per call; an Analyzer reuses them.
 func Analyze(command string, cfg Config) *Analysis {
-	a := &Analysis{src: command, cfg: cfg}
+	return analyze(command, cfg, nil)
+}
+
+// Analyzer analyses commands, reusing its parsers between calls (a
+// parser is a few KiB to allocate and clear). Its zero value is ready to
+// use, and it is safe for concurrent use.
+type Analyzer struct {
+	parsers sync.Pool
+}
+
+// Analyze is the package's Analyze with one of z's parsers.
+func (z *Analyzer) Analyze(command string, cfg Config) *Analysis {
+	p, _ := z.parsers.Get().(*syntax.Parser)
+	if p == nil {
+		p = newParser()
+	}
+	a := analyze(command, cfg, p)
+	a.parser = nil
+	z.parsers.Put(p)
+	return a
+}
+
+func newParser() *syntax.Parser {
+	return syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(false))
+}
+
+func analyze(command string, cfg Config, p *syntax.Parser) *Analysis {
+	a := &Analysis{src: command, cfg: cfg, parser: p}
+	a.units = a.unitBuf[:0]
 	if cfg.Workdir != "" && path.IsAbs(cfg.Workdir) {
-		a.cwds = []string{path.Clean(cfg.Workdir)}
+		a.cwdBuf[0] = path.Clean(cfg.Workdir)
+		a.cwds = a.cwdBuf[:1:1]
 	}
 	if strings.TrimSpace(command) == "" {
 		return a
@@ -133,7 +185,7 @@ func Analyze(command string, cfg Config) *Analysis {
 		a.fail = "Command contains a carriage return, which the shell and the analyser would split differently"
 		return a
 	}
-	f, err := parse(command)
+	f, err := a.parse(command)
 	if err != nil {
 		a.fail = "Command parsing failed, cannot verify safety"
 		a.parseErr = true
@@ -143,9 +195,13 @@ func Analyze(command string, cfg Config) *Analysis {
 	return a
 }
 
-func parse(src string) (*syntax.File, error) {
-	p := syntax.NewParser(syntax.Variant(syntax.LangBash), syntax.KeepComments(false))
-	f, err := p.Parse(strings.NewReader(src), "")
+// parse parses src with the analysis's parser (a fresh one without).
+func (a *Analysis) parse(src string) (*syntax.File, error) {
+	if a.parser == nil {
+		a.parser = newParser()
+	}
+	a.reader.Reset(src)
+	f, err := a.parser.Parse(&a.reader, "")
 	if err != nil {
 		return nil, fmt.Errorf("parse command: %w", err)
 	}
@@ -188,7 +244,11 @@ func (a *Analysis) stmt(src string, s *syntax.Stmt, depth int, nested bool, inhe
 	if s.Coprocess || s.Disown {
 		a.failf("Command contains coprocess which cannot be statically analyzed")
 	}
-	rs := append([]redir(nil), inherited...)
+	rs := inherited
+	if len(s.Redirs) > 0 {
+		rs = make([]redir, len(inherited), len(inherited)+len(s.Redirs))
+		copy(rs, inherited)
+	}
 	for _, r := range s.Redirs {
 		if r.N != nil && strings.HasPrefix(r.N.Value, "{") {
 			a.failf("Command contains a named file descriptor which cannot be statically analyzed")
@@ -203,12 +263,19 @@ func (a *Analysis) stmt(src string, s *syntax.Stmt, depth int, nested bool, inhe
 	switch c := s.Cmd.(type) {
 	case nil:
 		// Only redirections: "> file" truncates file.
-		a.units = append(a.units, &unit{text: text(src, s), redirs: rs, nested: nested, cwds: a.cwds})
+		u := a.newUnit()
+		*u = unit{text: text(src, s), redirs: rs, nested: nested, cwds: a.cwds}
+		a.units = append(a.units, u)
 	case *syntax.CallExpr:
-		u := &unit{text: text(src, s), redirs: rs, nested: nested, cwds: a.cwds}
-		for _, as := range c.Assigns {
-			u.assigns = append(u.assigns, a.assign(src, as, depth))
+		u := a.newUnit()
+		*u = unit{text: text(src, s), redirs: rs, nested: nested, cwds: a.cwds}
+		if len(c.Assigns) > 0 {
+			u.assigns = make([]assign, 0, len(c.Assigns))
+			for _, as := range c.Assigns {
+				u.assigns = append(u.assigns, a.assign(src, as, depth))
+			}
 		}
+		u.args = make([]word, 0, len(c.Args))
 		for _, w := range c.Args {
 			u.args = append(u.args, a.word(src, w, depth, true))
 		}
@@ -301,6 +368,21 @@ func (a *Analysis) assign(src string, as *syntax.Assign, depth int) assign {
 // deny rules can see them.
 func (a *Analysis) word(src string, w *syntax.Word, depth int, top bool) word {
 	var out word
+	if len(w.Parts) == 1 {
+		// The common case, a plain literal: no builder needed.
+		if l, ok := w.Parts[0].(*syntax.Lit); ok {
+			if top && strings.HasPrefix(l.Value, "~") {
+				out.tilde = true
+			}
+			s, glob := unescapeLit(l.Value)
+			out.glob = glob
+			if glob && strings.IndexByte(l.Value, '{') >= 0 && strings.IndexByte(l.Value, '}') >= 0 {
+				out.brace = true
+			}
+			out.val = s
+			return out
+		}
+	}
 	var b strings.Builder
 	for i, p := range w.Parts {
 		a.part(src, p, depth, false, i == 0 && top, &b, &out)

@@ -60,6 +60,18 @@ func (c Config) dirs() []string {
 	return DefaultDangerousDirs()
 }
 
+// workingDirs returns the cleaned absolute working directories,
+// computed once per analysis.
+func (a *Analysis) workingDirs() []string {
+	if a.wds == nil {
+		a.wds = a.cfg.workingDirs()
+		if a.wds == nil {
+			a.wds = []string{}
+		}
+	}
+	return a.wds
+}
+
 // workingDirs returns the cleaned absolute working directories.
 func (c Config) workingDirs() []string {
 	var out []string
@@ -88,23 +100,35 @@ func (c Config) workingDirs() []string {
 // IsDangerousPath reports whether the absolute, clean path p is a
 // sensitive file or lies in a sensitive directory under files and dirs.
 func IsDangerousPath(p string, files, dirs []string) bool {
-	lp := strings.ToLower(p)
-	base := path.Base(lp)
+	base := path.Base(p)
 	for _, f := range files {
-		f = strings.ToLower(f)
 		if f == "" {
 			continue
 		}
-		if base == f || (strings.Contains(f, "/") && (strings.HasSuffix(lp, "/"+f) || lp == f)) {
+		if strings.EqualFold(base, f) {
+			return true
+		}
+		if strings.Contains(f, "/") && len(p) >= len(f) && strings.EqualFold(p[len(p)-len(f):], f) &&
+			(len(p) == len(f) || p[len(p)-len(f)-1] == '/') {
 			return true
 		}
 	}
 	if len(dirs) == 0 {
 		return false
 	}
-	for _, seg := range strings.Split(lp, "/") {
+	rest := p
+	for rest != "" {
+		seg := rest
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			seg, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = ""
+		}
+		if seg == "" {
+			continue
+		}
 		for _, d := range dirs {
-			if d != "" && seg == strings.ToLower(d) {
+			if d != "" && strings.EqualFold(seg, d) {
 				return true
 			}
 		}
@@ -521,7 +545,7 @@ func (a *Analysis) criticalTarget(w word, cwds []string) bool {
 	if !ok {
 		return true
 	}
-	crit := append(a.cfg.workingDirs(), cwds...)
+	crit := append(append([]string(nil), a.workingDirs()...), cwds...)
 	if a.cfg.Home != "" {
 		crit = append(crit, path.Clean(a.cfg.Home))
 	}
@@ -550,7 +574,7 @@ func pureWildcard(seg string) bool {
 // directory. [quirk] The reference only checks the first word of the
 // whole command, so "mkdir a && curl x | sh" was allowed.
 func (a *Analysis) fsInWorkingDirs() bool {
-	wds := a.cfg.workingDirs()
+	wds := a.workingDirs()
 	if len(wds) == 0 || len(a.units) == 0 {
 		return false
 	}

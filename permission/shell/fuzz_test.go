@@ -127,7 +127,24 @@ func loadCorpus(b *testing.B) []string {
 
 // BenchmarkAnalyze measures one full analysis and check per command over
 // the corpus in testdata/commands.txt.
+// BenchmarkAnalyze is the analyser's throughput on the corpus: parse,
+// analyse and check each command with an Analyzer (parsers reused), as a
+// long-running caller does.
 func BenchmarkAnalyze(b *testing.B) {
+	cmds := loadCorpus(b)
+	var z Analyzer
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a := z.Analyze(cmds[i%len(cmds)], testCfg)
+		_ = a.Check(permission.ModeAcceptEdits)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commands/s")
+}
+
+// BenchmarkAnalyzeFresh is BenchmarkAnalyze with a new parser per
+// command (the package-level Analyze).
+func BenchmarkAnalyzeFresh(b *testing.B) {
 	cmds := loadCorpus(b)
 	b.ReportAllocs()
 	b.ResetTimer()

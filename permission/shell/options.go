@@ -17,8 +17,12 @@ import "strings"
 type optSpec struct {
 	flags string
 	vals  string
-	longs []string
-	bad   map[string]string
+	// longs and bad are space-separated lists with a leading and a
+	// trailing space (constant strings: looking one up allocates
+	// nothing); a bad entry is "OPTION=CLASS", the class one of w (writes),
+	// x (runs a program), c (reads configuration), s (shell state).
+	longs string
+	bad   string
 	// paths: the operands are files the command reads; pattern: the first
 	// operand is a pattern, not a file (grep); cwd: the command reads the
 	// working directory when no operand names a path.
@@ -45,21 +49,21 @@ func readOnlySpec(name string) (optSpec, bool) {
 	case "echo":
 		return optSpec{flags: "neE", anyDynamic: true}, true
 	case "printf":
-		return optSpec{bad: map[string]string{"-v": whyState}}, true
+		return optSpec{bad: " -v=s "}, true
 	case "pwd":
 		return optSpec{flags: "LP"}, true
 	case "true", "false", ":", "whoami":
 		return optSpec{}, true
 	case "id":
-		return optSpec{flags: "gGnruzZa", longs: []string{"group", "groups", "name", "real", "user", "zero", "context"}}, true
+		return optSpec{flags: "gGnruzZa", longs: " group groups name real user zero context "}, true
 	case "uname":
-		return optSpec{flags: "asnrvmpio", longs: []string{"all", "kernel-name", "nodename", "kernel-release", "kernel-version", "machine", "processor", "hardware-platform", "operating-system"}}, true
+		return optSpec{flags: "asnrvmpio", longs: " all kernel-name nodename kernel-release kernel-version machine processor hardware-platform operating-system "}, true
 	case "basename":
-		return optSpec{flags: "az", vals: "s", longs: []string{"multiple", "suffix=", "zero"}}, true
+		return optSpec{flags: "az", vals: "s", longs: " multiple suffix= zero "}, true
 	case "dirname":
-		return optSpec{flags: "z", longs: []string{"zero"}}, true
+		return optSpec{flags: "z", longs: " zero "}, true
 	case "which":
-		return optSpec{flags: "as", longs: []string{"all"}}, true
+		return optSpec{flags: "as", longs: " all "}, true
 	case "whereis":
 		return optSpec{flags: "bmsul", vals: "BMSf"}, true
 	case "type":
@@ -67,53 +71,53 @@ func readOnlySpec(name string) (optSpec, bool) {
 	case "cd":
 		return optSpec{flags: "LPe@", paths: true}, true
 	case "cat", "tac":
-		return optSpec{flags: "AbeEnstTuv", vals: "rs", longs: []string{"show-all", "number-nonblank", "show-ends", "number", "squeeze-blank", "show-tabs", "show-nonprinting", "before", "regex", "separator="}, paths: true}, true
+		return optSpec{flags: "AbeEnstTuv", vals: "rs", longs: " show-all number-nonblank show-ends number squeeze-blank show-tabs show-nonprinting before regex separator= ", paths: true}, true
 	case "head", "tail":
-		return optSpec{flags: "qvzfF0123456789", vals: "ncs", longs: []string{"bytes=", "lines=", "quiet", "silent", "verbose", "zero-terminated", "follow", "retry", "sleep-interval=", "pid=", "max-unchanged-stats="}, paths: true}, true
+		return optSpec{flags: "qvzfF0123456789", vals: "ncs", longs: " bytes= lines= quiet silent verbose zero-terminated follow retry sleep-interval= pid= max-unchanged-stats= ", paths: true}, true
 	case "wc":
-		return optSpec{flags: "cmlLw", longs: []string{"bytes", "chars", "lines", "max-line-length", "words", "files0-from=", "total="}, paths: true}, true
+		return optSpec{flags: "cmlLw", longs: " bytes chars lines max-line-length words files0-from= total= ", paths: true}, true
 	case "stat":
-		return optSpec{flags: "LftZ", vals: "c", longs: []string{"dereference", "file-system", "format=", "printf=", "terse", "cached="}, paths: true}, true
+		return optSpec{flags: "LftZ", vals: "c", longs: " dereference file-system format= printf= terse cached= ", paths: true}, true
 	case "file":
-		return optSpec{flags: "bcEhiIkLlNnprsSvz0", vals: "eFfP", longs: []string{"brief", "mime", "mime-type", "mime-encoding", "no-dereference", "dereference", "keep-going", "raw", "special-files", "uncompress", "no-buffer", "print0", "separator=", "files-from=", "exclude=", "extension", "apple", "preserve-date", "no-pad", "parameter="},
-			bad: map[string]string{"-m": whyConfig, "--magic-file": whyConfig, "-C": whyWrites, "--compile": whyWrites, "-z": whyExec, "-Z": whyExec, "--uncompress-noreport": whyExec}, paths: true}, true
+		return optSpec{flags: "bcEhiIkLlNnprsSvz0", vals: "eFfP", longs: " brief mime mime-type mime-encoding no-dereference dereference keep-going raw special-files uncompress no-buffer print0 separator= files-from= exclude= extension apple preserve-date no-pad parameter= ",
+			bad: " -m=c --magic-file=c -C=w --compile=w -z=x -Z=x --uncompress-noreport=x ", paths: true}, true
 	case "ls":
-		return optSpec{flags: "aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvxXZ1", vals: "ITw", longs: []string{"all", "almost-all", "author", "escape", "block-size=", "ignore-backups", "color", "color=", "directory", "dired", "classify", "file-type", "format=", "full-time", "group-directories-first", "no-group", "human-readable", "si", "dereference-command-line", "dereference-command-line-symlink-to-dir", "hide=", "hyperlink", "hyperlink=", "indicator-style=", "inode", "ignore=", "kibibytes", "literal", "numeric-uid-gid", "hide-control-chars", "show-control-chars", "quote-name", "quoting-style=", "reverse", "recursive", "size", "sort=", "time=", "time-style=", "tabsize=", "width=", "context", "zero"}, paths: true, cwd: true}, true
+		return optSpec{flags: "aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvxXZ1", vals: "ITw", longs: " all almost-all author escape block-size= ignore-backups color color= directory dired classify file-type format= full-time group-directories-first no-group human-readable si dereference-command-line dereference-command-line-symlink-to-dir hide= hyperlink hyperlink= indicator-style= inode ignore= kibibytes literal numeric-uid-gid hide-control-chars show-control-chars quote-name quoting-style= reverse recursive size sort= time= time-style= tabsize= width= context zero ", paths: true, cwd: true}, true
 	case "grep", "egrep", "fgrep":
-		return optSpec{flags: "EFGPiywxzsvVcLlHhnbTqoUrRIaZ0123456789", vals: "ABCDdefm", longs: []string{"extended-regexp", "fixed-strings", "basic-regexp", "perl-regexp", "regexp=", "file=", "ignore-case", "no-ignore-case", "word-regexp", "line-regexp", "null-data", "no-messages", "invert-match", "version", "help", "max-count=", "byte-offset", "line-number", "no-line-number", "line-buffered", "with-filename", "no-filename", "label=", "only-matching", "quiet", "silent", "binary-files=", "text", "devices=", "directories=", "exclude=", "exclude-from=", "exclude-dir=", "include=", "recursive", "dereference-recursive", "files-without-match", "files-with-matches", "count", "initial-tab", "null", "before-context=", "after-context=", "context=", "color", "color=", "colour", "colour=", "binary"}, paths: true, pattern: true}, true
+		return optSpec{flags: "EFGPiywxzsvVcLlHhnbTqoUrRIaZ0123456789", vals: "ABCDdefm", longs: " extended-regexp fixed-strings basic-regexp perl-regexp regexp= file= ignore-case no-ignore-case word-regexp line-regexp null-data no-messages invert-match version help max-count= byte-offset line-number no-line-number line-buffered with-filename no-filename label= only-matching quiet silent binary-files= text devices= directories= exclude= exclude-from= exclude-dir= include= recursive dereference-recursive files-without-match files-with-matches count initial-tab null before-context= after-context= context= color color= colour colour= binary ", paths: true, pattern: true}, true
 	case "rg":
-		return optSpec{flags: "iSsFwxvcloqnNHUPaLuj0123456789e.", vals: "ABCegtTmMr", longs: []string{"regexp=", "file=", "glob=", "iglob=", "type=", "type-not=", "ignore-case", "smart-case", "case-sensitive", "fixed-strings", "word-regexp", "line-regexp", "invert-match", "count", "count-matches", "files-with-matches", "files-without-match", "only-matching", "quiet", "line-number", "no-line-number", "with-filename", "no-filename", "hidden", "no-ignore", "no-ignore-vcs", "no-ignore-parent", "no-ignore-dot", "no-ignore-global", "follow", "max-count=", "max-depth=", "max-filesize=", "max-columns=", "context=", "before-context=", "after-context=", "json", "vimgrep", "heading", "no-heading", "color=", "colors=", "files", "type-list", "sort=", "sortr=", "multiline", "multiline-dotall", "pcre2", "text", "binary", "null", "trim", "stats", "column", "no-messages", "replace=", "unrestricted", "threads=", "byte-offset", "passthru", "no-config", "crlf", "encoding=", "engine=", "glob-case-insensitive", "field-match-separator=", "field-context-separator=", "path-separator=", "ignore-file-case-insensitive", "one-file-system", "word", "version", "help", "debug", "trace", "no-unicode", "auto-hybrid-regex", "dfa-size-limit=", "regex-size-limit=", "line-regexp", "mmap", "no-mmap", "include-zero", "max-columns-preview"},
-			bad: map[string]string{"--pre": whyExec, "--pre-glob": whyExec, "-z": whyExec, "--search-zip": whyExec, "--hostname-bin": whyExec, "--ignore-file": whyConfig, "--type-add": whyConfig}, paths: true, pattern: true, cwd: true}, true
+		return optSpec{flags: "iSsFwxvcloqnNHUPaLuj0123456789e.", vals: "ABCegtTmMr", longs: " regexp= file= glob= iglob= type= type-not= ignore-case smart-case case-sensitive fixed-strings word-regexp line-regexp invert-match count count-matches files-with-matches files-without-match only-matching quiet line-number no-line-number with-filename no-filename hidden no-ignore no-ignore-vcs no-ignore-parent no-ignore-dot no-ignore-global follow max-count= max-depth= max-filesize= max-columns= context= before-context= after-context= json vimgrep heading no-heading color= colors= files type-list sort= sortr= multiline multiline-dotall pcre2 text binary null trim stats column no-messages replace= unrestricted threads= byte-offset passthru no-config crlf encoding= engine= glob-case-insensitive field-match-separator= field-context-separator= path-separator= ignore-file-case-insensitive one-file-system word version help debug trace no-unicode auto-hybrid-regex dfa-size-limit= regex-size-limit= line-regexp mmap no-mmap include-zero max-columns-preview ",
+			bad: " --pre=x --pre-glob=x -z=x --search-zip=x --hostname-bin=x --ignore-file=c --type-add=c ", paths: true, pattern: true, cwd: true}, true
 	case "more":
-		return optSpec{flags: "dlfpcsu", vals: "n", longs: []string{"silent", "logical", "no-pause", "print-over", "clean-print", "squeeze", "plain", "lines="}, paths: true}, true
+		return optSpec{flags: "dlfpcsu", vals: "n", longs: " silent logical no-pause print-over clean-print squeeze plain lines= ", paths: true}, true
 	case "less":
-		return optSpec{flags: "aBcCdeEfFgGiIJKLmMnNqQrRsSuUVwWX~", vals: "bhjpPtxyz#", longs: []string{"quit-at-eof", "QUIT-AT-EOF", "quit-if-one-screen", "ignore-case", "IGNORE-CASE", "LINE-NUMBERS", "line-numbers", "RAW-CONTROL-CHARS", "raw-control-chars", "chop-long-lines", "no-init", "tabs=", "quiet", "silent", "squeeze-blank-lines", "status-column", "long-prompt", "mouse", "no-lessopen"},
-			bad: map[string]string{"-o": whyWrites, "-O": whyWrites, "--log-file": whyWrites, "--LOG-FILE": whyWrites, "-k": whyConfig, "--lesskey-file": whyConfig, "--lesskey-src": whyConfig, "-T": whyConfig, "--tag-file": whyConfig}, paths: true}, true
+		return optSpec{flags: "aBcCdeEfFgGiIJKLmMnNqQrRsSuUVwWX~", vals: "bhjpPtxyz#", longs: " quit-at-eof QUIT-AT-EOF quit-if-one-screen ignore-case IGNORE-CASE LINE-NUMBERS line-numbers RAW-CONTROL-CHARS raw-control-chars chop-long-lines no-init tabs= quiet silent squeeze-blank-lines status-column long-prompt mouse no-lessopen ",
+			bad: " -o=w -O=w --log-file=w --LOG-FILE=w -k=c --lesskey-file=c --lesskey-src=c -T=c --tag-file=c ", paths: true}, true
 	case "realpath", "readlink":
-		return optSpec{flags: "eEfmLPqszvn", longs: []string{"canonicalize", "canonicalize-existing", "canonicalize-missing", "logical", "physical", "quiet", "strip", "no-symlinks", "zero", "relative-to=", "relative-base=", "no-newline", "silent", "verbose"}, paths: true}, true
+		return optSpec{flags: "eEfmLPqszvn", longs: " canonicalize canonicalize-existing canonicalize-missing logical physical quiet strip no-symlinks zero relative-to= relative-base= no-newline silent verbose ", paths: true}, true
 	case "du":
-		return optSpec{flags: "0abcDhHklLmPsSx", vals: "BdtX", longs: []string{"null", "all", "apparent-size", "block-size=", "bytes", "total", "dereference-args", "max-depth=", "human-readable", "inodes", "dereference", "no-dereference", "count-links", "separate-dirs", "si", "summarize", "threshold=", "time", "time=", "time-style=", "exclude-from=", "exclude=", "one-file-system"}, paths: true, cwd: true}, true
+		return optSpec{flags: "0abcDhHklLmPsSx", vals: "BdtX", longs: " null all apparent-size block-size= bytes total dereference-args max-depth= human-readable inodes dereference no-dereference count-links separate-dirs si summarize threshold= time time= time-style= exclude-from= exclude= one-file-system ", paths: true, cwd: true}, true
 	case "df":
-		return optSpec{flags: "ahHiklPTv", vals: "Btx", longs: []string{"all", "block-size=", "human-readable", "si", "inodes", "local", "no-sync", "output", "output=", "portability", "print-type", "total", "type=", "exclude-type="}, paths: true}, true
+		return optSpec{flags: "ahHiklPTv", vals: "Btx", longs: " all block-size= human-readable si inodes local no-sync output output= portability print-type total type= exclude-type= ", paths: true}, true
 	case "diff":
-		return optSpec{flags: "abBdeEfhHiNnpqrsStTuvwyZ0123456789", vals: "CDFILSUWx", longs: []string{"normal", "brief", "report-identical-files", "context", "context=", "unified", "unified=", "ed", "rcs", "side-by-side", "width=", "left-column", "suppress-common-lines", "show-c-function", "show-function-line=", "label=", "expand-tabs", "initial-tab", "tabsize=", "suppress-blank-empty", "new-file", "unidirectional-new-file", "ignore-case", "ignore-file-name-case", "no-ignore-file-name-case", "ignore-tab-expansion", "ignore-trailing-space", "ignore-space-change", "ignore-all-space", "ignore-blank-lines", "ignore-matching-lines=", "text", "strip-trailing-cr", "recursive", "starting-file=", "exclude=", "exclude-from=", "from-file=", "to-file=", "minimal", "horizon-lines=", "speed-large-files", "color", "color=", "palette=", "line-format=", "old-line-format=", "new-line-format=", "unchanged-line-format=", "old-group-format=", "new-group-format=", "changed-group-format=", "unchanged-group-format=", "no-dereference"}, paths: true}, true
+		return optSpec{flags: "abBdeEfhHiNnpqrsStTuvwyZ0123456789", vals: "CDFILSUWx", longs: " normal brief report-identical-files context context= unified unified= ed rcs side-by-side width= left-column suppress-common-lines show-c-function show-function-line= label= expand-tabs initial-tab tabsize= suppress-blank-empty new-file unidirectional-new-file ignore-case ignore-file-name-case no-ignore-file-name-case ignore-tab-expansion ignore-trailing-space ignore-space-change ignore-all-space ignore-blank-lines ignore-matching-lines= text strip-trailing-cr recursive starting-file= exclude= exclude-from= from-file= to-file= minimal horizon-lines= speed-large-files color color= palette= line-format= old-line-format= new-line-format= unchanged-line-format= old-group-format= new-group-format= changed-group-format= unchanged-group-format= no-dereference ", paths: true}, true
 	case "cmp":
-		return optSpec{flags: "blsz", vals: "inI", longs: []string{"print-bytes", "ignore-initial=", "verbose", "bytes=", "quiet", "silent"}, paths: true}, true
+		return optSpec{flags: "blsz", vals: "inI", longs: " print-bytes ignore-initial= verbose bytes= quiet silent ", paths: true}, true
 	case "nl":
-		return optSpec{flags: "p", vals: "bdfhilnsvw", longs: []string{"body-numbering=", "section-delimiter=", "footer-numbering=", "header-numbering=", "line-increment=", "join-blank-lines=", "number-format=", "no-renumber", "number-separator=", "starting-line-number=", "number-width="}, paths: true}, true
+		return optSpec{flags: "p", vals: "bdfhilnsvw", longs: " body-numbering= section-delimiter= footer-numbering= header-numbering= line-increment= join-blank-lines= number-format= no-renumber number-separator= starting-line-number= number-width= ", paths: true}, true
 	case "cut":
-		return optSpec{flags: "nsz", vals: "bcdf", longs: []string{"bytes=", "characters=", "delimiter=", "fields=", "complement", "only-delimited", "output-delimiter=", "zero-terminated"}, paths: true}, true
+		return optSpec{flags: "nsz", vals: "bcdf", longs: " bytes= characters= delimiter= fields= complement only-delimited output-delimiter= zero-terminated ", paths: true}, true
 	case "uniq":
 		// A second operand is uniq's OUTPUT file: see uniqOutput.
-		return optSpec{flags: "cdDiuz", vals: "fsw", longs: []string{"count", "repeated", "all-repeated", "all-repeated=", "skip-fields=", "ignore-case", "skip-chars=", "unique", "zero-terminated", "check-chars=", "group", "group="}, paths: true}, true
+		return optSpec{flags: "cdDiuz", vals: "fsw", longs: " count repeated all-repeated all-repeated= skip-fields= ignore-case skip-chars= unique zero-terminated check-chars= group group= ", paths: true}, true
 	case "md5sum", "sha1sum", "sha256sum", "sha512sum":
-		return optSpec{flags: "bctwz", longs: []string{"binary", "check", "tag", "text", "zero", "ignore-missing", "quiet", "status", "strict", "warn"}, paths: true}, true
+		return optSpec{flags: "bctwz", longs: " binary check tag text zero ignore-missing quiet status strict warn ", paths: true}, true
 	case "sort":
-		return optSpec{flags: "bdfgiMhnRrVcCsuz", vals: "ktS", longs: []string{"ignore-leading-blanks", "dictionary-order", "ignore-case", "general-numeric-sort", "ignore-nonprinting", "month-sort", "human-numeric-sort", "numeric-sort", "random-sort", "reverse", "version-sort", "sort=", "check", "check=", "key=", "stable", "buffer-size=", "field-separator=", "unique", "zero-terminated", "parallel=", "debug"},
-			bad: map[string]string{"-o": whyWrites, "--output": whyWrites, "--compress-program": whyExec, "-T": whyWrites, "--temporary-directory": whyWrites, "--random-source": whyConfig, "--files0-from": whyConfig}, paths: true}, true
+		return optSpec{flags: "bdfgiMhnRrVcCsuz", vals: "ktS", longs: " ignore-leading-blanks dictionary-order ignore-case general-numeric-sort ignore-nonprinting month-sort human-numeric-sort numeric-sort random-sort reverse version-sort sort= check check= key= stable buffer-size= field-separator= unique zero-terminated parallel= debug ",
+			bad: " -o=w --output=w --compress-program=x -T=w --temporary-directory=w --random-source=c --files0-from=c ", paths: true}, true
 	case "tree":
-		return optSpec{flags: "adlfxACDFgGhiNnpqQrsStuUvJX", vals: "LPIH", longs: []string{"noreport", "charset=", "filelimit=", "dirsfirst", "filesfirst", "du", "si", "prune", "matchdirs", "ignore-case", "gitignore", "info", "sort=", "timefmt=", "inodes", "device", "nolinks", "hintro=", "houtro="},
-			bad: map[string]string{"-o": whyWrites, "-R": whyWrites, "--fromfile": whyConfig, "--infofile": whyConfig, "--gitfile": whyConfig}, paths: true, cwd: true}, true
+		return optSpec{flags: "adlfxACDFgGhiNnpqQrsStuUvJX", vals: "LPIH", longs: " noreport charset= filelimit= dirsfirst filesfirst du si prune matchdirs ignore-case gitignore info sort= timefmt= inodes device nolinks hintro= houtro= ",
+			bad: " -o=w -R=w --fromfile=c --infofile=c --gitfile=c ", paths: true, cwd: true}, true
 	}
 	return optSpec{}, false
 }
@@ -162,17 +166,17 @@ func checkOptsVals(s optSpec, args []word) (operands, values []word, issue *optI
 		}
 		if strings.HasPrefix(v, "--") {
 			name, val, hasVal := strings.Cut(v, "=")
-			if why, ok := s.bad[name]; ok {
+			if why := badOpt(s.bad, name); why != "" {
 				return operands, values, &optIssue{opt: name, why: why}
 			}
 			long := name[2:]
 			known := false
-			for _, l := range s.longs {
-				if l == long {
-					known = true
-					break
-				}
-				if strings.HasSuffix(l, "=") && l[:len(l)-1] == long {
+			switch {
+			case long == "":
+			case listHas(s.longs, long, 0):
+				known = true
+			case listHas(s.longs, long, '='):
+				{
 					known = true
 					if !hasVal {
 						i++
@@ -184,7 +188,6 @@ func checkOptsVals(s optSpec, args []word) (operands, values []word, issue *optI
 						vw.val = val
 						values = append(values, vw)
 					}
-					break
 				}
 			}
 			if !known {
@@ -194,7 +197,7 @@ func checkOptsVals(s optSpec, args []word) (operands, values []word, issue *optI
 		}
 		for j := 1; j < len(v); j++ {
 			c := v[j]
-			if why, ok := s.bad["-"+string(c)]; ok {
+			if why := badShort(s.bad, c); why != "" {
 				return operands, values, &optIssue{opt: "-" + string(c), why: why}
 			}
 			if strings.IndexByte(s.vals, c) >= 0 {
@@ -216,4 +219,73 @@ func checkOptsVals(s optSpec, args []word) (operands, values []word, issue *optI
 		}
 	}
 	return operands, values, nil
+}
+
+// listHas reports whether the space-separated list holds name. With
+// suffix '=', it looks for "name=" instead. It allocates nothing.
+func listHas(list, name string, suffix byte) bool {
+	for len(list) > 0 {
+		list = strings.TrimLeft(list, " ")
+		end := strings.IndexByte(list, ' ')
+		if end < 0 {
+			end = len(list)
+		}
+		tok := list[:end]
+		list = list[end:]
+		if suffix == 0 {
+			if tok == name {
+				return true
+			}
+		} else if len(tok) == len(name)+1 && tok[len(name)] == suffix && tok[:len(name)] == name {
+			return true
+		}
+	}
+	return false
+}
+
+// badOpt returns why the option opt is in the bad list ("OPT=CLASS"
+// entries), or "".
+func badOpt(bad, opt string) string {
+	for len(bad) > 0 {
+		bad = strings.TrimLeft(bad, " ")
+		end := strings.IndexByte(bad, ' ')
+		if end < 0 {
+			end = len(bad)
+		}
+		tok := bad[:end]
+		bad = bad[end:]
+		if len(tok) == len(opt)+2 && tok[len(opt)] == '=' && tok[:len(opt)] == opt {
+			return optClass(tok[len(tok)-1])
+		}
+	}
+	return ""
+}
+
+// badShort is badOpt for the short option -c.
+func badShort(bad string, c byte) string {
+	for len(bad) > 0 {
+		bad = strings.TrimLeft(bad, " ")
+		end := strings.IndexByte(bad, ' ')
+		if end < 0 {
+			end = len(bad)
+		}
+		tok := bad[:end]
+		bad = bad[end:]
+		if len(tok) == 4 && tok[0] == '-' && tok[1] == c && tok[2] == '=' {
+			return optClass(tok[3])
+		}
+	}
+	return ""
+}
+
+func optClass(c byte) string {
+	switch c {
+	case 'w':
+		return whyWrites
+	case 'x':
+		return whyExec
+	case 'c':
+		return whyConfig
+	}
+	return whyState
 }

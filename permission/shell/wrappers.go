@@ -366,7 +366,7 @@ func (a *Analysis) shellC(u *unit, args []word, depth int) {
 		a.failf("Command contains a %s -c script which cannot be statically analyzed", u.name())
 		return
 	}
-	f, err := parse(script.val)
+	f, err := a.parse(script.val)
 	if err != nil {
 		a.failf("Command parsing failed, cannot verify safety")
 		return
