@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/permission"
 )
 
@@ -53,6 +54,9 @@ type Config struct {
 	Refresh time.Duration
 	// Title is shown at the top of the page (default "warden inbox").
 	Title string
+	// Content is the store turns keep their conversations in; with it,
+	// GET /conversation?workflow=ID shows a turn's conversation.
+	Content content.Store
 }
 
 // User is one approver's credentials. A user may log in with the bearer
@@ -140,6 +144,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /api/deny", s.api(s.handleDeny))
 	s.mux.HandleFunc("POST /api/answer", s.api(s.handleAnswer))
 	s.mux.HandleFunc("POST /api/bulk", s.api(s.handleBulk))
+	s.mux.HandleFunc("GET /conversation", s.handleConversation)
 	return s, nil
 }
 

@@ -41,6 +41,7 @@ func serveInbox(t *testing.T, cl *client.Client) (*httptest.Server, *prometheus.
 		Roles:      map[string]inbox.Role{"k8s": {Allow: []string{"Bash(kubectl:*)"}}},
 		Registerer: reg,
 		Refresh:    time.Second,
+		Content:    env.store,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package tests
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -521,5 +523,47 @@ steps:
 	}
 	if _, err := runStarter(t, sbin, t.TempDir(), append([]string{"show", id}, common...)...); err == nil || !strings.Contains(err.Error(), "cannot provide") && !strings.Contains(err.Error(), "no stored conversation") {
 		t.Fatalf("show after gc: %v", err)
+	}
+}
+
+// TestInboxShowsConversation: the inbox resolves a waiting turn's
+// conversation from the content store (plain text), for an approver whose
+// roles cover the waiting call, and refuses one whose roles do not.
+func TestInboxShowsConversation(t *testing.T) {
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir})
+	hs, _ := serveInbox(t, cl)
+	ctx := ctxT(t, 60*time.Second)
+	id := "inbox-conv-" + fmt.Sprint(time.Now().UnixNano())
+	s := script(t, `
+steps:
+  - text: first I look around
+    tool_calls: [{name: Bash, input: {command: "echo the output of step one"}}]
+  - tool_calls: [{name: Bash, input: {command: "touch made-by-the-agent"}}]
+  - text: done
+`)
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Prompt: "tidy the workspace", Model: workflows.ModelConfig{Provider: "scripted", Script: s}}); err != nil {
+		t.Fatal(err)
+	}
+	waitPending(t, cl, id, 1)
+	get := func(token string) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, hs.URL+"/conversation?workflow="+id, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	code, body := get("alice-token")
+	for _, want := range []string{"tidy the workspace", "first I look around", "the output of step one", "touch made-by-the-agent"} {
+		if code != http.StatusOK || !strings.Contains(body, want) {
+			t.Fatalf("alice: %d, body lacks %q:\n%s", code, want, body)
+		}
+	}
+	if code, body := get("kube-token"); code != http.StatusForbidden {
+		t.Fatalf("kube (kubectl only) got %d: %s", code, body)
 	}
 }

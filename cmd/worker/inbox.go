@@ -12,12 +12,13 @@ import (
 
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/inbox"
 )
 
 // startInbox serves the approvals inbox in the background and returns the
 // URL to print (with a sign-in token when the worker made one up).
-func startInbox(ctx context.Context, cfg config.Inbox, cl *client.Client, reg prometheus.Registerer, logger *slog.Logger) (string, error) {
+func startInbox(ctx context.Context, cfg config.Inbox, cl *client.Client, store content.Store, reg prometheus.Registerer, logger *slog.Logger) (string, error) {
 	users := cfg.Users
 	login := ""
 	if len(users) == 0 {
@@ -32,7 +33,7 @@ func startInbox(ctx context.Context, cfg config.Inbox, cl *client.Client, reg pr
 		users = map[string]inbox.User{"admin": {Token: token}}
 		login = "/?token=" + token
 	}
-	srv, err := inbox.New(inbox.Config{Client: cl, Listen: cfg.Listen, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
+	srv, err := inbox.New(inbox.Config{Client: cl, Content: store, Listen: cfg.Listen, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
 		Users: users, Roles: cfg.Roles, Registerer: reg})
 	if err != nil {
 		return "", fmt.Errorf("inbox: %w", err)

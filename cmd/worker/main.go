@@ -263,7 +263,7 @@ func run(args []string) error {
 		}
 	}
 	if cfg.Inbox.Enabled {
-		url, err := startInbox(ctx, cfg.Inbox, client.New(c, cfg.Worker.TaskQueue), reg, logger)
+		url, err := startInbox(ctx, cfg.Inbox, client.New(c, cfg.Worker.TaskQueue), store, reg, logger)
 		if err != nil {
 			return err
 		}
