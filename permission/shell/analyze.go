@@ -185,6 +185,9 @@ func analyze(command string, cfg Config, p *syntax.Parser) *Analysis {
 		a.fail = "Command contains a carriage return, which the shell and the analyser would split differently"
 		return a
 	}
+	if !cfg.noFast && a.fast(command) {
+		return a
+	}
 	f, err := a.parse(command)
 	if err != nil {
 		a.fail = "Command parsing failed, cannot verify safety"
@@ -227,7 +230,7 @@ func text(src string, n syntax.Node) string {
 	if s < 0 || e > len(src) || s > e {
 		return ""
 	}
-	return strings.TrimRight(strings.TrimSpace(src[s:e]), ";&")
+	return strings.TrimSpace(strings.TrimRight(strings.TrimSpace(src[s:e]), ";&"))
 }
 
 func (a *Analysis) stmts(src string, ss []*syntax.Stmt, depth int, nested bool, inherited []redir) {
@@ -284,11 +287,15 @@ func (a *Analysis) stmt(src string, s *syntax.Stmt, depth int, nested bool, inhe
 		// In "X && Y", Y only runs when X succeeded, so a cd ending X
 		// did change the directory; in "X || Y" and "X | Y" it may not
 		// have.
+		// The elements of a pipeline run in subshells: a cd there
+		// changes nothing after it.
 		saved := a.andLeft
+		pipe := c.Op == syntax.Pipe || c.Op == syntax.PipeAll
 		a.andLeft = c.Op == syntax.AndStmt
 		a.stmt(src, c.X, depth, nested, rs)
-		a.andLeft = saved
+		a.andLeft = saved && !pipe
 		a.stmt(src, c.Y, depth, nested, rs)
+		a.andLeft = saved
 	case *syntax.Subshell:
 		saved := a.cwds
 		a.stmts(src, c.Stmts, depth, nested, rs)

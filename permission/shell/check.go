@@ -28,6 +28,8 @@ type Config struct {
 	// check off.
 	DangerousFiles []string
 	DangerousDirs  []string
+	// noFast turns the fast path off (tests compare it with the parser).
+	noFast bool
 }
 
 // DefaultDangerousFiles returns the spec's default sensitive file names

@@ -106,7 +106,7 @@ func FuzzAnalyze(f *testing.F) {
 	})
 }
 
-func loadCorpus(b *testing.B) []string {
+func loadCorpus(b testing.TB) []string {
 	fh, err := os.Open("testdata/commands.txt")
 	if err != nil {
 		b.Fatal(err)

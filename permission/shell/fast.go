@@ -1,0 +1,214 @@
+package shell
+
+import "strings"
+
+// The fast path: most commands an agent runs are plain words joined by
+// ";", "&&", "||" and "|" ("git status", "ls -la src && wc -l go.mod").
+// For those, the shell grammar is trivial, and fast builds the same
+// units the parser's syntax tree would give, without parsing. Anything
+// else - quotes, escapes, expansions, globs, redirections, assignments,
+// comments, reserved words, newlines - goes to the parser.
+// TestFastPathMatchesParser checks the two agree.
+
+// fastByte reports whether c may appear in a word on the fast path.
+func fastByte(c byte) bool {
+	switch {
+	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		return true
+	}
+	switch c {
+	case '-', '_', '.', '/', ',', ':', '@', '%', '+', '=':
+		return true
+	}
+	return false
+}
+
+// fastOp is an operator between simple commands.
+type fastOp byte
+
+const (
+	opNone fastOp = iota
+	opSemi
+	opAnd
+	opOr
+	opPipe
+)
+
+type fastCmd struct {
+	start, end int // source span
+	words      []word
+}
+
+// fast analyses src when it qualifies for the fast path and reports
+// whether it did.
+func (a *Analysis) fast(src string) bool {
+	for i := 0; i < len(src); i++ {
+		c := src[i]
+		if !fastByte(c) && c != ' ' && c != '\t' && c != '&' && c != '|' && c != ';' && c != '\'' && c != '"' {
+			return false
+		}
+		if c == '\'' || c == '"' {
+			// Inside quotes: anything printable but the closing quote
+			// (and, in double quotes, what expands or escapes).
+			j := i + 1
+			for j < len(src) && src[j] != c {
+				d := src[j]
+				if d < ' ' || d == 0x7f || (c == '"' && (d == '$' || d == '`' || d == '\\' || d == '!')) {
+					return false
+				}
+				j++
+			}
+			if j == len(src) {
+				return false // unterminated
+			}
+			i = j
+		}
+	}
+	var cmds []fastCmd
+	var ops []fastOp
+	cur := fastCmd{start: -1}
+	i := 0
+	for i < len(src) {
+		c := src[i]
+		switch {
+		case c == ' ' || c == '\t':
+			i++
+		case c == ';' || c == '&' || c == '|':
+			op := opSemi
+			n := 1
+			switch {
+			case c == '&' && i+1 < len(src) && src[i+1] == '&':
+				op, n = opAnd, 2
+			case c == '|' && i+1 < len(src) && src[i+1] == '|':
+				op, n = opOr, 2
+			case c == '|' && i+1 < len(src) && src[i+1] == '&':
+				return false // |&
+			case c == '|':
+				op = opPipe
+			case c == '&':
+				return false // background
+			}
+			if cur.start < 0 {
+				return false // an operator without a command before it
+			}
+			cmds = append(cmds, cur)
+			ops = append(ops, op)
+			cur = fastCmd{start: -1}
+			i += n
+		default:
+			j := i
+			quoted := false
+			for j < len(src) {
+				if q := src[j]; q == '\'' || q == '"' {
+					quoted = true
+					j += 2 + strings.IndexByte(src[j+1:], q) // closed: checked above
+					continue
+				}
+				if !fastByte(src[j]) {
+					break
+				}
+				j++
+			}
+			raw := src[i:j]
+			if cur.start < 0 {
+				if strings.IndexByte(raw, '=') >= 0 || reserved(raw) {
+					return false
+				}
+				cur.start = i
+				cur.words = make([]word, 0, 4)
+			}
+			w := word{val: raw, quoted: quoted}
+			if quoted {
+				w.val = unquote(raw)
+			}
+			cur.words = append(cur.words, w)
+			cur.end = j
+			i = j
+		}
+	}
+	if cur.start >= 0 {
+		cmds = append(cmds, cur)
+		ops = append(ops, opNone)
+	} else if len(ops) == 0 || ops[len(ops)-1] != opSemi {
+		return false // empty, or a trailing &&, || or |
+	}
+	// Statements are separated by ";"; inside one, && and || chain
+	// pipelines left to right.
+	first := 0
+	for k := range cmds {
+		if ops[k] == opSemi || ops[k] == opNone {
+			a.fastChain(src, cmds[first:k+1], ops[first:k])
+			first = k + 1
+		}
+	}
+	return true
+}
+
+// fastChain walks one statement: pipelines joined by && and ||, the way
+// stmt walks the parser's left-associative BinaryCmd tree.
+func (a *Analysis) fastChain(src string, cmds []fastCmd, ops []fastOp) {
+	// Split into pipelines.
+	type pipeline struct{ cmds []fastCmd }
+	var ps []pipeline
+	var chain []fastOp
+	start := 0
+	for k := range cmds {
+		if k == len(cmds)-1 || ops[k] != opPipe {
+			ps = append(ps, pipeline{cmds[start : k+1]})
+			if k < len(ops) {
+				chain = append(chain, ops[k])
+			}
+			start = k + 1
+		}
+	}
+	var walk func(n int)
+	walk = func(n int) {
+		if n > 0 {
+			saved := a.andLeft
+			a.andLeft = chain[n-1] == opAnd
+			walk(n - 1)
+			a.andLeft = saved
+		}
+		p := ps[n]
+		saved := a.andLeft
+		if len(p.cmds) > 1 {
+			a.andLeft = false
+		}
+		for _, c := range p.cmds {
+			u := a.newUnit()
+			*u = unit{text: src[c.start:c.end], args: c.words, cwds: a.cwds}
+			a.add(u, 0)
+		}
+		a.andLeft = saved
+	}
+	walk(len(ps) - 1)
+}
+
+// reserved reports whether w is a word the shell treats as syntax in
+// command position.
+func reserved(w string) bool {
+	switch w {
+	case "if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "for", "select",
+		"while", "until", "in", "function", "time", "coproc":
+		return true
+	}
+	return false
+}
+
+// unquote removes the quotes of a fast-path word (quoted parts hold
+// nothing that expands or escapes).
+func unquote(raw string) string {
+	var b strings.Builder
+	b.Grow(len(raw))
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c == '\'' || c == '"' {
+			j := i + 1 + strings.IndexByte(raw[i+1:], c)
+			b.WriteString(raw[i+1 : j])
+			i = j
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
