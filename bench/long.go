@@ -54,8 +54,8 @@ type LongReport struct {
 	WallMS     float64 `json:"wall_ms"`
 }
 
-// Long runs one scripted session of Steps steps, each a read-only cat of
-// an OutputKB file, and measures history, data directory, latency and
+// Long runs one scripted session of Steps steps, each a Read of an
+// OutputKB file, and measures history, data directory, latency and
 // memory over it.
 func (r *Runner) Long(ctx context.Context, cfg LongConfig) (LongReport, error) {
 	if cfg.Steps <= 0 {
@@ -65,15 +65,30 @@ func (r *Runner) Long(ctx context.Context, cfg LongConfig) (LongReport, error) {
 		cfg.OutputKB = 60
 	}
 	rep := LongReport{Steps: cfg.Steps, OutputKB: cfg.OutputKB}
-	line := strings.Repeat("x", 99) + "\n"
-	data := strings.Repeat(line, cfg.OutputKB*1024/len(line)+1)[:cfg.OutputKB*1024]
-	file := filepath.Join(r.Workdir, "long-output.txt")
-	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+	wd, err := filepath.Abs(r.Workdir)
+	if err != nil {
 		return rep, fmt.Errorf("long: %w", err)
 	}
+	// Every step reads a file of its own, so the store cannot share
+	// content between steps (it is content-addressed). Read returns the
+	// whole file (Bash keeps the first 30,000 characters of an output).
+	dir, err := os.MkdirTemp(wd, "long-")
+	if err != nil {
+		return rep, fmt.Errorf("long: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	size := cfg.OutputKB * 1024
 	s := &model.Script{}
-	for range cfg.Steps {
-		s.Steps = append(s.Steps, model.Step{ToolCalls: []model.ScriptedCall{{Name: "Bash", Input: map[string]any{"command": "cat long-output.txt"}}}})
+	for i := range cfg.Steps {
+		var b strings.Builder
+		for j := 0; b.Len() < size; j++ {
+			fmt.Fprintf(&b, "step %06d line %06d %s\n", i, j, strings.Repeat("x", 72))
+		}
+		file := filepath.Join(dir, fmt.Sprintf("output-%06d.txt", i))
+		if err := os.WriteFile(file, []byte(b.String()[:size]), 0o644); err != nil {
+			return rep, fmt.Errorf("long: %w", err)
+		}
+		s.Steps = append(s.Steps, model.Step{ToolCalls: []model.ScriptedCall{{Name: "Read", Input: map[string]any{"file_path": file}}}})
 	}
 	s.Steps = append(s.Steps, model.Step{Text: "done"})
 	in := r.turnInput(s, permission.ModeDefault)

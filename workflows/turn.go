@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"time"
@@ -38,6 +39,11 @@ const (
 // content store and call ActivityModelStep; runs recorded before it
 // replay with the conversation inline.
 const versionContentRefs = "content-refs"
+
+// versionEditedNewCall marks runs where an approved edit is a new call:
+// it runs with its own verdict (read-only flag, policy, fast path and
+// retries); runs recorded before it replay with the original's.
+const versionEditedNewCall = "edited-new-call"
 
 // Search attribute keys, typed.
 var (
@@ -428,7 +434,7 @@ func (t *turn) park(ctx workflow.Context, p Pending, now time.Time, timeout time
 	if timeout > 0 {
 		p.Deadline = now.Add(timeout)
 	}
-	p.Hash = CallHash(p.Tool, p.Input, t.policyVersion)
+	p.Hash = CallHash(p.Tool, p.Input, p.CallID, t.policyVersion)
 	t.pending = append(t.pending, p)
 	t.emit(ctx, Event{Type: EventWaiting, CallID: p.CallID, Tool: p.Tool, Text: string(p.Kind) + ": " + p.Message})
 	typ := "approval_requested"
@@ -453,9 +459,26 @@ func (t *turn) notify(ctx workflow.Context, typ string, p Pending) {
 	workflow.ExecuteActivity(actx, ActivityNotify, NotifyInput{Type: typ, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Pending: p})
 }
 
-// CallHash binds an answer to a tool, its exact input and the policy
-// version the approver saw.
-func CallHash(tool string, input json.RawMessage, policyVersion int) string {
+// CallHash binds an answer to the exact call (tool, input, call id) and
+// the policy version the approver saw. Pending.Hash is its value; every
+// answer must send it back.
+func CallHash(tool string, input json.RawMessage, callID string, policyVersion int) string {
+	h := sha256.New()
+	h.Write([]byte("warden-call-v2"))
+	h.Write([]byte{0})
+	h.Write([]byte(tool))
+	h.Write([]byte{0})
+	h.Write(input)
+	h.Write([]byte{0})
+	h.Write([]byte(callID))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.Itoa(policyVersion)))
+	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// legacyCallHash is the hash older workers showed (no call id); signals
+// recorded with it replay as they were decided.
+func legacyCallHash(tool string, input json.RawMessage, policyVersion int) string {
 	h := sha256.New()
 	h.Write([]byte(tool))
 	h.Write([]byte{0})
@@ -621,25 +644,52 @@ func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a answer) error {
 			Content: fmt.Sprintf("The user denied this %s call%s: %s", p.Tool, by, reason)}
 	case a.approval != nil:
 		if len(a.approval.Input) > 0 && string(a.approval.Input) != string(p.Input) {
-			// Edited input: re-check it; a deny still wins.
-			preps, err := t.prepare(ctx, []model.ToolCall{{ID: p.CallID, Name: p.Tool, Input: a.approval.Input}})
-			if err != nil {
-				return err
-			}
-			if preps[0].Invalid != "" {
-				s.result = &tools.Result{CallID: p.CallID, Name: p.Tool, Content: preps[0].Invalid, IsError: true, State: tools.StateError}
-				return nil
-			}
-			if preps[0].Decision.Behavior == permission.Deny {
-				s.result = denied(s.call, preps[0].Decision.Message)
-				return nil
-			}
-			s.call.Input = a.approval.Input
+			return t.applyEdit(ctx, s, p, a.approval)
 		}
 		s.ready = true
 	default:
 		return errors.New("pending call without answer")
 	}
+	return nil
+}
+
+// applyEdit runs an approved call with its edited input. The edit is a
+// new call: it is validated against the tool's schema and decided again
+// by the one decision function (Prepare). The rule:
+//   - invalid input or a deny: the edit is refused (an error result the
+//     model reads); nothing runs;
+//   - ask (or passthrough): the approver named this exact input in the
+//     answer (and the validator checked their roles cover it), so the
+//     approval stands as the approval of the new call;
+//   - allow: the policy allows the new call anyway.
+//
+// Either way the call runs with the new verdict: its own read-only flag,
+// policy, fast path and retries, never the original's (a read-only call
+// edited into a side-effecting command runs at most once).
+func (t *turn) applyEdit(ctx workflow.Context, s *slot, p Pending, a *Approval) error {
+	preps, err := t.prepare(ctx, []model.ToolCall{{ID: p.CallID, Name: p.Tool, Input: a.Input}})
+	if err != nil {
+		return err
+	}
+	np := preps[0]
+	if np.Invalid != "" {
+		s.result = &tools.Result{CallID: p.CallID, Name: p.Tool, Content: np.Invalid, IsError: true, State: tools.StateError}
+		return nil
+	}
+	if np.Decision.Behavior == permission.Deny {
+		s.result = denied(s.call, np.Decision.Message)
+		return nil
+	}
+	s.call.Input = a.Input
+	if workflow.GetVersion(ctx, versionEditedNewCall, workflow.DefaultVersion, 1) >= 1 {
+		if len(np.Decision.UpdatedInput) > 0 {
+			s.call.Input = np.Decision.UpdatedInput
+		}
+		s.prep = np
+		t.emit(ctx, Event{Type: EventDecision, CallID: p.CallID, Tool: p.Tool,
+			Text: "edited input decided as a new call: " + string(np.Decision.Behavior) + ": " + np.Decision.Reason})
+	}
+	s.ready = true
 	return nil
 }
 
@@ -682,7 +732,30 @@ func (t *turn) execute(ctx workflow.Context, slots []*slot) error {
 func parallel(s *slot) bool { return s.prep.Tool.ConcurrencySafe && !s.prep.Tool.StateInjected }
 
 func (t *turn) toolInput(ctx workflow.Context, s *slot) ToolInput {
-	return ToolInput{Key: workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.call.ID, Call: s.call, Env: t.env(), State: t.state, ByRef: t.byRef}
+	in := ToolInput{Key: workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.call.ID, Call: s.call, Env: t.env(), State: t.state, ByRef: t.byRef}
+	if t.byRef {
+		in.State = t.stateFor(s.call)
+	}
+	return in
+}
+
+// stateFor is the part of the turn's tool state a call needs: the task
+// list, and what was read of the file the call names (read-before-write).
+// The reads of the whole turn stay in the workflow, so a call's input does
+// not grow with every file the turn has read.
+func (t *turn) stateFor(c model.ToolCall) tools.State {
+	st := tools.State{Tasks: t.state.Tasks}
+	var in struct {
+		FilePath string `json:"file_path"`
+	}
+	if json.Unmarshal(c.Input, &in) != nil || in.FilePath == "" {
+		return st
+	}
+	p := path.Clean(in.FilePath)
+	if stamp, ok := t.state.Reads[p]; ok {
+		st.Reads = map[string]tools.FileStamp{p: stamp}
+	}
+	return st
 }
 
 func retryPolicy(p CallPolicy) *temporal.RetryPolicy {
