@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -216,7 +217,9 @@ func Load(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if !explicit && errors.Is(err, os.ErrNotExist) {
-			return Default(), nil
+			c := Default()
+			c.protectOwnFiles("")
+			return c, nil
 		}
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
@@ -224,7 +227,22 @@ func Load(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
+	c.protectOwnFiles(path)
 	return c, nil
+}
+
+// protectOwnFiles adds the worker's data directory and the config file
+// to the sensitive paths: reading or writing them (the database, the
+// secrets the config may hold) always asks.
+func (c *Config) protectOwnFiles(configPath string) {
+	if dir, err := filepath.Abs(c.Server.DataDir); err == nil && c.Server.DataDir != "" {
+		c.Permission.SensitivePaths = append(c.Permission.SensitivePaths, dir+"{,/**}")
+	}
+	if configPath != "" {
+		if p, err := filepath.Abs(configPath); err == nil {
+			c.Permission.SensitivePaths = append(c.Permission.SensitivePaths, p)
+		}
+	}
 }
 
 // Parse reads YAML over the defaults. Unknown keys are errors.

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +102,25 @@ func TestBackendEnv(t *testing.T) {
 	}
 	if _, err := Parse([]byte("backend:\n  env: [\"BAD-NAME=x\"]\n")); err == nil || !strings.Contains(err.Error(), "backend.env") {
 		t.Errorf("bad backend.env error = %v", err)
+	}
+}
+
+func TestOwnFilesSensitive(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "warden.yaml")
+	if err := os.WriteFile(file, []byte("server:\n  data_dir: "+filepath.Join(dir, "data")+"\npermission:\n  sensitive_paths: [\"**/secrets/**\"]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"**/secrets/**", filepath.Join(dir, "data") + "{,/**}", file}
+	if !slices.Equal(c.Permission.SensitivePaths, want) {
+		t.Errorf("sensitive paths %q, want %q", c.Permission.SensitivePaths, want)
+	}
+	pc, err := c.Permission.Context()
+	if err != nil || !slices.Contains(pc.Sensitive(), file) || !slices.Contains(pc.Sensitive(), "/etc/shadow") {
+		t.Errorf("context sensitive paths %q, %v", pc.Sensitive(), err)
 	}
 }

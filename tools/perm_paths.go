@@ -34,8 +34,9 @@ import (
 // rules have no objection.
 type pathCheck struct {
 	behavior permission.Behavior
-	// why names the path and what about it decided.
-	why string
+	// why names the path and what about it decided; short is the same
+	// in a few words, for the verdict's reason.
+	why, short string
 	// rule is the rule that decided, if any.
 	rule *permission.Rule
 }
@@ -156,7 +157,7 @@ func checkAccess(env *Env, pc *permission.Context, home string, acc shell.Access
 		where = " (in `" + oneLine(acc.Command) + "`)"
 	}
 	if !acc.Resolved {
-		return pathCheck{behavior: permission.Ask,
+		return pathCheck{behavior: permission.Ask, short: fmt.Sprintf("%s of unresolved path %q", verb, acc.Path),
 			why: fmt.Sprintf("cannot tell which file %q names%s, so its %s cannot be checked", acc.Path, where, verb)}, nil
 	}
 	p := acc.Path
@@ -172,14 +173,14 @@ func checkAccess(env *Env, pc *permission.Context, home string, acc shell.Access
 			why: fmt.Sprintf("the deny rule %s forbids the %s of %s%s", r, verb, p, where)}, nil
 	}
 	if pat := sensitiveMatch(pc.Sensitive(), home, p, acc.Glob); pat != "" {
-		return pathCheck{behavior: permission.Ask,
+		return pathCheck{behavior: permission.Ask, short: fmt.Sprintf("%s of sensitive path %s", verb, p),
 			why: fmt.Sprintf("%s is a sensitive path (%s)%s: it may hold secrets or change what runs, so its %s always asks", p, pat, where, verb)}, nil
 	}
 	if r, err := pathRule(env, ask, names, p); err != nil || r != nil {
 		if err != nil {
 			return pathCheck{}, err
 		}
-		return pathCheck{behavior: permission.Ask, rule: r,
+		return pathCheck{behavior: permission.Ask, rule: r, short: fmt.Sprintf("%s of %s matches the ask rule %s", verb, p, r),
 			why: fmt.Sprintf("the ask rule %s matches the %s of %s%s", r, verb, p, where)}, nil
 	}
 	if r, err := pathRule(env, allow, names, p); err != nil || r != nil {
@@ -193,7 +194,7 @@ func checkAccess(env *Env, pc *permission.Context, home string, acc shell.Access
 	if insideDirs(check, dirs) {
 		return pathCheck{behavior: permission.Passthrough}, nil
 	}
-	return pathCheck{behavior: permission.Ask,
+	return pathCheck{behavior: permission.Ask, short: fmt.Sprintf("%s of %s outside the working directories", verb, p),
 		why: fmt.Sprintf("%s of %s%s is outside the working directories (%s); add the directory to the turn's or the config's working_dirs, or allow it with a rule such as %s(%s/**)",
 			verbNoun(verb), p, where, strings.Join(dirs, ", "), names[0], strings.TrimSuffix(path.Dir(p), "/"))}, nil
 }
@@ -222,6 +223,7 @@ func oneLine(s string) string {
 // bypass-immune ASK naming every path that asks, or Passthrough.
 func checkAccesses(tool string, env *Env, pc *permission.Context, home string, accs []shell.Access) (permission.Decision, error) {
 	var asks []string
+	short := ""
 	for _, acc := range accs {
 		c, err := checkAccess(env, pc, home, acc)
 		if err != nil {
@@ -236,6 +238,9 @@ func checkAccesses(tool string, env *Env, pc *permission.Context, home string, a
 			if !contains(asks, c.why) {
 				asks = append(asks, c.why)
 			}
+			if short == "" {
+				short = c.short
+			}
 		}
 	}
 	if len(asks) == 0 {
@@ -243,5 +248,5 @@ func checkAccesses(tool string, env *Env, pc *permission.Context, home string, a
 	}
 	return permission.Decision{Behavior: permission.Ask, BypassImmune: true,
 		Message: fmt.Sprintf("Permission required for %s: %s", tool, strings.Join(asks, "; ")),
-		Reason:  "Safety check: path rules (" + asks[0] + ")"}, nil
+		Reason:  "Safety check: path rules (" + short + ")"}, nil
 }
