@@ -49,9 +49,9 @@ steps:
 		Rules: []string{"Bash(touch:*)"}, By: "carol", Hash: ps[0].Hash}); err != nil {
 		t.Fatal(err)
 	}
-	waitPending(t, cl, id, 1)
+	left := waitPending(t, cl, id, 1) // c, listed again after the always-allow
 	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "c", Decision: workflows.DecisionDeny,
-		Reason: "no network from CI", By: "dave"}); err != nil {
+		Reason: "no network from CI", By: "dave", Hash: left[0].Hash}); err != nil {
 		t.Fatal(err)
 	}
 	after := time.Now()

@@ -89,7 +89,8 @@ func TestWebhookRetryOnlyToFailedURLs(t *testing.T) {
 		return len(evs) == 1
 	})
 	// The turn ends only after the retried activity completed.
-	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "n1", Decision: workflows.DecisionDeny, Reason: "test"}); err != nil {
+	ps := waitPending(t, cl, id, 1)
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "n1", Decision: workflows.DecisionDeny, Reason: "test", Hash: ps[0].Hash}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.Result(ctx, id); err != nil {
