@@ -35,6 +35,7 @@ func backends(ctx context.Context, cfg config.Backend, workdir string) (map[stri
 			return nil, closeAll, fmt.Errorf("backend.docker: %w", err)
 		}
 		out["docker"] = b
+		_, _ = b.Home(ctx) // resolved once here, so the permission check never execs for it
 		if d.WorkspaceID == "" {
 			closers = append(closers, func() { _ = b.Close(context.Background()) })
 		}
@@ -49,6 +50,7 @@ func backends(ctx context.Context, cfg config.Backend, workdir string) (map[stri
 			return nil, func() {}, fmt.Errorf("backend.e2b: %w", err)
 		}
 		out["e2b"] = b
+		_, _ = b.Home(ctx) // resolved once here, so the permission check never execs for it
 	}
 	return out, closeAll, nil
 }
