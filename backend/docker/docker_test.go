@@ -394,3 +394,19 @@ func BenchmarkExecPlain(b *testing.B) { benchExec(b, false) }
 
 // BenchmarkExecSession runs `true` on the persistent shell.
 func BenchmarkExecSession(b *testing.B) { benchExec(b, true) }
+
+// TestExecEnv: backend.env entries (ExecEnv) reach every process, plain
+// and on the session; the worker's own environment never does.
+func TestExecEnv(t *testing.T) {
+	cli := dockerClient(t)
+	t.Setenv("WARDEN_TEST_WORKER_ONLY", "worker-secret")
+	env := backend.ResolveEnv([]string{"WARDEN_TEST_WORKER_ONLY_PASSED=x", "CI=1"}, os.Environ())
+	for _, session := range []bool{false, true} {
+		b := newTest(t, cli, Config{Session: session, ExecEnv: env})
+		res := run(t, b, "env")
+		out := string(res.Stdout)
+		if !strings.Contains(out, "WARDEN_TEST_WORKER_ONLY_PASSED=x\n") || !strings.Contains(out, "CI=1\n") || strings.Contains(out, "worker-secret") {
+			t.Errorf("session=%v: container environment:\n%s", session, out)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -237,5 +238,26 @@ func TestWire(t *testing.T) {
 	want := `{"process":{"cmd":"setsid","args":["-w","--","echo","hi"],"envs":{"A":"1"},"cwd":"` + b.Workdir() + `"},"stdin":false}`
 	if len(body) < 5 || body[0] != 0 || int(body[1])<<24|int(body[2])<<16|int(body[3])<<8|int(body[4]) != len(want) || string(body[5:]) != want {
 		t.Errorf("Start body %q, want envelope of %s", body, want)
+	}
+}
+
+// TestExecEnv: backend.env entries reach every process; the worker's
+// own environment does not.
+func TestExecEnv(t *testing.T) {
+	t.Setenv("WARDEN_TEST_WORKER_ONLY", "worker-secret")
+	s := e2bfake.New(t)
+	cfg := config(t, s)
+	cfg.ExecEnv = backend.ResolveEnv([]string{"WARDEN_TEST_WORKER_ONLY_PASSED=x", "CI=1"}, os.Environ())
+	b, err := e2b.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := b.Exec(t.Context(), backend.ExecRequest{Argv: []string{"env"}, Env: []string{"CI=2"}})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("env: %v %+v", err, res)
+	}
+	out := string(res.Stdout)
+	if !strings.Contains(out, "WARDEN_TEST_WORKER_ONLY_PASSED=x\n") || !strings.Contains(out, "CI=2\n") || strings.Contains(out, "worker-secret") {
+		t.Errorf("sandbox environment:\n%s", out)
 	}
 }
