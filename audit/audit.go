@@ -107,16 +107,13 @@ type Record struct {
 // the first to the latest, and returns its records oldest first.
 func Workflow(ctx context.Context, c tclient.Client, workflowID string) ([]Record, error) {
 	var runs []Run
-	for runID := ""; ; {
+	for runID := latestRunID(ctx, c, workflowID); ; {
 		evs, err := history(ctx, c, workflowID, runID)
 		if err != nil {
 			return nil, err
 		}
 		if len(evs) == 0 {
 			break
-		}
-		if runID == "" {
-			runID = latestRunID(ctx, c, workflowID)
 		}
 		runs = append(runs, Run{ID: runID, Events: evs})
 		prev := evs[0].GetWorkflowExecutionStartedEventAttributes().GetContinuedExecutionRunId()
@@ -147,8 +144,9 @@ func history(ctx context.Context, c tclient.Client, workflowID, runID string) ([
 	return evs, nil
 }
 
-// latestRunID names the latest run (empty when it cannot be described;
-// records then carry no run id for it).
+// latestRunID names the latest run, read before its history so both
+// are of the same run (empty when it cannot be described: the history
+// of the latest run is then read without a run id).
 func latestRunID(ctx context.Context, c tclient.Client, workflowID string) string {
 	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
 	if err != nil {
