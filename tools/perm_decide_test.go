@@ -1,0 +1,84 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/wardenhq/warden/permission"
+)
+
+// TestDecideParsesOnce: however many rules there are, and whichever
+// layers run (deny, ask and allow rules, the tool check, read-only,
+// suggestions), a Bash command is analysed once per decision.
+func TestDecideParsesOnce(t *testing.T) {
+	policy := permission.Policy{
+		Allow: []string{"Bash(npm run:*)", "Bash(go test:*)", "Bash(make:*)"},
+		Ask:   []string{"Bash(git push:*)", "Bash(curl:*)"},
+		Deny:  []string{"Bash(rm -rf:*)", "Bash(dd:*)"},
+	}
+	pc, err := policy.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"npm run build && make", "git status", "git push origin", "cargo build", "rm -rf /", "echo $(id)"} {
+		in, _ := json.Marshal(map[string]string{"command": cmd})
+		env := &Env{Workdir: "/w/proj", Permission: &pc}
+		m := &memo{home: "/home/u", pc: &pc}
+		if _, err := permission.Decide(context.Background(), &pc, bound{t: Bash{}, env: env, memo: m}, in); err != nil {
+			t.Fatal(err)
+		}
+		if m.parses != 1 {
+			t.Errorf("%q analysed %d times, want once", cmd, m.parses)
+		}
+	}
+}
+
+// TestDecideNoIO: the decision binds tools to no backend, so a check
+// that touched the workspace would fail; every built-in tool decides
+// without one.
+func TestDecideNoIO(t *testing.T) {
+	inputs := map[string]string{
+		"Bash": `{"command":"cat ~/.bashrc && ls"}`, "PowerShell": `{"command":"ls"}`,
+		"Read": `{"file_path":"/w/proj/a.go"}`, "Write": `{"file_path":"/w/proj/a.go","content":"x"}`,
+		"Edit": `{"file_path":"/w/proj/a.go","old_string":"a","new_string":"b"}`,
+		"Glob": `{"pattern":"**/*.go"}`, "Grep": `{"pattern":"x"}`,
+	}
+	for _, tl := range Builtins() {
+		name := tl.Info().Name
+		in, ok := inputs[name]
+		if !ok {
+			continue
+		}
+		v, err := Decide(context.Background(), Call{Tool: tl, Input: json.RawMessage(in), Workdir: "/w/proj", Home: "/home/u"})
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if v.Layer == "" || v.Mode != permission.ModeDefault || v.Reason == "" && v.Behavior != permission.Allow {
+			t.Errorf("%s: incomplete verdict %+v", name, v)
+		}
+	}
+}
+
+// TestDecideValidates: an input that does not fit the schema is a
+// *ValidationError from Decide and the model's text from DecideOrAsk,
+// as in the worker.
+func TestDecideValidates(t *testing.T) {
+	_, err := Decide(context.Background(), Call{Tool: Write{}, Input: json.RawMessage(`{"file_path":"/w/a"}`), Workdir: "/w"})
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("Decide: %v, want a ValidationError", err)
+	}
+	v, invalid := DecideOrAsk(context.Background(), Call{Tool: Write{}, Input: json.RawMessage(`{"file_path":"/w/a"}`), Workdir: "/w"})
+	if invalid != ve.Error() || v.Behavior != "" {
+		t.Errorf("DecideOrAsk: %+v %q", v, invalid)
+	}
+	// A check that fails (a bad rule pattern) asks, naming the failure.
+	pc := permission.Context{Allow: []permission.Rule{{Tool: "Edit", Content: "[", Behavior: permission.Allow}}}
+	v, invalid = DecideOrAsk(context.Background(), Call{Tool: Edit{}, Input: json.RawMessage(`{"file_path":"/w/a","old_string":"a","new_string":"b"}`), Workdir: "/w", Policy: &pc})
+	if invalid != "" || v.Behavior != permission.Ask || v.Layer != "check failed" {
+		t.Errorf("failed check: %+v %q", v, invalid)
+	}
+}
