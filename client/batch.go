@@ -228,6 +228,7 @@ func (cl *Client) runJob(ctx context.Context, j Job, attached func(existing bool
 // rejects a duplicate id (a concurrent start of the same id attaches to
 // the running turn; a closed one is never started again).
 func (cl *Client) startOnce(ctx context.Context, id string, in workflows.TurnInput) (bool, error) {
+	in = cl.withApprovers(in)
 	_, err := cl.c.DescribeWorkflowExecution(ctx, id, "")
 	if err == nil {
 		return true, nil

@@ -26,6 +26,11 @@ type Client struct {
 	taskQueue string
 	// PollInterval is how often Watch polls for events (default 250 ms).
 	PollInterval time.Duration
+	// Approvers, when set, is recorded with every turn this client starts
+	// whose input names none: who may answer its calls (the workflow
+	// checks every answer against it). config.Config.Approvers builds it
+	// from the inbox users and roles.
+	Approvers *workflows.Approvers
 }
 
 // New returns a client that starts turns on taskQueue.
@@ -37,6 +42,7 @@ func New(c tclient.Client, taskQueue string) *Client {
 // Starting an id that is already running returns that run: starts are
 // idempotent.
 func (cl *Client) Start(ctx context.Context, id string, in workflows.TurnInput) (tclient.WorkflowRun, error) {
+	in = cl.withApprovers(in)
 	opts := tclient.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                cl.taskQueue,
@@ -47,6 +53,14 @@ func (cl *Client) Start(ctx context.Context, id string, in workflows.TurnInput) 
 		return nil, fmt.Errorf("start turn: %w", err)
 	}
 	return run, nil
+}
+
+// withApprovers records the client's approvers in a turn that names none.
+func (cl *Client) withApprovers(in workflows.TurnInput) workflows.TurnInput {
+	if in.Approvers == nil && cl.Approvers.Enabled() {
+		in.Approvers = cl.Approvers
+	}
+	return in
 }
 
 // Events returns the turn's events from cursor on.
@@ -277,10 +291,21 @@ const (
 )
 
 // Approve answers a pending ASK with an Update: the workflow validates it
-// (unknown or answered call, hash mismatch, bad rule) and the error comes
-// back to the caller.
+// (unknown or answered call, a missing or stale hash, bad rule, an
+// approver whose roles do not cover the call) and the error comes back to
+// the caller. a.Hash must be the hash of the entry as listed (Pending,
+// PendingCall, ListPending): it binds the answer to the exact call and
+// policy version the approver saw. ApproveListed sets it from an entry.
 func (cl *Client) Approve(ctx context.Context, workflowID string, a workflows.Approval) (workflows.Ack, error) {
 	return update[workflows.Ack](ctx, cl, workflowID, workflows.UpdateApprove, a)
+}
+
+// ApproveListed answers the listed entry p with an Update, bound to it:
+// a.CallID and a.Hash are taken from p, so the answer is refused if the
+// call or the policy changed since p was read.
+func (cl *Client) ApproveListed(ctx context.Context, workflowID string, p workflows.Pending, a workflows.Approval) (workflows.Ack, error) {
+	a.CallID, a.Hash = p.CallID, p.Hash
+	return cl.Approve(ctx, workflowID, a)
 }
 
 // ApproveSignal answers a pending ASK with a signal, which the server

@@ -96,7 +96,7 @@ func TestDenyBySignalReachesModel(t *testing.T) {
 	if err := cl.ApproveSignal(ctx, id, workflows.Approval{CallID: "ghost", Decision: workflows.DecisionAllow}); err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.ApproveSignal(ctx, id, workflows.Approval{CallID: "c1", Decision: workflows.DecisionDeny, Reason: "no network access", By: "bob"}); err != nil {
+	if err := cl.ApproveSignal(ctx, id, workflows.Approval{CallID: "c1", Decision: workflows.DecisionDeny, Reason: "no network access", By: "bob", Hash: hashOf(t, cl, id, "c1")}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := cl.Result(ctx, id)
@@ -135,7 +135,7 @@ steps:
 		t.Fatal(err)
 	}
 	waitPending(t, cl, id, 3)
-	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "a", Decision: workflows.DecisionAlwaysAllow, Rules: []string{"Bash(touch:*)"}}); err != nil {
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "a", Decision: workflows.DecisionAlwaysAllow, Rules: []string{"Bash(touch:*)"}, Hash: hashOf(t, cl, id, "a")}); err != nil {
 		t.Fatal(err)
 	}
 	// b is covered by the new rule and resolves; c still waits.
@@ -150,7 +150,7 @@ steps:
 	if !slices.ContainsFunc(st.Permission.Allow, func(r permission.Rule) bool { return r.String() == "Bash(touch:*)" }) {
 		t.Errorf("rule not added to the turn's context: %+v", st.Permission.Allow)
 	}
-	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "c", Decision: workflows.DecisionDeny, Reason: "no"}); err != nil {
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "c", Decision: workflows.DecisionDeny, Reason: "no", Hash: ps[0].Hash}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.Result(ctx, id); err != nil {
@@ -180,4 +180,15 @@ func TestApprovalDeadlineDenies(t *testing.T) {
 	if len(rs) != 1 || !rs[0].IsError || !strings.Contains(rs[0].Content, "approval timed out") {
 		t.Fatalf("tool results = %+v", rs)
 	}
+}
+
+// hashOf returns the listed hash of an open call: what every answer
+// must carry.
+func hashOf(t *testing.T, cl *client.Client, id, callID string) string {
+	t.Helper()
+	p, err := cl.PendingCall(ctxT(t, 30*time.Second), id, callID)
+	if err != nil {
+		t.Fatalf("hash of %s %s: %v", id, callID, err)
+	}
+	return p.Hash
 }

@@ -44,7 +44,7 @@ steps:
 	if _, err := cl.AnswerAskUser(ctx, id, "q1", tools.AskUserAnswer{Answers: []tools.AskUserQuestionAnswer{{Question: "Which environment?", Selected: []string{"prod"}}}}, "carol"); err == nil {
 		t.Error("a second answer to the same question was accepted")
 	}
-	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "x1", Decision: workflows.DecisionAllow}); err != nil {
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "x1", Decision: workflows.DecisionAllow, Hash: ps[0].Hash}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := cl.Result(ctx, id)

@@ -346,7 +346,7 @@ func recordScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	dp := waitPending(t, cl, "demo-record", 1)
-	if _, err := cl.Approve(ctx, "demo-record", workflows.Approval{CallID: dp[0].CallID, Decision: workflows.DecisionAllow, By: "recorder"}); err != nil {
+	if _, err := cl.Approve(ctx, "demo-record", workflows.Approval{CallID: dp[0].CallID, Decision: workflows.DecisionAllow, By: "recorder", Hash: dp[0].Hash}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.Result(ctx, "demo-record"); err != nil {
@@ -368,17 +368,17 @@ steps:
 		t.Fatal(err)
 	}
 	waitPending(t, cl, id, 4)
-	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "a", Decision: workflows.DecisionAlwaysAllow, Rules: []string{"Bash(touch:*)"}, By: "alice"}); err != nil {
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "a", Decision: workflows.DecisionAlwaysAllow, Rules: []string{"Bash(touch:*)"}, By: "alice", Hash: hashOf(t, cl, id, "a")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := cl.ApproveSignal(ctx, id, workflows.Approval{CallID: "c", Decision: workflows.DecisionDeny, Reason: "no network", By: "bob"}); err != nil {
+	if err := cl.ApproveSignal(ctx, id, workflows.Approval{CallID: "c", Decision: workflows.DecisionDeny, Reason: "no network", By: "bob", Hash: hashOf(t, cl, id, "c")}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, ctx, func() bool {
 		ps, err := cl.Pending(ctx, id)
 		return err == nil && len(ps) == 1 && ps[0].Escalated
 	})
-	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "d", Decision: workflows.DecisionAllow, By: "carol"}); err != nil {
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "d", Decision: workflows.DecisionAllow, By: "carol", Hash: hashOf(t, cl, id, "d")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.Result(ctx, id); err != nil {
@@ -403,7 +403,7 @@ steps:
 		t.Fatal(err)
 	}
 	ps := waitPending(t, cl, id, 1)
-	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: ps[0].CallID, Decision: workflows.DecisionAllow}); err != nil {
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: ps[0].CallID, Decision: workflows.DecisionAllow, Hash: ps[0].Hash}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.Result(ctx, id); err != nil {

@@ -148,6 +148,7 @@ func compatSamples() []struct {
 			MaxIterations: 5, ApprovalTimeout: time.Hour, State: sampleState(),
 			ReturnDirectly: []string{"TaskCreate"}, RunLocal: map[string]json.RawMessage{"calls": json.RawMessage(`2`)},
 			ContinueAsNewAfter: 5000,
+			Approvers:          &workflows.Approvers{Users: map[string][]string{"alice": nil, "kube": {"k8s"}}, Roles: map[string][]string{"k8s": {"Bash(kubectl:*)"}}},
 			Resume: &workflows.Resume{
 				Iterations: 3, ToolCalls: 4, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
 				ReturnDirectly: []string{"TaskCreate"}, Seq: 9, Events: []workflows.Event{sampleEvent()},

@@ -91,7 +91,27 @@ func (t *turn) findOpen(callID string) (Pending, error) {
 	return Pending{}, fmt.Errorf("no pending call %q", callID)
 }
 
+// versionBoundAnswers marks runs whose signal handler checks answers as
+// strictly as the Update validator (hash required, approvers checked).
+// Signals are replayed through the handler, so histories recorded before
+// it replay with the old check and keep their outcome. Update validators
+// do not run on replay and need no version.
+const versionBoundAnswers = "bound-answers"
+
+// errListAgain ends every refusal of a missing or stale hash.
+const errListAgain = "list the pending calls again and answer with the hash shown"
+
+// validateApproval checks an answer to a pending ASK: the call is open,
+// the hash binds the answer to the exact call and policy version, the
+// decision and rules are well formed, and the approver may answer this
+// call (and its edit, and the rules it adds) under the turn's approvers.
 func (t *turn) validateApproval(a Approval) error {
+	return t.checkApproval(a, true)
+}
+
+// checkApproval is validateApproval; strict=false is the check of runs
+// recorded before versionBoundAnswers (an optional hash, of either form).
+func (t *turn) checkApproval(a Approval, strict bool) error {
 	p, err := t.findOpen(a.CallID)
 	if err != nil {
 		return err
@@ -99,8 +119,15 @@ func (t *turn) validateApproval(a Approval) error {
 	if p.Kind != PendingApproval {
 		return fmt.Errorf("call %s waits for an external result, not an approval", a.CallID)
 	}
-	if a.Hash != "" && a.Hash != p.Hash {
-		return fmt.Errorf("hash mismatch for call %s: the call or policy changed since it was shown (want %s)", a.CallID, p.Hash)
+	switch {
+	case !strict:
+		if a.Hash != "" && a.Hash != p.Hash && !t.legacyHash(p, a.Hash) {
+			return fmt.Errorf("hash mismatch for call %s: the call or policy changed since it was shown (want %s)", a.CallID, p.Hash)
+		}
+	case a.Hash == "":
+		return fmt.Errorf("answer to call %s carries no hash: %s", a.CallID, errListAgain)
+	case a.Hash != p.Hash:
+		return fmt.Errorf("stale hash for call %s: the call or the policy changed since it was listed; %s", a.CallID, errListAgain)
 	}
 	switch a.Decision {
 	case DecisionAllow, DecisionDeny:
@@ -119,7 +146,39 @@ func (t *turn) validateApproval(a Approval) error {
 	if len(a.Input) > 0 && !json.Valid(a.Input) {
 		return errors.New("edited input is not valid JSON")
 	}
+	if !strict {
+		return nil
+	}
+	var edited json.RawMessage
+	if a.Decision != DecisionDeny {
+		edited = a.Input
+	}
+	if err := t.in.Approvers.MayAnswer(a.By, p.Tool, p.Input, edited); err != nil {
+		return fmt.Errorf("approver refused for call %s: %w", a.CallID, err)
+	}
+	if a.Decision == DecisionAlwaysAllow {
+		rules := a.Rules
+		if len(rules) == 0 {
+			rules = p.Suggestions
+		}
+		for _, r := range rules {
+			if err := t.in.Approvers.MayAddRule(a.By, r); err != nil {
+				return fmt.Errorf("approver refused for call %s: %w", a.CallID, err)
+			}
+		}
+	}
 	return nil
+}
+
+// legacyHash reports whether h is the hash an older worker showed for p
+// (without the call id, at any policy version of the turn so far).
+func (t *turn) legacyHash(p Pending, h string) bool {
+	for v := 0; v <= t.policyVersion; v++ {
+		if h == legacyCallHash(p.Tool, p.Input, v) {
+			return true
+		}
+	}
+	return false
 }
 
 func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {
@@ -149,6 +208,11 @@ func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {
 		t.perm.AddRule(r)
 	}
 	t.policyVersion++
+	// The policy changed: every waiting call gets a new hash, so answers
+	// given against the old policy are refused (list again).
+	for i := range t.pending {
+		t.pending[i].Hash = CallHash(t.pending[i].Tool, t.pending[i].Input, t.pending[i].CallID, t.policyVersion)
+	}
 	t.recheck = true
 }
 
@@ -161,13 +225,26 @@ func (t *turn) findPending(callID string) (Pending, bool) {
 	return Pending{}, false
 }
 
+// validateExternal checks an external result (an AskUser answer
+// included): the call is open and waits for one, and the sender may
+// answer it under the turn's approvers.
 func (t *turn) validateExternal(r ExternalResult) error {
+	return t.checkExternal(r, true)
+}
+
+func (t *turn) checkExternal(r ExternalResult, strict bool) error {
 	p, err := t.findOpen(r.CallID)
 	if err != nil {
 		return err
 	}
 	if p.Kind != PendingExternal {
 		return fmt.Errorf("call %s waits for an approval, not an external result", r.CallID)
+	}
+	if !strict {
+		return nil
+	}
+	if err := t.in.Approvers.MayAnswer(r.By, p.Tool, p.Input, nil); err != nil {
+		return fmt.Errorf("answer refused for call %s: %w", r.CallID, err)
 	}
 	return nil
 }
@@ -180,7 +257,7 @@ func (t *turn) acceptExternal(ctx workflow.Context, r ExternalResult) {
 // signalApproval applies an approval that came as a signal, or records
 // why it was rejected.
 func (t *turn) signalApproval(ctx workflow.Context, a Approval) {
-	if err := t.validateApproval(a); err != nil {
+	if err := t.checkApproval(a, t.strictSignals(ctx)); err != nil {
 		t.emit(ctx, Event{Type: EventRejected, CallID: a.CallID, Text: err.Error()})
 		return
 	}
@@ -189,11 +266,17 @@ func (t *turn) signalApproval(ctx workflow.Context, a Approval) {
 
 // signalExternal applies an external result that came as a signal.
 func (t *turn) signalExternal(ctx workflow.Context, r ExternalResult) {
-	if err := t.validateExternal(r); err != nil {
+	if err := t.checkExternal(r, t.strictSignals(ctx)); err != nil {
 		t.emit(ctx, Event{Type: EventRejected, CallID: r.CallID, Text: err.Error()})
 		return
 	}
 	t.acceptExternal(ctx, r)
+}
+
+// strictSignals reports whether signals get the Update validator's full
+// check (runs recorded since versionBoundAnswers).
+func (t *turn) strictSignals(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, versionBoundAnswers, workflow.DefaultVersion, 1) >= 1
 }
 
 // drainSignals applies signals already delivered but not yet read.

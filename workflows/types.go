@@ -73,6 +73,10 @@ type TurnInput struct {
 	Tools []string `json:"tools,omitempty"`
 	// Permission is the turn's policy.
 	Permission permission.Context `json:"permission"`
+	// Approvers, when it lists users, restricts who may answer the turn's
+	// calls and which calls each may answer (part of the recorded policy;
+	// the workflow checks every answer against it).
+	Approvers *Approvers `json:"approvers,omitempty"`
 	// Backend names the backend tools run on ("" means the worker default).
 	Backend string `json:"backend,omitempty"`
 	// Workdir is the workspace directory inside the backend.
@@ -284,17 +288,23 @@ const (
 type Approval struct {
 	CallID   string   `json:"call_id"`
 	Decision Decision `json:"decision"`
-	// Hash must equal the pending entry's hash when set, binding the
-	// answer to the exact tool, input and policy the approver saw.
+	// Hash must equal the pending entry's hash (Pending.Hash, as listed),
+	// binding the answer to the exact call (tool, input, call id) and the
+	// policy version the approver saw. An answer without it, or with a
+	// stale one (the policy changed since), is rejected: list again.
 	Hash string `json:"hash,omitempty"`
 	// Rules to add for always_allow ("Bash(npm run:*)"); empty means the
 	// entry's suggestions.
 	Rules []string `json:"rules,omitempty"`
 	// Reason for a denial, shown to the model.
 	Reason string `json:"reason,omitempty"`
-	// Input, when set with allow, replaces the call's input (re-checked).
+	// Input, when set with allow, replaces the call's input. The edited
+	// input is a new call: it is validated and decided again (its own
+	// read-only flag, policy and retries); a deny refuses the edit.
 	Input json.RawMessage `json:"input,omitempty"`
-	By    string          `json:"by,omitempty"`
+	// By names the approver; with approvers configured on the turn it
+	// must be one whose roles cover the call (and the edit, and any rule).
+	By string `json:"by,omitempty"`
 }
 
 // ExternalResult completes an external call (AskUser answers included).
@@ -336,8 +346,11 @@ type Pending struct {
 	Deadline   time.Time  `json:"deadline"`
 	Escalation Escalation `json:"escalation,omitempty"`
 	// Escalated is set once the deadline passed with escalation notify.
-	Escalated bool   `json:"escalated,omitempty"`
-	Hash      string `json:"hash"`
+	Escalated bool `json:"escalated,omitempty"`
+	// Hash binds an answer to this exact call and the policy version
+	// (CallHash); answers must send it back. It changes when the policy
+	// changes (a rule added by always_allow).
+	Hash string `json:"hash"`
 	// Notify is copied from the call's policy.
 	Notify bool `json:"notify,omitempty"`
 }

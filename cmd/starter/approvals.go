@@ -47,14 +47,14 @@ func newApprovalsListCmd(cn *conn) *cobra.Command {
 				return enc.Encode(entries)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "WORKFLOW\tCALL\tKIND\tTOOL\tWAITING\tINPUT\tREASON\tSUGGESTED")
+			fmt.Fprintln(tw, "WORKFLOW\tCALL\tKIND\tTOOL\tWAITING\tHASH\tINPUT\tREASON\tSUGGESTED")
 			for _, e := range entries {
 				in := string(e.Input)
 				if len(in) > 60 {
 					in = in[:57] + "..."
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", e.WorkflowID, e.CallID, e.Kind, e.Tool,
-					time.Since(e.RequestedAt).Round(time.Second), in, e.Reason, e.Suggestions)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", e.WorkflowID, e.CallID, e.Kind, e.Tool,
+					time.Since(e.RequestedAt).Round(time.Second), e.Hash, in, e.Reason, e.Suggestions)
 			}
 			return tw.Flush()
 		},
@@ -69,7 +69,7 @@ func newApprovalsListCmd(cn *conn) *cobra.Command {
 func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 	var always, all, signal bool
 	var rules []string
-	var by, reason, tool, input string
+	var by, reason, tool, input, hash string
 	var olderThan time.Duration
 	use, short := "approve WORKFLOW CALL", "Allow a pending call (once, or always with --always)"
 	if !allow {
@@ -81,6 +81,9 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 		Args: func(_ *cobra.Command, args []string) error {
 			if all && len(args) != 0 || !all && len(args) != 2 {
 				return errors.New("give WORKFLOW CALL, or --all with filters")
+			}
+			if all && hash != "" {
+				return errors.New("--hash answers one call; --all answers each entry with the hash it lists")
 			}
 			return nil
 		},
@@ -119,7 +122,13 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 					return err
 				}
 			}
-			type target struct{ wf, call string }
+			// Each answer carries the hash of the entry as listed: the
+			// workflow refuses it if the call or the policy changed since.
+			type target struct {
+				wf   string
+				p    workflows.Pending
+				read error
+			}
 			var targets []target
 			if all {
 				entries, err := cl.ListPending(cmd.Context(), client.Filter{Tool: tool, OlderThan: olderThan, Kind: workflows.PendingApproval})
@@ -127,25 +136,37 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 					return err
 				}
 				for _, e := range entries {
-					targets = append(targets, target{e.WorkflowID, e.CallID})
+					targets = append(targets, target{wf: e.WorkflowID, p: e.Pending})
 				}
 			} else {
-				targets = []target{{args[0], args[1]}}
+				p, err := cl.PendingCall(cmd.Context(), args[0], args[1])
+				if err != nil {
+					err = fmt.Errorf("reading the call's hash: %w (pass --hash as listed by approvals list)", err)
+				}
+				if hash != "" {
+					// The hash the approver read in the listing: a
+					// call or policy changed since is refused. With
+					// it, a signal needs no worker to read the call.
+					p = workflows.Pending{CallID: args[1], Hash: hash, Tool: p.Tool, Input: p.Input}
+					if err != nil && authz == nil {
+						err = nil
+					}
+				}
+				p.CallID = args[1]
+				targets = []target{{wf: args[0], p: p, read: err}}
 			}
 			out := cmd.OutOrStdout()
 			var failed int
 			for _, t := range targets {
-				a.CallID = t.call
-				if authz != nil {
-					p, err := cl.PendingCall(cmd.Context(), t.wf, t.call)
-					if err == nil && !authz.Allows(by, p.Tool, p.Input) {
-						err = fmt.Errorf("%q may not answer %s calls like this one (inbox users and roles in the config)", by, p.Tool)
-					}
-					if err != nil {
-						failed++
-						fmt.Fprintf(cmd.ErrOrStderr(), "%s %s: %v\n", t.wf, t.call, err)
-						continue
-					}
+				a.CallID, a.Hash = t.p.CallID, t.p.Hash
+				err := t.read
+				if err == nil && authz != nil && !authz.Allows(by, t.p.Tool, t.p.Input) {
+					err = fmt.Errorf("%q may not answer %s calls like this one (inbox users and roles in the config)", by, t.p.Tool)
+				}
+				if err != nil {
+					failed++
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s %s: %v\n", t.wf, t.p.CallID, err)
+					continue
 				}
 				if signal {
 					err = cl.ApproveSignal(cmd.Context(), t.wf, a)
@@ -154,10 +175,10 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 				}
 				if err != nil {
 					failed++
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s %s: %v\n", t.wf, t.call, err)
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s %s: %v\n", t.wf, t.p.CallID, err)
 					continue
 				}
-				fmt.Fprintf(out, "%s %s: %s\n", t.wf, t.call, a.Decision)
+				fmt.Fprintf(out, "%s %s: %s\n", t.wf, t.p.CallID, a.Decision)
 			}
 			if failed > 0 {
 				return fmt.Errorf("%d of %d answers failed", failed, len(targets))
@@ -170,6 +191,7 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&by, "by", "", "who decides (default the OS user)")
+	f.StringVar(&hash, "hash", "", "the call's hash as listed by `approvals list` (default: the call as read now); refused if the call or policy changed since")
 	f.BoolVar(&signal, "signal", false, "send a signal instead of an update (accepted while no worker runs)")
 	f.BoolVar(&all, "all", false, "answer every pending approval matching --tool/--older-than")
 	f.StringVar(&tool, "tool", "", "with --all: only this tool")

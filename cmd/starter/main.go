@@ -92,5 +92,12 @@ func (cn *conn) dial(ctx context.Context) (tclient.Client, *client.Client, confi
 	if err != nil {
 		return nil, nil, cfg, fmt.Errorf("dial %s: %w", addr, err)
 	}
-	return c, client.New(c, cfg.Worker.TaskQueue), cfg, nil
+	cl := client.New(c, cfg.Worker.TaskQueue)
+	// Turns record the approvers of the config: the workflow checks
+	// every answer against them, whichever client sends it.
+	if cl.Approvers, err = cfg.Inbox.Approvers(); err != nil {
+		c.Close()
+		return nil, nil, cfg, err
+	}
+	return c, cl, cfg, nil
 }
