@@ -72,6 +72,9 @@ type unit struct {
 	// findDelete marks find with -delete; findTests reports whether it
 	// has test predicates restricting what it deletes.
 	findDelete, findTests bool
+	// roWhy caches unitRO once roDone is set.
+	roWhy  string
+	roDone bool
 }
 
 // name is the command name's base name ("rm" for /bin/rm), or "".

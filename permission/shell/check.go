@@ -76,7 +76,7 @@ func (a *Analysis) workingDirs() []string {
 
 // workingDirs returns the cleaned absolute working directories.
 func (c Config) workingDirs() []string {
-	var out []string
+	out := make([]string, 0, 1+len(c.WorkingDirs))
 	add := func(d string) {
 		if d == "" {
 			return

@@ -64,8 +64,9 @@ func (a *Analysis) fast(src string) bool {
 			i = j
 		}
 	}
-	var cmds []fastCmd
-	var ops []fastOp
+	var cmdBuf [6]fastCmd
+	var opBuf [6]fastOp
+	cmds, ops := cmdBuf[:0], opBuf[:0]
 	cur := fastCmd{start: -1}
 	i := 0
 	for i < len(src) {
@@ -145,43 +146,27 @@ func (a *Analysis) fast(src string) bool {
 }
 
 // fastChain walks one statement: pipelines joined by && and ||, the way
-// stmt walks the parser's left-associative BinaryCmd tree.
+// stmt walks the parser's left-associative BinaryCmd tree. There, a
+// pipeline is on the left of "&&" exactly when the operator after it is
+// "&&"; the elements of a pipeline of several commands never are.
 func (a *Analysis) fastChain(src string, cmds []fastCmd, ops []fastOp) {
-	// Split into pipelines.
-	type pipeline struct{ cmds []fastCmd }
-	var ps []pipeline
-	var chain []fastOp
-	start := 0
-	for k := range cmds {
-		if k == len(cmds)-1 || ops[k] != opPipe {
-			ps = append(ps, pipeline{cmds[start : k+1]})
-			if k < len(ops) {
-				chain = append(chain, ops[k])
-			}
-			start = k + 1
+	saved := a.andLeft
+	for k := 0; k < len(cmds); {
+		end := k
+		for end < len(ops) && ops[end] == opPipe {
+			end++
 		}
-	}
-	var walk func(n int)
-	walk = func(n int) {
-		if n > 0 {
-			saved := a.andLeft
-			a.andLeft = chain[n-1] == opAnd
-			walk(n - 1)
-			a.andLeft = saved
-		}
-		p := ps[n]
-		saved := a.andLeft
-		if len(p.cmds) > 1 {
-			a.andLeft = false
-		}
-		for _, c := range p.cmds {
+		// cmds[k..end] is one pipeline; ops[end] (if any) follows it.
+		a.andLeft = end == k && end < len(ops) && ops[end] == opAnd
+		for j := k; j <= end; j++ {
+			c := cmds[j]
 			u := a.newUnit()
 			*u = unit{text: src[c.start:c.end], args: c.words, cwds: a.cwds}
 			a.add(u, 0)
 		}
-		a.andLeft = saved
+		k = end + 1
 	}
-	walk(len(ps) - 1)
+	a.andLeft = saved
 }
 
 // reserved reports whether w is a word the shell treats as syntax in

@@ -99,7 +99,15 @@ func unitReadOnly(u *unit) bool { return unitRO(u) == "" }
 // unitRO returns "" when u only reads, or else why not, naming the
 // command and the option, assignment or redirection that is not
 // read-only. It judges u alone: commands u wraps are units of their own.
+// The answer is computed once per unit.
 func unitRO(u *unit) string {
+	if !u.roDone {
+		u.roWhy, u.roDone = unitROWhy(u), true
+	}
+	return u.roWhy
+}
+
+func unitROWhy(u *unit) string {
 	for _, as := range u.assigns {
 		if !roEnvSafe(as.name) {
 			return "the assignment " + as.name + "=… changes what runs or where"
