@@ -32,6 +32,14 @@ type hookEndpoint struct {
 	ids       []string
 	events    []notify.Event
 	errs      []error
+	// accepted keeps the raw deliveries that were accepted.
+	accepted []rawDelivery
+}
+
+// rawDelivery is a request as it arrived on the wire.
+type rawDelivery struct {
+	header http.Header
+	body   []byte
 }
 
 func (h *hookEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -57,6 +65,7 @@ func (h *hookEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var ev notify.Event
 	_ = json.Unmarshal(body, &ev)
 	h.events = append(h.events, ev)
+	h.accepted = append(h.accepted, rawDelivery{r.Header.Clone(), body})
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -69,7 +78,8 @@ func (h *hookEndpoint) snapshot() (requests int, ids []string, events []notify.E
 // TestWebhookRetryOnlyToFailedURLs: of two webhook URLs, one fails the
 // first delivery. The notification activity retries it; the retry goes
 // only to the URL that failed, with the same webhook id, and both
-// receivers verify the signature under the replay rules.
+// receivers verify the signature under the replay rules. A delivery
+// captured on the wire and replayed is rejected by the receiver.
 func TestWebhookRetryOnlyToFailedURLs(t *testing.T) {
 	healthy := &hookEndpoint{rcv: &notify.Receiver{Secret: hookSecret}}
 	flaky := &hookEndpoint{rcv: &notify.Receiver{Secret: hookSecret}, failFirst: true}
@@ -112,5 +122,25 @@ func TestWebhookRetryOnlyToFailedURLs(t *testing.T) {
 			!strings.HasPrefix(ev.InboxURL, "http://inbox.example") {
 			t.Errorf("event = %+v", ev)
 		}
+	}
+
+	// A captured delivery replayed to the receiver is recognised and not
+	// acted on again.
+	healthy.mu.Lock()
+	captured := healthy.accepted[0]
+	healthy.mu.Unlock()
+	req, err := http.NewRequest(http.MethodPost, hs.URL, strings.NewReader(string(captured.body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = captured.header
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	_, _, hevs, herrs = healthy.snapshot()
+	if len(hevs) != 1 || len(herrs) != 1 || !errors.Is(herrs[0], notify.ErrReplay) {
+		t.Errorf("replayed delivery: %d events handled, errors %v; want 1 and ErrReplay", len(hevs), herrs)
 	}
 }
