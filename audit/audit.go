@@ -407,7 +407,8 @@ func (x *extractor) modelAnswer(result *commonpb.Payloads) {
 	if len(tcs) == 0 {
 		return
 	}
-	x.batch = nil
+	// A re-check round belongs to the step of the always-allow.
+	x.batch, x.recheck, x.round = nil, false, nil
 	for i, tc := range tcs {
 		if tc.ID == "" { // the workflow numbers calls without ids
 			tc.ID = "call_" + strconv.Itoa(x.ncalls+i+1)
