@@ -1,6 +1,10 @@
 package shell
 
-import "strings"
+import (
+	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
+)
 
 // The fast path: most commands an agent runs are plain words joined by
 // ";", "&&", "||" and "|" ("git status", "ls -la src && wc -l go.mod").
@@ -37,6 +41,7 @@ const (
 type fastCmd struct {
 	start, end int // source span
 	words      []word
+	redirs     []redir
 }
 
 // fast analyses src when it qualifies for the fast path and reports
@@ -44,7 +49,7 @@ type fastCmd struct {
 func (a *Analysis) fast(src string) bool {
 	for i := 0; i < len(src); i++ {
 		c := src[i]
-		if !fastByte(c) && c != ' ' && c != '\t' && c != '&' && c != '|' && c != ';' && c != '\'' && c != '"' {
+		if !fastByte(c) && c != ' ' && c != '\t' && c != '&' && c != '|' && c != ';' && c != '\'' && c != '"' && c != '<' && c != '>' {
 			return false
 		}
 		if c == '\'' || c == '"' {
@@ -97,30 +102,31 @@ func (a *Analysis) fast(src string) bool {
 			cur = fastCmd{start: -1}
 			i += n
 		default:
-			j := i
-			quoted := false
-			for j < len(src) {
-				if q := src[j]; q == '\'' || q == '"' {
-					quoted = true
-					j += 2 + strings.IndexByte(src[j+1:], q) // closed: checked above
-					continue
-				}
-				if !fastByte(src[j]) {
-					break
-				}
-				j++
-			}
-			raw := src[i:j]
 			if cur.start < 0 {
+				cur.start = i
+			}
+			j, w, ok := fastWord(src, i)
+			if !ok {
+				return false
+			}
+			if j < len(src) && (src[j] == '>' || src[j] == '<') && (j == i || allDigits(src[i:j])) {
+				// A redirection, with its file descriptor when digits
+				// come right before it.
+				r, next, ok := fastRedir(src, j)
+				if !ok {
+					return false
+				}
+				cur.redirs = append(cur.redirs, r)
+				cur.end = next
+				i = next
+				continue
+			}
+			if len(cur.words) == 0 {
+				raw := src[i:j]
 				if strings.IndexByte(raw, '=') >= 0 || reserved(raw) {
 					return false
 				}
-				cur.start = i
 				cur.words = make([]word, 0, 4)
-			}
-			w := word{val: raw, quoted: quoted}
-			if quoted {
-				w.val = unquote(raw)
 			}
 			cur.words = append(cur.words, w)
 			cur.end = j
@@ -161,7 +167,11 @@ func (a *Analysis) fastChain(src string, cmds []fastCmd, ops []fastOp) {
 		for j := k; j <= end; j++ {
 			c := cmds[j]
 			u := a.newUnit()
-			*u = unit{text: src[c.start:c.end], args: c.words, cwds: a.cwds}
+			*u = unit{text: src[c.start:c.end], args: c.words, redirs: c.redirs, cwds: a.cwds}
+			if len(c.words) == 0 {
+				a.units = append(a.units, u) // only redirections
+				continue
+			}
 			a.add(u, 0)
 		}
 		k = end + 1
@@ -196,4 +206,78 @@ func unquote(raw string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// fastWord reads the word starting at i (plain bytes and closed quotes)
+// and returns the index after it. An empty word is fine (a redirection
+// follows); ok is false when i starts nothing the fast path knows.
+func fastWord(src string, i int) (int, word, bool) {
+	j := i
+	quoted := false
+	for j < len(src) {
+		if q := src[j]; q == '\'' || q == '"' {
+			quoted = true
+			j += 2 + strings.IndexByte(src[j+1:], q) // closed: checked by fast
+			continue
+		}
+		if !fastByte(src[j]) {
+			break
+		}
+		j++
+	}
+	if j == i && (j >= len(src) || (src[j] != '>' && src[j] != '<')) {
+		return j, word{}, false
+	}
+	raw := src[i:j]
+	w := word{val: raw, quoted: quoted}
+	if quoted {
+		w.val = unquote(raw)
+	}
+	return j, w, true
+}
+
+// fastRedir reads the redirection operator at i and its target word:
+// >, >>, <, >& and <&. Anything else (heredocs, <>, >|, &>) is for the
+// parser.
+func fastRedir(src string, i int) (redir, int, bool) {
+	var op syntax.RedirOperator
+	n := 1
+	next := byte(0)
+	if i+1 < len(src) {
+		next = src[i+1]
+	}
+	switch {
+	case src[i] == '>' && next == '>':
+		op, n = syntax.AppOut, 2
+	case src[i] == '>' && next == '&':
+		op, n = syntax.DplOut, 2
+	case src[i] == '>' && next == '|':
+		return redir{}, 0, false
+	case src[i] == '>':
+		op = syntax.RdrOut
+	case next == '&':
+		op, n = syntax.DplIn, 2
+	case next == '<' || next == '>':
+		return redir{}, 0, false
+	default:
+		op = syntax.RdrIn
+	}
+	j := i + n
+	for j < len(src) && (src[j] == ' ' || src[j] == '\t') {
+		j++
+	}
+	end, w, ok := fastWord(src, j)
+	if !ok || end == j {
+		return redir{}, 0, false
+	}
+	return redir{op: op, target: w}, end, true
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
