@@ -258,23 +258,19 @@ func TestRuleWiderThanRoleRefused(t *testing.T) {
 }
 
 // TestEditedInputTurnedSideEffectingRunsOnce: a read-only call that asks
-// only because of an ask rule runs on the fast path with retries. An
-// approver edits it into a side-effecting command; the edit is a new
-// call, decided again, so it runs as a regular activity at most once,
-// even though its first seconds outlast the fast path's time bound
-// (which would retry and reschedule a read-only call).
+// (here a read outside the workspace) would run on the fast path with
+// retries. An approver edits it into a side-effecting command; the edit
+// is a new call, decided again, so it runs as a regular activity at most
+// once, even though it outlasts the fast path's time bound (which
+// retries and then reschedules a read-only call).
 func TestEditedInputTurnedSideEffectingRunsOnce(t *testing.T) {
 	workdir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(workdir, "notes.txt"), []byte("notes\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	cl := startWorker(t, warden.Options{Workdir: workdir,
 		ToolSettings: map[string]activities.ToolSettings{"Bash": {FastPathTimeout: time.Second}}})
 	ctx := ctxT(t, 120*time.Second)
-	s := script(t, "steps:\n  - tool_calls: [{id: e1, name: Bash, input: {command: \"cat notes.txt\"}}]\n  - text: done\n")
+	s := script(t, "steps:\n  - tool_calls: [{id: e1, name: Bash, input: {command: \"ls /etc\"}}]\n  - text: done\n")
 	id := "edit-once-" + fmt.Sprint(time.Now().UnixNano())
-	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s},
-		Permission: policy(t, permission.Policy{Ask: []string{"Bash(cat:*)"}})}); err != nil {
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s}}); err != nil {
 		t.Fatal(err)
 	}
 	p := waitPending(t, cl, id, 1)[0]

@@ -1458,3 +1458,65 @@ func TestTurnApprovalTimeoutFromPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestTurnEditedInputIsANewCall: the approver edits a read-only call
+// (fast path, 3 attempts) into a side-effecting one. The edit is decided
+// again, and runs with its own verdict: a regular activity, one attempt,
+// and the side-effect note on failure. An edit the policy denies is
+// refused without running.
+func TestTurnEditedInputIsANewCall(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = func(in workflows.PrepareInput) workflows.Prepared {
+		var args struct{ Command string }
+		_ = json.Unmarshal(in.Call.Input, &args)
+		p := asked("Bash", "Permission required for Bash")
+		switch args.Command {
+		case "ls /etc", "ls /var":
+			p.ReadOnly = true
+			p.Policy = workflows.CallPolicy{MaxAttempts: 3, Local: true, LocalTimeout: time.Second}
+		case "rm -rf /":
+			p.Decision = permission.Decision{Behavior: permission.Deny, Message: "Bash(rm:*) is denied", Reason: "Rule: Bash(rm:*)"}
+		}
+		return p
+	}
+	var mu sync.Mutex
+	attempts := map[string]int{}
+	h.tool = func(ctx context.Context, in workflows.ToolInput) (workflows.ToolOutput, error) {
+		mu.Lock()
+		attempts[in.Call.ID]++
+		mu.Unlock()
+		return workflows.ToolOutput{}, errors.New("connection reset")
+	}
+	in := turnInput(step("",
+		call("Bash", map[string]any{"command": "ls /etc"}),
+		call("Bash", map[string]any{"command": "ls /var"})), step("ok"))
+	var o1, o2 *updateOutcome
+	h.env.RegisterDelayedCallback(func() {
+		o1 = h.update("edit", workflows.Approval{CallID: "call_1_1", Hash: h.hash("call_1_1"), Decision: workflows.DecisionAllow,
+			Input: json.RawMessage(`{"command":"deploy --prod"}`), By: "alice"})
+		o2 = h.update("denied", workflows.Approval{CallID: "call_1_2", Hash: h.hash("call_1_2"), Decision: workflows.DecisionAllow,
+			Input: json.RawMessage(`{"command":"rm -rf /"}`), By: "alice"})
+	}, time.Minute)
+	res := h.run(in)
+	if !o1.accepted || !o2.accepted {
+		t.Fatalf("updates: %+v %+v", o1, o2)
+	}
+	if n := attempts["call_1_1"]; n != 1 {
+		t.Fatalf("the edited side-effecting call ran %d times, want once (its own policy, not the read-only original's)", n)
+	}
+	if n := attempts["call_1_2"]; n != 0 {
+		t.Fatalf("the denied edit ran %d times", n)
+	}
+	m := toolMessage(t, res.Messages, "call_1_1")
+	if !strings.Contains(m.Content, "not retried because it may have had side effects") {
+		t.Errorf("edited call's result = %q, want the side-effect note", m.Content)
+	}
+	if m := toolMessage(t, res.Messages, "call_1_2"); m.Content != "Permission denied: Bash(rm:*) is denied" {
+		t.Errorf("denied edit's result = %q", m.Content)
+	}
+	for _, ti := range h.toolCalls() {
+		if ti.Call.ID == "call_1_1" && string(ti.Call.Input) != `{"command":"deploy --prod"}` {
+			t.Errorf("edited call ran with %s", ti.Call.Input)
+		}
+	}
+}
