@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -62,13 +63,21 @@ func (a *Activities) ModelStep(ctx context.Context, in workflows.ModelStepInput)
 	stop := a.heartbeat(ctx, nil)
 	defer stop()
 
-	head, err := a.Content.Append(ctx, turn, in.Conversation, in.Append)
-	if err != nil {
-		return out, contentError(err)
-	}
+	// The conversation the model sees: the stored one plus the messages
+	// added since, resolved. They are stored together with the reply, in
+	// one node, once the model has answered.
+	head := in.Conversation
 	msgs, err := a.Content.Load(ctx, turn, head)
 	if err != nil {
 		return out, contentError(err)
+	}
+	pending := in.Append
+	for _, m := range in.Append {
+		r, err := a.Content.Resolve(ctx, turn, m)
+		if err != nil {
+			return out, contentError(err)
+		}
+		msgs = append(msgs, r)
 	}
 	req := model.Request{Instruction: in.Instruction, Messages: msgs, Script: in.Script}
 	for _, info := range a.Tools.Infos(in.Tools...) {
@@ -80,11 +89,13 @@ func (a *Activities) ModelStep(ctx context.Context, in workflows.ModelStepInput)
 			return out, fmt.Errorf("compact conversation: %w", err)
 		}
 		if info != nil {
+			// The compacted conversation (the added messages included) is a
+			// new root naming the stored head it replaced.
 			info.From = head
 			if head, err = a.Content.Root(ctx, turn, head, cm, info); err != nil {
 				return out, contentError(err)
 			}
-			req.Messages, out.Compaction = cm, info
+			req.Messages, out.Compaction, pending = cm, info, nil
 		}
 	}
 	start := time.Now()
@@ -108,7 +119,7 @@ func (a *Activities) ModelStep(ctx context.Context, in workflows.ModelStepInput)
 	if err != nil {
 		return out, contentError(err)
 	}
-	if head, err = a.Content.Append(ctx, turn, head, []model.Message{msg}); err != nil {
+	if head, err = a.Content.Append(ctx, turn, head, append(slices.Clip(pending), msg)); err != nil {
 		return out, contentError(err)
 	}
 	out.Conversation, out.Message, out.Usage = head, msg, resp.Usage

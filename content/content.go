@@ -42,7 +42,8 @@ type Store interface {
 
 // HeadName is the object that names a turn's latest conversation head
 // (the only object that is rewritten). It serves inspection and GC; the
-// workflow itself always carries its head.
+// workflow itself always carries its head, so the FS store writes it
+// without syncing.
 const HeadName = "HEAD"
 
 // ID is the content id of data: its SHA-256 in hex.
@@ -132,7 +133,7 @@ func (s *FS) Put(_ context.Context, turn, name string, data []byte) error {
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && name != HeadName {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -144,6 +145,9 @@ func (s *FS) Put(_ context.Context, turn, name string, data []byte) error {
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("content store: write %s: %w", path, err)
+	}
+	if name == HeadName {
+		return nil
 	}
 	if d, err := os.Open(dir); err == nil {
 		err = d.Sync()

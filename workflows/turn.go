@@ -565,6 +565,7 @@ func (t *turn) escalate(ctx workflow.Context, p Pending) {
 	case EscalateAllow:
 		t.answers[p.CallID] = answer{approval: &Approval{CallID: p.CallID, Decision: DecisionAllow, By: "deadline", Reason: "approval deadline passed"}}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: allowed"})
+		t.notifyEscalation(ctx, p)
 	case EscalateNotify:
 		for i := range t.pending {
 			if t.pending[i].CallID == p.CallID {
@@ -578,6 +579,16 @@ func (t *turn) escalate(ctx workflow.Context, p Pending) {
 	default:
 		t.answers[p.CallID] = answer{approval: &Approval{CallID: p.CallID, Decision: DecisionDeny, By: "deadline", Reason: "approval timed out"}}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: denied"})
+		t.notifyEscalation(ctx, p)
+	}
+}
+
+// notifyEscalation sends the webhook of an escalation that ends the wait
+// (allow, or deny on a timed-out approval). Turns that escalated before
+// these notifications existed replay without them.
+func (t *turn) notifyEscalation(ctx workflow.Context, p Pending) {
+	if workflow.GetVersion(ctx, "notify-escalations", workflow.DefaultVersion, 1) >= 1 {
+		t.notify(ctx, "approval_escalated", p)
 	}
 }
 

@@ -957,6 +957,18 @@ func TestTurnApprovalDeadlines(t *testing.T) {
 			wantEvent:   "deadline passed: denied", wantElapsed: time.Hour,
 		},
 		{
+			name: "deny with webhooks", escalation: workflows.EscalateDeny, notify: true,
+			wantContent: "The user denied this Bash call by deadline: approval timed out",
+			wantEvent:   "deadline passed: denied", wantElapsed: time.Hour,
+			wantNotify: []string{"approval_requested", "approval_escalated"},
+		},
+		{
+			name: "allow with webhooks", escalation: workflows.EscalateAllow, notify: true,
+			wantContent: `Bash ran {"command":"deploy"}`,
+			wantEvent:   "deadline passed: allowed", wantElapsed: time.Hour,
+			wantNotify: []string{"approval_requested", "approval_escalated"},
+		},
+		{
 			name: "allow", escalation: workflows.EscalateAllow,
 			wantContent: `Bash ran {"command":"deploy"}`,
 			wantEvent:   "deadline passed: allowed", wantElapsed: time.Hour,
