@@ -58,7 +58,7 @@ func (a *Analysis) fast(src string) bool {
 			j := i + 1
 			for j < len(src) && src[j] != c {
 				d := src[j]
-				if d < ' ' || d == 0x7f || (c == '"' && (d == '$' || d == '`' || d == '\\' || d == '!')) {
+				if d < ' ' || d >= 0x7f || (c == '"' && (d == '$' || d == '`' || d == '\\' || d == '!')) {
 					return false
 				}
 				j++

@@ -65,3 +65,22 @@ func dump(a *Analysis) string {
 	}
 	return s
 }
+
+// FuzzFastPath: wherever the fast path applies, the parser agrees.
+func FuzzFastPath(f *testing.F) {
+	for _, s := range []string{"ls -la", "a && b || c | d; e", "echo 'x y' \"z\" > f 2>&1", "cd / && ls", "2>&1", "x<y"} {
+		f.Add(s)
+	}
+	slow := testCfg
+	slow.noFast = true
+	f.Fuzz(func(t *testing.T, cmd string) {
+		probe := &Analysis{src: cmd, cfg: testCfg}
+		if !probe.fast(cmd) {
+			return
+		}
+		fa, sa := Analyze(cmd, testCfg), Analyze(cmd, slow)
+		if dump(fa) != dump(sa) || !reflect.DeepEqual(fa.Check(permission.ModeAcceptEdits), sa.Check(permission.ModeAcceptEdits)) {
+			t.Errorf("%q:\nfast   %s\nparser %s", cmd, dump(fa), dump(sa))
+		}
+	})
+}
