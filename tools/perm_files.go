@@ -341,7 +341,10 @@ func (Glob) CheckPermissions(ctx context.Context, env *Env, input json.RawMessag
 		if !path.IsAbs(pat) {
 			pat = path.Join(absPath(env, base), pat)
 		}
-		accs = append(accs, readAccess(env, pat, true))
+		// Glob lists names, never contents: the pattern is checked as a
+		// path (outside the working directories asks), not probed for
+		// the sensitive files it could name.
+		accs = append(accs, readAccess(env, pat, false))
 	}
 	return checkAccesses("Glob", env, pc, homeOf(ctx), accs)
 }

@@ -69,7 +69,8 @@ func TestToolPermissions(t *testing.T) {
 		{Read{}, permission.ModeDefault, `{"file_path":"/usr/share/doc/x"}`, []string{"Read(/usr/share/**)"}, nil, permission.Allow, false},
 		{Read{}, permission.ModeDefault, `{"file_path":"/extra/notes.md"}`, nil, nil, permission.Ask, true},
 		{Glob{}, permission.ModeDefault, `{"pattern":"../../etc/*"}`, nil, nil, permission.Ask, true},
-		{Glob{}, permission.ModeDefault, `{"pattern":"**/.env*"}`, nil, nil, permission.Ask, true},
+		{Glob{}, permission.ModeDefault, `{"pattern":"**/.env*"}`, nil, nil, permission.Allow, false}, // names only
+		{Glob{}, permission.ModeDefault, `{"pattern":"*","path":"/home/u/.ssh"}`, nil, nil, permission.Ask, true},
 		{Glob{}, permission.ModeDefault, `{"pattern":"**/*.go"}`, nil, nil, permission.Allow, false},
 		{Grep{}, permission.ModeDefault, `{"pattern":"x","path":"/home"}`, nil, nil, permission.Ask, true},
 		{Grep{}, permission.ModeDefault, `{"pattern":"x","path":"src"}`, nil, nil, permission.Allow, false},
