@@ -120,7 +120,9 @@ cmd_worker() {
   local n=${1:?worker number}
   local bin; bin=$(worker_bin)
   mkdir -p "$DIR/w-$n"
-  [ -f "$DIR/worker.yaml" ] || echo "{}" >"$DIR/worker.yaml"
+  # Workers share one content store: a turn's conversation is kept by
+  # reference outside history, and any worker may take the turn over.
+  [ -f "$DIR/worker.yaml" ] || printf 'content: {dir: %s}\n' "$DIR/content" >"$DIR/worker.yaml"
   # shellcheck disable=SC2086
   start "worker-$n" "^worker " "$bin" --config "$DIR/worker.yaml" --temporal-address "127.0.0.1:$TEMPORAL_PORT" \
     --task-queue "$TASK_QUEUE" --workdir "$DIR/w-$n" --metrics-addr "127.0.0.1:$((9470 + n))" ${WORKER_ARGS:-}
