@@ -40,8 +40,8 @@ func (cl *Client) PendingCall(ctx context.Context, workflowID, callID string) (w
 // AnswerAskUser answers a pending AskUser call: it fetches the call's
 // questions, checks answer against them with tools.ValidateAskUserAnswer
 // (an invalid answer returns an error wrapping ErrInvalidAnswer and
-// nothing is sent), and completes the call with AskUserResult. by names
-// who answered and may be empty.
+// nothing is sent), and completes the call with AskUserResult, bound to
+// the questions it checked (their hash). by names who answered.
 func (cl *Client) AnswerAskUser(ctx context.Context, workflowID, callID string, answer tools.AskUserAnswer, by string) (workflows.Ack, error) {
 	p, err := cl.PendingCall(ctx, workflowID, callID)
 	if err != nil {
@@ -57,6 +57,7 @@ func (cl *Client) AnswerAskUser(ctx context.Context, workflowID, callID string, 
 	if err != nil {
 		return workflows.Ack{}, err
 	}
+	r.Hash = p.Hash
 	return cl.CompleteExternal(ctx, workflowID, r)
 }
 

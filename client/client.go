@@ -316,7 +316,8 @@ func (cl *Client) ApproveSignal(ctx context.Context, workflowID string, a workfl
 }
 
 // CompleteExternal delivers an external tool's result (or an AskUser
-// answer) with an Update.
+// answer) with an Update. r.Hash must be the listed hash of the call
+// (Pending.Hash), as for Approve.
 func (cl *Client) CompleteExternal(ctx context.Context, workflowID string, r workflows.ExternalResult) (workflows.Ack, error) {
 	return update[workflows.Ack](ctx, cl, workflowID, workflows.UpdateExternalResult, r)
 }

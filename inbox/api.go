@@ -2,6 +2,7 @@ package inbox
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -218,6 +219,9 @@ type AnswerRequest struct {
 	Answers    []tools.AskUserQuestionAnswer `json:"answers,omitempty"`
 	Content    string                        `json:"content,omitempty"`
 	IsError    bool                          `json:"is_error,omitempty"`
+	// Hash is the call's hash as the page showed it (default: as read
+	// when the answer is sent).
+	Hash string `json:"hash,omitempty"`
 }
 
 // BulkRequest is the body of POST /api/bulk.
@@ -362,6 +366,7 @@ func (s *Server) handleAnswer(r *http.Request) (any, error) {
 			return nil, err
 		}
 	}
+	res.Hash = cmp.Or(req.Hash, p.Hash)
 	ack, err := s.cfg.Client.CompleteExternal(r.Context(), req.WorkflowID, res)
 	if err != nil {
 		return nil, rejected(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -323,5 +324,57 @@ func TestEditedInputDeniedIsRefused(t *testing.T) {
 	rs := toolResults(res)
 	if len(rs) != 1 || !rs[0].IsError || !strings.Contains(rs[0].Content, "Permission denied") {
 		t.Fatalf("results = %+v, want the denied edit refused", rs)
+	}
+}
+
+// TestAskUserAnswerBoundAndAuthorized: an AskUser answer (an external
+// result) must carry the listed hash, and its sender must be an approver
+// whose roles cover the call, over Update and signal.
+func TestAskUserAnswerBoundAndAuthorized(t *testing.T) {
+	cl := startWorker(t, warden.Options{})
+	ctx := ctxT(t, 60*time.Second)
+	s := script(t, `
+steps:
+  - tool_calls:
+      - id: q1
+        name: AskUser
+        input:
+          questions:
+            - question: "Which environment?"
+              header: "Env"
+              options: [{label: staging, description: "safe"}, {label: prod, description: "careful"}]
+  - text: answered
+`)
+	id := "ask-authz-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s},
+		Approvers: k8sApprovers()}); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPending(t, cl, id, 1)[0]
+	answer := tools.AskUserAnswer{Answers: []tools.AskUserQuestionAnswer{{Question: "Which environment?", Selected: []string{"staging"}}}}
+	r, err := client.AskUserResult("q1", answer, "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.CompleteExternal(ctx, id, r); !errors.Is(err, client.ErrRejected) || !strings.Contains(err.Error(), "carries no hash") {
+		t.Errorf("result without hash: %v, want refused", err)
+	}
+	if _, err := cl.AnswerAskUser(ctx, id, "q1", answer, "kube"); !errors.Is(err, client.ErrRejected) || !strings.Contains(err.Error(), "kube's roles do not cover") {
+		t.Errorf("answer by kube: %v, want refused", err)
+	}
+	r.By, r.Hash = "kube", p.Hash
+	if err := env.c.SignalWorkflow(ctx, id, "", workflows.SignalExternalResult, r); err != nil {
+		t.Fatal(err)
+	}
+	rejectedEvent(t, cl, id, "q1", "kube's roles do not cover")
+	if _, err := cl.AnswerAskUser(ctx, id, "q1", answer, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.Result(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := toolResults(res); len(rs) != 1 || !strings.Contains(rs[0].Content, "staging") {
+		t.Fatalf("results = %+v", rs)
 	}
 }

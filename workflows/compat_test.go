@@ -500,6 +500,6 @@ func sampleApproval() workflows.Approval {
 
 func sampleExternal() workflows.ExternalResult {
 	return workflows.ExternalResult{
-		CallID: "call_2_1", Content: "blue", IsError: true, Metadata: map[string]any{"answers": "blue"}, By: "bob",
+		CallID: "call_2_1", Hash: "5f2b9c1e8d7a6b4c3e2f1a0b9c8d7e6f", Content: "blue", IsError: true, Metadata: map[string]any{"answers": "blue"}, By: "bob",
 	}
 }

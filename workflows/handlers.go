@@ -243,6 +243,12 @@ func (t *turn) checkExternal(r ExternalResult, strict bool) error {
 	if !strict {
 		return nil
 	}
+	switch {
+	case r.Hash == "":
+		return fmt.Errorf("result for call %s carries no hash: %s", r.CallID, errListAgain)
+	case r.Hash != p.Hash:
+		return fmt.Errorf("stale hash for call %s: the call or the policy changed since it was listed; %s", r.CallID, errListAgain)
+	}
 	if err := t.in.Approvers.MayAnswer(r.By, p.Tool, p.Input, nil); err != nil {
 		return fmt.Errorf("answer refused for call %s: %w", r.CallID, err)
 	}

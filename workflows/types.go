@@ -309,7 +309,9 @@ type Approval struct {
 
 // ExternalResult completes an external call (AskUser answers included).
 type ExternalResult struct {
-	CallID   string         `json:"call_id"`
+	CallID string `json:"call_id"`
+	// Hash must equal the pending entry's hash, as for an Approval.
+	Hash     string         `json:"hash,omitempty"`
 	Content  string         `json:"content"`
 	IsError  bool           `json:"is_error,omitempty"`
 	Metadata map[string]any `json:"metadata,omitempty"`

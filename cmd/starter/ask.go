@@ -200,7 +200,7 @@ func newExternalCmd(cn *conn) *cobra.Command {
 			if p.Tool == client.AskUserTool {
 				return errors.New("AskUser answers are checked against the questions: use starter ask answer")
 			}
-			ack, err := cl.CompleteExternal(ctx, wf, workflows.ExternalResult{CallID: call, Content: content, IsError: isError, By: defaultBy(by)})
+			ack, err := cl.CompleteExternal(ctx, wf, workflows.ExternalResult{CallID: call, Hash: p.Hash, Content: content, IsError: isError, By: defaultBy(by)})
 			if err != nil {
 				return err
 			}

@@ -68,10 +68,10 @@
         if (other) { a.other = other; }
         answers.push(a);
       });
-      p = post("api/answer", { workflow_id: r.workflow_id, call_id: r.call_id, answers: answers })
+      p = post("api/answer", { workflow_id: r.workflow_id, call_id: r.call_id, hash: r.hash, answers: answers })
         .then(function () { done(li, "answered"); });
     } else if (kind === "complete") {
-      p = post("api/answer", { workflow_id: r.workflow_id, call_id: r.call_id,
+      p = post("api/answer", { workflow_id: r.workflow_id, call_id: r.call_id, hash: r.hash,
         content: li.querySelector(".ext-content").value, is_error: li.querySelector(".ext-error").checked })
         .then(function () { done(li, "completed"); });
     }
