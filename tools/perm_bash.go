@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
+	"slices"
+	"strings"
 
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/permission/shell"
@@ -116,11 +119,50 @@ func (Bash) MatchRule(ctx context.Context, env *Env, content string, input json.
 	return a.MatchRule(content, b), nil
 }
 
-// GenerateSuggestions implements Suggester with "prefix:*" rules.
+// GenerateSuggestions implements Suggester with "prefix:*" rules, and
+// with Read(DIR/**) or Edit(DIR/**) for each file outside the working
+// directories the command reads or writes (the rules the path checks
+// consult; sensitive paths ask whatever the rules say).
 func (Bash) GenerateSuggestions(ctx context.Context, env *Env, input json.RawMessage) ([]permission.Rule, error) {
-	a, _, err := analyse(ctx, env, input)
+	a, m, err := analyse(ctx, env, input)
 	if err != nil {
 		return nil, err
 	}
-	return a.Suggestions(), nil
+	out := a.Suggestions()
+	dirs := workingDirs(env, m.pc)
+	for _, acc := range a.Accesses() {
+		if !acc.Resolved || insideDirs(acc.Path, dirs) || sensitiveMatch(m.pc.Sensitive(), m.home, acc.Path, acc.Glob) != "" {
+			continue
+		}
+		dir := acc.Path
+		if acc.Glob {
+			dir = shell.GlobBase(dir)
+		} else if acc.Write || !isListing(acc) {
+			dir = path.Dir(dir)
+		}
+		if dir == "/" || dir == "." {
+			continue // a rule for the whole file system is not a suggestion
+		}
+		tool := "Read"
+		if acc.Write {
+			tool = "Edit"
+		}
+		r := dirSuggestion(tool, dir)[0]
+		if !slices.ContainsFunc(out, func(x permission.Rule) bool { return x.Tool == r.Tool && x.Content == r.Content }) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// isListing reports whether a read access is a directory the command
+// lists or enters (ls with no operand, cd) rather than a file: the
+// heuristic is a command starting with ls, cd, find, tree, du or git.
+func isListing(acc shell.Access) bool {
+	for _, p := range []string{"ls", "cd", "find", "tree", "du", "git"} {
+		if acc.Command == p || strings.HasPrefix(acc.Command, p+" ") {
+			return true
+		}
+	}
+	return false
 }

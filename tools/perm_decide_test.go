@@ -82,3 +82,35 @@ func TestDecideValidates(t *testing.T) {
 		t.Errorf("failed check: %+v %q", v, invalid)
 	}
 }
+
+// TestPathSuggestionsAllow: a read or write outside the working
+// directories suggests the Read or Edit rule for its directory, and
+// adding that rule (always allow) allows the same call next time.
+func TestPathSuggestionsAllow(t *testing.T) {
+	for _, c := range []struct{ cmd, rule string }{
+		{"cat /etc/hosts", "Read(/etc/**)"},
+		{"echo x > /var/tmp/out.txt", "Edit(/var/tmp/**)"},
+	} {
+		pc, _ := permission.Policy{Allow: []string{"Bash(echo:*)"}}.Context()
+		in, _ := json.Marshal(map[string]string{"command": c.cmd})
+		call := Call{Tool: Bash{}, Input: in, Workdir: "/w/proj", Home: "/home/u", Policy: &pc}
+		v, err := Decide(context.Background(), call)
+		if err != nil || v.Behavior != permission.Ask {
+			t.Fatalf("%q: %+v %v", c.cmd, v, err)
+		}
+		found := false
+		for _, s := range v.Suggestions {
+			if s.String() == c.rule {
+				found = true
+				r, _ := permission.ParseRule(s.String(), permission.Allow)
+				pc.AddRule(r)
+			}
+		}
+		if !found {
+			t.Fatalf("%q: suggestions %v lack %s", c.cmd, v.Suggestions, c.rule)
+		}
+		if v, err = Decide(context.Background(), call); err != nil || v.Behavior != permission.Allow {
+			t.Errorf("%q with %s: %s %q", c.cmd, c.rule, v.Behavior, v.Message)
+		}
+	}
+}

@@ -194,9 +194,13 @@ func checkAccess(env *Env, pc *permission.Context, home string, acc shell.Access
 	if insideDirs(check, dirs) {
 		return pathCheck{behavior: permission.Passthrough}, nil
 	}
+	ruleDir := path.Dir(check)
+	if ruleDir == "/" {
+		ruleDir = check
+	}
 	return pathCheck{behavior: permission.Ask, short: fmt.Sprintf("%s of %s outside the working directories", verb, p),
 		why: fmt.Sprintf("%s of %s%s is outside the working directories (%s); add the directory to the turn's or the config's working_dirs, or allow it with a rule such as %s(%s/**)",
-			verbNoun(verb), p, where, strings.Join(dirs, ", "), names[0], strings.TrimSuffix(path.Dir(p), "/"))}, nil
+			verbNoun(verb), p, where, strings.Join(dirs, ", "), names[0], strings.TrimSuffix(ruleDir, "/"))}, nil
 }
 
 func verbNoun(v string) string {
