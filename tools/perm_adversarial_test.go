@@ -190,7 +190,11 @@ var adversarialCases = []adversarialCase{
 	{"read outside", "grep -f /etc/shadow x f", aAsk, ""},
 	{"read outside", "git -C /etc log", aAsk, "outside the working directories"},
 	{"read outside", "echo /etc/shadow | xargs cat", aAsk, ""},
+	{"read outside", "cat < /etc/shadow", aAsk, "sensitive path"},
+	{"read outside", "wc -l < /etc/passwd", aAsk, "the read of /etc/passwd"},
+	{"read outside", "rg --files /etc", aAsk, "the read of /etc"},
 	{"read outside", "cat /w/extra/notes.md", aAllow, ""},
+	{"read outside", "wc -l < go.mod", aAllow, ""},
 	// Sensitive paths inside the workspace.
 	{"sensitive inside", "cat .env", aAsk, "/w/proj/.env is a sensitive path"},
 	{"sensitive inside", "cat .env.production", aAsk, "sensitive path"},

@@ -3,6 +3,8 @@ package shell
 import (
 	"path"
 	"strings"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 // Access is one file the command reads or writes, found statically: the
@@ -43,6 +45,12 @@ func (a *Analysis) Accesses() []Access {
 	for _, u := range a.units {
 		for _, w := range u.writeArgs() {
 			add(u, w, true)
+		}
+		// Input redirections read a file, whatever the command.
+		for _, r := range u.redirs {
+			if r.op == syntax.RdrIn || r.op == syntax.RdrInOut {
+				add(u, r.target, false)
+			}
 		}
 		if unitRO(u) != "" {
 			continue
@@ -179,7 +187,7 @@ func (u *unit) readArgs(home string) (out []word, cwd bool) {
 				out = append(out, v)
 			}
 		}
-		if spec.pattern && !patternGiven(args) && len(ops) > 0 {
+		if spec.pattern && !patternGiven(args) && !anyArg(args, func(v string) bool { return v == "--files" || v == "--type-list" }) && len(ops) > 0 {
 			ops = ops[1:]
 		}
 		for _, w := range ops {
