@@ -263,8 +263,8 @@ func (t *turn) acceptExternal(ctx workflow.Context, r ExternalResult) {
 // signalApproval applies an approval that came as a signal, or records
 // why it was rejected.
 func (t *turn) signalApproval(ctx workflow.Context, a Approval) {
-	if err := t.checkApproval(a, t.strictSignals(ctx)); err != nil {
-		t.emit(ctx, Event{Type: EventRejected, CallID: a.CallID, Text: err.Error()})
+	if msg := t.signalCheck(ctx, func(strict bool) error { return t.checkApproval(a, strict) }); msg != "" {
+		t.emit(ctx, Event{Type: EventRejected, CallID: a.CallID, Text: msg})
 		return
 	}
 	t.acceptApproval(ctx, a)
@@ -272,17 +272,37 @@ func (t *turn) signalApproval(ctx workflow.Context, a Approval) {
 
 // signalExternal applies an external result that came as a signal.
 func (t *turn) signalExternal(ctx workflow.Context, r ExternalResult) {
-	if err := t.checkExternal(r, t.strictSignals(ctx)); err != nil {
-		t.emit(ctx, Event{Type: EventRejected, CallID: r.CallID, Text: err.Error()})
+	if msg := t.signalCheck(ctx, func(strict bool) error { return t.checkExternal(r, strict) }); msg != "" {
+		t.emit(ctx, Event{Type: EventRejected, CallID: r.CallID, Text: msg})
 		return
 	}
 	t.acceptExternal(ctx, r)
 }
 
-// strictSignals reports whether signals get the Update validator's full
-// check (runs recorded since versionBoundAnswers).
-func (t *turn) strictSignals(ctx workflow.Context) bool {
-	return workflow.GetVersion(ctx, versionBoundAnswers, workflow.DefaultVersion, 1) >= 1
+// signalCheck runs a signal's check and returns why it is refused ("":
+// accepted). Runs recorded since versionBoundAnswers get the Update
+// validator's full check, and its outcome is recorded (a side effect):
+// the role check asks the decision function, whose code may change
+// between a run and its replay, and a replay must keep the outcome.
+// Older runs replay with the old, lax check.
+func (t *turn) signalCheck(ctx workflow.Context, check func(strict bool) error) string {
+	if workflow.GetVersion(ctx, versionBoundAnswers, workflow.DefaultVersion, 1) < 1 {
+		if err := check(false); err != nil {
+			return err.Error()
+		}
+		return ""
+	}
+	var msg string
+	err := workflow.SideEffect(ctx, func(workflow.Context) any {
+		if err := check(true); err != nil {
+			return err.Error()
+		}
+		return ""
+	}).Get(&msg)
+	if err != nil {
+		return "answer check: " + err.Error()
+	}
+	return msg
 }
 
 // drainSignals applies signals already delivered but not yet read.
