@@ -212,11 +212,16 @@ func (cl *Client) runJob(ctx context.Context, j Job, attached func(existing bool
 		return fail(fmt.Errorf("turn %s: %w", id, err))
 	}
 	r.Status, r.Answer = JobCompleted, res.Answer
-	for _, m := range res.Messages {
-		if m.Role == model.RoleTool {
-			r.ToolCalls++
-			if m.IsError {
-				r.ToolErrors++
+	r.ToolCalls, r.ToolErrors = res.ToolCalls, res.ToolErrors
+	if res.Conversation == "" {
+		// A turn recorded before content by reference: count its messages.
+		r.ToolCalls, r.ToolErrors = 0, 0
+		for _, m := range res.Messages {
+			if m.Role == model.RoleTool {
+				r.ToolCalls++
+				if m.IsError {
+					r.ToolErrors++
+				}
 			}
 		}
 	}

@@ -151,9 +151,11 @@ func conversation(res workflows.TurnResult) []model.Message {
 	if res.Conversation == "" {
 		return res.Messages
 	}
+	// The head is a content id: turns with identical conversations share
+	// it, and any of them holds the same content.
 	matches, _ := filepath.Glob(filepath.Join(env.contentDir, "turns", "*", res.Conversation))
-	if len(matches) != 1 {
-		panic(fmt.Sprintf("conversation head %s found %d times in the store", res.Conversation, len(matches)))
+	if len(matches) == 0 {
+		panic(fmt.Sprintf("conversation head %s not found in the store", res.Conversation))
 	}
 	turn, err := content.UnescapeTurn(filepath.Base(filepath.Dir(matches[0])))
 	if err != nil {

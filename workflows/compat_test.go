@@ -150,7 +150,7 @@ func compatSamples() []struct {
 			ContinueAsNewAfter: 5000,
 			Approvers:          &workflows.Approvers{Users: map[string][]string{"alice": nil, "kube": {"k8s"}}, Roles: map[string][]string{"k8s": {"Bash(kubectl:*)"}}},
 			Resume: &workflows.Resume{
-				Iterations: 3, ToolCalls: 4, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
+				Iterations: 3, ToolCalls: 4, ToolErrors: 1, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
 				ReturnDirectly: []string{"TaskCreate"}, Seq: 9, Events: []workflows.Event{sampleEvent()},
 				Conversation: "9b74c9897bac770ffc029102a200c5de",
 				Step: &workflows.StepState{
@@ -162,7 +162,7 @@ func compatSamples() []struct {
 			},
 		}},
 		{"TurnResult", workflows.TurnResult{
-			Answer: "Done.", Messages: sampleMessages(), Iterations: 2, ToolCalls: 1,
+			Answer: "Done.", Messages: sampleMessages(), Iterations: 2, ToolCalls: 1, ToolErrors: 1,
 			State: sampleState(), Permission: samplePermission(), Stopped: "max_iterations",
 			Conversation: "9b74c9897bac770ffc029102a200c5de", AnswerRef: "5d41402abc4b2a76b9719d911017c592",
 		}},

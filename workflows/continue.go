@@ -15,6 +15,7 @@ import (
 type Resume struct {
 	Iterations     int      `json:"iterations"`
 	ToolCalls      int      `json:"tool_calls"`
+	ToolErrors     int      `json:"tool_errors,omitempty"`
 	PolicyVersion  int      `json:"policy_version"`
 	Instruction    string   `json:"instruction,omitempty"`
 	Tools          []string `json:"tools,omitempty"`
@@ -83,7 +84,7 @@ func (t *turn) endOrContinue(ctx workflow.Context, err error) (TurnResult, error
 	next.Prompt = ""
 	next.Messages, next.State, next.Permission, next.RunLocal = t.msgs, t.state, t.perm, t.local
 	r := &Resume{
-		Iterations: t.iterations, ToolCalls: t.toolCalls, PolicyVersion: t.policyVersion,
+		Iterations: t.iterations, ToolCalls: t.toolCalls, ToolErrors: t.toolErrors, PolicyVersion: t.policyVersion,
 		Instruction: t.ac.Instruction, Tools: t.ac.Tools, ReturnDirectly: t.ac.ReturnDirectly, Seq: t.seq,
 		Conversation: t.head,
 	}

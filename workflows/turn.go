@@ -67,6 +67,7 @@ type turn struct {
 	seq           int
 	iterations    int
 	toolCalls     int
+	toolErrors    int
 	done          bool
 	// ac is the agent context after BeforeAgent (instruction, tools).
 	ac AgentContext
@@ -124,6 +125,7 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult,
 	var step *StepState
 	if r := in.Resume; r != nil {
 		t.iterations, t.toolCalls, t.policyVersion, t.seq, t.events = r.Iterations, r.ToolCalls, r.PolicyVersion, r.Seq, r.Events
+		t.toolErrors = r.ToolErrors
 		ac = AgentContext{Instruction: r.Instruction, Tools: r.Tools, ReturnDirectly: r.ReturnDirectly}
 		step = r.Step
 	} else {
@@ -215,7 +217,7 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult,
 	}
 	t.done = true
 	t.emit(ctx, Event{Type: EventFinal, Text: res.Answer})
-	res.Messages, res.Iterations, res.ToolCalls = t.msgs, t.iterations, t.toolCalls
+	res.Messages, res.Iterations, res.ToolCalls, res.ToolErrors = t.msgs, t.iterations, t.toolCalls, t.toolErrors
 	res.State, res.Permission, res.Conversation = t.state, t.perm, t.head
 	return res, nil
 }
@@ -238,6 +240,9 @@ func (t *turn) appendResults(results []tools.Result) (tools.Result, bool) {
 	for _, r := range results {
 		t.msgs = append(t.msgs, model.Message{Role: model.RoleTool, Content: r.Content,
 			ToolCallID: r.CallID, ToolName: r.Name, IsError: r.IsError, Ref: r.Ref, Size: r.Size})
+		if r.IsError {
+			t.toolErrors++
+		}
 		if !direct && !r.IsError && slices.Contains(t.ac.ReturnDirectly, r.Name) {
 			answer, direct = r, true
 		}

@@ -113,10 +113,13 @@ type ModelConfig struct {
 
 // TurnResult is what a finished turn returns.
 type TurnResult struct {
-	Answer     string             `json:"answer"`
-	Messages   []model.Message    `json:"messages"`
-	Iterations int                `json:"iterations"`
-	ToolCalls  int                `json:"tool_calls"`
+	Answer     string          `json:"answer"`
+	Messages   []model.Message `json:"messages"`
+	Iterations int             `json:"iterations"`
+	ToolCalls  int             `json:"tool_calls"`
+	// ToolErrors counts the tool results that were errors (denials and
+	// failures included).
+	ToolErrors int                `json:"tool_errors,omitempty"`
 	State      tools.State        `json:"state"`
 	Permission permission.Context `json:"permission"`
 	// Stopped explains an early end ("max_iterations"), empty otherwise.
