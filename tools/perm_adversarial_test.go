@@ -67,6 +67,10 @@ var adversarialCases = []adversarialCase{
 	{"exec option", "sed 's/a/b/e' f.txt", aAsk, ""},
 	{"exec option", "ag --pager=./x foo", aAsk, ""},
 	{"exec option", "ack --pager=./x foo", aAsk, ""},
+	{"exec option", "less +!id README.md", aAsk, "runs pager commands"},
+	{"exec option", "more +/x README.md", aAsk, "runs pager commands"},
+	{"exec option", "git blame --contents=/etc/shadow a.go", aAsk, "reads files outside the repository"},
+	{"exec option", "less -N README.md", aAllow, ""},
 	{"exec option", "rg -n TODO src", aAllow, ""},
 	{"exec option", "find . -name '*.go' -type f", aAllow, ""},
 	// Git options that run diff, textconv, filter drivers, pagers, gpg.

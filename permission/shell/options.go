@@ -30,6 +30,9 @@ type optSpec struct {
 	// anyDynamic: no option of the command can write or run anything,
 	// so a variable in option position is harmless (echo).
 	anyDynamic bool
+	// plusCmds: a "+…" word runs the pager's own commands (less, more),
+	// which can start a shell.
+	plusCmds bool
 }
 
 // Reasons an option is not read-only.
@@ -89,10 +92,10 @@ func readOnlySpec(name string) (optSpec, bool) {
 		return optSpec{flags: "iSsFwxvcloqnNHUPaLuj0123456789e.", vals: "ABCegtTmMr", longs: " regexp= file= glob= iglob= type= type-not= ignore-case smart-case case-sensitive fixed-strings word-regexp line-regexp invert-match count count-matches files-with-matches files-without-match only-matching quiet line-number no-line-number with-filename no-filename hidden no-ignore no-ignore-vcs no-ignore-parent no-ignore-dot no-ignore-global follow max-count= max-depth= max-filesize= max-columns= context= before-context= after-context= json vimgrep heading no-heading color= colors= files type-list sort= sortr= multiline multiline-dotall pcre2 text binary null trim stats column no-messages replace= unrestricted threads= byte-offset passthru no-config crlf encoding= engine= glob-case-insensitive field-match-separator= field-context-separator= path-separator= ignore-file-case-insensitive one-file-system word version help debug trace no-unicode auto-hybrid-regex dfa-size-limit= regex-size-limit= line-regexp mmap no-mmap include-zero max-columns-preview ",
 			bad: " --pre=x --pre-glob=x -z=x --search-zip=x --hostname-bin=x --ignore-file=c --type-add=c ", paths: true, pattern: true, cwd: true}, true
 	case "more":
-		return optSpec{flags: "dlfpcsu", vals: "n", longs: " silent logical no-pause print-over clean-print squeeze plain lines= ", paths: true}, true
+		return optSpec{flags: "dlfpcsu", vals: "n", longs: " silent logical no-pause print-over clean-print squeeze plain lines= ", paths: true, plusCmds: true}, true
 	case "less":
 		return optSpec{flags: "aBcCdeEfFgGiIJKLmMnNqQrRsSuUVwWX~", vals: "bhjpPtxyz#", longs: " quit-at-eof QUIT-AT-EOF quit-if-one-screen ignore-case IGNORE-CASE LINE-NUMBERS line-numbers RAW-CONTROL-CHARS raw-control-chars chop-long-lines no-init tabs= quiet silent squeeze-blank-lines status-column long-prompt mouse no-lessopen ",
-			bad: " -o=w -O=w --log-file=w --LOG-FILE=w -k=c --lesskey-file=c --lesskey-src=c -T=c --tag-file=c ", paths: true}, true
+			bad: " -o=w -O=w --log-file=w --LOG-FILE=w -k=c --lesskey-file=c --lesskey-src=c -T=c --tag-file=c ", paths: true, plusCmds: true}, true
 	case "realpath", "readlink":
 		return optSpec{flags: "eEfmLPqszvn", longs: " canonicalize canonicalize-existing canonicalize-missing logical physical quiet strip no-symlinks zero relative-to= relative-base= no-newline silent verbose ", paths: true}, true
 	case "du":
@@ -156,6 +159,9 @@ func checkOptsVals(s optSpec, args []word) (operands, values []word, issue *optI
 		if v == "--" {
 			endOpts = true
 			continue
+		}
+		if s.plusCmds && len(v) > 1 && v[0] == '+' {
+			return operands, values, &optIssue{opt: v, why: "runs pager commands, which can start a shell"}
 		}
 		if len(v) < 2 || v[0] != '-' {
 			operands = append(operands, w)

@@ -257,7 +257,7 @@ func gitBadOpt(v string) (string, string) {
 	case "-O", "--open-files-in-pager", "--ext-diff", "--textconv", "--filters", "--exec", "--upload-pack",
 		"--show-signature", "--receive-pack":
 		return name, whyExec
-	case "--no-index":
+	case "--no-index", "--contents":
 		return name, "reads files outside the repository"
 	}
 	if strings.HasPrefix(v, "-O") && len(v) > 2 {
