@@ -197,6 +197,8 @@ var adversarialCases = []adversarialCase{
 	{"read outside", "cat < /etc/shadow", aAsk, "sensitive path"},
 	{"read outside", "wc -l < /etc/passwd", aAsk, "the read of /etc/passwd"},
 	{"read outside", "rg --files /etc", aAsk, "the read of /etc"},
+	{"read outside", "xargs -a /etc/shadow echo", aAsk, "sensitive path"},
+	{"read outside", "xargs --arg-file=/etc/passwd echo", aAsk, "the read of /etc/passwd"},
 	{"read outside", "cat /w/extra/notes.md", aAllow, ""},
 	{"read outside", "wc -l < go.mod", aAllow, ""},
 	// Sensitive paths inside the workspace.

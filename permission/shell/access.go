@@ -164,6 +164,29 @@ func (u *unit) readArgs(home string) (out []word, cwd bool) {
 			}
 		}
 		return out, len(out) == 0
+	case "xargs":
+		// xargs -a FILE reads its arguments from FILE.
+		for i := 0; i < len(args); i++ {
+			v := args[i].val
+			switch {
+			case v == "-a" || v == "--arg-file":
+				if i+1 < len(args) {
+					out = append(out, args[i+1])
+				}
+				i++
+			case strings.HasPrefix(v, "--arg-file="):
+				w := args[i]
+				w.val = v[len("--arg-file="):]
+				out = append(out, w)
+			case strings.HasPrefix(v, "-a") && len(v) > 2 && !strings.HasPrefix(v, "--"):
+				w := args[i]
+				w.val = v[2:]
+				out = append(out, w)
+			case !strings.HasPrefix(v, "-"):
+				return out, false
+			}
+		}
+		return out, false
 	case "cd":
 		ops, _ := checkOpts(mustSpec("cd"), args)
 		if len(ops) == 0 {
