@@ -199,6 +199,9 @@ var adversarialCases = []adversarialCase{
 	{"read outside", "rg --files /etc", aAsk, "the read of /etc"},
 	{"read outside", "xargs -a /etc/shadow echo", aAsk, "sensitive path"},
 	{"read outside", "xargs --arg-file=/etc/passwd echo", aAsk, "the read of /etc/passwd"},
+	{"read outside", "grep -r KEY ~", aAsk, "holds the home directory"},
+	{"read outside", "rg --hidden token /home", aAsk, "holds the home directory"},
+	{"read outside", "find / -name id_rsa", aAsk, ""},
 	{"read outside", "cat /w/extra/notes.md", aAllow, ""},
 	{"read outside", "wc -l < go.mod", aAllow, ""},
 	// Sensitive paths inside the workspace.

@@ -114,3 +114,16 @@ func TestPathSuggestionsAllow(t *testing.T) {
 		}
 	}
 }
+
+// TestGrepHomeAsks: a search of the home directory (or above it) reads
+// its credentials, so it asks even when home is a working directory.
+func TestGrepHomeAsks(t *testing.T) {
+	pc := permission.Context{WorkingDirs: []string{"/home/u"}}
+	for p, want := range map[string]permission.Behavior{"/home/u": permission.Ask, "/home": permission.Ask, "/home/u/src": permission.Allow} {
+		in, _ := json.Marshal(map[string]string{"pattern": "KEY", "path": p})
+		v, err := Decide(context.Background(), Call{Tool: Grep{}, Input: in, Workdir: "/home/u/src", Home: "/home/u", Policy: &pc})
+		if err != nil || v.Behavior != want {
+			t.Errorf("Grep %s: %s %q %v, want %s", p, v.Behavior, v.Message, err, want)
+		}
+	}
+}

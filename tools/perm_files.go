@@ -360,5 +360,7 @@ func (Grep) CheckPermissions(ctx context.Context, env *Env, input json.RawMessag
 	if p == "" {
 		p = "."
 	}
-	return checkAccesses("Grep", env, pc, homeOf(ctx), []shell.Access{readAccess(env, p, false)})
+	acc := readAccess(env, p, false)
+	acc.Recursive = true // Grep searches everything below a directory
+	return checkAccesses("Grep", env, pc, homeOf(ctx), []shell.Access{acc})
 }

@@ -176,6 +176,10 @@ func checkAccess(env *Env, pc *permission.Context, home string, acc shell.Access
 		return pathCheck{behavior: permission.Ask, short: fmt.Sprintf("%s of sensitive path %s", verb, p),
 			why: fmt.Sprintf("%s is a sensitive path (%s)%s: it may hold secrets or change what runs, so its %s always asks", p, pat, where, verb)}, nil
 	}
+	if acc.Recursive && home != "" && (p == home || p == "/" || strings.HasPrefix(home, p+"/")) {
+		return pathCheck{behavior: permission.Ask, short: fmt.Sprintf("recursive read of %s", p),
+			why: fmt.Sprintf("%s%s reads everything below %s, which holds the home directory and its credentials, so it always asks", p, where, p)}, nil
+	}
 	if r, err := pathRule(env, ask, names, p); err != nil || r != nil {
 		if err != nil {
 			return pathCheck{}, err

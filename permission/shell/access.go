@@ -21,6 +21,9 @@ type Access struct {
 	// Glob is set when the path holds pattern characters; Path is then
 	// the pattern.
 	Glob bool `json:"glob,omitempty"`
+	// Recursive is set when the command reads everything below the path
+	// (grep -r, rg, find, du, tree, ls -R).
+	Recursive bool `json:"recursive,omitempty"`
 	// Command is the simple command the access belongs to, as written.
 	Command string `json:"command"`
 }
@@ -56,6 +59,7 @@ func (a *Analysis) Accesses() []Access {
 			continue
 		}
 		reads, cwd := u.readArgs(a.cfg.Home)
+		first := len(out)
 		for _, w := range reads {
 			add(u, w, false)
 		}
@@ -65,6 +69,11 @@ func (a *Analysis) Accesses() []Access {
 			}
 			for _, c := range u.cwds {
 				out = append(out, Access{Path: c, Resolved: true, Command: u.text})
+			}
+		}
+		if u.recursive() {
+			for i := first; i < len(out); i++ {
+				out[i].Recursive = true
 			}
 		}
 	}
@@ -271,4 +280,23 @@ func GlobBase(p string) string {
 		return p
 	}
 	return globPrefix(p)
+}
+
+// recursive reports whether a read-only u reads whole trees below its
+// paths.
+func (u *unit) recursive() bool {
+	switch u.name() {
+	case "rg", "find", "du", "tree":
+		return true
+	case "grep", "egrep", "fgrep":
+		return recursiveGrep(u.args[1:])
+	case "ls":
+		for _, w := range u.args[1:] {
+			v := w.val
+			if v == "--recursive" || len(v) > 1 && v[0] == '-' && v[1] != '-' && strings.IndexByte(v, 'R') >= 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
