@@ -68,7 +68,8 @@ func TestLibraryCustomToolApprovedInProcess(t *testing.T) {
 // client, driven over real HTTP.
 func TestLibraryCustomToolApprovedOverHTTP(t *testing.T) {
 	queue := "tq-" + t.Name()
-	startExample(t, "custom-tool", false, "--address", env.srv.Addr(), "--task-queue", queue, "--workdir", t.TempDir())
+	startExample(t, "custom-tool", false, "--address", env.srv.Addr(), "--task-queue", queue, "--workdir", t.TempDir(),
+		"--content-dir", env.contentDir)
 	cl := startWorkerless(queue)
 	base, ok := strings.CutPrefix(startExample(t, "approval-service", true, "--address", env.srv.Addr(), "--listen", "127.0.0.1:0"), "listening on ")
 	if !ok {
@@ -172,6 +173,7 @@ func startExample(t *testing.T, name string, firstLine bool, args ...string) str
 		}
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Dir = t.TempDir() // whatever an example writes by default stays out of the repository
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {

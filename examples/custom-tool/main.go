@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/examples/custom-tool/deploytool"
 )
 
@@ -33,6 +34,7 @@ func run() error {
 	namespace := flag.String("namespace", "default", "Temporal namespace")
 	queue := flag.String("task-queue", "warden", "task queue to serve")
 	workdir := flag.String("workdir", "", "workspace directory for the built-in tools (default: current directory)")
+	contentDir := flag.String("content-dir", ".warden/content", "directory of the content store that keeps conversations out of history (share it, or use an S3 store, with the other workers of the queue)")
 	flag.Parse()
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
@@ -42,10 +44,15 @@ func run() error {
 	}
 	defer c.Close()
 
+	store, err := content.NewFS(*contentDir)
+	if err != nil {
+		return err
+	}
 	w := worker.New(c, *queue, worker.Options{})
 	if _, err := warden.Register(w, warden.Options{
 		Tools:   deploytool.Tools(),
 		Workdir: *workdir,
+		Content: store,
 		Logger:  logger,
 	}); err != nil {
 		return err
