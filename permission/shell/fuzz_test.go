@@ -78,6 +78,12 @@ func FuzzAnalyze(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, cmd string) {
 		a := Analyze(cmd, testCfg)
+		// Accesses and reasons never panic, and a read-only command
+		// always has a reason otherwise.
+		_ = a.Accesses()
+		if (a.NotReadOnly() == "") != a.ReadOnly() {
+			t.Fatalf("%q: ReadOnly and NotReadOnly disagree", cmd)
+		}
 		if a.Failure() != "" {
 			if a.ReadOnly() {
 				t.Fatalf("%q: failed analysis (%s) is read-only", cmd, a.Failure())
