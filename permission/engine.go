@@ -94,6 +94,14 @@ func Decide(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (Ve
 		return v, nil
 	}
 
+	// The read-only flag is part of every verdict (it decides retries
+	// and the fast path of an approved call), so it is known first.
+	ro, err := t.CheckReadOnly(ctx, input)
+	if err != nil {
+		return Verdict{}, fmt.Errorf("permission: %s read-only check: %w", name, err)
+	}
+	v.ReadOnly = ro
+
 	// 1. Deny rules.
 	r, ok, err := firstMatch(ctx, t, pc.Deny, Deny, input)
 	if err != nil {
@@ -128,12 +136,6 @@ func Decide(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (Ve
 		}
 		return done(d, LayerAskRule)
 	}
-
-	ro, err := t.CheckReadOnly(ctx, input)
-	if err != nil {
-		return Verdict{}, fmt.Errorf("permission: %s read-only check: %w", name, err)
-	}
-	v.ReadOnly = ro
 
 	// 3. The tool's own check, in every mode.
 	td, err := t.CheckPermissions(ctx, input, pc)

@@ -195,3 +195,23 @@ func TestRuleBehaviorPassed(t *testing.T) {
 		t.Errorf("default behaviour %v %v", b, ok)
 	}
 }
+
+// TestVerdictFields: every verdict carries the read-only flag (even when
+// a rule decides before the read-only layer), the layer, the rule and
+// the policy it was decided under.
+func TestVerdictFields(t *testing.T) {
+	pc := &Context{Mode: ModeAcceptEdits, WorkingDirs: []string{"/w"},
+		Ask: []Rule{{Tool: "T", Content: "a", Behavior: Ask}}}
+	v, err := Decide(context.Background(), pc, fakeTool{ro: true, check: tPass}, json.RawMessage(`"a"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !v.ReadOnly || v.Layer != LayerAskRule || v.Rule == nil || v.Rule.String() != "T(a)" ||
+		v.Mode != ModeAcceptEdits || len(v.WorkingDirs) != 1 || len(v.Suggestions) == 0 {
+		t.Errorf("verdict %+v", v)
+	}
+	v, _ = Decide(context.Background(), pc, fakeTool{check: tSafety}, json.RawMessage(`"x"`))
+	if v.Layer != LayerSafety || v.Tool.Behavior != Ask || !v.BypassImmune {
+		t.Errorf("safety verdict %+v", v)
+	}
+}
