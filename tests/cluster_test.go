@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,11 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
 
@@ -156,6 +160,9 @@ func TestClusterProfile(t *testing.T) {
 	wc := client.New(c, queue)
 	wc.PollInterval = 50 * time.Millisecond
 	ctx := ctxT(t, 15*time.Minute)
+	// Both workers poll before any turn starts, so that the first one up
+	// does not take them all.
+	waitPolling(t, ctx, c, queue, workers[0], workers[1])
 
 	// 1. Turns spread over both workers and wait for approvals.
 	const turns = 20
@@ -224,6 +231,7 @@ func TestClusterProfile(t *testing.T) {
 	// 3. A 1,000-job batch over two workers (A restarted): every job has
 	// one result, one workflow run and one side effect.
 	workers[0] = worker(0)
+	waitPolling(t, ctx, c, queue, workers[0])
 	const total = 1000
 	var lines strings.Builder
 	jobs := make([]string, total)
@@ -297,6 +305,27 @@ func TestClusterProfile(t *testing.T) {
 	if len(runs) != total {
 		t.Errorf("%d batch workflows on the queue, want %d", len(runs), total)
 	}
+}
+
+// waitPolling waits until each process polls the queue for workflow
+// tasks (the SDK's default identity starts with the process id).
+func waitPolling(t *testing.T, ctx context.Context, c tclient.Client, queue string, procs ...*exec.Cmd) {
+	t.Helper()
+	waitFor(t, ctx, func() bool {
+		resp, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+		if err != nil {
+			return false
+		}
+		for _, p := range procs {
+			prefix := strconv.Itoa(p.Process.Pid) + "@"
+			if !slices.ContainsFunc(resp.GetPollers(), func(pi *taskqueuepb.PollerInfo) bool {
+				return strings.HasPrefix(pi.GetIdentity(), prefix)
+			}) {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // once checks that got holds each of want exactly once and nothing else.
