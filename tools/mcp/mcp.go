@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 )
@@ -39,8 +40,11 @@ const Prefix = "mcp__"
 type ServerConfig struct {
 	// Name names the server in tool names (mcp__<name>__<tool>).
 	Name string `yaml:"name" json:"name"`
-	// Command, Args and Env run a stdio server. Env entries (KEY=VALUE)
-	// are added to the worker's environment.
+	// Command, Args and Env run a stdio server. Like a tool process, the
+	// server starts from the allowlist of backend.BaseEnvNames (PATH,
+	// HOME, LANG, ...); Env entries (KEY=VALUE) are added to it. Nothing
+	// else of the worker's environment (model keys, Temporal credentials,
+	// the inbox token) reaches the server.
 	Command string   `yaml:"command,omitempty" json:"command,omitempty"`
 	Args    []string `yaml:"args,omitempty" json:"args,omitempty"`
 	Env     []string `yaml:"env,omitempty" json:"env,omitempty"`
@@ -174,7 +178,7 @@ func (s *server) transport() sdk.Transport {
 		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, DisableStandaloneSSE: true}
 	}
 	cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
-	cmd.Env = append(os.Environ(), s.cfg.Env...)
+	cmd.Env = backend.ToolEnv(os.Environ(), nil, s.cfg.Env)
 	cmd.Stderr = os.Stderr
 	return &sdk.CommandTransport{Command: cmd}
 }

@@ -185,6 +185,8 @@ func info(t *testing.T, s *Set, server string) echoserver.Info {
 }
 
 func TestStdio(t *testing.T) {
+	// A secret of the worker's environment never reaches an MCP server.
+	t.Setenv("WARDEN_TEST_SECRET", "s3cr3t-worker-value")
 	bin := buildEchoServer(t)
 	s, err := Connect(ctxT(t), []ServerConfig{{Name: "echo", Command: bin, Args: []string{"--flag", "x"}, Env: []string{"ECHO_ENV=from-config"}}})
 	if err != nil {
@@ -201,6 +203,14 @@ func TestStdio(t *testing.T) {
 	first := info(t, s, "echo")
 	if !slices.Equal(first.Args, []string{"--flag", "x"}) || first.Env != "from-config" || first.PID <= 0 {
 		t.Fatalf("info = %+v", first)
+	}
+	for _, kv := range first.Environ {
+		if strings.Contains(kv, "s3cr3t-worker-value") {
+			t.Fatalf("the worker's secret reached the MCP server: %s", kv)
+		}
+	}
+	if !slices.ContainsFunc(first.Environ, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }) {
+		t.Fatalf("the MCP server has no PATH: %v", first.Environ)
 	}
 
 	// The server dies: the next call reconnects (a new process, with

@@ -30,6 +30,8 @@ type Info struct {
 	PID  int      `json:"pid"`
 	Args []string `json:"args"`
 	Env  string   `json:"env"`
+	// Environ is the process's whole environment.
+	Environ []string `json:"environ"`
 }
 
 // Pixel is the PNG the image tool returns (a 1x1 transparent pixel).
@@ -69,7 +71,7 @@ func New() *mcp.Server {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "info", Description: "Describe the server process.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-			b, err := json.Marshal(Info{PID: os.Getpid(), Args: os.Args[1:], Env: os.Getenv("ECHO_ENV")})
+			b, err := json.Marshal(Info{PID: os.Getpid(), Args: os.Args[1:], Env: os.Getenv("ECHO_ENV"), Environ: os.Environ()})
 			if err != nil {
 				return nil, nil, err
 			}
