@@ -17,6 +17,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/permission"
 )
 
 // GrepEngine selects how Grep searches.
@@ -177,6 +178,24 @@ func (g Grep) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 	return Single(grepResult(in.Pattern, lines, limit, in.Offset, engine))
 }
 
+// sensitiveExcludes are the globs that keep a search of a directory out of
+// sensitive files (private keys, credentials, .env files: the default
+// sensitive paths that can sit anywhere in a tree). They come last, so
+// they win over the caller's globs. A search whose path itself is
+// sensitive gets none: the permission check asked a human for it.
+func sensitiveExcludes(root string) []string {
+	var out []string
+	for _, p := range permission.DefaultSensitivePaths() {
+		if doublestar.MatchUnvalidated(p, root) {
+			return nil
+		}
+		if strings.HasPrefix(p, "**/") {
+			out = append(out, "!"+p)
+		}
+	}
+	return out
+}
+
 // query validates the input and normalises it; limit is the effective
 // head limit (0: none).
 // GrepMaxPattern bounds a Grep pattern's length in bytes.
@@ -249,6 +268,7 @@ func (in GrepInput) query(env *Env) (q grepQuery, limit int, msg string) {
 			}
 		}
 	}
+	q.globs = append(q.globs, sensitiveExcludes(q.root)...)
 	limit = GrepDefaultHeadLimit
 	if in.HeadLimit != nil {
 		limit = *in.HeadLimit

@@ -192,3 +192,42 @@ func TestGrepTiming(t *testing.T) {
 			float64(took[1])/float64(took[0]), out[0] == out[1], len(out[0]))
 	}
 }
+
+// TestGrepSkipsSensitiveFiles: a search of the workspace does not read
+// .env files, keys or credentials inside it (reading them asks; a search
+// must not read them silently); naming one as the path still searches it.
+func TestGrepSkipsSensitiveFiles(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"app.go":         "const token = \"TOKEN_MARKER public\"\n",
+		".env":           "API_KEY=TOKEN_MARKER secret\n",
+		"sub/.env.local": "DB=TOKEN_MARKER secret\n",
+		"certs/tls.key":  "TOKEN_MARKER secret key\n",
+		".aws/config":    "TOKEN_MARKER secret aws\n",
+	} {
+		p := filepath.Join(dir, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	env := &Env{Backend: local.New(dir), Workdir: dir}
+	engines := []Grep{{Engine: GrepGo}}
+	if _, err := exec.LookPath("rg"); err == nil {
+		engines = append(engines, Grep{Engine: GrepRipgrep})
+	}
+	for _, g := range engines {
+		for _, in := range []string{`{"pattern":"TOKEN_MARKER","output_mode":"content"}`, `{"pattern":"TOKEN_MARKER","glob":"*"}`} {
+			r := runGrep(t, g, env, in)
+			if strings.Contains(r.Content, "secret") || strings.Contains(r.Content, ".env") || !strings.Contains(r.Content, "app.go") {
+				t.Errorf("%s %s:\n%s", g.Engine, in, r.Content)
+			}
+		}
+		r := runGrep(t, g, env, `{"pattern":"TOKEN_MARKER","output_mode":"content","path":"`+filepath.Join(dir, ".env")+`"}`)
+		if !strings.Contains(r.Content, "secret") {
+			t.Errorf("%s: searching .env by name found nothing:\n%s", g.Engine, r.Content)
+		}
+	}
+}
