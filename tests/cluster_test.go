@@ -266,8 +266,7 @@ func TestClusterProfile(t *testing.T) {
 			t.Errorf("job %s has two results", r.ID)
 		}
 		results[r.ID] = r
-		// Each job's one call is checked by its side effect below.
-		if r.Status != client.JobCompleted || r.Answer != "done "+r.ID || r.ToolErrors != 0 || r.Existing {
+		if r.Status != client.JobCompleted || r.Answer != "done "+r.ID || r.ToolCalls != 1 || r.ToolErrors != 0 || r.Existing {
 			t.Errorf("result %+v", r)
 		}
 	}
