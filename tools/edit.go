@@ -26,7 +26,7 @@ type EditInput struct {
 var editSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
-    "file_path": {"type": "string", "description": "The absolute path to the file to modify."},
+    "file_path": {"type": "string", "pattern": "^/", "description": "The absolute path to the file to modify."},
     "old_string": {"type": "string", "description": "The exact text to replace."},
     "new_string": {"type": "string", "description": "The text to replace it with (must differ from old_string)."},
     "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence of old_string (default false)."}

@@ -56,7 +56,7 @@ type ReadInput struct {
 var readSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
-    "file_path": {"type": "string", "description": "The absolute path to the file to read."},
+    "file_path": {"type": "string", "pattern": "^/", "description": "The absolute path to the file to read."},
     "offset": {"type": "integer", "minimum": 1, "description": "The line number to start reading from (1-based). Only provide if the file is too large to read at once."},
     "limit": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "The number of lines to read (default 2000)."},
     "pages": {"type": "string", "description": "Page range for PDF files, e.g. \"1-5\" or \"3\". Required for PDFs with more than 10 pages; at most 20 pages per call."}

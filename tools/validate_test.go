@@ -20,6 +20,9 @@ func TestValidate(t *testing.T) {
 		{Read{}, `[1]`, "Input validation failed for tool 'Read': at '': got array, want object"},
 		{Read{}, `{`, "Input validation failed for tool 'Read': input is not valid JSON: unexpected EOF"},
 		{Grep{}, `{"pattern":"x","output_mode":"lines"}`, "Input validation failed for tool 'Grep': at '/output_mode': value must be one of 'content', 'files_with_matches', 'count'"},
+		// A relative path fails before anyone is asked to approve the call.
+		{Write{}, `{"file_path":"rel.txt","content":"x"}`, "Input validation failed for tool 'Write': at '/file_path': 'rel.txt' does not match pattern '^/'"},
+		{Edit{}, `{"file_path":"a/b.go","old_string":"x","new_string":"y"}`, "Input validation failed for tool 'Edit': at '/file_path': 'a/b.go' does not match pattern '^/'"},
 		{TaskList{}, `{}`, ""},
 		{AskUser{}, `{"questions":[{"question":"q?","header":"h","options":[{"label":"a","description":"d"},{"label":"b","description":"d"}]}]}`, ""},
 		{AskUser{}, `{"questions":[{"question":"q?","header":"much too long header","options":[{"label":"a","description":"d"},{"label":"b","description":"d"}]}]}`, "Input validation failed for tool 'AskUser': at '/questions/0/header': maxLength: got 20, want 12"},

@@ -24,7 +24,7 @@ type WriteInput struct {
 var writeSchema = json.RawMessage(`{
   "type": "object",
   "properties": {
-    "file_path": {"type": "string", "description": "The absolute path to the file to write (must be absolute, not relative)."},
+    "file_path": {"type": "string", "pattern": "^/", "description": "The absolute path to the file to write (must be absolute, not relative)."},
     "content": {"type": "string", "description": "The content to write to the file."}
   },
   "required": ["file_path", "content"],

@@ -39,7 +39,7 @@ func newApprovalsListCmd(cn *conn) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
+				enc := newEncoder(out)
 				enc.SetIndent("", "  ")
 				if entries == nil {
 					entries = []client.PendingEntry{}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -79,7 +78,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 }
 
 func writeAuditJSON(w io.Writer, recs []audit.Record) error {
-	enc := json.NewEncoder(w)
+	enc := newEncoder(w)
 	for _, r := range recs {
 		if err := enc.Encode(r); err != nil {
 			return fmt.Errorf("write record: %w", err)

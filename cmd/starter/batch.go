@@ -173,7 +173,7 @@ func (l batchLine) job(dir string, base permission.Policy) (client.Job, error) {
 // writeResults writes JSON lines to path (atomically) or to out.
 func writeResults(out io.Writer, path string, res []client.JobResult) error {
 	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
+	enc := newEncoder(&b)
 	for _, r := range res {
 		if err := enc.Encode(r); err != nil {
 			return fmt.Errorf("results: %w", err)

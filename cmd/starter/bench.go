@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -116,7 +115,7 @@ and direct runs of the same commands give the ratios.
 			}
 			out := cmd.OutOrStdout()
 			if f.asJSON {
-				enc := json.NewEncoder(out)
+				enc := newEncoder(out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(rep)
 			}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -117,11 +118,17 @@ func newGCCmd(cn *conn) *cobra.Command {
 	return cmd
 }
 
-// jsonEncoder writes indented JSON without HTML escaping (operators read
-// commands with && and >).
-func jsonEncoder(w interface{ Write([]byte) (int, error) }) *json.Encoder {
+// jsonEncoder writes indented JSON without HTML escaping.
+func jsonEncoder(w io.Writer) *json.Encoder {
+	enc := newEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc
+}
+
+// newEncoder writes JSON without HTML escaping: operators read commands
+// with && and > in it, not \u0026\u0026 and \u003e.
+func newEncoder(w io.Writer) *json.Encoder {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
 	return enc
 }

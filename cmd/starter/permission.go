@@ -238,7 +238,7 @@ func checkOne(ctx context.Context, req permRequest, base permission.Context, wor
 func checkJSONL(ctx context.Context, in io.Reader, out io.Writer, base permission.Context, workdirs []string) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64*1024), 16<<20)
-	enc := json.NewEncoder(out)
+	enc := newEncoder(out)
 	enc.SetEscapeHTML(false)
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())

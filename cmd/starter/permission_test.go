@@ -161,3 +161,14 @@ func TestPermissionCheckJSONLHoles(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONNotHTMLEscaped: commands keep their && and > in JSON output.
+func TestJSONNotHTMLEscaped(t *testing.T) {
+	out, err := runPerm(t, `{"tool":"Bash","input":{"command":"ls && echo hi > out.txt"}}`+"\n", "check", "--jsonl", "--workdir", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "> out.txt") || strings.Contains(out, `\u0026`) || strings.Contains(out, `\u003e`) {
+		t.Fatalf("JSON output escapes the command:\n%s", out)
+	}
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 
@@ -24,7 +23,7 @@ func newToolsCmd() *cobra.Command {
 			infos := reg.Infos()
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
+				enc := newEncoder(out)
 				enc.SetIndent("", "  ")
 				return enc.Encode(infos)
 			}

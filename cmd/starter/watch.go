@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -49,7 +48,7 @@ func printResult(ctx context.Context, out io.Writer, cfg config.Config, id strin
 		}
 	}
 	if asJSON {
-		return json.NewEncoder(out).Encode(map[string]any{"result": res})
+		return newEncoder(out).Encode(map[string]any{"result": res})
 	}
 	if res.Stopped != "" {
 		fmt.Fprintf(out, "stopped: %s after %d model calls\n", res.Stopped, res.Iterations)
@@ -60,7 +59,7 @@ func printResult(ctx context.Context, out io.Writer, cfg config.Config, id strin
 
 // follow prints a turn's events and running tools' output until it ends.
 func follow(ctx context.Context, cl *client.Client, id string, out io.Writer, asJSON bool) (workflows.TurnResult, error) {
-	enc := json.NewEncoder(out)
+	enc := newEncoder(out)
 	return cl.Follow(ctx, id, func(e workflows.Event) {
 		if asJSON {
 			_ = enc.Encode(map[string]any{"event": e})
