@@ -29,7 +29,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	l.Close()
 	queue := "tq-metrics-" + fmt.Sprint(time.Now().UnixNano())
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfg, []byte("middleware:\n  metrics: true\n  logging: {level: error}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("middleware:\n  metrics: true\n  logging: {level: error}\n"+contentConfig()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--config", cfg, "--temporal-address", env.srv.Addr(), "--namespace", "default",

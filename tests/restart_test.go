@@ -34,7 +34,7 @@ func TestPendingApprovalSurvivesServerAndWorkerRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		w := worker.New(c, "restart", worker.Options{})
-		if _, err := warden.Register(w, warden.Options{Workdir: workdir}); err != nil {
+		if _, err := warden.Register(w, warden.Options{Workdir: workdir, Content: env.store}); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.Start(); err != nil {
