@@ -53,26 +53,29 @@ func TestCovers(t *testing.T) {
 	}
 }
 
-// TestRolePathsCleaned: a role pattern Edit(src/**) covers src/a.go and
-// not src/../../etc/passwd, which is /etc/passwd once cleaned.
+// TestRolePathsCleaned: a role pattern Edit(/work/src/**) covers
+// /work/src/a.go and not /work/src/../../etc/passwd, which is /etc/passwd
+// once cleaned. (File tools take absolute paths only: a relative one is an
+// invalid input, which no role covers.)
 func TestRolePathsCleaned(t *testing.T) {
-	r, _ := permission.ParseRule("Edit(src/**)", permission.Allow)
+	r, _ := permission.ParseRule("Edit(/work/src/**)", permission.Allow)
 	rules := []permission.Rule{r}
 	edit := func(p string) json.RawMessage {
 		b, _ := json.Marshal(map[string]string{"file_path": p, "old_string": "a", "new_string": "b"})
 		return b
 	}
 	for p, want := range map[string]bool{
-		"src/a.go":              true,
-		"src/deep/b.go":         true,
-		"src/../../etc/passwd":  false,
-		"src/../main.go":        false,
-		"./src/./a.go":          true,
-		"/etc/passwd":           false,
-		"src/../src/../../x.go": false,
+		"/work/src/a.go":              true,
+		"/work/src/deep/b.go":         true,
+		"/work/src/../../etc/passwd":  false,
+		"/work/src/../main.go":        false,
+		"/work/./src/./a.go":          true,
+		"/etc/passwd":                 false,
+		"/work/src/../src/../../x.go": false,
+		"src/a.go":                    false,
 	} {
 		if got := covers(rules, "Edit", edit(p)); got != want {
-			t.Errorf("Edit(src/**) covers %q = %v, want %v", p, got, want)
+			t.Errorf("Edit(/work/src/**) covers %q = %v, want %v", p, got, want)
 		}
 	}
 }
