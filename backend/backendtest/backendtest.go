@@ -369,7 +369,17 @@ func testTools(t *testing.T, nb func(t *testing.T) (backend.Backend, string)) {
 			t.Errorf("file is %q, %v", got, err)
 		}
 		mustFail(t, call(t, byName["Read"], env, js(map[string]string{"file_path": path.Join(wd, "nope.txt")})), "File does not exist")
-		mustFail(t, call(t, byName["Read"], env, js(map[string]string{"file_path": "relative.txt"})), "must be an absolute path")
+		// A relative path is refused by the schema (before any approval)
+		// and, called anyway, by the tool itself.
+		rel := js(map[string]string{"file_path": "relative.txt"})
+		if err := tools.Validate(byName["Read"].Info(), json.RawMessage(rel)); err == nil {
+			t.Error("Read's schema accepted a relative path")
+		}
+		r, err = tools.Collect(byName["Read"].Call(t.Context(), env, json.RawMessage(rel)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustFail(t, r, "must be an absolute path")
 	})
 	t.Run("Glob", func(t *testing.T) {
 		for i, name := range []string{"a/x.txt", "a/b/y.txt", "c/z.md"} {
