@@ -304,6 +304,9 @@ sub:
 	switch sub {
 	case "status", "log", "diff", "show", "ls-files", "ls-tree", "cat-file", "rev-parse",
 		"rev-list", "describe", "shortlog", "blame", "grep":
+		if opt := gitUnknownOpt(sub, rest); opt != "" {
+			return "`git " + sub + " " + opt + "` is not a known read-only git option"
+		}
 		return ""
 	case "branch":
 		// [quirk] The reference counts any "git branch ..." (even -D) as
