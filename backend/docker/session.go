@@ -137,7 +137,7 @@ func (b *Backend) sessionExec(ctx context.Context, req backend.ExecRequest) (_ b
 	if err != nil {
 		s.close()
 		b.sess = nil
-		if !started && ctx.Err() == nil && b.gone(ctx, id) {
+		if !started && ctx.Err() == nil && b.goneSoon(ctx, id) {
 			return backend.ExecResult{}, false, nil
 		}
 	}
@@ -145,6 +145,23 @@ func (b *Backend) sessionExec(ctx context.Context, req backend.ExecRequest) (_ b
 		return res, true, errors.Join(fmt.Errorf("docker exec: %w", cerr), err)
 	}
 	return res, true, err
+}
+
+// goneSoon reports whether container id stops running within about two
+// seconds: a session cut by `docker rm -f` sees the end of its stream
+// before the daemon has finished removing the container.
+func (b *Backend) goneSoon(ctx context.Context, id string) bool {
+	for range 10 {
+		if b.gone(ctx, id) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	return false
 }
 
 // gone reports whether container id no longer runs.
