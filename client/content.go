@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/converter"
 
 	enumspb "go.temporal.io/api/enums/v1"
 
@@ -128,4 +131,39 @@ func (cl *Client) Conversation(ctx context.Context, store content.Store, workflo
 		out.Messages = append(out.Messages, r)
 	}
 	return out, nil
+}
+
+// CountPending counts the calls waiting across running turns (approvals
+// and external results) from visibility alone: the WardenPendingCalls
+// search attribute of each waiting turn. No turn is queried, so counting
+// costs the server a listing and the workers nothing, however many turns
+// wait. taskQueue, when set, counts only turns of that task queue.
+// Visibility trails the turns by up to a second or so.
+func (cl *Client) CountPending(ctx context.Context, taskQueue string) (int, error) {
+	q := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s IS NOT NULL", workflows.TurnWorkflow, workflows.SAWaitingSince)
+	if taskQueue != "" {
+		q += fmt.Sprintf(" AND TaskQueue = '%s'", strings.ReplaceAll(taskQueue, "'", ""))
+	}
+	n := 0
+	var token []byte
+	for {
+		resp, err := cl.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token, PageSize: listPageSize})
+		if err != nil {
+			return n, fmt.Errorf("count waiting calls: %w", err)
+		}
+		for _, ex := range resp.GetExecutions() {
+			p := ex.GetSearchAttributes().GetIndexedFields()[workflows.SAPendingCalls]
+			if p == nil {
+				continue
+			}
+			var ids []string
+			if err := converter.GetDefaultDataConverter().FromPayload(p, &ids); err != nil {
+				return n, fmt.Errorf("count waiting calls: %s of %s: %w", workflows.SAPendingCalls, ex.GetExecution().GetWorkflowId(), err)
+			}
+			n += len(ids)
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			return n, nil
+		}
+	}
 }

@@ -567,3 +567,33 @@ steps:
 		t.Fatalf("kube (kubectl only) got %d: %s", code, body)
 	}
 }
+
+// TestCountPendingFromVisibility: the pending-calls gauge's count comes
+// from the search attributes alone and agrees with the turns' own lists,
+// also after an answer.
+func TestCountPendingFromVisibility(t *testing.T) {
+	cl := startWorker(t, warden.Options{})
+	queue := "tq-" + t.Name()
+	ctx := ctxT(t, 60*time.Second)
+	one := script(t, "steps:\n  - tool_calls: [{name: Bash, input: {command: \"touch a\"}}]\n  - text: done\n")
+	two := script(t, "steps:\n  - tool_calls: [{name: Bash, input: {command: \"touch b\"}}, {name: Bash, input: {command: \"touch c\"}}]\n  - text: done\n")
+	ids := []string{"count-1-" + fmt.Sprint(time.Now().UnixNano()), "count-2-" + fmt.Sprint(time.Now().UnixNano())}
+	for i, s := range []*model.Script{one, two} {
+		if _, err := cl.Start(ctx, ids[i], workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitPending(t, cl, ids[0], 1)
+	ps := waitPending(t, cl, ids[1], 2)
+	waitFor(t, ctx, func() bool {
+		n, err := cl.CountPending(ctx, queue)
+		return err == nil && n == 3
+	})
+	if _, err := cl.Approve(ctx, ids[1], workflows.Approval{CallID: ps[0].CallID, Decision: workflows.DecisionDeny, Hash: ps[0].Hash, Reason: "no"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, func() bool {
+		n, err := cl.CountPending(ctx, queue)
+		return err == nil && n == 2
+	})
+}

@@ -230,9 +230,9 @@ func run(args []string) error {
 		return fmt.Errorf("middleware: %w", err)
 	}
 	wc := client.New(c, cfg.Worker.TaskQueue)
+	// Counted from visibility alone: no turn is queried, however many wait.
 	go approvals.Poll(ctx, func(ctx context.Context) (int, error) {
-		ps, err := wc.ListPending(ctx, client.Filter{Kind: workflows.PendingApproval})
-		return len(ps), err
+		return wc.CountPending(ctx, "")
 	}, 30*time.Second)
 	store, err := cfg.ContentStore()
 	if err != nil {
