@@ -44,6 +44,9 @@ echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt wants to reformat:"; echo "$unformatted"; exit 1; fi
 
+echo "== go mod tidy (go.mod and go.sum as committed)"
+go mod tidy -diff
+
 echo "== go vet"
 go vet ./...
 
