@@ -597,3 +597,29 @@ func TestCountPendingFromVisibility(t *testing.T) {
 		return err == nil && n == 2
 	})
 }
+
+// TestStarterRunExitStatus: `starter run` exits 0 when the turn answers
+// and non-zero, saying why, when it stops at the iteration bound.
+func TestStarterRunExitStatus(t *testing.T) {
+	sbin := buildStarter(t)
+	startWorker(t, warden.Options{})
+	dir := t.TempDir()
+	scriptFile := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scriptFile, []byte("steps:\n  - tool_calls: [{name: Bash, input: {command: \"echo one\"}}]\n  - text: answered\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(contentConfig()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"run", "--script", scriptFile, "--mode", "bypass", "--config", cfg, "--address", env.srv.Addr(),
+		"--namespace", "default", "--task-queue", "tq-" + t.Name()}
+	out, err := runStarter(t, sbin, dir, args...)
+	if err != nil || !strings.Contains(out, "final answer: answered") {
+		t.Fatalf("answered turn: %v\n%s", err, out)
+	}
+	out, err = runStarter(t, sbin, dir, append(args, "--max-iterations", "1")...)
+	if err == nil || !strings.Contains(err.Error(), "stopped before answering: max_iterations after 1 model calls") {
+		t.Fatalf("stopped turn: exit %v\n%s", err, out)
+	}
+}

@@ -37,8 +37,9 @@ func newWatchCmd(cn *conn) *cobra.Command {
 }
 
 // printResult prints a finished turn's answer (read in full from the
-// content store when the result holds only its preview) and why it
-// stopped early, if it did.
+// content store when the result holds only its preview). A turn that
+// stopped early (the iteration bound) is an error, so the command's exit
+// status says the turn did not finish: 0 means it answered.
 func printResult(ctx context.Context, out io.Writer, cfg config.Config, id string, res workflows.TurnResult, asJSON bool) error {
 	if res.AnswerRef != "" {
 		if store, err := cfg.ContentStore(); err == nil {
@@ -47,14 +48,20 @@ func printResult(ctx context.Context, out io.Writer, cfg config.Config, id strin
 			}
 		}
 	}
-	if asJSON {
-		return newEncoder(out).Encode(map[string]any{"result": res})
-	}
+	stopped := error(nil)
 	if res.Stopped != "" {
-		fmt.Fprintf(out, "stopped: %s after %d model calls\n", res.Stopped, res.Iterations)
+		stopped = fmt.Errorf("turn %s stopped before answering: %s after %d model calls", id, res.Stopped, res.Iterations)
 	}
-	fmt.Fprintf(out, "final answer: %s\n", res.Answer)
-	return nil
+	if asJSON {
+		if err := newEncoder(out).Encode(map[string]any{"result": res}); err != nil {
+			return err
+		}
+		return stopped
+	}
+	if stopped == nil {
+		fmt.Fprintf(out, "final answer: %s\n", res.Answer)
+	}
+	return stopped
 }
 
 // follow prints a turn's events and running tools' output until it ends.
