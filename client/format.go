@@ -43,3 +43,33 @@ func FormatEvent(e workflows.Event) string {
 }
 
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n         ") }
+
+// FormatConversation renders a conversation as plain text: a header, the
+// compactions met (each naming the head whose messages it replaced) and
+// every message with its role, tool, content and tool calls.
+func FormatConversation(conv Conversation) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "turn %s, conversation %s, %d messages\n", conv.WorkflowID, conv.Head, len(conv.Messages))
+	for _, c := range conv.Compactions {
+		fmt.Fprintf(&b, "compacted (%s): %d → %d messages, ~%d → ~%d tokens; the original is kept as %s\n",
+			c.Strategy, c.MessagesBefore, c.MessagesAfter, c.TokensBefore, c.TokensAfter, c.From)
+	}
+	for i, m := range conv.Messages {
+		fmt.Fprintf(&b, "── %d %s", i+1, m.Role)
+		if m.ToolName != "" {
+			fmt.Fprintf(&b, " %s %s", m.ToolName, m.ToolCallID)
+		}
+		if m.IsError {
+			b.WriteString(" [error]")
+		}
+		b.WriteString("\n")
+		if m.Content != "" {
+			b.WriteString(strings.TrimRight(m.Content, "\n"))
+			b.WriteString("\n")
+		}
+		for _, c := range m.ToolCalls {
+			fmt.Fprintf(&b, "→ %s %s %s\n", c.ID, c.Name, c.Input)
+		}
+	}
+	return b.String()
+}

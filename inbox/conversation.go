@@ -3,7 +3,8 @@ package inbox
 import (
 	"fmt"
 	"net/http"
-	"strings"
+
+	"github.com/wardenhq/warden/client"
 )
 
 // handleConversation shows a turn's conversation, read from the content
@@ -40,29 +41,7 @@ func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusNotFound, err)
 		return
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "turn %s, %d messages (conversation %s)\n", wf, len(conv.Messages), conv.Head)
-	for _, c := range conv.Compactions {
-		fmt.Fprintf(&b, "[compacted (%s): %d → %d messages; the original is kept as %s]\n", c.Strategy, c.MessagesBefore, c.MessagesAfter, c.From)
-	}
-	for i, m := range conv.Messages {
-		fmt.Fprintf(&b, "\n── %d %s", i+1, m.Role)
-		if m.ToolName != "" {
-			fmt.Fprintf(&b, " %s %s", m.ToolName, m.ToolCallID)
-		}
-		if m.IsError {
-			b.WriteString(" [error]")
-		}
-		b.WriteString("\n")
-		if m.Content != "" {
-			b.WriteString(strings.TrimRight(m.Content, "\n"))
-			b.WriteString("\n")
-		}
-		for _, c := range m.ToolCalls {
-			fmt.Fprintf(&b, "→ %s %s %s\n", c.ID, c.Name, c.Input)
-		}
-	}
 	// Plain text: nothing the agent wrote can run in the page.
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	_, _ = w.Write([]byte(b.String()))
+	_, _ = w.Write([]byte(client.FormatConversation(conv)))
 }

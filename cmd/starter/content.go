@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/client"
-	"github.com/wardenhq/warden/model"
 )
 
 func newShowCmd(cn *conn) *cobra.Command {
@@ -38,40 +36,13 @@ func newShowCmd(cn *conn) *cobra.Command {
 			if asJSON {
 				return jsonEncoder(out).Encode(conv)
 			}
-			fmt.Fprintf(out, "turn %s, conversation %s, %d messages\n", conv.WorkflowID, conv.Head, len(conv.Messages))
-			for _, c := range conv.Compactions {
-				fmt.Fprintf(out, "compacted (%s): %d → %d messages, ~%d → ~%d tokens; the original: starter show %s --head %s\n",
-					c.Strategy, c.MessagesBefore, c.MessagesAfter, c.TokensBefore, c.TokensAfter, conv.WorkflowID, c.From)
-			}
-			for i, m := range conv.Messages {
-				fmt.Fprintln(out, formatMessage(i, m))
-			}
-			return nil
+			_, err = fmt.Fprint(out, client.FormatConversation(conv))
+			return err
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the conversation as one JSON document")
 	cmd.Flags().StringVar(&head, "head", "", "print the conversation ending at this head (e.g. the original of a compaction)")
 	return cmd
-}
-
-func formatMessage(i int, m model.Message) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "── %d %s", i+1, m.Role)
-	if m.ToolName != "" {
-		fmt.Fprintf(&b, " %s %s", m.ToolName, m.ToolCallID)
-	}
-	if m.IsError {
-		b.WriteString(" [error]")
-	}
-	b.WriteString("\n")
-	if m.Content != "" {
-		b.WriteString(strings.TrimRight(m.Content, "\n"))
-		b.WriteString("\n")
-	}
-	for _, c := range m.ToolCalls {
-		fmt.Fprintf(&b, "→ %s %s %s\n", c.ID, c.Name, c.Input)
-	}
-	return strings.TrimRight(b.String(), "\n")
 }
 
 func newGCCmd(cn *conn) *cobra.Command {
