@@ -72,6 +72,7 @@ func (a *Activities) ModelStep(ctx context.Context, in workflows.ModelStepInput)
 		return out, contentError(err)
 	}
 	pending := in.Append
+	base := len(msgs)
 	for _, m := range in.Append {
 		r, err := a.Content.Resolve(ctx, turn, m)
 		if err != nil {
@@ -79,6 +80,7 @@ func (a *Activities) ModelStep(ctx context.Context, in workflows.ModelStepInput)
 		}
 		msgs = append(msgs, r)
 	}
+	resolved := msgs[base:]
 	req := model.Request{Instruction: in.Instruction, Messages: msgs, Script: in.Script}
 	for _, info := range a.Tools.Infos(in.Tools...) {
 		req.Tools = append(req.Tools, model.ToolSpec{Name: info.Name, Description: info.Description, InputSchema: info.InputSchema})
@@ -95,7 +97,7 @@ func (a *Activities) ModelStep(ctx context.Context, in workflows.ModelStepInput)
 			if head, err = a.Content.Root(ctx, turn, head, cm, info); err != nil {
 				return out, contentError(err)
 			}
-			req.Messages, out.Compaction, pending = cm, info, nil
+			req.Messages, out.Compaction, pending, resolved = cm, info, nil, nil
 		}
 	}
 	start := time.Now()
@@ -115,11 +117,16 @@ func (a *Activities) ModelStep(ctx context.Context, in workflows.ModelStepInput)
 				c.Name, c.ID, len(c.Input), limit), ErrTypeContentTooLarge, nil)
 		}
 	}
-	msg, err := a.Content.Externalize(ctx, turn, model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls})
+	reply := model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}
+	msg, err := a.Content.Externalize(ctx, turn, reply)
 	if err != nil {
 		return out, contentError(err)
 	}
-	if head, err = a.Content.Append(ctx, turn, head, append(slices.Clip(pending), msg)); err != nil {
+	// The added messages and the reply are stored as one node; their
+	// resolved forms extend the cache without reading them back.
+	head, err = a.Content.AppendResolved(ctx, turn, head, append(slices.Clip(pending), msg),
+		append(slices.Clip(resolved), reply))
+	if err != nil {
 		return out, contentError(err)
 	}
 	out.Conversation, out.Message, out.Usage = head, msg, resp.Usage

@@ -91,3 +91,34 @@ func TestPreviewCutsAtRune(t *testing.T) {
 		t.Fatal("preview cut a rune")
 	}
 }
+
+// TestAppendResolvedUsesGivenContent: a caller that holds the resolved
+// messages extends the cache with them; nothing is read back.
+func TestAppendResolvedUsesGivenContent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := content.NewFS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &content.Log{Store: s}
+	h1, err := l.Append(ctx, "t", "", []model.Message{{Role: model.RoleUser, Content: "task"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Load(ctx, "t", h1); err != nil { // cached at h1
+		t.Fatal(err)
+	}
+	// A reference to content that is not in the store: only the given
+	// resolved form can supply it.
+	ref := model.Message{Role: model.RoleTool, Content: "prev…", Ref: content.ID([]byte("never stored")), Size: 12}
+	full := model.Message{Role: model.RoleTool, Content: "never stored"}
+	h2, err := l.AppendResolved(ctx, "t", h1, []model.Message{ref}, []model.Message{full})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := l.Load(ctx, "t", h2)
+	if err != nil || len(msgs) != 2 || msgs[1].Content != "never stored" {
+		t.Fatalf("loaded %+v, %v", msgs, err)
+	}
+}

@@ -88,6 +88,14 @@ func (l *Log) PutContent(ctx context.Context, turn string, data []byte) (string,
 // Append stores a node adding msgs after head and returns the new head
 // (head itself when msgs is empty). Large contents are stored first.
 func (l *Log) Append(ctx context.Context, turn, head string, msgs []model.Message) (string, error) {
+	return l.AppendResolved(ctx, turn, head, msgs, nil)
+}
+
+// AppendResolved is Append for a caller that already holds msgs with
+// their content resolved (resolved[i] is msgs[i] without a reference):
+// the cached conversation is extended with them instead of reading the
+// referenced contents back. A nil resolved reads them when needed.
+func (l *Log) AppendResolved(ctx context.Context, turn, head string, msgs, resolved []model.Message) (string, error) {
 	if len(msgs) == 0 {
 		return head, nil
 	}
@@ -108,9 +116,10 @@ func (l *Log) Append(ctx context.Context, turn, head string, msgs []model.Messag
 	e := l.get(turn)
 	l.mu.Unlock()
 	if e != nil && e.head == head {
-		resolved, err := l.resolveAll(ctx, turn, msgs)
-		if err != nil {
-			return "", err
+		if resolved == nil {
+			if resolved, err = l.resolveAll(ctx, turn, msgs); err != nil {
+				return "", err
+			}
 		}
 		l.put(turn, id, append(slices.Clip(e.msgs), resolved...))
 	}
