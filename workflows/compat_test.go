@@ -339,7 +339,7 @@ func constGroups() map[string]map[string]any {
 		),
 		"workflows.error_types": str(
 			"ErrTypeUnknownModel", workflows.ErrTypeUnknownModel, "ErrTypeUnknownTool", workflows.ErrTypeUnknownTool,
-			"ErrTypeInvalidInput", workflows.ErrTypeInvalidInput,
+			"ErrTypeInvalidInput", workflows.ErrTypeInvalidInput, "ErrTypeStateTooLarge", workflows.ErrTypeStateTooLarge,
 		),
 		"workflows.events": str(
 			"EventModel", workflows.EventModel, "EventToolCall", workflows.EventToolCall,

@@ -1,8 +1,11 @@
 package workflows
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wardenhq/warden/model"
@@ -106,7 +109,33 @@ func (t *turn) endOrContinue(ctx workflow.Context, err error) (TurnResult, error
 		r.Step = st
 	}
 	next.Resume = r
+	// The next run's input must fit the server's payload limit, or the
+	// turn would stall retrying the workflow task: the carried events go
+	// first (they only serve progress displays); if it still does not
+	// fit, the turn ends with the reason.
+	if inputSize(next) > maxCarriedInput {
+		r.Events = nil
+		if n := inputSize(next); n > maxCarriedInput {
+			err := fmt.Errorf("cannot continue as new: the turn's state is %d bytes, over the %d bytes a run's input may carry (pending inputs, read stamps, task list)", n, maxCarriedInput)
+			return t.fail(ctx, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeStateTooLarge, nil))
+		}
+	}
 	return TurnResult{}, workflow.NewContinueAsNewError(ctx, TurnWorkflow, next)
+}
+
+// maxCarriedInput bounds a continue-as-new input, well under the
+// server's 2 MB payload limit.
+const maxCarriedInput = 1536 << 10
+
+// ErrTypeStateTooLarge fails a turn whose state no longer fits a run's input.
+const ErrTypeStateTooLarge = "StateTooLarge"
+
+func inputSize(in TurnInput) int {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return 0
+	}
+	return len(b)
 }
 
 // yieldToOthers blocks until every other ready coroutine of the workflow

@@ -1532,3 +1532,27 @@ func TestTurnEditedInputIsANewCall(t *testing.T) {
 		}
 	}
 }
+
+// TestTurnStateTooLargeToContinue: a turn whose state no longer fits a
+// run's input ends with the reason instead of stalling on the server's
+// payload limit.
+func TestTurnStateTooLargeToContinue(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = askAll
+	in := turnInput(step("", call("Bash", map[string]any{"command": "a"})), step("done"))
+	in.ContinueAsNewAfter = 100
+	in.State.Reads = map[string]tools.FileStamp{}
+	for i := range 25000 {
+		in.State.Reads[fmt.Sprintf("/work/some/rather/long/directory/name/file-%06d.go", i)] = tools.FileStamp{Size: int64(i)}
+	}
+	h.env.RegisterDelayedCallback(func() {
+		h.env.SetCurrentHistoryLength(150)
+		h.update("a", workflows.Approval{CallID: "call_1_1", Hash: h.hash("call_1_1"), Decision: workflows.DecisionAllow, By: "alice"})
+	}, time.Minute)
+	h.env.ExecuteWorkflow(workflows.TurnWorkflow, in)
+	err := h.env.GetWorkflowError()
+	var can *workflow.ContinueAsNewError
+	if err == nil || errors.As(err, &can) || !strings.Contains(err.Error(), "cannot continue as new") || !strings.Contains(err.Error(), workflows.ErrTypeStateTooLarge) {
+		t.Fatalf("workflow error = %v, want a StateTooLarge failure", err)
+	}
+}
