@@ -249,19 +249,11 @@ func run(args []string) error {
 	}); err != nil {
 		return err
 	}
-	if cfg.Metrics.Addr != "" && cfg.Metrics.Addr != "off" {
-		ln, err := net.Listen("tcp", cfg.Metrics.Addr)
-		if err != nil {
-			return fmt.Errorf("metrics: %w", err)
-		}
-		hs := &http.Server{Handler: metrics.Handler(reg, f.pprof), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = hs.Serve(ln) }()
-		defer hs.Close()
-		fmt.Printf("metrics          http://%s/metrics\n", ln.Addr())
-		if f.pprof {
-			fmt.Printf("pprof            http://%s/debug/pprof/\n", ln.Addr())
-		}
+	stopMetrics, err := serveMetrics(cfg.Metrics.Addr, reg, f.pprof)
+	if err != nil {
+		return err
 	}
+	defer stopMetrics()
 	if cfg.Inbox.Enabled {
 		url, err := startInbox(ctx, cfg.Inbox, client.New(c, cfg.Worker.TaskQueue), store, reg, logger)
 		if err != nil {
@@ -325,4 +317,23 @@ func notifier(n config.Notify) *notify.Sender {
 		return nil
 	}
 	return &notify.Sender{URLs: n.Webhooks, Secret: n.Secret, HTTPClient: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// serveMetrics serves /metrics (and pprof when asked) on addr until the
+// returned stop is called; an empty addr or "off" serves nothing.
+func serveMetrics(addr string, g prometheus.Gatherer, pprof bool) (stop func(), err error) {
+	if addr == "" || addr == "off" {
+		return func() {}, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	hs := &http.Server{Handler: metrics.Handler(g, pprof), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	fmt.Printf("metrics          http://%s/metrics\n", ln.Addr())
+	if pprof {
+		fmt.Printf("pprof            http://%s/debug/pprof/\n", ln.Addr())
+	}
+	return func() { _ = hs.Close() }, nil
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"time"
 
@@ -14,7 +12,6 @@ import (
 
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/internal/devserver"
-	"github.com/wardenhq/warden/metrics"
 )
 
 // serverOptions are the embedded server's options from the config and
@@ -60,21 +57,13 @@ func runServer(ctx context.Context, f flags, cfg config.Config) error {
 	if srv.UIAddr() != "" {
 		fmt.Printf("web ui           http://%s\n", srv.UIAddr())
 	}
-	if cfg.Metrics.Addr != "" && cfg.Metrics.Addr != "off" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		ln, err := net.Listen("tcp", cfg.Metrics.Addr)
-		if err != nil {
-			return fmt.Errorf("metrics: %w", err)
-		}
-		hs := &http.Server{Handler: metrics.Handler(reg, f.pprof), ReadHeaderTimeout: 5 * time.Second}
-		go func() { _ = hs.Serve(ln) }()
-		defer hs.Close()
-		fmt.Printf("metrics          http://%s/metrics\n", ln.Addr())
-		if f.pprof {
-			fmt.Printf("pprof            http://%s/debug/pprof/\n", ln.Addr())
-		}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	stopMetrics, err := serveMetrics(cfg.Metrics.Addr, reg, f.pprof)
+	if err != nil {
+		return err
 	}
+	defer stopMetrics()
 	fmt.Printf("server only      ready in %s; join with --temporal-address %s\n", time.Since(start).Round(time.Millisecond), srv.Addr())
 	<-ctx.Done()
 	fmt.Println("stopping")
