@@ -15,10 +15,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
 	uiserver "github.com/temporalio/ui-server/v2/server"
+	uiapi "github.com/temporalio/ui-server/v2/server/api"
 	uiconfig "github.com/temporalio/ui-server/v2/server/config"
 	uiopts "github.com/temporalio/ui-server/v2/server/server_options"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -71,6 +73,11 @@ type Options struct {
 	LogLevel string
 	// Retention of closed workflows; default 72h.
 	Retention time.Duration
+	// Auth, when set, makes the frontend require keys (see Auth). The
+	// server's own services then talk to each other, and its system
+	// workers to an internal frontend, over mutual TLS with a
+	// certificate authority made for this process.
+	Auth *Auth
 }
 
 // Server is a running embedded server.
@@ -82,6 +89,8 @@ type Server struct {
 	dbPath   string
 	storage  string
 	namspace string
+	// internalAddr is the internal frontend's host:port (with Auth).
+	internalAddr string
 }
 
 // Tuned dynamic config: the defaults throttle the single history shard's
@@ -132,6 +141,9 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ife, ok := conf.Services[string(primitives.InternalFrontendService)]; ok {
+		s.internalAddr = net.JoinHostPort(localIP(o.IP), strconv.Itoa(ife.RPC.GRPCPort))
+	}
 	level := zapcore.WarnLevel
 	if err := level.Set(o.LogLevel); err != nil {
 		return nil, fmt.Errorf("devserver: log level %q: %w", o.LogLevel, err)
@@ -152,16 +164,24 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devserver: claim mapper: %w", err)
 	}
+	services := temporal.DefaultServices
 	dc := dynamicconfig.StaticClient{}
 	for k, v := range defaultDynamicConfig() {
 		dc[dynamicconfig.MakeKey(k)] = v
+	}
+	if o.Auth != nil {
+		authorizer, claimMapper = keyAuthorizer{*o.Auth}, keyClaimMapper{*o.Auth}
+		services = append(slices.Clone(services), string(primitives.InternalFrontendService))
+		// Signals and starts are stamped in history with the principal
+		// whose key sent them.
+		dc[dynamicconfig.MakeKey("frontend.enablePrincipalPropagation")] = true
 	}
 	for k, v := range o.DynamicConfig {
 		dc[dynamicconfig.MakeKey(k)] = v
 	}
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(conf),
-		temporal.ForServices(temporal.DefaultServices),
+		temporal.ForServices(services),
 		temporal.WithStaticHosts(hosts),
 		temporal.WithLogger(logger),
 		temporal.WithAuthorizer(authorizer),
@@ -181,14 +201,18 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	if o.UIPort > 0 {
 		s.uiAddr = net.JoinHostPort(localIP(o.IP), strconv.Itoa(o.UIPort))
-		s.ui = uiserver.NewServer(uiopts.WithConfigProvider(&uiconfig.Config{
+		uiOpts := []uiopts.ServerOption{uiopts.WithConfigProvider(&uiconfig.Config{
 			Host:                o.IP,
 			Port:                o.UIPort,
 			TemporalGRPCAddress: s.addr,
 			EnableUI:            true,
 			CORS:                uiconfig.CORS{CookieInsecure: true},
 			HideLogs:            true,
-		}))
+		})}
+		if o.Auth != nil {
+			uiOpts = append(uiOpts, uiopts.WithAPIMiddleware([]uiapi.Middleware{uiMiddleware(o.Auth.UIKey)}))
+		}
+		s.ui = uiserver.NewServer(uiOpts...)
 		uiErr := make(chan error, 1)
 		go func() { uiErr <- s.ui.Start() }()
 		select {
@@ -346,7 +370,16 @@ func serverConfig(o Options, httpPort int, p storeSet) (*config.Config, map[prim
 	conf.DCRedirectionPolicy.Policy = "noop"
 	conf.Services = map[string]config.Service{}
 	hosts := map[primitives.ServiceName]static.Hosts{}
-	for _, name := range []primitives.ServiceName{primitives.FrontendService, primitives.HistoryService, primitives.MatchingService, primitives.WorkerService} {
+	names := []primitives.ServiceName{primitives.FrontendService, primitives.HistoryService, primitives.MatchingService, primitives.WorkerService}
+	if o.Auth != nil {
+		tlsConf, err := internodeTLS()
+		if err != nil {
+			return nil, nil, err
+		}
+		conf.Global.TLS.Internode = tlsConf
+		names = append(names, primitives.InternalFrontendService)
+	}
+	for _, name := range names {
 		var svc config.Service
 		svc.RPC.BindOnIP = local
 		if name == primitives.FrontendService {
@@ -360,6 +393,13 @@ func serverConfig(o Options, httpPort int, p storeSet) (*config.Config, map[prim
 			}
 			svc.RPC.GRPCPort = port
 		}
+		if name == primitives.InternalFrontendService {
+			port, err := freePort(local)
+			if err != nil {
+				return nil, nil, err
+			}
+			svc.RPC.HTTPPort = port
+		}
 		conf.Services[string(name)] = svc
 		hosts[name] = static.SingleLocalHost(net.JoinHostPort(local, strconv.Itoa(svc.RPC.GRPCPort)))
 	}
@@ -367,7 +407,10 @@ func serverConfig(o Options, httpPort int, p storeSet) (*config.Config, map[prim
 	conf.Archival.Visibility.State = "disabled"
 	conf.NamespaceDefaults.Archival.History.State = "disabled"
 	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
-	conf.PublicClient.HostPort = net.JoinHostPort(local, strconv.Itoa(o.Port))
+	if o.Auth == nil {
+		// With Auth the system workers find the internal frontend.
+		conf.PublicClient.HostPort = net.JoinHostPort(local, strconv.Itoa(o.Port))
+	}
 	return &conf, hosts, nil
 }
 
@@ -377,7 +420,11 @@ func serverConfig(o Options, httpPort int, p storeSet) (*config.Config, map[prim
 func (s *Server) ensureNamespace(ctx context.Context, o Options) error {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	c, err := sdkclient.DialContext(ctx, sdkclient.Options{HostPort: s.addr, Namespace: o.Namespace, Logger: quietLogger{}})
+	copts := sdkclient.Options{HostPort: s.addr, Namespace: o.Namespace, Logger: quietLogger{}}
+	if o.Auth != nil {
+		copts.HeadersProvider = keyHeaders(o.Auth.ClientKey)
+	}
+	c, err := sdkclient.DialContext(ctx, copts)
 	if err != nil {
 		return fmt.Errorf("devserver: dial %s: %w", s.addr, err)
 	}

@@ -1,0 +1,304 @@
+package auth
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Keyring maps keys to principals: keys issued in memory for this
+// process's own clients, and keys created for people, whose digests are
+// in DIR/keys.json. The file is read again when it changes, so a key
+// created or revoked by `starter keys` takes effect without a restart.
+type Keyring struct {
+	dir string
+
+	mu      sync.Mutex
+	mem     map[string]Principal // digest → principal
+	file    map[string]Principal
+	stamp   fileStamp
+	checked time.Time
+}
+
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+// Entry is one key of the keyring file. Only the key's digest is kept.
+type Entry struct {
+	Name    string    `json:"name"`
+	Role    Role      `json:"role"`
+	Digest  string    `json:"sha256"`
+	Created time.Time `json:"created"`
+}
+
+type keyFile struct {
+	Keys []Entry `json:"keys"`
+}
+
+// FileName is the keyring file under the key directory.
+const FileName = "keys.json"
+
+// OperatorName is the principal of the key the worker creates for the
+// machine's operator (starter and the library pick it up).
+const OperatorName = "operator"
+
+// Open returns the keyring kept in dir, creating dir (owner-only) when it
+// is missing. An empty dir keeps keys in memory only.
+func Open(dir string) (*Keyring, error) {
+	k := &Keyring{dir: dir, mem: map[string]Principal{}, file: map[string]Principal{}}
+	if dir == "" {
+		return k, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("auth: key directory: %w", err)
+	}
+	if err := os.Chmod(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("auth: key directory: %w", err)
+	}
+	if err := k.reload(true); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// Dir is the key directory ("" for a memory-only keyring).
+func (k *Keyring) Dir() string { return k.dir }
+
+// KeyPath is where the key file of name is written.
+func (k *Keyring) KeyPath(name string) string { return filepath.Join(k.dir, name+".key") }
+
+// Issue returns a new key for name and role that lives only in this
+// process's memory: the worker's own clients use such keys.
+func (k *Keyring) Issue(name string, role Role) (string, error) {
+	if !role.Valid() {
+		return "", fmt.Errorf("auth: unknown role %q", role)
+	}
+	key, err := NewKey(name)
+	if err != nil {
+		return "", err
+	}
+	k.mu.Lock()
+	k.mem[digest(key)] = Principal{Name: name, Role: role}
+	k.mu.Unlock()
+	return key, nil
+}
+
+// Create makes a key for name and role, records its digest in the
+// keyring file and writes the key to DIR/NAME.key (mode 0600). An
+// existing key of that name is replaced.
+func (k *Keyring) Create(name string, role Role) (key, path string, err error) {
+	if k.dir == "" {
+		return "", "", errors.New("auth: a memory-only keyring cannot create key files")
+	}
+	if !role.Valid() {
+		return "", "", fmt.Errorf("auth: unknown role %q", role)
+	}
+	if key, err = NewKey(name); err != nil {
+		return "", "", err
+	}
+	kf, err := k.readFile()
+	if err != nil {
+		return "", "", err
+	}
+	kf.Keys = slices.DeleteFunc(kf.Keys, func(e Entry) bool { return e.Name == name })
+	kf.Keys = append(kf.Keys, Entry{Name: name, Role: role, Digest: digest(key), Created: time.Now().UTC()})
+	path = k.KeyPath(name)
+	if err := writePrivate(path, []byte(key+"\n")); err != nil {
+		return "", "", err
+	}
+	if err := k.writeFile(kf); err != nil {
+		return "", "", err
+	}
+	return key, path, k.reload(true)
+}
+
+// EnsureOperator creates the operator's key (role admin) unless its key
+// file and keyring entry are both there, and returns the key file.
+func (k *Keyring) EnsureOperator() (string, error) {
+	path := k.KeyPath(OperatorName)
+	if b, err := os.ReadFile(path); err == nil {
+		if p, ok := k.Authenticate(string(b)); ok && p.Name == OperatorName {
+			return path, nil
+		}
+	}
+	_, path, err := k.Create(OperatorName, RoleAdmin)
+	return path, err
+}
+
+// Revoke removes name's key from the keyring file and deletes its key
+// file. Revoking a name without a key is an error.
+func (k *Keyring) Revoke(name string) error {
+	kf, err := k.readFile()
+	if err != nil {
+		return err
+	}
+	n := len(kf.Keys)
+	kf.Keys = slices.DeleteFunc(kf.Keys, func(e Entry) bool { return e.Name == name })
+	if len(kf.Keys) == n {
+		return fmt.Errorf("auth: no key named %q", name)
+	}
+	if err := k.writeFile(kf); err != nil {
+		return err
+	}
+	if err := os.Remove(k.KeyPath(name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("auth: remove key file: %w", err)
+	}
+	return k.reload(true)
+}
+
+// List returns the keyring file's entries, sorted by name.
+func (k *Keyring) List() ([]Entry, error) {
+	kf, err := k.readFile()
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(kf.Keys, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
+	return kf.Keys, nil
+}
+
+// Authenticate returns the principal of a key, given bare or as an
+// authorization header value ("Bearer KEY").
+func (k *Keyring) Authenticate(key string) (Principal, bool) {
+	key = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(key), BearerPrefix))
+	if !IsKey(key) {
+		return Principal{}, false
+	}
+	d := digest(key)
+	_ = k.reload(false)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, m := range []map[string]Principal{k.mem, k.file} {
+		for have, p := range m {
+			if subtle.ConstantTimeCompare([]byte(have), []byte(d)) == 1 {
+				return p, true
+			}
+		}
+	}
+	return Principal{}, false
+}
+
+// reload reads the keyring file again when it changed; without force it
+// looks at most once a second.
+func (k *Keyring) reload(force bool) error {
+	if k.dir == "" {
+		return nil
+	}
+	k.mu.Lock()
+	if !force && time.Since(k.checked) < time.Second {
+		k.mu.Unlock()
+		return nil
+	}
+	k.checked = time.Now()
+	k.mu.Unlock()
+	st, err := os.Stat(filepath.Join(k.dir, FileName))
+	var stamp fileStamp
+	if err == nil {
+		stamp = fileStamp{st.ModTime(), st.Size()}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("auth: keyring: %w", err)
+	}
+	k.mu.Lock()
+	same := !force && stamp == k.stamp
+	k.mu.Unlock()
+	if same {
+		return nil
+	}
+	kf, err := k.readFile()
+	if err != nil {
+		return err
+	}
+	m := make(map[string]Principal, len(kf.Keys))
+	for _, e := range kf.Keys {
+		m[e.Digest] = Principal{Name: e.Name, Role: e.Role}
+	}
+	k.mu.Lock()
+	k.file, k.stamp = m, stamp
+	k.mu.Unlock()
+	return nil
+}
+
+func (k *Keyring) readFile() (keyFile, error) {
+	var kf keyFile
+	b, err := os.ReadFile(filepath.Join(k.dir, FileName))
+	if errors.Is(err, fs.ErrNotExist) {
+		return kf, nil
+	}
+	if err != nil {
+		return kf, fmt.Errorf("auth: keyring: %w", err)
+	}
+	if err := json.Unmarshal(b, &kf); err != nil {
+		return kf, fmt.Errorf("auth: keyring %s: %w", filepath.Join(k.dir, FileName), err)
+	}
+	for _, e := range kf.Keys {
+		if !e.Role.Valid() {
+			return kf, fmt.Errorf("auth: keyring: key %q has unknown role %q", e.Name, e.Role)
+		}
+	}
+	return kf, nil
+}
+
+func (k *Keyring) writeFile(kf keyFile) error {
+	b, err := json.MarshalIndent(kf, "", "  ")
+	if err != nil {
+		return fmt.Errorf("auth: keyring: %w", err)
+	}
+	return writePrivate(filepath.Join(k.dir, FileName), append(b, '\n'))
+}
+
+// writePrivate writes a file readable by its owner only, atomically.
+func writePrivate(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("auth: write %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return fmt.Errorf("auth: write %s: %w", path, err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("auth: write %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("auth: write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("auth: write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("auth: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadKeyFile reads a key file, refusing one that others may read.
+func ReadKeyFile(path string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", fmt.Errorf("auth: key file: %w", err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("auth: key file %s is readable by others (mode %04o): chmod 600 it", path, st.Mode().Perm())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("auth: key file: %w", err)
+	}
+	key := strings.TrimSpace(string(b))
+	if !IsKey(key) {
+		return "", fmt.Errorf("auth: %s does not hold a warden key", path)
+	}
+	return key, nil
+}
