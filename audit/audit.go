@@ -83,10 +83,11 @@ type Record struct {
 	// By is "policy" for engine verdicts, the approver for answers,
 	// "deadline" for escalations and "worker" for executions.
 	By string `json:"by"`
-	// Identity is the identity of the human who answered. Today it is the
-	// name the answering client sent (Approval.By, ExternalResult.By),
-	// which is not authenticated; it is meant to hold the authenticated
-	// identity once answers carry one.
+	// Identity is the authenticated key the answer came with (its via):
+	// on a warden server with keys the frontend checked it, and that by
+	// is the key's own name unless the key is a delegate's (the inbox,
+	// which signs its users in). Empty for answers sent to a server
+	// without keys, whose by nobody checked.
 	Identity string `json:"identity,omitempty"`
 	// Path says how the decision was made: rule, update, signal or
 	// escalation.
@@ -532,7 +533,7 @@ func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, pa
 		}
 		c.answered = true
 		r := Record{Time: t, CallID: a.CallID, Tool: c.tool, Kind: KindApproval, Decision: string(a.Decision),
-			By: a.By, Identity: a.By, Path: path, Reason: a.Reason, Layer: "approver", Rules: a.Rules, ProposedInput: c.proposed}
+			By: a.By, Identity: a.Via, Path: path, Reason: a.Reason, Layer: "approver", Rules: a.Rules, ProposedInput: c.proposed}
 		if a.Decision != workflows.DecisionDeny {
 			r.ApprovedInput = c.waiting
 			if len(a.Input) > 0 && string(a.Input) != string(c.waiting) {
@@ -559,7 +560,7 @@ func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, pa
 			d = "error"
 		}
 		x.record(Record{Time: t, CallID: r.CallID, Tool: c.tool, Kind: KindExternal, Decision: d,
-			By: r.By, Identity: r.By, Path: path, Reason: firstLine(r.Content), Layer: "external", ProposedInput: c.proposed})
+			By: r.By, Identity: r.Via, Path: path, Reason: firstLine(r.Content), Layer: "external", ProposedInput: c.proposed})
 	}
 	return nil
 }

@@ -11,6 +11,7 @@
 package auth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -107,3 +108,12 @@ func checkName(name string) error {
 
 // BearerPrefix starts the authorization header value.
 const BearerPrefix = "Bearer "
+
+// Headers sends a key with every request of a Temporal SDK client (it
+// implements the SDK's HeadersProvider).
+type Headers string
+
+// GetHeaders returns the authorization header carrying the key.
+func (h Headers) GetHeaders(context.Context) (map[string]string, error) {
+	return map[string]string{"authorization": BearerPrefix + string(h)}, nil
+}

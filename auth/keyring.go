@@ -122,16 +122,17 @@ func (k *Keyring) Create(name string, role Role) (key, path string, err error) {
 	return key, path, k.reload(true)
 }
 
-// EnsureOperator creates the operator's key (role admin) unless its key
-// file and keyring entry are both there, and returns the key file.
-func (k *Keyring) EnsureOperator() (string, error) {
-	path := k.KeyPath(OperatorName)
+// Ensure creates a key for name and role unless its key file and a
+// matching keyring entry are both there, and returns the key file. The
+// worker ensures the operator's key (admin) this way.
+func (k *Keyring) Ensure(name string, role Role) (string, error) {
+	path := k.KeyPath(name)
 	if b, err := os.ReadFile(path); err == nil {
-		if p, ok := k.Authenticate(string(b)); ok && p.Name == OperatorName {
+		if p, ok := k.Authenticate(string(b)); ok && p.Name == name && p.Role == role {
 			return path, nil
 		}
 	}
-	_, path, err := k.Create(OperatorName, RoleAdmin)
+	_, path, err := k.Create(name, role)
 	return path, err
 }
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -31,6 +32,22 @@ type Client struct {
 	// checks every answer against it). config.Config.Approvers builds it
 	// from the inbox users and roles.
 	Approvers *workflows.Approvers
+	// Via is the name of the warden key the underlying Temporal client
+	// authenticates with (auth.NameOf). Answers sent through this client
+	// carry it, and name it as the approver when they name nobody: a
+	// server with keys refuses an answer whose via is not its key's.
+	Via string
+}
+
+// sign fills in who an answer comes from: the key's name as via, and as
+// by when the answer names nobody.
+func (cl *Client) sign(by, via *string) {
+	if *via == "" {
+		*via = cl.Via
+	}
+	if *by == "" {
+		*by = *via
+	}
 }
 
 // New returns a client that starts turns on taskQueue.
@@ -297,6 +314,7 @@ const (
 // PendingCall, ListPending): it binds the answer to the exact call and
 // policy version the approver saw. ApproveListed sets it from an entry.
 func (cl *Client) Approve(ctx context.Context, workflowID string, a workflows.Approval) (workflows.Ack, error) {
+	cl.sign(&a.By, &a.Via)
 	return update[workflows.Ack](ctx, cl, workflowID, workflows.UpdateApprove, a)
 }
 
@@ -312,14 +330,27 @@ func (cl *Client) ApproveListed(ctx context.Context, workflowID string, p workfl
 // accepts even while no worker runs; the workflow validates it later and
 // records a rejection as an event.
 func (cl *Client) ApproveSignal(ctx context.Context, workflowID string, a workflows.Approval) error {
-	return cl.c.SignalWorkflow(ctx, workflowID, "", workflows.SignalApprove, a)
+	cl.sign(&a.By, &a.Via)
+	return Explain(cl.c.SignalWorkflow(ctx, workflowID, "", workflows.SignalApprove, a))
 }
 
 // CompleteExternal delivers an external tool's result (or an AskUser
 // answer) with an Update. r.Hash must be the listed hash of the call
 // (Pending.Hash), as for Approve.
 func (cl *Client) CompleteExternal(ctx context.Context, workflowID string, r workflows.ExternalResult) (workflows.Ack, error) {
+	cl.sign(&r.By, &r.Via)
 	return update[workflows.Ack](ctx, cl, workflowID, workflows.UpdateExternalResult, r)
+}
+
+// Explain adds the reason a server with keys gave for refusing a call
+// (the SDK's error says only "Request unauthorized."). Other errors,
+// and nil, come back unchanged.
+func Explain(err error) error {
+	var denied *serviceerror.PermissionDenied
+	if errors.As(err, &denied) && denied.Reason != "" {
+		return fmt.Errorf("%w: %s", err, denied.Reason)
+	}
+	return err
 }
 
 // ErrRejected wraps an update the workflow's validator rejected.
@@ -332,7 +363,7 @@ func update[T any](ctx context.Context, cl *Client, workflowID, name string, arg
 		WaitForStage: tclient.WorkflowUpdateStageCompleted,
 	})
 	if err != nil {
-		return out, fmt.Errorf("%s: %w", name, err)
+		return out, fmt.Errorf("%s: %w", name, Explain(err))
 	}
 	if err := h.Get(ctx, &out); err != nil {
 		return out, fmt.Errorf("%s: %w: %w", name, ErrRejected, err)

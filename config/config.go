@@ -61,6 +61,10 @@ type Server struct {
 	UIPort    int    `yaml:"ui_port"`
 	Namespace string `yaml:"namespace"`
 	LogLevel  string `yaml:"log_level"`
+	// NoAuth turns off key authentication on the embedded frontend:
+	// every process that reaches the port may then call every API,
+	// answers included. Keys are required by default.
+	NoAuth bool `yaml:"no_auth"`
 	// DynamicConfig overrides server dynamic config keys.
 	DynamicConfig map[string]any `yaml:"dynamic_config"`
 }
@@ -75,6 +79,11 @@ type Temporal struct {
 	TLSCA     string `yaml:"tls_ca"`
 	// APIKey for a hosted cluster; prefer the TEMPORAL_API_KEY variable.
 	APIKey string `yaml:"api_key"`
+	// KeyFile holds the warden key (see `starter keys`) a client or a
+	// joining worker authenticates to a warden server with. Empty means
+	// WARDEN_KEY_FILE, else, for the embedded server, the operator key
+	// the worker created under server.data_dir/auth.
+	KeyFile string `yaml:"key_file"`
 }
 
 // Worker configures the worker.

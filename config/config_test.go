@@ -124,3 +124,12 @@ func TestOwnFilesSensitive(t *testing.T) {
 		t.Errorf("context sensitive paths %q, %v", pc.Sensitive(), err)
 	}
 }
+
+// TestShippedConfigLoads loads the repository's temporal-dev.yaml, the
+// file the worker reads by default: a key it does not know or a value it
+// cannot decode would stop the one-command start.
+func TestShippedConfigLoads(t *testing.T) {
+	if _, err := Load("../temporal-dev.yaml"); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -8,10 +8,12 @@ import (
 	"os"
 
 	tclient "go.temporal.io/sdk/client"
+
+	"github.com/wardenhq/warden/auth"
 )
 
 // ClientOptions are the Temporal client options for joining the cluster
-// in t (address, namespace, TLS client certificate, API key). Workers and
+// in t (address, namespace, TLS client certificate, API key, warden key). Workers and
 // clients of a hosted or self-run cluster use the same.
 func (t Temporal) ClientOptions() (tclient.Options, error) {
 	o := tclient.Options{HostPort: t.Address, Namespace: t.Namespace}
@@ -20,6 +22,15 @@ func (t Temporal) ClientOptions() (tclient.Options, error) {
 		return o, err
 	}
 	o.ConnectionOptions.TLS = tc
+	key, err := t.Key()
+	if err != nil {
+		return o, err
+	}
+	if key != "" {
+		// A warden key goes as a bearer header, over TLS when the
+		// connection has it (the embedded server on loopback has not).
+		o.HeadersProvider = auth.Headers(key)
+	}
 	if t.APIKey != "" {
 		o.Credentials = tclient.NewAPIKeyStaticCredentials(t.APIKey)
 		if o.ConnectionOptions.TLS == nil {

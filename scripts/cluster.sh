@@ -110,7 +110,10 @@ start() {
 cmd_server() {
   local bin; bin=$(worker_bin)
   mkdir -p "$DIR"
-  echo "{}" >"$DIR/server.yaml"
+  # The server's data directory holds only its keys here (state is in
+  # PostgreSQL): auth/worker.key for the workers, auth/operator.key for
+  # starter and other clients.
+  printf 'server: {data_dir: %s}\n' "$DIR/server" >"$DIR/server.yaml"
   # shellcheck disable=SC2086
   start server "server only" "$bin" --server-only --config "$DIR/server.yaml" --postgres "$POSTGRES_URL" \
     --port "$TEMPORAL_PORT" --ui-port "$UI_PORT" --metrics-addr "$SERVER_METRICS" ${SERVER_ARGS:-}
@@ -125,6 +128,7 @@ cmd_worker() {
   [ -f "$DIR/worker.yaml" ] || printf 'content: {dir: %s}\n' "$DIR/content" >"$DIR/worker.yaml"
   # shellcheck disable=SC2086
   start "worker-$n" "^worker " "$bin" --config "$DIR/worker.yaml" --temporal-address "127.0.0.1:$TEMPORAL_PORT" \
+    --key-file "$DIR/server/auth/worker.key" \
     --task-queue "$TASK_QUEUE" --workdir "$DIR/w-$n" --metrics-addr "127.0.0.1:$((9470 + n))" ${WORKER_ARGS:-}
 }
 

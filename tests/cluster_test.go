@@ -21,7 +21,9 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
 
+	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -32,6 +34,10 @@ type cluster struct {
 	dir, addr, serverMetrics string
 	env                      []string
 }
+
+// key is the path of a key file the server-only process wrote
+// (worker.key, operator.key) or the test created.
+func (cl *cluster) key(name string) string { return filepath.Join(cl.dir, "server", "auth", name+".key") }
 
 // script runs scripts/cluster.sh with the cluster's settings.
 func (cl *cluster) script(args ...string) (string, error) {
@@ -144,7 +150,7 @@ func TestClusterProfile(t *testing.T) {
 	dirs := [2]string{t.TempDir(), t.TempDir()}
 	worker := func(i int) *exec.Cmd {
 		return startProcess(t, wbin, dirs[i], "--config", cfg, "--temporal-address", cl.addr, "--namespace", "default",
-			"--task-queue", queue, "--metrics-addr", "off", "--workdir", dirs[i])
+			"--task-queue", queue, "--metrics-addr", "off", "--workdir", dirs[i], "--key-file", cl.key("worker"))
 	}
 	workers := [2]*exec.Cmd{worker(0), worker(1)}
 	defer func() {
@@ -152,7 +158,13 @@ func TestClusterProfile(t *testing.T) {
 			killProcess(t, w)
 		}
 	}()
-	c, err := tclient.DialContext(ctxT(t, 30*time.Second), tclient.Options{HostPort: cl.addr, Namespace: "default", Logger: quietLog()})
+	// The test drives turns as the operator, whose key the server wrote.
+	opts, err := config.Temporal{Address: cl.addr, Namespace: "default", KeyFile: cl.key(auth.OperatorName)}.ClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Logger = quietLog()
+	c, err := tclient.DialContext(ctxT(t, 30*time.Second), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +210,16 @@ func TestClusterProfile(t *testing.T) {
 	// 2. Worker A dies mid-turn; a third process (the approval-service
 	// example, built on package client alone) answers every approval and
 	// the turns complete on worker B.
-	base, ok := strings.CutPrefix(startExample(t, "approval-service", true, "--address", cl.addr, "--listen", "127.0.0.1:0"), "listening on ")
+	// It holds a delegate key: it answers for the people it names in "by".
+	keys, err := auth.Open(filepath.Dir(cl.key("x")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := keys.Create("approval-service", auth.RoleDelegate); err != nil {
+		t.Fatal(err)
+	}
+	base, ok := strings.CutPrefix(startExample(t, "approval-service", true, "--address", cl.addr, "--listen", "127.0.0.1:0",
+		"--key-file", cl.key("approval-service")), "listening on ")
 	if !ok {
 		t.Fatalf("approval-service printed %q, want its address", base)
 	}
@@ -245,7 +266,7 @@ func TestClusterProfile(t *testing.T) {
 	}
 	start := time.Now()
 	out, err := runStarter(t, sbin, cl.dir, "batch", "--file", jobsFile, "--concurrency", "50", "--results", resultsFile,
-		"--config", cfg, "--address", cl.addr, "--namespace", "default", "--task-queue", queue)
+		"--config", cfg, "--address", cl.addr, "--namespace", "default", "--task-queue", queue, "--key-file", cl.key(auth.OperatorName))
 	if err != nil {
 		t.Fatalf("batch: %v\n%s", err, tail(out, 2000))
 	}

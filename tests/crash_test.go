@@ -142,7 +142,8 @@ func TestCrashEmbeddedServerSIGKILL(t *testing.T) {
 
 	proc, addr = startEmbedded(t, wbin, workdir, args...)
 	t.Logf("SIGKILL to embedded server+worker serving again: %s", time.Since(killed).Round(time.Millisecond))
-	common := []string{"--config", cfg, "--address", addr, "--namespace", "default", "--task-queue", "crash"}
+	common := []string{"--config", cfg, "--address", addr, "--namespace", "default", "--task-queue", "crash",
+		"--key-file", filepath.Join(dataDir, "auth", "operator.key")}
 	var entries []client.PendingEntry
 	waitFor(t, ctx, func() bool {
 		out, err := runStarter(t, sbin, cwd, append([]string{"approvals", "list", "--json"}, common...)...)

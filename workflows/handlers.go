@@ -187,6 +187,9 @@ func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {
 	if a.By != "" {
 		text += " by " + a.By
 	}
+	if a.Via != "" && a.Via != a.By {
+		text += " via " + a.Via
+	}
 	if a.Reason != "" {
 		text += ": " + a.Reason
 	}

@@ -308,6 +308,12 @@ type Approval struct {
 	// By names the approver; with approvers configured on the turn it
 	// must be one whose roles cover the call (and the edit, and any rule).
 	By string `json:"by,omitempty"`
+	// Via names the authenticated key the answer was sent with: on a
+	// warden server with keys the frontend refuses an answer whose via
+	// is not the key's name, or whose by differs from it (unless the key
+	// is a delegate's, such as the inbox's, which answers for the users
+	// it signed in). The client library fills it in.
+	Via string `json:"via,omitempty"`
 }
 
 // ExternalResult completes an external call (AskUser answers included).
@@ -319,6 +325,8 @@ type ExternalResult struct {
 	IsError  bool           `json:"is_error,omitempty"`
 	Metadata map[string]any `json:"metadata,omitempty"`
 	By       string         `json:"by,omitempty"`
+	// Via names the authenticated key, as for an Approval.
+	Via string `json:"via,omitempty"`
 }
 
 // Ack acknowledges an accepted update.

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os/user"
 	"text/tabwriter"
 	"time"
 
@@ -91,12 +90,7 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 			if !allow && reason == "" {
 				return errors.New("--reason is required")
 			}
-			if by == "" {
-				if u, err := user.Current(); err == nil {
-					by = u.Username
-				}
-			}
-			a := workflows.Approval{Decision: workflows.DecisionAllow, Rules: rules, By: by, Reason: reason}
+			a := workflows.Approval{Decision: workflows.DecisionAllow, Rules: rules, Reason: reason}
 			if always {
 				a.Decision = workflows.DecisionAlwaysAllow
 			}
@@ -114,6 +108,7 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 				return err
 			}
 			defer c.Close()
+			a.By = cn.by(by)
 			// With inbox users configured, CLI decisions follow the same
 			// rules: --by must name a user whose roles cover the call.
 			var authz *inbox.Policy
@@ -160,8 +155,8 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 			for _, t := range targets {
 				a.CallID, a.Hash = t.p.CallID, t.p.Hash
 				err := t.read
-				if err == nil && authz != nil && !authz.Allows(by, t.p.Tool, t.p.Input) {
-					err = fmt.Errorf("%q may not answer %s calls like this one (inbox users and roles in the config)", by, t.p.Tool)
+				if err == nil && authz != nil && !authz.Allows(a.By, t.p.Tool, t.p.Input) {
+					err = fmt.Errorf("%q may not answer %s calls like this one (inbox users and roles in the config)", a.By, t.p.Tool)
 				}
 				if err != nil {
 					failed++
@@ -190,7 +185,7 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&by, "by", "", "who decides (default the OS user)")
+	f.StringVar(&by, "by", "", "who decides (default the key's name, else the OS user)")
 	f.StringVar(&hash, "hash", "", "the call's hash as listed by `approvals list` (default: the call as read now); refused if the call or policy changed since")
 	f.BoolVar(&signal, "signal", false, "send a signal instead of an update (accepted while no worker runs)")
 	f.BoolVar(&all, "all", false, "answer every pending approval matching --tool/--older-than")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -15,17 +14,6 @@ import (
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
-
-// defaultBy is the OS user, the default "--by".
-func defaultBy(by string) string {
-	if by != "" {
-		return by
-	}
-	if u, err := user.Current(); err == nil {
-		return u.Username
-	}
-	return ""
-}
 
 func newAskCmd(cn *conn) *cobra.Command {
 	root := &cobra.Command{Use: "ask", Short: "Show and answer pending AskUser questions"}
@@ -116,7 +104,7 @@ func newAskAnswerCmd(cn *conn) *cobra.Command {
 					return err
 				}
 			}
-			ack, err := cl.AnswerAskUser(ctx, wf, call, ans, defaultBy(by))
+			ack, err := cl.AnswerAskUser(ctx, wf, call, ans, cn.by(by))
 			if err != nil {
 				return err
 			}
@@ -127,7 +115,7 @@ func newAskAnswerCmd(cn *conn) *cobra.Command {
 	f := cmd.Flags()
 	f.StringArrayVar(&selects, "select", nil, "selected option label (repeatable; QUESTION=LABEL with several questions)")
 	f.StringArrayVar(&other, "other", nil, "free-text answer (QUESTION=TEXT with several questions)")
-	f.StringVar(&by, "by", "", "who answers (default the OS user)")
+	f.StringVar(&by, "by", "", "who answers (default the key's name, else the OS user)")
 	f.StringVar(&jsonFile, "json-answer", "", `answer as JSON {"answers": [...]} or [...] ("-" reads stdin)`)
 	return cmd
 }
@@ -200,7 +188,7 @@ func newExternalCmd(cn *conn) *cobra.Command {
 			if p.Tool == client.AskUserTool {
 				return errors.New("AskUser answers are checked against the questions: use starter ask answer")
 			}
-			ack, err := cl.CompleteExternal(ctx, wf, workflows.ExternalResult{CallID: call, Hash: p.Hash, Content: content, IsError: isError, By: defaultBy(by)})
+			ack, err := cl.CompleteExternal(ctx, wf, workflows.ExternalResult{CallID: call, Hash: p.Hash, Content: content, IsError: isError, By: cn.by(by)})
 			if err != nil {
 				return err
 			}
@@ -212,7 +200,7 @@ func newExternalCmd(cn *conn) *cobra.Command {
 	f.StringVar(&output, "output", "", "the tool's output text")
 	f.StringVar(&file, "file", "", `read the output from this file ("-" for stdin)`)
 	f.BoolVar(&isError, "error", false, "the call failed: the output is an error for the model")
-	f.StringVar(&by, "by", "", "who completes it (default the OS user)")
+	f.StringVar(&by, "by", "", "who completes it (default the key's name, else the OS user)")
 	root.AddCommand(complete)
 	return root
 }

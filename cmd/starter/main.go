@@ -6,14 +6,18 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"os/user"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/api/serviceerror"
 	tclient "go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 )
@@ -28,7 +32,23 @@ func main() {
 
 // conn holds the connection flags shared by subcommands.
 type conn struct {
-	config, address, namespace, taskQueue, apiKey string
+	config, address, namespace, taskQueue, apiKey, keyFile string
+	// keyName is the name of the warden key dial found ("" without one).
+	keyName string
+}
+
+// by is who an answer names: --by, else the key's name, else the OS user.
+func (cn *conn) by(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if cn.keyName != "" {
+		return cn.keyName
+	}
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return ""
 }
 
 func newRoot() *cobra.Command {
@@ -45,8 +65,9 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&cn.namespace, "namespace", os.Getenv("TEMPORAL_NAMESPACE"), "namespace")
 	pf.StringVar(&cn.taskQueue, "task-queue", "", "task queue (default from config)")
 	pf.StringVar(&cn.apiKey, "api-key", os.Getenv("TEMPORAL_API_KEY"), "API key for a hosted cluster")
+	pf.StringVar(&cn.keyFile, "key-file", "", "warden key file (default $WARDEN_KEY_FILE, else the operator key in the embedded server's data directory)")
 	root.AddCommand(newRunCmd(cn), newToolsCmd(), newPermissionCmd(), newApprovalsCmd(cn), newAuditCmd(cn), newBenchCmd(cn), newWatchCmd(cn),
-		newAskCmd(cn), newExternalCmd(cn), newBatchCmd(cn), newShowCmd(cn), newGCCmd(cn))
+		newAskCmd(cn), newExternalCmd(cn), newBatchCmd(cn), newShowCmd(cn), newGCCmd(cn), newKeysCmd(cn))
 	return root
 }
 
@@ -62,6 +83,10 @@ func (cn *conn) settings() (config.Config, error) {
 	if cn.taskQueue != "" {
 		cfg.Worker.TaskQueue = cn.taskQueue
 	}
+	if cn.keyFile != "" {
+		cfg.Temporal.KeyFile = cn.keyFile
+	}
+	cfg.ResolveKeyFile(cn.address)
 	return cfg, nil
 }
 
@@ -90,9 +115,16 @@ func (cn *conn) dial(ctx context.Context) (tclient.Client, *client.Client, confi
 	opts.Logger = sdklog.NewStructuredLogger(quiet())
 	c, err := tclient.DialContext(ctx, opts)
 	if err != nil {
-		return nil, nil, cfg, fmt.Errorf("dial %s: %w", addr, err)
+		if t.KeyFile == "" && errors.As(err, new(*serviceerror.PermissionDenied)) {
+			return nil, nil, cfg, fmt.Errorf("dial %s: %w (pass --key-file or set WARDEN_KEY_FILE; the embedded worker writes DATA_DIR/auth/operator.key)", addr, client.Explain(err))
+		}
+		return nil, nil, cfg, fmt.Errorf("dial %s: %w", addr, client.Explain(err))
 	}
 	cl := client.New(c, cfg.Worker.TaskQueue)
+	if key, _ := t.Key(); key != "" {
+		cn.keyName, _ = auth.NameOf(key)
+		cl.Via = cn.keyName
+	}
 	// Turns record the approvers of the config: the workflow checks
 	// every answer against them, whichever client sends it.
 	if cl.Approvers, err = cfg.Inbox.Approvers(); err != nil {

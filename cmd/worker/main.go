@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/internal/devserver"
@@ -47,6 +48,7 @@ func main() {
 type flags struct {
 	config, dataDir, metricsAddr, address, namespace, taskQueue string
 	tlsCert, tlsKey, tlsCA, apiKey, workdir, demo, logLevel     string
+	keyFile                                                     string
 	port, uiPort                                                int
 	exitAfterDemo, pprof, serverOnly                            bool
 	postgres, ip                                                string
@@ -74,6 +76,7 @@ func parse(args []string) (flags, config.Config, error) {
 	fs.StringVar(&f.tlsKey, "tls-key", os.Getenv("TEMPORAL_TLS_KEY"), "client key for the cluster (env TEMPORAL_TLS_KEY)")
 	fs.StringVar(&f.tlsCA, "tls-ca", os.Getenv("TEMPORAL_TLS_CA"), "CA certificate for the cluster (env TEMPORAL_TLS_CA)")
 	fs.StringVar(&f.apiKey, "api-key", os.Getenv("TEMPORAL_API_KEY"), "API key for a hosted cluster (env TEMPORAL_API_KEY)")
+	fs.StringVar(&f.keyFile, "key-file", os.Getenv("WARDEN_KEY_FILE"), "warden key to join a warden server with --temporal-address (env WARDEN_KEY_FILE; --server-only writes DATA_DIR/auth/worker.key)")
 	fs.StringVar(&f.taskQueue, "task-queue", "", "task queue (default warden)")
 	fs.StringVar(&f.workdir, "workdir", "", "default workspace directory for tools")
 	fs.StringVar(&f.logLevel, "log-level", "", "embedded server log level")
@@ -124,6 +127,9 @@ func parse(args []string) (flags, config.Config, error) {
 	if f.address != "" {
 		cfg.Temporal.Address = f.address
 	}
+	if f.keyFile != "" {
+		cfg.Temporal.KeyFile = f.keyFile
+	}
 	if f.namespace != "" {
 		cfg.Server.Namespace, cfg.Temporal.Namespace = f.namespace, f.namespace
 	}
@@ -165,10 +171,21 @@ func run(args []string) error {
 	approvals := metrics.NewApprovals(reg)
 	copts := tclient.Options{Namespace: cfg.Namespace(), Logger: sdklog.NewStructuredLogger(logger),
 		MetricsHandler: metrics.NewSDKHandler(reg, metrics.ApprovalRoutes(approvals)...)}
+	var inboxKey string
 	if cfg.Temporal.Address == "" {
 		o, err := serverOptions(f, cfg)
 		if err != nil {
 			return err
+		}
+		keys, err := serverAuth(&o, cfg)
+		if err != nil {
+			return err
+		}
+		if o.Auth != nil {
+			copts.HeadersProvider = auth.Headers(o.Auth.ClientKey)
+			if inboxKey, err = keys.Issue("inbox", auth.RoleDelegate); err != nil {
+				return err
+			}
 		}
 		srv, err := devserver.Start(ctx, o)
 		if err != nil {
@@ -183,12 +200,14 @@ func run(args []string) error {
 		if srv.UIAddr() != "" {
 			fmt.Printf("web ui           http://%s\n", srv.UIAddr())
 		}
+		printKeys(keys)
 	} else {
 		cluster, err := cfg.Temporal.ClientOptions()
 		if err != nil {
 			return err
 		}
 		copts.HostPort, copts.ConnectionOptions, copts.Credentials = cluster.HostPort, cluster.ConnectionOptions, cluster.Credentials
+		copts.HeadersProvider = cluster.HeadersProvider
 		fmt.Printf("temporal cluster %s (namespace %s)\n", cfg.Temporal.Address, cfg.Temporal.Namespace)
 	}
 	c, err := tclient.DialContext(ctx, copts)
@@ -255,7 +274,16 @@ func run(args []string) error {
 	}
 	defer stopMetrics()
 	if cfg.Inbox.Enabled {
-		url, err := startInbox(ctx, cfg.Inbox, client.New(c, cfg.Worker.TaskQueue), store, reg, logger)
+		ic, err := inboxClient(ctx, c, copts, inboxKey)
+		if err != nil {
+			return err
+		}
+		defer ic.Close()
+		icl := client.New(ic, cfg.Worker.TaskQueue)
+		if inboxKey != "" {
+			icl.Via, _ = auth.NameOf(inboxKey)
+		}
+		url, err := startInbox(ctx, cfg.Inbox, icl, store, reg, logger)
 		if err != nil {
 			return err
 		}

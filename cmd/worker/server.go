@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/internal/devserver"
 )
@@ -48,6 +49,17 @@ func runServer(ctx context.Context, f flags, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
+	keys, err := serverAuth(&o, cfg)
+	if err != nil {
+		return err
+	}
+	workerKey := ""
+	if keys != nil && keys.Dir() != "" {
+		// Workers on other processes join with this key (--key-file).
+		if workerKey, err = keys.Ensure("worker", auth.RoleWorker); err != nil {
+			return err
+		}
+	}
 	srv, err := devserver.Start(ctx, o)
 	if err != nil {
 		return err
@@ -56,6 +68,10 @@ func runServer(ctx context.Context, f flags, cfg config.Config) error {
 	fmt.Printf("temporal server  %s (namespace %s, %s)\n", srv.Addr(), cfg.Server.Namespace, srv.Storage())
 	if srv.UIAddr() != "" {
 		fmt.Printf("web ui           http://%s\n", srv.UIAddr())
+	}
+	printKeys(keys)
+	if workerKey != "" {
+		fmt.Printf("worker key       %s (workers join with --key-file)\n", workerKey)
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

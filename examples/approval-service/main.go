@@ -30,6 +30,7 @@ import (
 	sdklog "go.temporal.io/sdk/log"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -42,12 +43,20 @@ func main() {
 
 func run() error {
 	address := flag.String("address", "127.0.0.1:7233", "Temporal frontend address")
+	keyFile := flag.String("key-file", os.Getenv("WARDEN_KEY_FILE"), "warden key file, for a server that requires keys (env WARDEN_KEY_FILE)")
 	namespace := flag.String("namespace", "default", "Temporal namespace")
 	listen := flag.String("listen", "127.0.0.1:8080", "HTTP listen address (port 0 picks a free port)")
 	flag.Parse()
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := tclient.Dial(tclient.Options{HostPort: *address, Namespace: *namespace, Logger: sdklog.NewStructuredLogger(logger)})
+	// config.Temporal turns a key file into the client's credentials.
+	conn := config.Temporal{Address: *address, Namespace: *namespace, KeyFile: *keyFile}
+	opts, err := conn.ClientOptions()
+	if err != nil {
+		return err
+	}
+	opts.Logger = sdklog.NewStructuredLogger(logger)
+	c, err := tclient.Dial(opts)
 	if err != nil {
 		return fmt.Errorf("dial %s: %w", *address, err)
 	}
@@ -55,7 +64,11 @@ func run() error {
 
 	// The task queue only matters for starting turns, which this service
 	// does not do.
-	srv := &http.Server{Handler: newHandler(client.New(c, ""), logger), ReadHeaderTimeout: 10 * time.Second}
+	// Answers name the key they are sent with (a delegate key answers
+	// for the people named in "by"; see `starter keys`).
+	cl := client.New(c, "")
+	cl.Via = conn.KeyName()
+	srv := &http.Server{Handler: newHandler(cl, logger), ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {

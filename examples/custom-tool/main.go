@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/examples/custom-tool/deploytool"
 )
@@ -31,6 +32,7 @@ func main() {
 
 func run() error {
 	address := flag.String("address", "127.0.0.1:7233", "Temporal frontend address")
+	keyFile := flag.String("key-file", os.Getenv("WARDEN_KEY_FILE"), "warden key file, for a server that requires keys (env WARDEN_KEY_FILE)")
 	namespace := flag.String("namespace", "default", "Temporal namespace")
 	queue := flag.String("task-queue", "warden", "task queue to serve")
 	workdir := flag.String("workdir", "", "workspace directory for the built-in tools (default: current directory)")
@@ -38,7 +40,14 @@ func run() error {
 	flag.Parse()
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c, err := tclient.Dial(tclient.Options{HostPort: *address, Namespace: *namespace, Logger: sdklog.NewStructuredLogger(logger)})
+	// config.Temporal turns a key file into the client's credentials.
+	conn := config.Temporal{Address: *address, Namespace: *namespace, KeyFile: *keyFile}
+	opts, err := conn.ClientOptions()
+	if err != nil {
+		return err
+	}
+	opts.Logger = sdklog.NewStructuredLogger(logger)
+	c, err := tclient.Dial(opts)
 	if err != nil {
 		return fmt.Errorf("dial %s: %w", *address, err)
 	}

@@ -211,10 +211,3 @@ func uiMiddleware(key string) func(echo.Context) runtime.ServeMuxOption {
 		})
 	}
 }
-
-// keyHeaders sends a key on every request of an SDK client.
-type keyHeaders string
-
-func (k keyHeaders) GetHeaders(context.Context) (map[string]string, error) {
-	return map[string]string{"authorization": auth.BearerPrefix + string(k)}, nil
-}

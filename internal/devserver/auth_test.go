@@ -42,7 +42,7 @@ func TestFrontendRequiresKeys(t *testing.T) {
 	dial := func(key string) sdkclient.Client {
 		o := sdkclient.Options{HostPort: srv.Addr(), Namespace: "default", Logger: quietLogger{}}
 		if key != "" {
-			o.HeadersProvider = keyHeaders(key)
+			o.HeadersProvider = auth.Headers(key)
 		}
 		c, err := sdkclient.NewLazyClient(o)
 		if err != nil {
@@ -79,7 +79,7 @@ func TestFrontendRequiresKeys(t *testing.T) {
 	for i, key := range []string{"", admin, admin} {
 		o := sdkclient.Options{HostPort: srv.internalAddr, Namespace: "default", Logger: quietLogger{}}
 		if key != "" {
-			o.HeadersProvider = keyHeaders(key)
+			o.HeadersProvider = auth.Headers(key)
 		}
 		if i == 2 { // TLS, but without a client certificate
 			o.ConnectionOptions.TLS = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // the point of the test

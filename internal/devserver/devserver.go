@@ -41,6 +41,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/wardenhq/warden/auth"
 )
 
 // Options configure the embedded server. The zero value (plus a
@@ -422,7 +424,7 @@ func (s *Server) ensureNamespace(ctx context.Context, o Options) error {
 	defer cancel()
 	copts := sdkclient.Options{HostPort: s.addr, Namespace: o.Namespace, Logger: quietLogger{}}
 	if o.Auth != nil {
-		copts.HeadersProvider = keyHeaders(o.Auth.ClientKey)
+		copts.HeadersProvider = auth.Headers(o.Auth.ClientKey)
 	}
 	c, err := sdkclient.DialContext(ctx, copts)
 	if err != nil {

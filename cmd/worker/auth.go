@@ -1,0 +1,75 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	tclient "go.temporal.io/sdk/client"
+
+	"github.com/wardenhq/warden/auth"
+	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/internal/devserver"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// serverAuth makes the embedded server require keys (unless
+// server.no_auth): the keyring under server.data_dir/auth with the
+// operator's key file (admin), and keys that live only in this process
+// for the worker itself and the Web UI (a reader). It returns the
+// keyring (nil without auth).
+func serverAuth(o *devserver.Options, cfg config.Config) (*auth.Keyring, error) {
+	if cfg.Server.NoAuth {
+		return nil, nil
+	}
+	keys, err := auth.Open(cfg.KeyDir())
+	if err != nil {
+		return nil, err
+	}
+	if keys.Dir() != "" {
+		if _, err := keys.Ensure(auth.OperatorName, auth.RoleAdmin); err != nil {
+			return nil, err
+		}
+	}
+	workerKey, err := keys.Issue("worker", auth.RoleWorker)
+	if err != nil {
+		return nil, err
+	}
+	uiKey, err := keys.Issue("web-ui", auth.RoleReader)
+	if err != nil {
+		return nil, err
+	}
+	o.Auth = &devserver.Auth{Keys: keys, Policy: answerPolicy(), ClientKey: workerKey, UIKey: uiKey}
+	return keys, nil
+}
+
+// answerPolicy names the signals and updates that answer waiting calls.
+func answerPolicy() auth.Policy {
+	return auth.Policy{AnswerNames: []string{workflows.UpdateApprove, workflows.SignalApprove,
+		workflows.UpdateExternalResult, workflows.SignalExternalResult}}
+}
+
+// printKeys says where the operator's key is (or that there are none).
+func printKeys(keys *auth.Keyring) {
+	switch {
+	case keys == nil:
+		fmt.Println("keys             OFF (server.no_auth): any local process may answer approvals")
+	case keys.Dir() == "":
+		fmt.Println("keys             required; in memory only (no data directory)")
+	default:
+		fmt.Printf("keys             required; operator key %s (starter finds it)\n", keys.KeyPath(auth.OperatorName))
+	}
+}
+
+// inboxClient is the inbox's own connection, with the inbox's delegate
+// key when the embedded server requires keys; otherwise the worker's.
+func inboxClient(ctx context.Context, c tclient.Client, copts tclient.Options, key string) (tclient.Client, error) {
+	if key == "" {
+		return tclient.NewClientFromExisting(c, tclient.Options{Namespace: copts.Namespace})
+	}
+	copts.HeadersProvider = auth.Headers(key)
+	ic, err := tclient.DialContext(ctx, copts)
+	if err != nil {
+		return nil, fmt.Errorf("inbox client: %w", err)
+	}
+	return ic, nil
+}
