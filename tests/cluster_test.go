@@ -37,7 +37,9 @@ type cluster struct {
 
 // key is the path of a key file the server-only process wrote
 // (worker.key, operator.key) or the test created.
-func (cl *cluster) key(name string) string { return filepath.Join(cl.dir, "server", "auth", name+".key") }
+func (cl *cluster) key(name string) string {
+	return filepath.Join(cl.dir, "server", "auth", name+".key")
+}
 
 // script runs scripts/cluster.sh with the cluster's settings.
 func (cl *cluster) script(args ...string) (string, error) {
