@@ -26,8 +26,8 @@ type Config struct {
 	Limits map[string]int `yaml:"limits"`
 	// Reduce shortens outputs per tool name ("*": every other tool).
 	Reduce map[string]reduce.Config `yaml:"reduce"`
-	// Metrics records warden_tool_duration_seconds and
-	// warden_tool_output_bytes.
+	// Metrics records warden_tool_output_bytes (call durations are
+	// recorded by the tool activity, whatever this says).
 	Metrics bool `yaml:"metrics"`
 }
 
