@@ -1,7 +1,8 @@
 // Package std builds warden's standard tool-call middleware chain from
 // configuration: logging (outermost), metrics, concurrency limits and
-// output reduction (innermost). Metrics therefore include the time a
-// call waits for a slot, and logging and metrics see the reduced output.
+// output reduction (innermost). Logging's durations therefore include the
+// time a call waits for a slot, and logging and metrics see the reduced
+// output.
 package std
 
 import (
