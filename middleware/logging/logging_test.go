@@ -37,7 +37,7 @@ func (f fixed) Call(context.Context, *tools.Env, json.RawMessage) tools.Stream {
 
 // run calls tool through the middleware built from cfg and returns the
 // collected result and the decoded log records.
-func run(t *testing.T, cfg Config, tool tools.Tool, input string) (tools.Result, error, []map[string]any) {
+func run(t *testing.T, cfg Config, tool tools.Tool, input string) (tools.Result, []map[string]any, error) {
 	t.Helper()
 	var buf bytes.Buffer
 	cfg.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -55,7 +55,7 @@ func run(t *testing.T, cfg Config, tool tools.Tool, input string) (tools.Result,
 		}
 		recs = append(recs, m)
 	}
-	return res, cerr, recs
+	return res, recs, cerr
 }
 
 func TestLoggingRedacts(t *testing.T) {
@@ -82,7 +82,7 @@ func TestLoggingRedacts(t *testing.T) {
 	for _, tc := range secrets {
 		t.Run(tc.name, func(t *testing.T) {
 			in, _ := json.Marshal(map[string]string{"command": tc.text})
-			res, err, recs := run(t, cfg, fixed{name: "Bash", chunks: []tools.Chunk{{Text: tc.text}}}, string(in))
+			res, recs, err := run(t, cfg, fixed{name: "Bash", chunks: []tools.Chunk{{Text: tc.text}}}, string(in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestLoggingRedacts(t *testing.T) {
 		})
 	}
 	// Short literal secrets are ignored rather than blanking ordinary text.
-	_, _, recs := run(t, cfg, fixed{name: "Bash", chunks: []tools.Chunk{{Text: "abc def"}}}, `{}`)
+	_, recs, _ := run(t, cfg, fixed{name: "Bash", chunks: []tools.Chunk{{Text: "abc def"}}}, `{}`)
 	if got := recs[0]["output_preview"]; got != "abc def" {
 		t.Errorf("preview = %q, want abc def", got)
 	}
@@ -144,7 +144,7 @@ func TestLoggingRecord(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err, recs := run(t, tc.cfg, tc.tool, `{"file_path":"/etc/hosts"}`)
+			res, recs, err := run(t, tc.cfg, tc.tool, `{"file_path":"/etc/hosts"}`)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
