@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"testing"
 
@@ -11,31 +10,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/wardenhq/warden/middleware"
+	"github.com/wardenhq/warden/middleware/middlewaretest"
 	"github.com/wardenhq/warden/tools"
 )
-
-// chunks is a tool that yields fixed chunks and then, optionally, an
-// error.
-type chunks struct {
-	name string
-	cs   []tools.Chunk
-	err  error
-}
-
-func (c chunks) Info() tools.Info { return tools.Info{Name: c.name} }
-
-func (c chunks) Call(context.Context, *tools.Env, json.RawMessage) tools.Stream {
-	return func(yield func(tools.Chunk, error) bool) {
-		for _, ch := range c.cs {
-			if !yield(ch, nil) {
-				return
-			}
-		}
-		if c.err != nil {
-			yield(tools.Chunk{}, c.err)
-		}
-	}
-}
 
 // histograms gathers the named histogram family keyed by its label
 // values joined with "/".
@@ -72,19 +49,19 @@ func TestMetricsMiddleware(t *testing.T) {
 	}
 	h := mw(middleware.Terminal)
 	calls := []struct {
-		tool    chunks
+		tool    middlewaretest.Tool
 		wantErr bool
 	}{
-		{tool: chunks{name: "Read", cs: []tools.Chunk{{Text: "hello"}, {Text: " world"}}}},
-		{tool: chunks{name: "Read", cs: []tools.Chunk{{Text: "abc"}}}},
-		{tool: chunks{name: "Read", cs: []tools.Chunk{{Text: "no such file", IsError: true}}}},
-		{tool: chunks{name: "Bash", cs: []tools.Chunk{{Text: "part"}}, err: errors.New("backend down")}, wantErr: true},
-		{tool: chunks{name: "Bash", cs: []tools.Chunk{{Data: []tools.DataBlock{{Data: make([]byte, 1000)}}}}}},
+		{tool: middlewaretest.Tool{Name: "Read", Chunks: []tools.Chunk{{Text: "hello"}, {Text: " world"}}}},
+		{tool: middlewaretest.Tool{Name: "Read", Chunks: []tools.Chunk{{Text: "abc"}}}},
+		{tool: middlewaretest.Tool{Name: "Read", Chunks: []tools.Chunk{{Text: "no such file", IsError: true}}}},
+		{tool: middlewaretest.Tool{Name: "Bash", Chunks: []tools.Chunk{{Text: "part"}}, Err: errors.New("backend down")}, wantErr: true},
+		{tool: middlewaretest.Tool{Name: "Bash", Chunks: []tools.Chunk{{Data: []tools.DataBlock{{Data: make([]byte, 1000)}}}}}},
 	}
 	for _, c := range calls {
 		_, err := tools.Collect(h(context.Background(), middleware.Call{Tool: c.tool}))
 		if (err != nil) != c.wantErr {
-			t.Fatalf("%s: err = %v", c.tool.name, err)
+			t.Fatalf("%s: err = %v", c.tool.Name, err)
 		}
 	}
 	if n, err := testutil.GatherAndCount(reg, "warden_tool_duration_seconds"); err != nil || n != 0 {
