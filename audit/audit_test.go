@@ -38,6 +38,7 @@ func find(t *testing.T, rs []Record, call, kind string) Record {
 // signal, and a Write whose deadline escalated to notify before an
 // approver allowed it.
 func TestExtractRecordedApprovals(t *testing.T) {
+	t.Parallel()
 	recs, err := Extract("approvals-record", load(t, "approvals_turn_v3.json"))
 	if err != nil {
 		t.Fatal(err)

@@ -44,6 +44,7 @@ func (n *names) MustRegister(cs ...prometheus.Collector) {
 }
 
 func TestDashboardReferencesRegisteredMetrics(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	known := &names{Registerer: reg, seen: map[string]bool{}}
 	metrics.NewTools(known)

@@ -89,6 +89,7 @@ func TestLoggingRedacts(t *testing.T) {
 }
 
 func TestLoggingRecord(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 5000)
 	tests := []struct {
 		name        string
@@ -170,6 +171,7 @@ func TestLoggingRecord(t *testing.T) {
 }
 
 func TestNewRejectsBadLevel(t *testing.T) {
+	t.Parallel()
 	if _, err := New(Config{Level: "loud"}); err == nil {
 		t.Error("level loud accepted")
 	}

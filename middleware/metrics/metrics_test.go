@@ -42,6 +42,7 @@ func histograms(t *testing.T, reg *prometheus.Registry, name string) map[string]
 }
 
 func TestMetricsMiddleware(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	mw, err := New(Config{Registerer: reg})
 	if err != nil {
@@ -76,6 +77,7 @@ func TestMetricsMiddleware(t *testing.T) {
 }
 
 func TestMetricsNew(t *testing.T) {
+	t.Parallel()
 	if _, err := New(Config{}); err != nil {
 		t.Errorf("zero config: %v", err)
 	}

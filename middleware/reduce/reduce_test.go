@@ -14,6 +14,7 @@ import (
 func frac(f float64) *float64 { return &f }
 
 func TestCut(t *testing.T) {
+	t.Parallel()
 	digits := "0123456789abcdefghij" // 20 characters
 	tests := []struct {
 		name string
@@ -41,6 +42,7 @@ func TestCut(t *testing.T) {
 }
 
 func TestReduceMiddleware(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("a", 600) + strings.Repeat("m", 800) + strings.Repeat("z", 600) // 2000 chars
 	split := []tools.Chunk{{Text: long[:700]}, {Text: long[700:1500], Metadata: map[string]any{"exit_code": 0}}, {Text: long[1500:]}}
 	tests := []struct {
@@ -126,6 +128,7 @@ func TestReduceMiddleware(t *testing.T) {
 }
 
 func TestReducePassesErrors(t *testing.T) {
+	t.Parallel()
 	mw, err := New(Config{MaxChars: 5})
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +149,7 @@ func TestReducePassesErrors(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []Config{{MaxChars: -1}, {MaxChars: 10, HeadFraction: frac(1.5)}, {MaxChars: 10, HeadFraction: frac(-0.1)}} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted", cfg)

@@ -38,6 +38,7 @@ reduce:
 `
 
 func TestBuildFromYAML(t *testing.T) {
+	t.Parallel()
 	dec := yaml.NewDecoder(strings.NewReader(sample))
 	dec.KnownFields(true)
 	var cfg Config
@@ -91,6 +92,7 @@ func TestBuildFromYAML(t *testing.T) {
 }
 
 func TestBuild(t *testing.T) {
+	t.Parallel()
 	neg := -1
 	tests := []struct {
 		name    string

@@ -161,6 +161,7 @@ func checkResponse(t *testing.T, got model.Response) {
 }
 
 func TestGenerate(t *testing.T) {
+	t.Parallel()
 	f := modeltest.NewServer(t, modeltest.Reply{Status: 200, Body: `{
   "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-test",
   "content": [
@@ -189,6 +190,7 @@ func TestGenerate(t *testing.T) {
 }
 
 func TestGenerateStream(t *testing.T) {
+	t.Parallel()
 	f := modeltest.NewServer(t, sse(
 		event{"message_start", `{"type":"message_start","message":{"id":"msg_02","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":100,"cache_creation_input_tokens":0,"cache_read_input_tokens":20,"output_tokens":1}}}`},
 		event{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
@@ -239,6 +241,7 @@ func okStream() modeltest.Reply {
 }
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	modeltest.Run(t, modeltest.Provider{
 		Name: "anthropic",
 		Key:  testKey,
@@ -285,6 +288,7 @@ func hello() model.Request {
 }
 
 func TestStreamErrorEvent(t *testing.T) {
+	t.Parallel()
 	// An error event after a 200 (overload mid-stream) is retryable but
 	// has no HTTP status.
 	f := modeltest.NewServer(t, sse(
@@ -303,6 +307,7 @@ func TestStreamErrorEvent(t *testing.T) {
 }
 
 func TestMaxRetriesAndMaxTokens(t *testing.T) {
+	t.Parallel()
 	f := modeltest.NewServer(t, modeltest.Reply{Status: 429, Header: modeltest.Fast(), Body: `{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`})
 	m := newModel(t, f, Config{MaxRetries: -1, MaxTokens: 100})
 	_, err := m.Generate(context.Background(), hello())
@@ -338,6 +343,7 @@ func TestAPIKeyFromEnv(t *testing.T) {
 }
 
 func TestSystemMessagesAndEmptyToolResult(t *testing.T) {
+	t.Parallel()
 	f := modeltest.NewServer(t, modeltest.Reply{Status: 200, Body: okBody})
 	m := newModel(t, f, Config{})
 	req := model.Request{Messages: []model.Message{
@@ -362,6 +368,7 @@ func TestSystemMessagesAndEmptyToolResult(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []Config{
 		{},
 		{Model: "m", BaseURL: "api.anthropic.com"},
@@ -374,6 +381,7 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestInput(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		`{"a":1}`: `{"a":1}`,
 		``:        `{}`,

@@ -152,6 +152,7 @@ func testConfig(stream bool) Config {
 }
 
 func TestGenerate(t *testing.T) {
+	t.Parallel()
 	f := modeltest.NewServer(t, modeltest.Reply{Status: 200, Body: `{
   "id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": "gpt-test",
   "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": null,
@@ -178,6 +179,7 @@ func TestGenerate(t *testing.T) {
 }
 
 func TestGenerateStream(t *testing.T) {
+	t.Parallel()
 	// Two tool calls whose ids, names and arguments arrive across
 	// several chunks and interleave; usage comes in a last chunk with no
 	// choices, as with stream_options.include_usage.
@@ -218,6 +220,7 @@ func TestGenerateStream(t *testing.T) {
 }
 
 func TestStreamCompleteCallsAtOneIndex(t *testing.T) {
+	t.Parallel()
 	// Some servers send each finished call whole, all at index 0.
 	f := modeltest.NewServer(t, sse(
 		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_x","type":"function","function":{"name":"A","arguments":"{}"}}]},"finish_reason":null}]}`,
@@ -239,6 +242,7 @@ const okBody = `{"id":"c","object":"chat.completion","created":1,"model":"gpt-te
  "usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`
 
 func TestConformance(t *testing.T) {
+	t.Parallel()
 	modeltest.Run(t, modeltest.Provider{
 		Name: "openai",
 		Key:  testKey,
@@ -315,6 +319,7 @@ func TestAPIKeyFromEnv(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []Config{
 		{},
 		{Model: "m", BaseURL: "localhost:8000"},
@@ -327,6 +332,7 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestArgumentsRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{`{"a":1}`, `{bad`, ``, `[1,2]`} {
 		in := arguments(s)
 		if !json.Valid(in) {

@@ -11,6 +11,7 @@ import (
 // TestFastPathMatchesParser: wherever the fast path applies, it gives
 // the same units, accesses and verdicts as the parser.
 func TestFastPathMatchesParser(t *testing.T) {
+	t.Parallel()
 	cmds := loadCorpus(t)
 	extra := []string{
 		"ls", "ls;", "cd src && ls", "cd / || ls", "true | cd / && ls", "cd src && cd .. && ls",
