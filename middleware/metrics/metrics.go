@@ -9,7 +9,6 @@ package metrics
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -34,7 +33,7 @@ func New(cfg Config) (middleware.Middleware, error) {
 	}
 	size, err := metrics.NewToolOutput(reg)
 	if err != nil {
-		return nil, fmt.Errorf("middleware metrics: %w", err)
+		return nil, err // "metrics: ..."; std.Build adds "middleware metrics: "
 	}
 	return func(next middleware.Handler) middleware.Handler {
 		return func(ctx context.Context, c middleware.Call) tools.Stream {
