@@ -167,7 +167,7 @@ func NewActivities(o Options) (*activities.Activities, error) {
 		}
 	}
 	if o.Registerer != nil {
-		a.Metrics = activities.NewMetrics(o.Registerer)
+		a.Metrics = metrics.NewTools(o.Registerer)
 	}
 	return a, nil
 }

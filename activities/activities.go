@@ -68,9 +68,11 @@ type Activities struct {
 	MaxCallInputBytes int
 	// HeartbeatEvery is how often a running tool heartbeats (default 1 s).
 	HeartbeatEvery time.Duration
-	Metrics        *Metrics
-	ModelMetrics   *metrics.Models
-	Logger         *slog.Logger
+	// Metrics records tool calls and permission decisions, ModelMetrics
+	// model calls (nil: nothing is recorded).
+	Metrics      *metrics.Tools
+	ModelMetrics *metrics.Models
+	Logger       *slog.Logger
 
 	validator tools.Validator
 }
@@ -157,7 +159,7 @@ func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out work
 				IsError: true, State: tools.StateError, Content: fmt.Sprintf("Tool %s crashed: %v", in.Call.Name, p)}}
 			err = nil
 		}
-		a.Metrics.toolCall(in.Call.Name, outcome(out.Result, err), time.Since(start))
+		a.Metrics.Call(in.Call.Name, outcome(out.Result, err), time.Since(start))
 	}()
 
 	prog := &progress{p: workflows.ToolProgress{CallID: in.Call.ID, Tool: in.Call.Name}}
@@ -240,10 +242,10 @@ func (pr *progress) snapshot() workflows.ToolProgress {
 func outcome(r tools.Result, err error) string {
 	switch {
 	case err != nil:
-		return "failure"
+		return metrics.OutcomeFailure
 	case r.IsError:
-		return "error"
+		return metrics.OutcomeError
 	default:
-		return "success"
+		return metrics.OutcomeSuccess
 	}
 }

@@ -59,6 +59,7 @@ func escalated(action workflows.Escalation) workflows.NotifyInput {
 // the heartbeat details (left by a failed attempt) posts only to the
 // others; escalations carry their action, deny when none is set.
 func TestNotifyResumesFromHeartbeat(t *testing.T) {
+	t.Parallel()
 	done, todo := &hook{rcv: notify.Receiver{Secret: testSecret}}, &hook{rcv: notify.Receiver{Secret: testSecret}}
 	ds, ts := httptest.NewServer(done), httptest.NewServer(todo)
 	defer ds.Close()
@@ -95,6 +96,7 @@ func TestNotifyResumesFromHeartbeat(t *testing.T) {
 // TestNotifyRecordsDeliveredURLs: when one URL fails, the attempt fails
 // and its heartbeat details name the URL that accepted.
 func TestNotifyRecordsDeliveredURLs(t *testing.T) {
+	t.Parallel()
 	ok := &hook{rcv: notify.Receiver{Secret: testSecret}}
 	okSrv := httptest.NewServer(ok)
 	defer okSrv.Close()
@@ -126,6 +128,7 @@ func TestNotifyRecordsDeliveredURLs(t *testing.T) {
 // TestNotifyEmptySecretIsNotRetried: a notifier without a secret sends
 // nothing and fails without retries.
 func TestNotifyEmptySecretIsNotRetried(t *testing.T) {
+	t.Parallel()
 	ok := &hook{rcv: notify.Receiver{Secret: testSecret}}
 	srv := httptest.NewServer(ok)
 	defer srv.Close()

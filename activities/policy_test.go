@@ -9,6 +9,7 @@ import (
 )
 
 func TestPolicyPaths(t *testing.T) {
+	t.Parallel()
 	a := &Activities{ToolSettings: map[string]ToolSettings{"Bash": {Retry: Retry{MaxAttempts: 5}, ApprovalTimeout: time.Hour, Escalation: workflows.EscalateNotify}}}
 	infos := map[string]tools.Info{}
 	for _, tl := range tools.Builtins() {

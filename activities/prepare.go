@@ -42,6 +42,6 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	out.ReadOnly = v.ReadOnly
 	out.Policy = a.policy(info, out.ReadOnly, backendName)
 	out.Policy.Notify = a.Notifier != nil && len(a.Notifier.URLs) > 0
-	a.Metrics.decision(info.Name, string(v.Behavior))
+	a.Metrics.Decision(info.Name, string(v.Behavior))
 	return out, nil
 }

@@ -40,6 +40,7 @@ func find(t *testing.T, rs []Record, call, kind string) Record {
 // The recorded turn ran on a server without keys: its answers name an
 // approver (by) but carry no authenticated identity.
 func TestExtractRecordedApprovals(t *testing.T) {
+	t.Parallel()
 	recs, err := Extract("approvals-record", load(t, "approvals_turn_v3.json"))
 	if err != nil {
 		t.Fatal(err)

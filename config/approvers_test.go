@@ -11,6 +11,7 @@ import (
 )
 
 func TestInboxApprovers(t *testing.T) {
+	t.Parallel()
 	if a, err := (Inbox{}).Approvers(); a != nil || err != nil {
 		t.Fatalf("no users: %+v %v, want nil (anyone may answer)", a, err)
 	}

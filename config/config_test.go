@@ -10,6 +10,7 @@ import (
 )
 
 func TestParseDefaultsAndOverrides(t *testing.T) {
+	t.Parallel()
 	c, err := Parse([]byte("server:\n  port: 7300\npermission:\n  mode: accept_edits\n  allow: [\"Bash(git status)\"]\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -27,6 +28,7 @@ func TestParseDefaultsAndOverrides(t *testing.T) {
 }
 
 func TestParseToolSettings(t *testing.T) {
+	t.Parallel()
 	c, err := Parse([]byte("tools:\n  defaults: {timeout: 2m, approval_timeout: 1h}\n  per_tool:\n    Bash: {retry: {max_attempts: 3}, escalation: notify}\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +43,7 @@ func TestParseToolSettings(t *testing.T) {
 }
 
 func TestParseErrorsNameTheKey(t *testing.T) {
+	t.Parallel()
 	cases := map[string]string{
 		"server:\n  prot: 1\n":                "prot",
 		"server:\n  port: 70000\n":            "server.port",
@@ -74,6 +77,7 @@ func TestLoadMissingDefaultFileIsDefaults(t *testing.T) {
 }
 
 func TestClientOptions(t *testing.T) {
+	t.Parallel()
 	o, err := Temporal{Address: "x:7233", Namespace: "ns", APIKey: "k"}.ClientOptions()
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +97,7 @@ func TestClientOptions(t *testing.T) {
 }
 
 func TestBackendEnv(t *testing.T) {
+	t.Parallel()
 	c, err := Parse([]byte("backend:\n  env: [GOPATH, \"CI=1\"]\n"))
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +111,7 @@ func TestBackendEnv(t *testing.T) {
 }
 
 func TestOwnFilesSensitive(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	file := filepath.Join(dir, "warden.yaml")
 	if err := os.WriteFile(file, []byte("server:\n  data_dir: "+filepath.Join(dir, "data")+"\npermission:\n  sensitive_paths: [\"**/secrets/**\"]\n"), 0o600); err != nil {

@@ -13,6 +13,7 @@ import (
 )
 
 func TestApprovalsExposedBeforeFirstEvent(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	NewApprovals(reg)
 	NewModels(reg)
@@ -36,6 +37,7 @@ warden_approvals_pending 0
 }
 
 func TestApprovalsRecord(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	a := NewApprovals(reg)
 	a.ObserveWait(90 * time.Second)
@@ -76,6 +78,7 @@ func TestApprovalsRecord(t *testing.T) {
 }
 
 func TestApprovalsPoll(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	a := NewApprovals(reg)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -116,6 +119,7 @@ func TestApprovalsPoll(t *testing.T) {
 }
 
 func TestModelsObserve(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	m := NewModels(reg)
 	m.Init("anthropic", "claude-sonnet")

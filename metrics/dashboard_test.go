@@ -12,7 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/metrics"
 	mwmetrics "github.com/wardenhq/warden/middleware/metrics"
 )
@@ -45,9 +44,10 @@ func (n *names) MustRegister(cs ...prometheus.Collector) {
 }
 
 func TestDashboardReferencesRegisteredMetrics(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	known := &names{Registerer: reg, seen: map[string]bool{}}
-	activities.NewMetrics(known)
+	metrics.NewTools(known)
 	metrics.NewApprovals(known)
 	metrics.NewModels(known)
 	if _, err := mwmetrics.New(mwmetrics.Config{Registerer: known}); err != nil {

@@ -28,6 +28,7 @@ func get(t *testing.T, url string) (int, string) {
 // TestHandlerPprofOffByDefault: without pprof the listener serves
 // /metrics and nothing under /debug/pprof/.
 func TestHandlerPprofOffByDefault(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector())
 	srv := httptest.NewServer(Handler(reg, false))
@@ -45,6 +46,7 @@ func TestHandlerPprofOffByDefault(t *testing.T) {
 // TestHandlerPprofOn: with pprof the index and a heap profile are served
 // beside /metrics.
 func TestHandlerPprofOn(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector())
 	srv := httptest.NewServer(Handler(reg, true))

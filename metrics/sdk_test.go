@@ -10,6 +10,7 @@ import (
 )
 
 func TestSDKHandler(t *testing.T) {
+	t.Parallel()
 	reg := prometheus.NewRegistry()
 	h := NewSDKHandler(reg)
 	base := h.WithTags(map[string]string{"namespace": "default", "client_name": "temporal_go"})
@@ -74,6 +75,7 @@ temporal_worker_task_slots{client_name="temporal_go",namespace="default"} 3
 }
 
 func TestSanitize(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in     string
 		metric bool

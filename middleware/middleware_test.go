@@ -40,6 +40,7 @@ func trace(name string, log *[]string) Middleware {
 }
 
 func TestChainOrderFirstIsOutermost(t *testing.T) {
+	t.Parallel()
 	var log []string
 	h := Chain(trace("a", &log), trace("b", &log), trace("c", &log))(Terminal)
 	res, err := tools.Collect(h(context.Background(), Call{Tool: echo{}, Input: json.RawMessage(`{"text":"x"}`)}))
@@ -56,6 +57,7 @@ func TestChainOrderFirstIsOutermost(t *testing.T) {
 }
 
 func TestRewriteInputAndMapChunks(t *testing.T) {
+	t.Parallel()
 	upper := MapChunks(func(_ Call, ch tools.Chunk) tools.Chunk {
 		ch.Text = strings.ToUpper(ch.Text)
 		return ch
@@ -74,6 +76,7 @@ func TestRewriteInputAndMapChunks(t *testing.T) {
 }
 
 func TestRewriteInputErrorBecomesToolError(t *testing.T) {
+	t.Parallel()
 	h := Chain(RewriteInput(func(Call) (json.RawMessage, error) {
 		return nil, context.Canceled
 	}))(Terminal)

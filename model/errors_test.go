@@ -8,6 +8,7 @@ import (
 )
 
 func TestRetryableStatus(t *testing.T) {
+	t.Parallel()
 	for status, want := range map[int]bool{
 		0: true, 400: false, 401: false, 403: false, 404: false, 408: true, 409: true,
 		413: false, 422: false, 429: true, 500: true, 502: true, 503: true, 529: true,
@@ -19,6 +20,7 @@ func TestRetryableStatus(t *testing.T) {
 }
 
 func TestNewHTTPError(t *testing.T) {
+	t.Parallel()
 	const key = "sk-secret-123"
 	tests := []struct {
 		name, body, want string
@@ -44,6 +46,7 @@ func TestNewHTTPError(t *testing.T) {
 }
 
 func TestNewHTTPErrorRedactsBeforeTruncating(t *testing.T) {
+	t.Parallel()
 	const key = "sk-0123456789abcdef"
 	// The key straddles the truncation point.
 	body := strings.Repeat("x", maxErrorText-5) + key + strings.Repeat("y", 100)
@@ -57,6 +60,7 @@ func TestNewHTTPErrorRedactsBeforeTruncating(t *testing.T) {
 }
 
 func TestErrorFormatAndUnwrap(t *testing.T) {
+	t.Parallel()
 	cause := errors.New("boom")
 	var err error = fmt.Errorf("activity: %w", &Error{Provider: "openai", Status: 429, Retryable: true, Err: cause})
 	var me *Error

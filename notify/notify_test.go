@@ -66,6 +66,7 @@ func sampleEvent() Event {
 // TestSendFollowsStandardWebhooks checks a delivery with the reference
 // Standard Webhooks library (not our code) and with Verify.
 func TestSendFollowsStandardWebhooks(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	srv := httptest.NewServer(rec)
 	defer srv.Close()
@@ -116,6 +117,7 @@ func TestSendFollowsStandardWebhooks(t *testing.T) {
 // TestSendRetriesOnlyFailedURLs: a second attempt of one delivery skips
 // the URL that accepted the first and keeps the webhook id.
 func TestSendRetriesOnlyFailedURLs(t *testing.T) {
+	t.Parallel()
 	ok := &recorder{}
 	flaky := &recorder{next: func(n int) int {
 		if n == 1 {
@@ -153,6 +155,7 @@ func TestSendRetriesOnlyFailedURLs(t *testing.T) {
 }
 
 func TestSendRefusesEmptySecret(t *testing.T) {
+	t.Parallel()
 	rec := &recorder{}
 	srv := httptest.NewServer(rec)
 	defer srv.Close()
@@ -168,6 +171,7 @@ func TestSendRefusesEmptySecret(t *testing.T) {
 }
 
 func TestSendUnreachable(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL
 	srv.Close()
@@ -179,6 +183,7 @@ func TestSendUnreachable(t *testing.T) {
 }
 
 func TestParseSecret(t *testing.T) {
+	t.Parallel()
 	if k, err := ParseSecret(secret); err != nil || !bytes.Equal(k, key32) {
 		t.Errorf("whsec_ secret: %q, %v", k, err)
 	}
@@ -194,6 +199,7 @@ func TestParseSecret(t *testing.T) {
 }
 
 func TestEventID(t *testing.T) {
+	t.Parallel()
 	ev := sampleEvent()
 	if ev.ID() != sampleEvent().ID() {
 		t.Error("the id of one event changes")
@@ -226,6 +232,7 @@ func signed(t *testing.T, sec, id string, ts time.Time, body []byte) http.Header
 }
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_800_000_000, 0)
 	body := []byte(`{"type":"approval_requested"}`)
 	good := signed(t, secret, "msg_1", now, body)

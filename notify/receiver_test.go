@@ -101,6 +101,7 @@ func replay(t *testing.T, url string, d delivery) int {
 // not act again; after the window the timestamp is refused; a forged
 // timestamp breaks the signature.
 func TestReceiverRejectsReplay(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	var skew atomic.Int64 // the receiver's clock runs ahead by this much
 	ep := &endpoint{rcv: &Receiver{Secret: secret, Now: func() time.Time { return now.Add(time.Duration(skew.Load())) }}}
@@ -145,6 +146,7 @@ func TestReceiverRejectsReplay(t *testing.T) {
 // TestReceiverForgetAcceptsRetry: an endpoint that fails after verifying
 // forgets the id, so warden's retry (same id) is handled once.
 func TestReceiverForgetAcceptsRetry(t *testing.T) {
+	t.Parallel()
 	ep := &endpoint{rcv: &Receiver{Secret: secret}, failing: true}
 	srv := httptest.NewServer(ep)
 	defer srv.Close()

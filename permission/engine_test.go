@@ -40,6 +40,7 @@ var (
 )
 
 func TestEvaluate(t *testing.T) {
+	t.Parallel()
 	rules := Context{
 		Deny:  []Rule{{Tool: "Other", Behavior: Deny}, {Tool: "T", Content: "d", Behavior: Deny}},
 		Ask:   []Rule{{Tool: "T", Content: "a", Behavior: Ask}},
@@ -122,6 +123,7 @@ func TestEvaluate(t *testing.T) {
 }
 
 func TestEvaluateMessages(t *testing.T) {
+	t.Parallel()
 	in, _ := json.Marshal("x")
 	cases := []struct {
 		mode Mode
@@ -153,6 +155,7 @@ func TestEvaluateMessages(t *testing.T) {
 }
 
 func TestEvaluateErrors(t *testing.T) {
+	t.Parallel()
 	in, _ := json.Marshal("x")
 	if _, err := Evaluate(context.Background(), &Context{Mode: "yolo"}, fakeTool{}, in); err == nil {
 		t.Error("unknown mode: no error")
@@ -179,6 +182,7 @@ func (b behaviorTool) MatchRule(ctx context.Context, _ string, _ json.RawMessage
 }
 
 func TestRuleBehaviorPassed(t *testing.T) {
+	t.Parallel()
 	var seen []Behavior
 	pc := &Context{
 		Deny:  []Rule{{Tool: "T", Content: "1", Behavior: Deny}},
@@ -200,6 +204,7 @@ func TestRuleBehaviorPassed(t *testing.T) {
 // a rule decides before the read-only layer), the layer, the rule and
 // the policy it was decided under.
 func TestVerdictFields(t *testing.T) {
+	t.Parallel()
 	pc := &Context{Mode: ModeAcceptEdits, WorkingDirs: []string{"/w"},
 		Ask: []Rule{{Tool: "T", Content: "a", Behavior: Ask}}}
 	v, err := Decide(context.Background(), pc, fakeTool{ro: true, check: tPass}, json.RawMessage(`"a"`))

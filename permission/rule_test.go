@@ -8,6 +8,7 @@ import (
 )
 
 func TestParseRule(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		in, tool, content, err string
 	}{
@@ -48,6 +49,7 @@ func TestParseRule(t *testing.T) {
 }
 
 func TestAddRule(t *testing.T) {
+	t.Parallel()
 	var c Context
 	for _, b := range []Behavior{Allow, Ask, Deny, Passthrough, ""} {
 		c.AddRule(Rule{Tool: "T", Behavior: b})
@@ -58,6 +60,7 @@ func TestAddRule(t *testing.T) {
 }
 
 func TestPolicyContext(t *testing.T) {
+	t.Parallel()
 	src := `
 mode: accept_edits
 working_dirs: [/src]

@@ -62,7 +62,6 @@ func TestMetricsEndpoint(t *testing.T) {
 	for _, want := range []string{
 		`warden_tool_calls_total{outcome="success",tool="Bash"} 2`,
 		`warden_permission_decisions_total{behavior="allow",tool="Bash"} 2`,
-		"# HELP warden_tool_duration_seconds",
 		"# HELP warden_tool_call_duration_seconds",
 		"# HELP warden_approvals_pending",
 		"# HELP warden_approval_wait_seconds",

@@ -12,6 +12,7 @@ import (
 func strp(s string) *string { return &s }
 
 func TestAskUser(t *testing.T) {
+	t.Parallel()
 	info := AskUser{}.Info()
 	if !info.External || !info.ReadOnly || !info.ConcurrencySafe || info.StateInjected {
 		t.Errorf("flags %+v", info)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestCapResult(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("a", 100_000) + "MIDDLE" + strings.Repeat("z", 100_000)
 	cases := []struct {
 		name   string

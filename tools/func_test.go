@@ -21,6 +21,7 @@ type weatherOut struct {
 }
 
 func TestFunc(t *testing.T) {
+	t.Parallel()
 	tool, err := Func("weather", "Get the forecast.", func(_ context.Context, in weatherIn) (weatherOut, error) {
 		switch in.City {
 		case "boom":

@@ -65,6 +65,7 @@ func runGrep(t *testing.T, g Grep, env *Env, input string) Result {
 }
 
 func TestGrepEnginesAgree(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("rg"); err != nil {
 		t.Skip("rg is not installed (apt-get install -y ripgrep)")
 	}
@@ -118,6 +119,7 @@ func TestGrepEnginesAgree(t *testing.T) {
 }
 
 func TestGrepGo(t *testing.T) {
+	t.Parallel()
 	dir := grepTree(t)
 	env := &Env{Backend: local.New(dir), Workdir: dir}
 	g := Grep{Engine: GrepGo}
@@ -159,6 +161,7 @@ func TestGrepGo(t *testing.T) {
 }
 
 func TestGrepEngineProbe(t *testing.T) {
+	t.Parallel()
 	dir := grepTree(t)
 	env := &Env{Backend: local.New(dir), Workdir: dir}
 	g := Grep{Probes: &ProbeCache{}}
@@ -175,6 +178,7 @@ func TestGrepEngineProbe(t *testing.T) {
 // TestGrepTiming compares the engines on a large tree; run with
 // WARDEN_GREP_BENCH=/some/dir.
 func TestGrepTiming(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv("WARDEN_GREP_BENCH")
 	if dir == "" {
 		t.Skip("set WARDEN_GREP_BENCH to a directory to time the engines")
@@ -197,6 +201,7 @@ func TestGrepTiming(t *testing.T) {
 // .env files, keys or credentials inside it (reading them asks; a search
 // must not read them silently); naming one as the path still searches it.
 func TestGrepSkipsSensitiveFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	for name, content := range map[string]string{
 		"app.go":         "const token = \"TOKEN_MARKER public\"\n",

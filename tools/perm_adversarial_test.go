@@ -236,6 +236,7 @@ var adversarialCases = []adversarialCase{
 }
 
 func TestAdversarialTable(t *testing.T) {
+	t.Parallel()
 	policy := permission.Policy{Mode: permission.ModeDefault, WorkingDirs: []string{"/w/extra"},
 		Allow: []string{"Bash(echo:*)", "Bash(go version)"}, Deny: []string{"Bash(rm -rf:*)"}}
 	pc, err := policy.Context()

@@ -13,6 +13,7 @@ import (
 // layers run (deny, ask and allow rules, the tool check, read-only,
 // suggestions), a Bash command is analysed once per decision.
 func TestDecideParsesOnce(t *testing.T) {
+	t.Parallel()
 	policy := permission.Policy{
 		Allow: []string{"Bash(npm run:*)", "Bash(go test:*)", "Bash(make:*)"},
 		Ask:   []string{"Bash(git push:*)", "Bash(curl:*)"},
@@ -39,6 +40,7 @@ func TestDecideParsesOnce(t *testing.T) {
 // that touched the workspace would fail; every built-in tool decides
 // without one.
 func TestDecideNoIO(t *testing.T) {
+	t.Parallel()
 	inputs := map[string]string{
 		"Bash": `{"command":"cat ~/.bashrc && ls"}`, "PowerShell": `{"command":"ls"}`,
 		"Read": `{"file_path":"/w/proj/a.go"}`, "Write": `{"file_path":"/w/proj/a.go","content":"x"}`,
@@ -66,6 +68,7 @@ func TestDecideNoIO(t *testing.T) {
 // *ValidationError from Decide and the model's text from DecideOrAsk,
 // as in the worker.
 func TestDecideValidates(t *testing.T) {
+	t.Parallel()
 	_, err := Decide(context.Background(), Call{Tool: Write{}, Input: json.RawMessage(`{"file_path":"/w/a"}`), Workdir: "/w"})
 	var ve *ValidationError
 	if !errors.As(err, &ve) {
@@ -87,6 +90,7 @@ func TestDecideValidates(t *testing.T) {
 // directories suggests the Read or Edit rule for its directory, and
 // adding that rule (always allow) allows the same call next time.
 func TestPathSuggestionsAllow(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ cmd, rule string }{
 		{"cat /etc/hosts", "Read(/etc/**)"},
 		{"echo x > /var/tmp/out.txt", "Edit(/var/tmp/**)"},
@@ -118,6 +122,7 @@ func TestPathSuggestionsAllow(t *testing.T) {
 // TestGrepHomeAsks: a search of the home directory (or above it) reads
 // its credentials, so it asks even when home is a working directory.
 func TestGrepHomeAsks(t *testing.T) {
+	t.Parallel()
 	pc := permission.Context{WorkingDirs: []string{"/home/u"}}
 	for p, want := range map[string]permission.Behavior{"/home/u": permission.Ask, "/home": permission.Ask, "/home/u/src": permission.Allow} {
 		in, _ := json.Marshal(map[string]string{"pattern": "KEY", "path": p})

@@ -24,6 +24,7 @@ func permEnv() *Env {
 }
 
 func TestToolPermissions(t *testing.T) {
+	t.Parallel()
 	type tc struct {
 		tool  Tool
 		mode  permission.Mode
@@ -112,6 +113,7 @@ func TestToolPermissions(t *testing.T) {
 }
 
 func TestToolMessagesAndSuggestions(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	env := permEnv()
 	d, _ := Write{}.CheckPermissions(ctx, env, json.RawMessage(`{"file_path":"/w/proj/.env"}`), &permission.Context{})

@@ -24,6 +24,7 @@ func (c countingBackend) Exec(ctx context.Context, r backend.ExecRequest) (backe
 }
 
 func TestPowerShellMissing(t *testing.T) {
+	t.Parallel()
 	for _, p := range powerShellPrograms {
 		if _, err := exec.LookPath(p); err == nil {
 			t.Skipf("%s is installed", p)
@@ -48,6 +49,7 @@ func TestPowerShellMissing(t *testing.T) {
 }
 
 func TestEncodePowerShell(t *testing.T) {
+	t.Parallel()
 	got := encodePowerShell("Write-Output 'é'")
 	raw, _ := base64.StdEncoding.DecodeString(got)
 	want := []byte{'W', 0, 'r', 0, 'i', 0, 't', 0, 'e', 0}
@@ -57,6 +59,7 @@ func TestEncodePowerShell(t *testing.T) {
 }
 
 func TestBuiltins(t *testing.T) {
+	t.Parallel()
 	want := []string{"Bash", "PowerShell", "Read", "Write", "Edit", "Glob", "Grep", "TaskCreate", "TaskGet", "TaskList", "TaskUpdate", "AskUser"}
 	bs := Builtins()
 	if len(bs) != len(want) {

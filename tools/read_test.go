@@ -58,6 +58,7 @@ func callTool(t *testing.T, tool Tool, env *Env, input any) Result {
 }
 
 func TestRead(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name string, data []byte) string {
 		p := filepath.Join(dir, name)
@@ -135,6 +136,7 @@ func TestRead(t *testing.T) {
 }
 
 func TestWriteEdit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	env := &Env{Backend: local.New(dir), Workdir: dir, State: &State{}}
 	p := filepath.Join(dir, "new", "f.txt")
@@ -198,6 +200,7 @@ func TestWriteEdit(t *testing.T) {
 }
 
 func TestUnifiedDiff(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ a, b, want string }{
 		{"", "x\ny\n", "--- a\n+++ b\n@@ -0,0 +1,2 @@\n+x\n+y\n"},
 		{"1\n2\n3\n4\n5\n6\n7\n8\n9\n", "1\n2\n3\n4\nFIVE\n6\n7\n8\n9\n", "--- a\n+++ b\n@@ -2,7 +2,7 @@\n 2\n 3\n 4\n-5\n+FIVE\n 6\n 7\n 8\n"},

@@ -8,6 +8,7 @@ import (
 )
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		tool  Tool
 		input string

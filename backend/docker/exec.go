@@ -110,8 +110,8 @@ func (b *Backend) plainExec(ctx context.Context, id string, req backend.ExecRequ
 	}
 	defer att.Close()
 
-	stdout := &capped{max: req.MaxOutput}
-	stderr := &capped{max: req.MaxOutput}
+	stdout := &backend.CappedBuffer{Max: req.MaxOutput}
+	stderr := &backend.CappedBuffer{Max: req.MaxOutput}
 	done := make(chan error, 1)
 	go func() {
 		if req.Stdin != nil {
@@ -213,31 +213,11 @@ func (b *Backend) killMarked(ctx context.Context, id, mark string) error {
 	return nil
 }
 
-func result(stdout, stderr *capped, start time.Time) backend.ExecResult {
+func result(stdout, stderr *backend.CappedBuffer, start time.Time) backend.ExecResult {
 	return backend.ExecResult{
-		Stdout:    stdout.buf.Bytes(),
-		Stderr:    stderr.buf.Bytes(),
-		Truncated: stdout.cut || stderr.cut,
+		Stdout:    stdout.Bytes(),
+		Stderr:    stderr.Bytes(),
+		Truncated: stdout.Truncated() || stderr.Truncated(),
 		Duration:  time.Since(start),
 	}
-}
-
-// capped is a writer that keeps at most max bytes (no cap when max <= 0).
-type capped struct {
-	buf bytes.Buffer
-	max int
-	cut bool
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	n := len(p)
-	if c.max > 0 {
-		room := max(c.max-c.buf.Len(), 0)
-		if room < len(p) {
-			c.cut = true
-			p = p[:room]
-		}
-	}
-	c.buf.Write(p)
-	return n, nil
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -377,5 +376,3 @@ func validEnvd(version string) bool {
 	minor, err2 := strconv.Atoi(parts[1])
 	return err1 == nil && err2 == nil && (major > 0 || minor >= 1)
 }
-
-var errNoSandbox = errors.New("no sandbox")

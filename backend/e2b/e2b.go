@@ -206,8 +206,8 @@ func (b *Backend) run(ctx context.Context, pc processConfig, timeout time.Durati
 		return res, 0, err
 	}
 	defer body.Close()
-	stdout := &capped{max: maxOutput}
-	stderr := &capped{max: maxOutput}
+	stdout := &backend.CappedBuffer{Max: maxOutput}
+	stderr := &backend.CappedBuffer{Max: maxOutput}
 	ended := false
 	err = readStream("process.Process/Start", body, func(msg []byte) error {
 		var m struct {
@@ -220,17 +220,17 @@ func (b *Backend) run(ctx context.Context, pc processConfig, timeout time.Durati
 		case ev.Start != nil:
 			pid = ev.Start.Pid
 		case ev.Data != nil:
-			stdout.write(ev.Data.Stdout)
-			stdout.write(ev.Data.Pty)
-			stderr.write(ev.Data.Stderr)
+			_, _ = stdout.Write(ev.Data.Stdout)
+			_, _ = stdout.Write(ev.Data.Pty)
+			_, _ = stderr.Write(ev.Data.Stderr)
 		case ev.End != nil:
 			ended = true
 			res.ExitCode = int(ev.End.ExitCode)
 		}
 		return nil
 	})
-	res.Stdout, res.Stderr = stdout.buf, stderr.buf
-	res.Truncated = stdout.cut || stderr.cut
+	res.Stdout, res.Stderr = stdout.Bytes(), stderr.Bytes()
+	res.Truncated = stdout.Truncated() || stderr.Truncated()
 	var rpcErr *RPCError
 	switch {
 	case err == nil && ended:
@@ -355,19 +355,4 @@ func fileInfo(e entryInfo) backend.FileInfo {
 		name = path.Base(e.Path)
 	}
 	return backend.FileInfo{Name: name, Size: int64(e.Size), ModTime: e.ModifiedTime, IsDir: e.Type == "FILE_TYPE_DIRECTORY"}
-}
-
-// capped keeps at most max bytes (no cap when max <= 0).
-type capped struct {
-	buf []byte
-	max int
-	cut bool
-}
-
-func (c *capped) write(p []byte) {
-	if c.max > 0 && len(c.buf)+len(p) > c.max {
-		c.cut = true
-		p = p[:c.max-len(c.buf)]
-	}
-	c.buf = append(c.buf, p...)
 }

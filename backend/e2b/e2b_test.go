@@ -37,6 +37,7 @@ func newBackend(t testing.TB, s *e2bfake.Server) *e2b.Backend {
 }
 
 func TestConformance(t *testing.T) {
+	// Not parallel: backendtest.Run sets environment variables.
 	backendtest.Run(t, func(t *testing.T) (backend.Backend, string) {
 		b := newBackend(t, e2bfake.New(t))
 		return b, b.Workdir()
@@ -44,6 +45,7 @@ func TestConformance(t *testing.T) {
 }
 
 func TestRetryThenSuccess(t *testing.T) {
+	t.Parallel()
 	s := e2bfake.New(t)
 	s.FailAPI(1, http.StatusTooManyRequests, `{"code":429,"message":"rate limited"}`)
 	s.FailAPI(1, http.StatusServiceUnavailable, "")
@@ -68,6 +70,7 @@ func TestRetryThenSuccess(t *testing.T) {
 }
 
 func TestQuotaAfterRetries(t *testing.T) {
+	t.Parallel()
 	s := e2bfake.New(t)
 	cfg := config(t, s)
 	cfg.MaxRetries = 2
@@ -115,6 +118,7 @@ func TestAuthError(t *testing.T) {
 }
 
 func TestReconnectByWorkspace(t *testing.T) {
+	t.Parallel()
 	s := e2bfake.New(t)
 	cfg := config(t, s)
 	cfg.WorkspaceID = "ws-1"
@@ -176,6 +180,7 @@ func TestReconnectByWorkspace(t *testing.T) {
 }
 
 func TestExecErrors(t *testing.T) {
+	t.Parallel()
 	s := e2bfake.New(t)
 	b := newBackend(t, s)
 	// envd reports a missing cwd in the end-of-stream trailer.
@@ -208,6 +213,7 @@ func BenchmarkExec(b *testing.B) {
 
 // TestWire checks the bytes the client puts on the wire for Exec.
 func TestWire(t *testing.T) {
+	t.Parallel()
 	s := e2bfake.New(t)
 	b := newBackend(t, s)
 	if _, err := b.Exec(t.Context(), backend.ExecRequest{Argv: []string{"echo", "hi"}, Env: []string{"A=1"}, Timeout: 1500 * time.Millisecond}); err != nil {

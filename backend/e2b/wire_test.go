@@ -13,6 +13,7 @@ import (
 )
 
 func TestEnvelopeFraming(t *testing.T) {
+	t.Parallel()
 	// The spec's example request for `echo hi`.
 	msg := `{"process":{"cmd":"/bin/bash","args":["-l","-c","echo hi"]},"stdin":false}`
 	var buf bytes.Buffer
@@ -55,6 +56,7 @@ func stream(frames ...any) *bytes.Buffer {
 }
 
 func TestReadStreamTrailers(t *testing.T) {
+	t.Parallel()
 	var got []string
 	collect := func(m []byte) error { got = append(got, string(m)); return nil }
 	body := stream(byte(0), `{"event":{"start":{"pid":312}}}`, byte(0), `{"event":{"data":{"stdout":"aGkK"}}}`, byte(2), `{}`)
@@ -78,6 +80,7 @@ func TestReadStreamTrailers(t *testing.T) {
 }
 
 func TestProcessEventDecoding(t *testing.T) {
+	t.Parallel()
 	var m struct {
 		Event processEvent `json:"event"`
 	}
@@ -95,6 +98,7 @@ func TestProcessEventDecoding(t *testing.T) {
 }
 
 func TestInt64AsString(t *testing.T) {
+	t.Parallel()
 	var e entryInfo
 	raw := `{"name":".bashrc","type":"FILE_TYPE_FILE","path":"/home/user/.bashrc","size":"9007199254740993","mode":420,"permissions":"-rw-r--r--","owner":"user","group":"user","modifiedTime":"2025-01-02T03:04:05.123456789Z"}`
 	if err := json.Unmarshal([]byte(raw), &e); err != nil {
@@ -123,6 +127,7 @@ func TestInt64AsString(t *testing.T) {
 }
 
 func TestErrorBodies(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		status int
 		body   string

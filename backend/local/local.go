@@ -62,8 +62,8 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
-	stdout := &capped{max: req.MaxOutput, stream: 1, out: out}
-	stderr := &capped{max: req.MaxOutput, stream: 2, out: out}
+	stdout := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 1)}
+	stderr := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 2)}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Its own process group so a timeout kills its children too, and a
 	// parent-death signal so a killed worker does not leave it running
@@ -75,9 +75,9 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	start := time.Now()
 	err := cmd.Run()
 	res := backend.ExecResult{
-		Stdout:    stdout.buf.Bytes(),
-		Stderr:    stderr.buf.Bytes(),
-		Truncated: stdout.cut || stderr.cut,
+		Stdout:    stdout.Bytes(),
+		Stderr:    stderr.Bytes(),
+		Truncated: stdout.Truncated() || stderr.Truncated(),
 		Duration:  time.Since(start),
 	}
 	var exitErr *exec.ExitError
@@ -162,30 +162,11 @@ func wrap(err error) error {
 	}
 }
 
-// capped is a writer that keeps at most max bytes (no cap when max <= 0).
-type capped struct {
-	buf    bytes.Buffer
-	max    int
-	cut    bool
-	stream int
-	out    func(int, []byte)
-}
-
-func (c *capped) Write(p []byte) (int, error) {
-	n := len(p)
-	if c.out != nil {
-		c.out(c.stream, p)
+// tee sends a process's output on stream (1 stdout, 2 stderr) to out
+// as it arrives; nil when out is nil.
+func tee(out func(int, []byte), stream int) func([]byte) {
+	if out == nil {
+		return nil
 	}
-	if c.max > 0 {
-		room := c.max - c.buf.Len()
-		if room < len(p) {
-			c.cut = true
-			if room < 0 {
-				room = 0
-			}
-			p = p[:room]
-		}
-	}
-	c.buf.Write(p)
-	return n, nil
+	return func(p []byte) { out(stream, p) }
 }

@@ -12,6 +12,7 @@ import (
 )
 
 func TestConformance(t *testing.T) {
+	// Not parallel: backendtest.Run sets environment variables.
 	backendtest.Run(t, func(t *testing.T) (backend.Backend, string) {
 		dir := t.TempDir()
 		return local.New(dir), dir
@@ -57,6 +58,7 @@ func TestEnvPassThrough(t *testing.T) {
 }
 
 func TestParseEnvSpecErrors(t *testing.T) {
+	t.Parallel()
 	for _, bad := range [][]string{{""}, {"1X"}, {"A-B=c"}, {"=v"}, {"OK", "BAD NAME"}} {
 		if err := backend.ParseEnvSpec(bad); err == nil {
 			t.Errorf("ParseEnvSpec(%q) accepted", bad)

@@ -16,6 +16,7 @@ import (
 // TestMiddlewaresOnRealBash runs the real Bash tool on the local backend
 // through the example's chain and checks what reaches the result.
 func TestMiddlewaresOnRealBash(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	h := middleware.Chain(timing(slog.New(slog.NewTextHandler(io.Discard, nil))), redaction())(middleware.Terminal)
 	env := &tools.Env{Backend: local.New(dir), Workdir: dir}
@@ -58,6 +59,7 @@ func TestMiddlewaresOnRealBash(t *testing.T) {
 
 // TestRedactionSkipsOtherTools checks that only shell output is rewritten.
 func TestRedactionSkipsOtherTools(t *testing.T) {
+	t.Parallel()
 	echo, err := tools.Func("Echo", "Echo.", func(_ context.Context, in struct {
 		Text string `json:"text"`
 	}) (string, error) {

@@ -43,6 +43,7 @@ func (g gauge) Call(context.Context, *tools.Env, json.RawMessage) tools.Stream {
 }
 
 func TestLimitCapsConcurrency(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		cfg      Config
@@ -89,6 +90,7 @@ func TestLimitCapsConcurrency(t *testing.T) {
 }
 
 func TestLimitIsPerTool(t *testing.T) {
+	t.Parallel()
 	mw, err := New(Config{PerTool: map[string]int{Default: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -109,6 +111,7 @@ func TestLimitIsPerTool(t *testing.T) {
 }
 
 func TestLimitWaitHonoursCancel(t *testing.T) {
+	t.Parallel()
 	mw, err := New(Config{PerTool: map[string]int{"Bash": 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -146,6 +149,7 @@ func TestLimitWaitHonoursCancel(t *testing.T) {
 }
 
 func TestLimitReleasesOnEarlyStop(t *testing.T) {
+	t.Parallel()
 	mw, err := New(Config{PerTool: map[string]int{"Bash": 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +170,7 @@ func TestLimitReleasesOnEarlyStop(t *testing.T) {
 }
 
 func TestNewRejectsNegative(t *testing.T) {
+	t.Parallel()
 	if _, err := New(Config{PerTool: map[string]int{"Bash": -1}}); err == nil {
 		t.Error("negative limit accepted")
 	}

@@ -10,34 +10,13 @@ import (
 	"testing"
 
 	"github.com/wardenhq/warden/middleware"
+	"github.com/wardenhq/warden/middleware/middlewaretest"
 	"github.com/wardenhq/warden/tools"
 )
 
-// fixed is a tool that yields fixed chunks, or an error.
-type fixed struct {
-	name   string
-	chunks []tools.Chunk
-	err    error
-}
-
-func (f fixed) Info() tools.Info { return tools.Info{Name: f.name} }
-
-func (f fixed) Call(context.Context, *tools.Env, json.RawMessage) tools.Stream {
-	return func(yield func(tools.Chunk, error) bool) {
-		for _, c := range f.chunks {
-			if !yield(c, nil) {
-				return
-			}
-		}
-		if f.err != nil {
-			yield(tools.Chunk{}, f.err)
-		}
-	}
-}
-
 // run calls tool through the middleware built from cfg and returns the
 // collected result and the decoded log records.
-func run(t *testing.T, cfg Config, tool tools.Tool, input string) (tools.Result, error, []map[string]any) {
+func run(t *testing.T, cfg Config, tool tools.Tool, input string) (tools.Result, []map[string]any, error) {
 	t.Helper()
 	var buf bytes.Buffer
 	cfg.Logger = slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -45,8 +24,7 @@ func run(t *testing.T, cfg Config, tool tools.Tool, input string) (tools.Result,
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := mw(middleware.Terminal)
-	res, cerr := tools.Collect(h(context.Background(), middleware.Call{ID: "call-1", Tool: tool, Input: json.RawMessage(input), Attempt: 2}))
+	res, cerr := middlewaretest.Run(context.Background(), mw, middleware.Call{ID: "call-1", Tool: tool, Input: json.RawMessage(input), Attempt: 2})
 	var recs []map[string]any
 	for line := range strings.Lines(buf.String()) {
 		var m map[string]any
@@ -55,7 +33,7 @@ func run(t *testing.T, cfg Config, tool tools.Tool, input string) (tools.Result,
 		}
 		recs = append(recs, m)
 	}
-	return res, cerr, recs
+	return res, recs, cerr
 }
 
 func TestLoggingRedacts(t *testing.T) {
@@ -82,7 +60,7 @@ func TestLoggingRedacts(t *testing.T) {
 	for _, tc := range secrets {
 		t.Run(tc.name, func(t *testing.T) {
 			in, _ := json.Marshal(map[string]string{"command": tc.text})
-			res, err, recs := run(t, cfg, fixed{name: "Bash", chunks: []tools.Chunk{{Text: tc.text}}}, string(in))
+			res, recs, err := run(t, cfg, middlewaretest.Tool{Name: "Bash", Chunks: []tools.Chunk{{Text: tc.text}}}, string(in))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,18 +82,19 @@ func TestLoggingRedacts(t *testing.T) {
 		})
 	}
 	// Short literal secrets are ignored rather than blanking ordinary text.
-	_, _, recs := run(t, cfg, fixed{name: "Bash", chunks: []tools.Chunk{{Text: "abc def"}}}, `{}`)
+	_, recs, _ := run(t, cfg, middlewaretest.Tool{Name: "Bash", Chunks: []tools.Chunk{{Text: "abc def"}}}, `{}`)
 	if got := recs[0]["output_preview"]; got != "abc def" {
 		t.Errorf("preview = %q, want abc def", got)
 	}
 }
 
 func TestLoggingRecord(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 5000)
 	tests := []struct {
 		name        string
 		cfg         Config
-		tool        fixed
+		tool        middlewaretest.Tool
 		wantLevel   string
 		wantOutcome string
 		wantBytes   float64
@@ -124,31 +103,31 @@ func TestLoggingRecord(t *testing.T) {
 		wantErr     bool
 		wantNoLog   bool
 	}{
-		{name: "success", tool: fixed{name: "Read", chunks: []tools.Chunk{{Text: "hello "}, {Text: "world"}}},
+		{name: "success", tool: middlewaretest.Tool{Name: "Read", Chunks: []tools.Chunk{{Text: "hello "}, {Text: "world"}}},
 			wantLevel: "INFO", wantOutcome: "success", wantBytes: 11, wantPreview: "hello world", wantInput: true},
-		{name: "tool error", tool: fixed{name: "Read", chunks: []tools.Chunk{{Text: "no such file", IsError: true}}},
+		{name: "tool error", tool: middlewaretest.Tool{Name: "Read", Chunks: []tools.Chunk{{Text: "no such file", IsError: true}}},
 			wantLevel: "INFO", wantOutcome: "error", wantBytes: 12, wantPreview: "no such file", wantInput: true},
-		{name: "failure", tool: fixed{name: "Read", chunks: []tools.Chunk{{Text: "partial"}}, err: errors.New("backend down, token=abcdef123")},
+		{name: "failure", tool: middlewaretest.Tool{Name: "Read", Chunks: []tools.Chunk{{Text: "partial"}}, Err: errors.New("backend down, token=abcdef123")},
 			wantLevel: "ERROR", wantOutcome: "failure", wantBytes: 7, wantPreview: "partial", wantInput: true, wantErr: true},
-		{name: "long output is previewed", tool: fixed{name: "Bash", chunks: []tools.Chunk{{Text: long}}},
+		{name: "long output is previewed", tool: middlewaretest.Tool{Name: "Bash", Chunks: []tools.Chunk{{Text: long}}},
 			wantLevel: "INFO", wantOutcome: "success", wantBytes: 5000, wantPreview: strings.Repeat("x", DefaultPreviewChars) + "… (5000 bytes in all)", wantInput: true},
-		{name: "data blocks count", tool: fixed{name: "Read", chunks: []tools.Chunk{{Data: []tools.DataBlock{{MediaType: "image/png", Data: make([]byte, 100)}}}}},
+		{name: "data blocks count", tool: middlewaretest.Tool{Name: "Read", Chunks: []tools.Chunk{{Data: []tools.DataBlock{{MediaType: "image/png", Data: make([]byte, 100)}}}}},
 			wantLevel: "INFO", wantOutcome: "success", wantBytes: 100, wantPreview: "", wantInput: true},
 		{name: "per-tool level, no preview, no input",
 			cfg:  Config{Tools: map[string]ToolConfig{"Bash": {Level: "debug", PreviewChars: -1, InputChars: -1}}},
-			tool: fixed{name: "Bash", chunks: []tools.Chunk{{Text: "ok"}}}, wantLevel: "DEBUG", wantOutcome: "success", wantBytes: 2, wantPreview: "-"},
+			tool: middlewaretest.Tool{Name: "Bash", Chunks: []tools.Chunk{{Text: "ok"}}}, wantLevel: "DEBUG", wantOutcome: "success", wantBytes: 2, wantPreview: "-"},
 		{name: "per-tool off", cfg: Config{Tools: map[string]ToolConfig{"Bash": {Off: true}}},
-			tool: fixed{name: "Bash", chunks: []tools.Chunk{{Text: "ok"}}}, wantNoLog: true},
+			tool: middlewaretest.Tool{Name: "Bash", Chunks: []tools.Chunk{{Text: "ok"}}}, wantNoLog: true},
 		{name: "per-tool override leaves other tools alone", cfg: Config{Level: "warn", Tools: map[string]ToolConfig{"Bash": {Off: true}}},
-			tool: fixed{name: "Read", chunks: []tools.Chunk{{Text: "ok"}}}, wantLevel: "WARN", wantOutcome: "success", wantBytes: 2, wantPreview: "ok", wantInput: true},
+			tool: middlewaretest.Tool{Name: "Read", Chunks: []tools.Chunk{{Text: "ok"}}}, wantLevel: "WARN", wantOutcome: "success", wantBytes: 2, wantPreview: "ok", wantInput: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err, recs := run(t, tc.cfg, tc.tool, `{"file_path":"/etc/hosts"}`)
+			res, recs, err := run(t, tc.cfg, tc.tool, `{"file_path":"/etc/hosts"}`)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
 			}
-			if !tc.wantErr && res.Content != strings.Join(texts(tc.tool.chunks), "") {
+			if !tc.wantErr && res.Content != tc.tool.Content() {
 				t.Errorf("content changed: %q", res.Content)
 			}
 			if tc.wantNoLog {
@@ -161,7 +140,7 @@ func TestLoggingRecord(t *testing.T) {
 				t.Fatalf("records = %d, want 1", len(recs))
 			}
 			r := recs[0]
-			if r["msg"] != "tool call" || r["tool"] != tc.tool.name || r["call_id"] != "call-1" || r["attempt"] != float64(2) {
+			if r["msg"] != "tool call" || r["tool"] != tc.tool.Name || r["call_id"] != "call-1" || r["attempt"] != float64(2) {
 				t.Errorf("identity fields = %v", r)
 			}
 			if _, ok := r["duration"].(float64); !ok {
@@ -191,15 +170,8 @@ func TestLoggingRecord(t *testing.T) {
 	}
 }
 
-func texts(cs []tools.Chunk) []string {
-	var out []string
-	for _, c := range cs {
-		out = append(out, c.Text)
-	}
-	return out
-}
-
 func TestNewRejectsBadLevel(t *testing.T) {
+	t.Parallel()
 	if _, err := New(Config{Level: "loud"}); err == nil {
 		t.Error("level loud accepted")
 	}

@@ -1,17 +1,18 @@
-// Package metrics is a tool-call middleware that records per-call
-// Prometheus metrics: warden_tool_duration_seconds{tool, outcome} and
-// warden_tool_output_bytes{tool}. Outcomes are success, error (the tool
-// reported an error) and failure (an infrastructure error). Tool names
-// are those of registered tools, so the labels stay bounded.
+// Package metrics is a tool-call middleware that records the size of
+// each call's output: warden_tool_output_bytes{tool}, defined in the
+// top-level metrics package. Call durations and outcomes are recorded by
+// the tool activity (warden_tool_call_duration_seconds{tool, outcome}),
+// around the whole middleware chain, so this middleware does not time
+// calls itself. Tool names are those of registered tools, so the labels
+// stay bounded.
 package metrics
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware"
 	"github.com/wardenhq/warden/tools"
 )
@@ -23,13 +24,6 @@ type Config struct {
 	Registerer prometheus.Registerer `yaml:"-"`
 }
 
-// Outcomes, the values of the outcome label.
-const (
-	OutcomeSuccess = "success"
-	OutcomeError   = "error"
-	OutcomeFailure = "failure"
-)
-
 // New registers the metrics and returns the middleware. Registering
 // twice on one registry is an error.
 func New(cfg Config) (middleware.Middleware, error) {
@@ -37,38 +31,16 @@ func New(cfg Config) (middleware.Middleware, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
-	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "warden_tool_duration_seconds",
-		Help:    "Wall time of tool calls through the middleware chain, by tool and outcome (success, error, failure).",
-		Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
-	}, []string{"tool", "outcome"})
-	size := prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "warden_tool_output_bytes",
-		Help:    "Size of tool call outputs (text and data blocks) in bytes.",
-		Buckets: prometheus.ExponentialBuckets(64, 4, 10),
-	}, []string{"tool"})
-	for _, c := range []prometheus.Collector{duration, size} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("metrics: %w", err)
-		}
+	size, err := metrics.NewToolOutput(reg)
+	if err != nil {
+		return nil, err // "metrics: ..."; std.Build adds "middleware metrics: "
 	}
 	return func(next middleware.Handler) middleware.Handler {
 		return func(ctx context.Context, c middleware.Call) tools.Stream {
 			return func(yield func(tools.Chunk, error) bool) {
-				name := c.Name()
-				start := time.Now()
-				outcome, n := OutcomeSuccess, 0
-				defer func() {
-					duration.WithLabelValues(name, outcome).Observe(time.Since(start).Seconds())
-					size.WithLabelValues(name).Observe(float64(n))
-				}()
+				n := 0
+				defer func() { size.Observe(c.Name(), n) }()
 				for ch, err := range next(ctx, c) {
-					switch {
-					case err != nil:
-						outcome = OutcomeFailure
-					case ch.IsError && outcome == OutcomeSuccess:
-						outcome = OutcomeError
-					}
 					n += len(ch.Text)
 					for _, d := range ch.Data {
 						n += len(d.Data)

@@ -2,41 +2,19 @@ package reduce
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
 
 	"github.com/wardenhq/warden/middleware"
+	"github.com/wardenhq/warden/middleware/middlewaretest"
 	"github.com/wardenhq/warden/tools"
 )
-
-// chunks is a tool that yields fixed chunks and then, optionally, an
-// error.
-type chunks struct {
-	name string
-	cs   []tools.Chunk
-	err  error
-}
-
-func (c chunks) Info() tools.Info { return tools.Info{Name: c.name} }
-
-func (c chunks) Call(context.Context, *tools.Env, json.RawMessage) tools.Stream {
-	return func(yield func(tools.Chunk, error) bool) {
-		for _, ch := range c.cs {
-			if !yield(ch, nil) {
-				return
-			}
-		}
-		if c.err != nil {
-			yield(tools.Chunk{}, c.err)
-		}
-	}
-}
 
 func frac(f float64) *float64 { return &f }
 
 func TestCut(t *testing.T) {
+	t.Parallel()
 	digits := "0123456789abcdefghij" // 20 characters
 	tests := []struct {
 		name string
@@ -64,12 +42,13 @@ func TestCut(t *testing.T) {
 }
 
 func TestReduceMiddleware(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("a", 600) + strings.Repeat("m", 800) + strings.Repeat("z", 600) // 2000 chars
 	split := []tools.Chunk{{Text: long[:700]}, {Text: long[700:1500], Metadata: map[string]any{"exit_code": 0}}, {Text: long[1500:]}}
 	tests := []struct {
 		name      string
 		cfg       map[string]Config
-		tool      chunks
+		tool      middlewaretest.Tool
 		wantText  string
 		wantError bool
 		wantMeta  map[string]any
@@ -79,39 +58,39 @@ func TestReduceMiddleware(t *testing.T) {
 		{
 			name:     "default half and half",
 			cfg:      map[string]Config{Default: {MaxChars: 1000}},
-			tool:     chunks{name: "Bash", cs: split},
+			tool:     middlewaretest.Tool{Name: "Bash", Chunks: split},
 			wantText: strings.Repeat("a", 500) + "\n\n[... 1000 of 2000 characters cut ...]\n\n" + strings.Repeat("z", 500),
 			wantMeta: map[string]any{"exit_code": 0}, wantN: 1,
 		},
 		{
 			name:     "per tool head fraction",
 			cfg:      map[string]Config{Default: {MaxChars: 1000}, "Bash": {MaxChars: 100, HeadFraction: frac(0.2)}},
-			tool:     chunks{name: "Bash", cs: split},
+			tool:     middlewaretest.Tool{Name: "Bash", Chunks: split},
 			wantText: strings.Repeat("a", 20) + "\n\n[... 1900 of 2000 characters cut ...]\n\n" + strings.Repeat("z", 80),
 			wantMeta: map[string]any{"exit_code": 0}, wantN: 1,
 		},
 		{
 			name:     "error flag and data kept",
 			cfg:      map[string]Config{"Bash": {MaxChars: 10}},
-			tool:     chunks{name: "Bash", cs: []tools.Chunk{{Text: strings.Repeat("x", 30)}, {Text: "boom", IsError: true, Data: []tools.DataBlock{{MediaType: "image/png", Data: []byte{1}}}}}},
+			tool:     middlewaretest.Tool{Name: "Bash", Chunks: []tools.Chunk{{Text: strings.Repeat("x", 30)}, {Text: "boom", IsError: true, Data: []tools.DataBlock{{MediaType: "image/png", Data: []byte{1}}}}}},
 			wantText: "xxxxx\n\n[... 24 of 34 characters cut ...]\n\nxboom", wantError: true, wantData: 1, wantN: 1,
 		},
 		{
 			name:     "short output merged unchanged",
 			cfg:      map[string]Config{Default: {MaxChars: 1000}},
-			tool:     chunks{name: "Read", cs: []tools.Chunk{{Text: "one "}, {Text: "two"}}},
+			tool:     middlewaretest.Tool{Name: "Read", Chunks: []tools.Chunk{{Text: "one "}, {Text: "two"}}},
 			wantText: "one two", wantN: 1,
 		},
 		{
 			name:     "tool without settings passes through",
 			cfg:      map[string]Config{"Bash": {MaxChars: 10}},
-			tool:     chunks{name: "Read", cs: split},
+			tool:     middlewaretest.Tool{Name: "Read", Chunks: split},
 			wantText: long, wantMeta: map[string]any{"exit_code": 0}, wantN: 3,
 		},
 		{
 			name:     "zero config passes through",
 			cfg:      nil,
-			tool:     chunks{name: "Read", cs: split},
+			tool:     middlewaretest.Tool{Name: "Read", Chunks: split},
 			wantText: long, wantMeta: map[string]any{"exit_code": 0}, wantN: 3,
 		},
 	}
@@ -149,18 +128,19 @@ func TestReduceMiddleware(t *testing.T) {
 }
 
 func TestReducePassesErrors(t *testing.T) {
+	t.Parallel()
 	mw, err := New(Config{MaxChars: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
 	boom := errors.New("backend down")
-	_, err = tools.Collect(mw(middleware.Terminal)(context.Background(), middleware.Call{Tool: chunks{name: "Bash", cs: []tools.Chunk{{Text: "partial output"}}, err: boom}}))
+	_, err = middlewaretest.Run(context.Background(), mw, middleware.Call{Tool: middlewaretest.Tool{Name: "Bash", Chunks: []tools.Chunk{{Text: "partial output"}}, Err: boom}})
 	if !errors.Is(err, boom) {
 		t.Errorf("err = %v, want %v", err, boom)
 	}
 	// An empty stream stays empty.
 	n := 0
-	for range mw(middleware.Terminal)(context.Background(), middleware.Call{Tool: chunks{name: "Bash"}}) {
+	for range mw(middleware.Terminal)(context.Background(), middleware.Call{Tool: middlewaretest.Tool{Name: "Bash"}}) {
 		n++
 	}
 	if n != 0 {
@@ -169,6 +149,7 @@ func TestReducePassesErrors(t *testing.T) {
 }
 
 func TestNewValidates(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []Config{{MaxChars: -1}, {MaxChars: 10, HeadFraction: frac(1.5)}, {MaxChars: 10, HeadFraction: frac(-0.1)}} {
 		if _, err := New(cfg); err == nil {
 			t.Errorf("New(%+v) accepted", cfg)

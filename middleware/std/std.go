@@ -1,7 +1,8 @@
 // Package std builds warden's standard tool-call middleware chain from
 // configuration: logging (outermost), metrics, concurrency limits and
-// output reduction (innermost). Metrics therefore include the time a
-// call waits for a slot, and logging and metrics see the reduced output.
+// output reduction (innermost). Logging's durations therefore include the
+// time a call waits for a slot, and logging and metrics see the reduced
+// output.
 package std
 
 import (
@@ -26,8 +27,8 @@ type Config struct {
 	Limits map[string]int `yaml:"limits"`
 	// Reduce shortens outputs per tool name ("*": every other tool).
 	Reduce map[string]reduce.Config `yaml:"reduce"`
-	// Metrics records warden_tool_duration_seconds and
-	// warden_tool_output_bytes.
+	// Metrics records warden_tool_output_bytes (call durations are
+	// recorded by the tool activity, whatever this says).
 	Metrics bool `yaml:"metrics"`
 }
 

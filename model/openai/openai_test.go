@@ -3,80 +3,21 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/model/modeltest"
 )
 
 const testKey = "sk-test-5f3a9c1e7b2d"
 
-// reply is one canned HTTP answer of the fake server.
-type reply struct {
-	status int
-	header map[string]string
-	body   string
-}
-
-// fakeServer speaks the Chat Completions wire format from canned replies
-// (the last one repeats) and records every request.
-type fakeServer struct {
-	t       *testing.T
-	srv     *httptest.Server
-	mu      sync.Mutex
-	replies []reply
-	reqs    []recorded
-}
-
-// recorded is one request the server received.
-type recorded struct {
-	method, path string
-	header       http.Header
-	body         []byte
-}
-
-func newFakeServer(t *testing.T, replies ...reply) *fakeServer {
+// newModel builds a model talking to s with the test key.
+func newModel(t *testing.T, s *modeltest.Server, cfg Config) *Model {
 	t.Helper()
-	f := &fakeServer{t: t, replies: replies}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeServer) serve(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		f.t.Errorf("read request body: %v", err)
-	}
-	f.mu.Lock()
-	f.reqs = append(f.reqs, recorded{method: r.Method, path: r.URL.Path, header: r.Header.Clone(), body: body})
-	rp := f.replies[min(len(f.reqs), len(f.replies))-1]
-	f.mu.Unlock()
-	for k, v := range rp.header {
-		w.Header().Set(k, v)
-	}
-	if w.Header().Get("Content-Type") == "" {
-		w.Header().Set("Content-Type", "application/json")
-	}
-	w.WriteHeader(rp.status)
-	_, _ = io.WriteString(w, rp.body)
-}
-
-func (f *fakeServer) requests() []recorded {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]recorded(nil), f.reqs...)
-}
-
-func (f *fakeServer) model(t *testing.T, cfg Config) *Model {
-	t.Helper()
-	cfg.BaseURL = f.srv.URL + "/v1"
+	cfg.BaseURL = s.URL() + "/v1"
 	if cfg.APIKey == "" {
 		cfg.APIKey = testKey
 	}
@@ -91,13 +32,13 @@ func (f *fakeServer) model(t *testing.T, cfg Config) *Model {
 }
 
 // sse renders data lines as a text/event-stream reply.
-func sse(events ...string) reply {
+func sse(events ...string) modeltest.Reply {
 	var b strings.Builder
 	for _, e := range events {
 		b.WriteString("data: " + e + "\n\n")
 	}
 	b.WriteString("data: [DONE]\n\n")
-	return reply{status: 200, header: map[string]string{"Content-Type": "text/event-stream"}, body: b.String()}
+	return modeltest.Reply{Status: 200, Header: map[string]string{"Content-Type": "text/event-stream"}, Body: b.String()}
 }
 
 // conversation exercises every message kind.
@@ -138,33 +79,16 @@ const wantTools = `[
    "parameters":{"type":"object","properties":{}}}}
 ]`
 
-// jsonEqual reports whether two JSON texts hold the same value.
-func jsonEqual(t *testing.T, what string, got json.RawMessage, want string) {
-	t.Helper()
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatalf("%s: got invalid JSON %s: %v", what, got, err)
-	}
-	if err := json.Unmarshal([]byte(want), &w); err != nil {
-		t.Fatalf("%s: want invalid JSON: %v", what, err)
-	}
-	gb, _ := json.Marshal(g)
-	wb, _ := json.Marshal(w)
-	if string(gb) != string(wb) {
-		t.Errorf("%s:\n got %s\nwant %s", what, gb, wb)
-	}
-}
-
 // checkRequest asserts the parts of the request both modes share.
-func checkRequest(t *testing.T, r recorded) map[string]json.RawMessage {
+func checkRequest(t *testing.T, r modeltest.Request) map[string]json.RawMessage {
 	t.Helper()
-	if r.method != http.MethodPost || r.path != "/v1/chat/completions" {
-		t.Errorf("request = %s %s, want POST /v1/chat/completions", r.method, r.path)
+	if r.Method != http.MethodPost || r.Path != "/v1/chat/completions" {
+		t.Errorf("request = %s %s, want POST /v1/chat/completions", r.Method, r.Path)
 	}
-	if got := r.header.Get("Authorization"); got != "Bearer "+testKey {
+	if got := r.Header.Get("Authorization"); got != "Bearer "+testKey {
 		t.Errorf("Authorization = %q, want the bearer key", got)
 	}
-	for k, vs := range r.header {
+	for k, vs := range r.Header {
 		if strings.EqualFold(k, "Authorization") {
 			continue
 		}
@@ -174,18 +98,18 @@ func checkRequest(t *testing.T, r recorded) map[string]json.RawMessage {
 			}
 		}
 	}
-	if strings.Contains(string(r.body), testKey) {
+	if strings.Contains(string(r.Body), testKey) {
 		t.Errorf("key leaked in body")
 	}
 	var body map[string]json.RawMessage
-	if err := json.Unmarshal(r.body, &body); err != nil {
+	if err := json.Unmarshal(r.Body, &body); err != nil {
 		t.Fatalf("request body: %v", err)
 	}
-	jsonEqual(t, "model", body["model"], `"gpt-test"`)
-	jsonEqual(t, "messages", body["messages"], wantMessages)
-	jsonEqual(t, "tools", body["tools"], wantTools)
-	jsonEqual(t, "max_completion_tokens", body["max_completion_tokens"], `512`)
-	jsonEqual(t, "temperature", body["temperature"], `0.2`)
+	modeltest.JSONEqual(t, "model", body["model"], `"gpt-test"`)
+	modeltest.JSONEqual(t, "messages", body["messages"], wantMessages)
+	modeltest.JSONEqual(t, "tools", body["tools"], wantTools)
+	modeltest.JSONEqual(t, "max_completion_tokens", body["max_completion_tokens"], `512`)
+	modeltest.JSONEqual(t, "temperature", body["temperature"], `0.2`)
 	if _, ok := body["max_tokens"]; ok {
 		t.Errorf("max_tokens sent alongside max_completion_tokens")
 	}
@@ -218,7 +142,7 @@ func checkResponse(t *testing.T, got model.Response) {
 		if g.ID != w.ID || g.Name != w.Name {
 			t.Errorf("call %d = %s %s, want %s %s", i, g.ID, g.Name, w.ID, w.Name)
 		}
-		jsonEqual(t, fmt.Sprintf("call %d input", i), g.Input, string(w.Input))
+		modeltest.JSONEqual(t, fmt.Sprintf("call %d input", i), g.Input, string(w.Input))
 	}
 }
 
@@ -228,7 +152,8 @@ func testConfig(stream bool) Config {
 }
 
 func TestGenerate(t *testing.T) {
-	f := newFakeServer(t, reply{status: 200, body: `{
+	t.Parallel()
+	f := modeltest.NewServer(t, modeltest.Reply{Status: 200, Body: `{
   "id": "chatcmpl-1", "object": "chat.completion", "created": 1700000000, "model": "gpt-test",
   "choices": [{"index": 0, "finish_reason": "tool_calls", "logprobs": null,
     "message": {"role": "assistant", "content": "Reading two files.", "refusal": null,
@@ -237,13 +162,13 @@ func TestGenerate(t *testing.T) {
         {"id": "call_b", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\": \"ls"}}]}}],
   "usage": {"prompt_tokens": 120, "completion_tokens": 34, "total_tokens": 154}
 }`})
-	m := f.model(t, testConfig(false))
+	m := newModel(t, f, testConfig(false))
 	got, err := m.Generate(context.Background(), conversation())
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
 	checkResponse(t, got)
-	reqs := f.requests()
+	reqs := f.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests, want 1", len(reqs))
 	}
@@ -254,6 +179,7 @@ func TestGenerate(t *testing.T) {
 }
 
 func TestGenerateStream(t *testing.T) {
+	t.Parallel()
 	// Two tool calls whose ids, names and arguments arrive across
 	// several chunks and interleave; usage comes in a last chunk with no
 	// choices, as with stream_options.include_usage.
@@ -265,7 +191,7 @@ func TestGenerateStream(t *testing.T) {
 		return `{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1700000000,"model":"gpt-test",` +
 			`"choices":[{"index":0,"delta":` + delta + `,"logprobs":null,"finish_reason":` + fr + `}]}`
 	}
-	f := newFakeServer(t, sse(
+	f := modeltest.NewServer(t, sse(
 		chunk(`{"role":"assistant","content":""}`, ""),
 		chunk(`{"content":"Reading "}`, ""),
 		chunk(`{"content":"two files."}`, ""),
@@ -278,28 +204,29 @@ func TestGenerateStream(t *testing.T) {
 		`{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1700000000,"model":"gpt-test","choices":[],`+
 			`"usage":{"prompt_tokens":120,"completion_tokens":34,"total_tokens":154}}`,
 	))
-	m := f.model(t, testConfig(true))
+	m := newModel(t, f, testConfig(true))
 	got, err := m.Generate(context.Background(), conversation())
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
 	checkResponse(t, got)
-	reqs := f.requests()
+	reqs := f.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("%d requests, want 1", len(reqs))
 	}
 	body := checkRequest(t, reqs[0])
-	jsonEqual(t, "stream", body["stream"], `true`)
-	jsonEqual(t, "stream_options", body["stream_options"], `{"include_usage":true}`)
+	modeltest.JSONEqual(t, "stream", body["stream"], `true`)
+	modeltest.JSONEqual(t, "stream_options", body["stream_options"], `{"include_usage":true}`)
 }
 
 func TestStreamCompleteCallsAtOneIndex(t *testing.T) {
+	t.Parallel()
 	// Some servers send each finished call whole, all at index 0.
-	f := newFakeServer(t, sse(
+	f := modeltest.NewServer(t, sse(
 		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_x","type":"function","function":{"name":"A","arguments":"{}"}}]},"finish_reason":null}]}`,
 		`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_y","type":"function","function":{"name":"B","arguments":"{\"n\":1}"}}]},"finish_reason":"tool_calls"}]}`,
 	))
-	m := f.model(t, Config{Stream: true})
+	m := newModel(t, f, Config{Stream: true})
 	got, err := m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "go"}}})
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
@@ -314,153 +241,63 @@ const okBody = `{"id":"c","object":"chat.completion","created":1,"model":"gpt-te
  "choices":[{"index":0,"finish_reason":"stop","logprobs":null,"message":{"role":"assistant","content":"done","refusal":null}}],
  "usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`
 
-// fast makes the SDK retry at once.
-var fast = map[string]string{"Retry-After-Ms": "1"}
-
-func TestRetryThenSuccess(t *testing.T) {
-	for _, stream := range []bool{false, true} {
-		t.Run(fmt.Sprintf("stream=%v", stream), func(t *testing.T) {
-			ok := reply{status: 200, body: okBody}
-			if stream {
-				ok = sse(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"done"},"finish_reason":"stop"}]}`)
-			}
-			f := newFakeServer(t,
-				reply{status: 429, header: fast, body: `{"error":{"message":"Rate limit reached","type":"requests","code":"rate_limit_exceeded"}}`},
-				ok)
-			m := f.model(t, Config{Stream: stream})
-			got, err := m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}})
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	modeltest.Run(t, modeltest.Provider{
+		Name: "openai",
+		Key:  testKey,
+		New: func(t *testing.T, baseURL string, stream bool, maxRetries int) model.Model {
+			m, err := New(Config{BaseURL: baseURL + "/v1", APIKey: testKey, Model: "gpt-test", Stream: stream, MaxRetries: maxRetries})
 			if err != nil {
-				t.Fatalf("Generate: %v", err)
+				t.Fatalf("New: %v", err)
 			}
-			if got.Text != "done" {
-				t.Errorf("Text = %q, want done", got.Text)
-			}
-			if n := len(f.requests()); n != 2 {
-				t.Errorf("%d requests, want 2 (429 then success)", n)
-			}
-		})
-	}
-}
-
-func TestErrors(t *testing.T) {
-	tests := []struct {
-		name       string
-		reply      reply
-		stream     bool
-		wantStatus int
-		retryable  bool
-		attempts   int
-		wantText   string
-	}{
-		{
-			name:       "401 not retried",
-			reply:      reply{status: 401, header: fast, body: `{"error":{"message":"Incorrect API key provided: ` + testKey + `.","type":"invalid_request_error","code":"invalid_api_key"}}`},
-			wantStatus: 401, retryable: false, attempts: 1, wantText: "Incorrect API key provided",
+			return m
 		},
-		{
-			name:       "401 streamed",
-			stream:     true,
-			reply:      reply{status: 401, header: fast, body: `{"error":{"message":"bad key ` + testKey + `","type":"invalid_request_error"}}`},
-			wantStatus: 401, retryable: false, attempts: 1, wantText: "bad key",
-		},
-		{
-			name:       "500 after retries",
-			reply:      reply{status: 500, header: fast, body: `{"error":{"message":"The server had an error","type":"server_error"}}`},
-			wantStatus: 500, retryable: true, attempts: 3, wantText: "The server had an error",
-		},
-		{
-			name:       "500 streamed after retries",
-			stream:     true,
-			reply:      reply{status: 503, header: fast, body: `upstream unavailable`},
-			wantStatus: 503, retryable: true, attempts: 3, wantText: "upstream unavailable",
-		},
-		{
-			name:       "vLLM-shaped 400",
-			reply:      reply{status: 400, header: fast, body: `{"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}`},
-			wantStatus: 400, retryable: false, attempts: 1, wantText: "maximum context length",
-		},
-		{
-			name:       "404 html",
-			reply:      reply{status: 404, header: map[string]string{"Content-Type": "text/html"}, body: `<html>not found</html>`},
-			wantStatus: 404, retryable: false, attempts: 1, wantText: "not found",
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			f := newFakeServer(t, tt.reply)
-			m := f.model(t, Config{Stream: tt.stream})
-			_, err := m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}})
-			t.Logf("error: %v", err)
-			var me *model.Error
-			if !errors.As(err, &me) {
-				t.Fatalf("error %v (%T) is not a *model.Error", err, err)
+		OK: func(stream bool) modeltest.Reply {
+			if stream {
+				return sse(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"done"},"finish_reason":"stop"}]}`)
 			}
-			if me.Provider != "openai" || me.Status != tt.wantStatus || me.Retryable != tt.retryable {
-				t.Errorf("error = %+v, want status %d retryable %v", me, tt.wantStatus, tt.retryable)
-			}
-			if n := len(f.requests()); n != tt.attempts {
-				t.Errorf("%d requests, want %d", n, tt.attempts)
-			}
-			if !strings.Contains(err.Error(), tt.wantText) {
-				t.Errorf("error %q does not contain %q", err, tt.wantText)
-			}
-			if strings.Contains(err.Error(), testKey) || strings.Contains(fmt.Sprintf("%+v %#v", err, me), testKey) {
-				t.Errorf("error leaks the key: %v", err)
-			}
-		})
-	}
-}
-
-func TestMaxRetries(t *testing.T) {
-	f := newFakeServer(t, reply{status: 429, header: fast, body: `{"error":{"message":"slow down"}}`})
-	m := f.model(t, Config{MaxRetries: -1})
-	_, err := m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}})
-	var me *model.Error
-	if !errors.As(err, &me) || me.Status != 429 || !me.Retryable {
-		t.Fatalf("err = %v, want retryable 429", err)
-	}
-	if n := len(f.requests()); n != 1 {
-		t.Errorf("%d requests with retries disabled, want 1", n)
-	}
-}
-
-func TestTransportError(t *testing.T) {
-	srv := httptest.NewServer(http.NotFoundHandler())
-	url := srv.URL
-	srv.Close()
-	m, err := New(Config{BaseURL: url + "/v1", APIKey: testKey, Model: "m", MaxRetries: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}})
-	var me *model.Error
-	if !errors.As(err, &me) || me.Status != 0 || !me.Retryable {
-		t.Fatalf("err = %v, want retryable transport *model.Error", err)
-	}
-	if strings.Contains(err.Error(), testKey) {
-		t.Errorf("error leaks the key: %v", err)
-	}
+			return modeltest.Reply{Status: 200, Body: okBody}
+		},
+		ErrorBody: func(msg string) string {
+			b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "invalid_request_error"}})
+			return string(b)
+		},
+		DefaultAttempts: 1 + DefaultMaxRetries,
+		Errors: []modeltest.ErrorCase{
+			{
+				Name:   "vLLM-shaped 400",
+				Reply:  modeltest.Reply{Status: 400, Header: modeltest.Fast(), Body: `{"object":"error","message":"This model's maximum context length is 4096 tokens.","type":"BadRequestError","param":null,"code":400}`},
+				Status: 400, Attempts: 1, Text: "maximum context length",
+			},
+			{
+				Name:   "404 html",
+				Reply:  modeltest.Reply{Status: 404, Header: map[string]string{"Content-Type": "text/html"}, Body: `<html>not found</html>`},
+				Status: 404, Attempts: 1, Text: "not found",
+			},
+		},
+	})
 }
 
 func TestLegacyMaxTokensAndNoKey(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
-	f := newFakeServer(t, reply{status: 200, body: okBody})
-	m, err := New(Config{BaseURL: f.srv.URL + "/v1", Model: "local", MaxTokens: 64, LegacyMaxTokens: true})
+	f := modeltest.NewServer(t, modeltest.Reply{Status: 200, Body: okBody})
+	m, err := New(Config{BaseURL: f.URL() + "/v1", Model: "local", MaxTokens: 64, LegacyMaxTokens: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}}); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	r := f.requests()[0]
-	if got := r.header.Get("Authorization"); got != "" {
+	r := f.Requests()[0]
+	if got := r.Header.Get("Authorization"); got != "" {
 		t.Errorf("Authorization = %q with no key, want none", got)
 	}
 	var body map[string]json.RawMessage
-	if err := json.Unmarshal(r.body, &body); err != nil {
+	if err := json.Unmarshal(r.Body, &body); err != nil {
 		t.Fatal(err)
 	}
-	jsonEqual(t, "max_tokens", body["max_tokens"], `64`)
+	modeltest.JSONEqual(t, "max_tokens", body["max_tokens"], `64`)
 	if _, ok := body["max_completion_tokens"]; ok {
 		t.Errorf("max_completion_tokens sent with LegacyMaxTokens")
 	}
@@ -468,20 +305,21 @@ func TestLegacyMaxTokensAndNoKey(t *testing.T) {
 
 func TestAPIKeyFromEnv(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", testKey)
-	f := newFakeServer(t, reply{status: 200, body: okBody})
-	m, err := New(Config{BaseURL: f.srv.URL + "/v1", Model: "m"})
+	f := modeltest.NewServer(t, modeltest.Reply{Status: 200, Body: okBody})
+	m, err := New(Config{BaseURL: f.URL() + "/v1", Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Generate(context.Background(), model.Request{Messages: []model.Message{{Role: model.RoleUser, Content: "hi"}}}); err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	if got := f.requests()[0].header.Get("Authorization"); got != "Bearer "+testKey {
+	if got := f.Requests()[0].Header.Get("Authorization"); got != "Bearer "+testKey {
 		t.Errorf("Authorization = %q, want key from $OPENAI_API_KEY", got)
 	}
 }
 
 func TestNewValidates(t *testing.T) {
+	t.Parallel()
 	for _, cfg := range []Config{
 		{},
 		{Model: "m", BaseURL: "localhost:8000"},
@@ -494,6 +332,7 @@ func TestNewValidates(t *testing.T) {
 }
 
 func TestArgumentsRoundTrip(t *testing.T) {
+	t.Parallel()
 	for _, s := range []string{`{"a":1}`, `{bad`, ``, `[1,2]`} {
 		in := arguments(s)
 		if !json.Valid(in) {

@@ -11,6 +11,7 @@ import (
 // TestFastPathMatchesParser: wherever the fast path applies, it gives
 // the same units, accesses and verdicts as the parser.
 func TestFastPathMatchesParser(t *testing.T) {
+	t.Parallel()
 	cmds := loadCorpus(t)
 	extra := []string{
 		"ls", "ls;", "cd src && ls", "cd / || ls", "true | cd / && ls", "cd src && cd .. && ls",
@@ -21,7 +22,7 @@ func TestFastPathMatchesParser(t *testing.T) {
 		"ls &&", "&& ls", "ls & pwd", "ls |& cat", "time ls", "if true", "FOO=1 ls", "ls ;; pwd",
 		"grep -n 'a b' file", "find . -name '*.go'", `echo "hello world"`, `git commit -m "fix: x"`,
 		`ls 'a'"b"c`, "'ls' -la", `"if" x`, `'FOO=1' ls`, `echo 'unterminated`, `echo "a'b" 'c"d'`,
-		`sort '-o' /etc/x y`, `cat "$HOME"`, "echo '{a,b}' '~'", `echo "a"`,
+		`sort '-o' /etc/x y`, `cat "$HOME"`, "echo '{a,b}' '~'", "echo \"a\b\"",
 	}
 	cmds = append(cmds, extra...)
 	cfg := testCfg

@@ -8,6 +8,7 @@ import (
 )
 
 func TestMatchRule(t *testing.T) {
+	t.Parallel()
 	type tc struct {
 		rule, cmd string
 		b         permission.Behavior
@@ -55,6 +56,7 @@ func TestMatchRule(t *testing.T) {
 }
 
 func TestSuggestions(t *testing.T) {
+	t.Parallel()
 	cases := map[string][]string{
 		"git add . && git commit -m 'x'": {"git add:*", "git commit:*"},
 		"npm run build":                  {"npm run:*"},
@@ -84,6 +86,7 @@ func TestSuggestions(t *testing.T) {
 }
 
 func TestDangerousListsReplaceable(t *testing.T) {
+	t.Parallel()
 	off := Config{Workdir: "/w", DangerousFiles: []string{}, DangerousDirs: []string{}}
 	if d := Analyze("touch .env", off).Check(permission.ModeAcceptEdits); d.Behavior != allow {
 		t.Errorf("with checks off: %s %q", d.Behavior, d.Message)

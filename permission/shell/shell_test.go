@@ -186,6 +186,7 @@ func init() {
 }
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	for _, c := range checkCases {
 		t.Run(string(c.mode)+"/"+c.cmd, func(t *testing.T) {
 			a := Analyze(c.cmd, testCfg)

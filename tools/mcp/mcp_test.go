@@ -250,6 +250,7 @@ func (s *swapHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestStreamableHTTP(t *testing.T) {
+	t.Parallel()
 	newHandler := func() http.Handler {
 		srv := echoserver.New()
 		mh := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, nil)
@@ -289,6 +290,7 @@ func TestStreamableHTTP(t *testing.T) {
 }
 
 func TestServerConfigValidate(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		cfg  ServerConfig
 		want string
@@ -317,6 +319,7 @@ func TestServerConfigValidate(t *testing.T) {
 }
 
 func TestToolName(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ server, tool, want string }{
 		{"echo", "echo", "mcp__echo__echo"},
 		{"my server", "read.file", "mcp__my_server__read_file"},
