@@ -176,6 +176,15 @@ func (k *Keyring) Authenticate(key string) (Principal, bool) {
 	}
 	d := digest(key)
 	_ = k.reload(false)
+	if p, ok := k.lookup(d); ok {
+		return p, true
+	}
+	// A key created a moment ago: look at the file now, not in a second.
+	_ = k.reload(true)
+	return k.lookup(d)
+}
+
+func (k *Keyring) lookup(d string) (Principal, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, m := range []map[string]Principal{k.mem, k.file} {

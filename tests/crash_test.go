@@ -19,6 +19,7 @@ import (
 	tclient "go.temporal.io/sdk/client"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -89,9 +90,16 @@ func runStarter(t *testing.T, bin, dir string, args ...string) (string, error) {
 	return stdout.String(), err
 }
 
-func dialAt(t *testing.T, addr string) tclient.Client {
+// dialAt dials an embedded worker's server with the key in keyFile (the
+// operator key it wrote under its data directory).
+func dialAt(t *testing.T, addr, keyFile string) tclient.Client {
 	t.Helper()
-	c, err := tclient.DialContext(ctxT(t, 30*time.Second), tclient.Options{HostPort: addr, Namespace: "default", Logger: quietLog()})
+	o, err := config.Temporal{Address: addr, Namespace: "default", KeyFile: keyFile}.ClientOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.Logger = quietLog()
+	c, err := tclient.DialContext(ctxT(t, 30*time.Second), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +128,7 @@ func TestCrashEmbeddedServerSIGKILL(t *testing.T) {
 	defer func() { killProcess(t, proc) }()
 
 	ctx := ctxT(t, 3*time.Minute)
-	c := dialAt(t, addr)
+	c := dialAt(t, addr, filepath.Join(dataDir, "auth", "operator.key"))
 	cl := client.New(c, "crash")
 	cl.PollInterval = 50 * time.Millisecond
 	s := script(t, "steps:\n  - tool_calls: [{id: rm1, name: Bash, input: {command: \"rm -rf ./build && echo once >> marker.txt\"}}]\n  - text: cleaned\n")
@@ -168,7 +176,7 @@ func TestCrashEmbeddedServerSIGKILL(t *testing.T) {
 		t.Errorf("approve printed %q", out)
 	}
 
-	c = dialAt(t, addr)
+	c = dialAt(t, addr, filepath.Join(dataDir, "auth", "operator.key"))
 	defer c.Close()
 	cl = client.New(c, "crash")
 	res, err := cl.Result(ctx, id)

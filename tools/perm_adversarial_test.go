@@ -196,6 +196,10 @@ var adversarialCases = []adversarialCase{
 	{"read outside", "head -c 200 /proc/self/environ", aAsk, "sensitive path"},
 	{"read outside", "cat /proc/1/environ", aAsk, "sensitive path"},
 	{"read outside", "cat ~/.ssh/id_rsa", aAsk, "sensitive path"},
+	// An output redirection does not hide what the command reads.
+	{"read outside", "cat ~/.ssh/id_rsa > out.txt", aAsk, "sensitive path"},
+	{"read outside", "head -c 100 ~/.aws/credentials >> notes.txt", aAsk, "sensitive path"},
+	{"read outside", "cat /etc/passwd > copy.txt", aAsk, "the read of /etc/passwd"},
 	{"read outside", "cat /etc/shadow", aAsk, "sensitive path"},
 	{"read outside", "grep -r KEY ~/.aws", aAsk, "sensitive path"},
 	{"read outside", "ls ../other", aAsk, "outside the working directories"},

@@ -55,7 +55,10 @@ func (a *Analysis) Accesses() []Access {
 				add(u, r.target, false)
 			}
 		}
-		if unitRO(u) != "" {
+		// The reads of a read-only command are known; so are those of
+		// one that only writes through an output redirection ("cat
+		// ~/.ssh/id_rsa > out" still reads the key).
+		if unitRO(u) != "" && readsUnknown(u) {
 			continue
 		}
 		reads, cwd := u.readArgs(a.cfg.Home)
@@ -299,4 +302,17 @@ func (u *unit) recursive() bool {
 		}
 	}
 	return false
+}
+
+// readsUnknown reports whether a command's reads cannot be listed: it is
+// not read-only even with its output redirections taken away.
+func readsUnknown(u *unit) bool {
+	c := *u
+	c.redirs = nil
+	for _, r := range u.redirs {
+		if !writeRedir(r) {
+			c.redirs = append(c.redirs, r)
+		}
+	}
+	return unitROWhy(&c) != ""
 }
