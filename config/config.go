@@ -139,6 +139,11 @@ type Inbox struct {
 	// with the token from WARDEN_INBOX_TOKEN or a random one it prints.
 	Users map[string]inbox.User `yaml:"users"`
 	Roles map[string]inbox.Role `yaml:"roles"`
+	// KeyFile is the inbox's delegate key (`starter keys create inbox
+	// --role delegate`) for a worker that joins a warden server with
+	// --temporal-address. An embedded worker gives its inbox a key that
+	// lives only in memory.
+	KeyFile string `yaml:"key_file"`
 }
 
 // Notify configures webhook notifications about waiting calls.

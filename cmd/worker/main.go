@@ -208,6 +208,11 @@ func run(args []string) error {
 		}
 		copts.HostPort, copts.ConnectionOptions, copts.Credentials = cluster.HostPort, cluster.ConnectionOptions, cluster.Credentials
 		copts.HeadersProvider = cluster.HeadersProvider
+		if cfg.Inbox.Enabled && cfg.Inbox.KeyFile != "" {
+			if inboxKey, err = auth.ReadKeyFile(cfg.Inbox.KeyFile); err != nil {
+				return fmt.Errorf("inbox.key_file: %w", err)
+			}
+		}
 		fmt.Printf("temporal cluster %s (namespace %s)\n", cfg.Temporal.Address, cfg.Temporal.Namespace)
 	}
 	c, err := tclient.DialContext(ctx, copts)
