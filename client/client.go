@@ -98,9 +98,12 @@ func (cl *Client) Watch(ctx context.Context, workflowID string, fn func(workflow
 
 // Follow is Watch that also reports the output of running tool calls as
 // it arrives (from their heartbeats): out gets the call and the text not
-// shown before.
+// shown before. A call that has printed nothing new for QuietInterval is
+// reported with fresh == "" (so a caller can show that it still runs,
+// and for how long), at most once per QuietInterval.
 func (cl *Client) Follow(ctx context.Context, workflowID string, fn func(workflows.Event), out func(call RunningCall, fresh string)) (workflows.TurnResult, error) {
 	seen := map[string]int64{}
+	shown := map[string]time.Time{}
 	every := cl.PollInterval
 	if every <= 0 {
 		every = 250 * time.Millisecond
@@ -132,14 +135,22 @@ func (cl *Client) Follow(ctx context.Context, workflowID string, fn func(workflo
 			}
 			if out != nil {
 				if rcs, err := cl.Running(ctx, workflowID); err == nil {
+					now := time.Now()
 					for _, rc := range rcs {
+						if _, ok := shown[rc.CallID]; !ok {
+							shown[rc.CallID] = now
+						}
 						if n := rc.Bytes - seen[rc.CallID]; n > 0 {
 							text := rc.Output
 							if int64(len(text)) > n {
 								text = text[int64(len(text))-n:]
 							}
 							seen[rc.CallID] = rc.Bytes
+							shown[rc.CallID] = now
 							out(rc, text)
+						} else if now.Sub(shown[rc.CallID]) >= QuietInterval {
+							shown[rc.CallID] = now
+							out(rc, "")
 						}
 					}
 				}
@@ -155,6 +166,10 @@ func (cl *Client) Follow(ctx context.Context, workflowID string, fn func(workflo
 	}
 	return cl.Result(ctx, workflowID)
 }
+
+// QuietInterval is how long a running call may print nothing before
+// Follow reports it again with empty output.
+const QuietInterval = 5 * time.Second
 
 // EventStuck is the event Follow reports (not recorded by the turn) when
 // the turn's workflow task keeps failing.
@@ -375,6 +390,9 @@ func update[T any](ctx context.Context, cl *Client, workflowID, name string, arg
 type RunningCall struct {
 	workflows.ToolProgress
 	Attempt int32 `json:"attempt"`
+	// Started is when the current attempt started (zero while it waits
+	// for a worker).
+	Started time.Time `json:"started,omitzero"`
 }
 
 // Running lists the turn's tool calls that are running as regular
@@ -390,6 +408,9 @@ func (cl *Client) Running(ctx context.Context, workflowID string) ([]RunningCall
 			continue
 		}
 		rc := RunningCall{Attempt: pa.GetAttempt()}
+		if ts := pa.GetLastStartedTime(); ts != nil && pa.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			rc.Started = ts.AsTime()
+		}
 		rc.CallID = strings.TrimPrefix(pa.GetActivityId(), "tool-")
 		if p := pa.GetHeartbeatDetails(); p != nil && len(p.GetPayloads()) > 0 {
 			if err := converter.GetDefaultDataConverter().FromPayloads(p, &rc.ToolProgress); err != nil {

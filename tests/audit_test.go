@@ -97,11 +97,11 @@ steps:
 		}
 	}
 	if r := find(recs, "a", audit.KindApproval); !slices.Equal(r.Rules, []string{"Bash(touch:*)"}) || r.Path != audit.PathUpdate ||
-		r.Identity != "carol" || string(r.ProposedInput) != `{"command":"touch one"}` || string(r.ApprovedInput) != `{"command":"touch one"}` ||
+		r.By != "carol" || string(r.ProposedInput) != `{"command":"touch one"}` || string(r.ApprovedInput) != `{"command":"touch one"}` ||
 		r.Time.Before(before.Add(-time.Second)) || r.Time.After(after.Add(time.Second)) {
 		t.Errorf("always-allow record = %+v (answered between %s and %s)", r, before, after)
 	}
-	if r := find(recs, "c", audit.KindApproval); r.Path != audit.PathUpdate || r.Identity != "dave" || r.ApprovedInput != nil {
+	if r := find(recs, "c", audit.KindApproval); r.Path != audit.PathUpdate || r.By != "dave" || r.ApprovedInput != nil {
 		t.Errorf("denial record = %+v", r)
 	}
 	for call, input := range map[string]string{"ok": "touch ruled", "a": "touch one", "b": "touch two"} {
@@ -232,10 +232,10 @@ steps:
 	logRecords(t, recs)
 	b := findRecord(t, recs, "before", audit.KindApproval)
 	a := findRecord(t, recs, "after", audit.KindApproval)
-	if b.Identity != "alice" || b.Path != audit.PathUpdate || b.Decision != "allow" || b.RunID != first.GetRunID() {
+	if b.By != "alice" || b.Path != audit.PathUpdate || b.Decision != "allow" || b.RunID != first.GetRunID() {
 		t.Errorf("approval before continue-as-new = %+v (first run %s)", b, first.GetRunID())
 	}
-	if a.Identity != "bob" || a.Path != audit.PathSignal || a.Decision != "allow" || a.RunID == "" || a.RunID == first.GetRunID() {
+	if a.By != "bob" || a.Path != audit.PathSignal || a.Decision != "allow" || a.RunID == "" || a.RunID == first.GetRunID() {
 		t.Errorf("approval after continue-as-new = %+v", a)
 	}
 	for _, call := range []string{"before", "r1", "r2", "after"} {
@@ -354,7 +354,7 @@ steps:
 	if r := findRecord(t, recs, "q2", audit.KindPermission); r.Decision != "allow" || r.Path != audit.PathRule {
 		t.Errorf("q2 verdict = %+v", r)
 	}
-	if r := findRecord(t, recs, "q1", audit.KindApproval); r.Identity != "carol" || r.Path != audit.PathUpdate ||
+	if r := findRecord(t, recs, "q1", audit.KindApproval); r.By != "carol" || r.Path != audit.PathUpdate ||
 		string(r.ProposedInput) != `{"command":"touch proposed"}` || string(r.ApprovedInput) != string(edited) {
 		t.Errorf("q1 approval = %+v", r)
 	}
@@ -418,7 +418,7 @@ steps:
 	if e2.Decision != "notify" || e2.Path != audit.PathEscalation {
 		t.Errorf("e2 escalation = %+v", e2)
 	}
-	if r := findRecord(t, recs, "e2", audit.KindApproval); r.Identity != "erin" || r.Time.Before(e2.Time) {
+	if r := findRecord(t, recs, "e2", audit.KindApproval); r.By != "erin" || r.Time.Before(e2.Time) {
 		t.Errorf("e2 approval = %+v (escalated at %s)", r, e2.Time)
 	}
 	findRecord(t, recs, "e2", audit.KindExecution)

@@ -168,7 +168,7 @@ func TestCrashEmbeddedServerSIGKILL(t *testing.T) {
 		t.Fatalf("listed after the crash: %+v", e)
 	}
 	t.Logf("SIGKILL to pending listed by the starter: %s", time.Since(killed).Round(time.Millisecond))
-	out, err := runStarter(t, sbin, cwd, append([]string{"approvals", "approve", id, "rm1", "--by", "crash-test"}, common...)...)
+	out, err := runStarter(t, sbin, cwd, append([]string{"approvals", "approve", id, "rm1"}, common...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,3 +52,33 @@ func TestFollowStreamsRunningOutput(t *testing.T) {
 		t.Errorf("output was not seen live before the result: %q", order)
 	}
 }
+
+// TestFollowReportsQuietCalls: a call that prints nothing is still
+// reported while it runs (empty output, with its start time), so
+// `starter watch` can say for how long.
+func TestFollowReportsQuietCalls(t *testing.T) {
+	cl := startWorker(t, warden.Options{})
+	ctx := ctxT(t, 60*time.Second)
+	s := script(t, "steps:\n  - tool_calls: [{id: quiet, name: Bash, input: {command: \"sleep 7\"}}]\n  - text: ok\n")
+	id := "quiet-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s},
+		Permission: permission.Context{Mode: permission.ModeBypass}}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var ticks []client.RunningCall
+	if _, err := cl.Follow(ctx, id, nil, func(rc client.RunningCall, fresh string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if fresh == "" {
+			ticks = append(ticks, rc)
+		}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ticks) == 0 || ticks[0].CallID != "quiet" || ticks[0].Started.IsZero() {
+		t.Fatalf("quiet reports = %+v, want the running call with its start time", ticks)
+	}
+}

@@ -494,12 +494,12 @@ func sampleApproval() workflows.Approval {
 	return workflows.Approval{
 		CallID: "call_1_1", Decision: workflows.DecisionAlwaysAllow, Hash: "3f2a9c",
 		Rules: []string{"Bash(npm run:*)"}, Reason: "looks fine",
-		Input: json.RawMessage(`{"command":"npm run test"}`), By: "alice",
+		Input: json.RawMessage(`{"command":"npm run test"}`), By: "alice", Via: "inbox",
 	}
 }
 
 func sampleExternal() workflows.ExternalResult {
 	return workflows.ExternalResult{
-		CallID: "call_2_1", Hash: "5f2b9c1e8d7a6b4c3e2f1a0b9c8d7e6f", Content: "blue", IsError: true, Metadata: map[string]any{"answers": "blue"}, By: "bob",
+		CallID: "call_2_1", Hash: "5f2b9c1e8d7a6b4c3e2f1a0b9c8d7e6f", Content: "blue", IsError: true, Metadata: map[string]any{"answers": "blue"}, By: "bob", Via: "bob",
 	}
 }

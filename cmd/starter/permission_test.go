@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/wardenhq/warden/client"
 )
 
 func runPerm(t *testing.T, stdin string, args ...string) (string, error) {
@@ -170,5 +173,21 @@ func TestJSONNotHTMLEscaped(t *testing.T) {
 	}
 	if !strings.Contains(out, "> out.txt") || strings.Contains(out, `\u0026`) || strings.Contains(out, `\u003e`) {
 		t.Fatalf("JSON output escapes the command:\n%s", out)
+	}
+}
+
+func TestRunningFor(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		rc   client.RunningCall
+		want string
+	}{
+		{client.RunningCall{}, "waiting for a worker"},
+		{client.RunningCall{Started: now.Add(-42 * time.Second), Attempt: 1}, "running for 42s"},
+		{client.RunningCall{Started: now.Add(-3 * time.Second), Attempt: 2}, "running for 3s (attempt 2)"},
+	} {
+		if got := runningFor(c.rc, now); got != c.want {
+			t.Errorf("runningFor(%+v) = %q, want %q", c.rc, got, c.want)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -75,11 +76,29 @@ func follow(ctx context.Context, cl *client.Client, id string, out io.Writer, as
 		fmt.Fprint(out, client.FormatEvent(e))
 	}, func(rc client.RunningCall, fresh string) {
 		if asJSON {
-			_ = enc.Encode(map[string]any{"output": map[string]any{"call_id": rc.CallID, "tool": rc.Tool, "text": fresh}})
+			_ = enc.Encode(map[string]any{"output": map[string]any{"call_id": rc.CallID, "tool": rc.Tool, "text": fresh,
+				"attempt": rc.Attempt, "started": rc.Started}})
+			return
+		}
+		if fresh == "" {
+			fmt.Fprintf(out, "  %s │ … %s\n", rc.CallID, runningFor(rc, time.Now()))
 			return
 		}
 		for _, line := range strings.Split(strings.TrimRight(fresh, "\n"), "\n") {
 			fmt.Fprintf(out, "  %s │ %s\n", rc.CallID, line)
 		}
 	})
+}
+
+// runningFor says how long a quiet call has been running, and which
+// attempt it is when it is a retry.
+func runningFor(rc client.RunningCall, now time.Time) string {
+	s := "waiting for a worker"
+	if !rc.Started.IsZero() {
+		s = fmt.Sprintf("running for %s", now.Sub(rc.Started).Round(time.Second))
+	}
+	if rc.Attempt > 1 {
+		s += fmt.Sprintf(" (attempt %d)", rc.Attempt)
+	}
+	return s
 }
