@@ -32,12 +32,19 @@ type Call struct {
 	// Validator caches compiled schemas across calls; nil validates
 	// without a cache.
 	Validator *Validator
+	// State is the turn's tool state as the call will find it, for the
+	// input checks that depend on it (an Edit of a file not read in this
+	// turn); see State.Anticipate for calls decided together. nil means
+	// unknown: those checks are left to the call itself.
+	State *State
 }
 
 // Decide is the one decision function for a tool call: it validates the
 // input against the tool's schema (a *ValidationError, wrapped, when it
-// does not fit) and runs permission.Decide on the tool bound to the
-// call's workspace. The worker's Prepare, "starter permission check" and
+// does not fit), runs the tool's own input check (InputChecker: an
+// *InputError, wrapped, when the call would fail without running), and
+// only then runs permission.Decide on the tool bound to the call's
+// workspace, so that no call that cannot succeed is put to a human. The worker's Prepare, "starter permission check" and
 // the inbox's role check all call it. The tool gets no backend: nothing
 // inside the decision can touch the workspace. A Bash command is parsed
 // once per call, whatever the number of rules.
@@ -63,7 +70,13 @@ func Decide(ctx context.Context, c Call) (permission.Verdict, error) {
 	if c.Workdir != "" && !slices.Contains(pc.WorkingDirs, c.Workdir) {
 		pc.WorkingDirs = append(slices.Clone(pc.WorkingDirs), c.Workdir)
 	}
-	env := &Env{Workdir: c.Workdir, Permission: &pc}
+	env := &Env{Workdir: c.Workdir, Permission: &pc, State: c.State}
+	if ic, ok := c.Tool.(InputChecker); ok {
+		if err := ic.CheckInput(ctx, env, c.Input); err != nil {
+			return permission.Verdict{}, fmt.Errorf("decide %s: %w", name, err)
+		}
+	}
+	env.State = nil // the permission checks do not depend on it
 	b := bound{t: c.Tool, env: env, memo: &memo{home: cleanHome(c.Home), pc: &pc}}
 	return permission.Decide(ctx, &pc, b, c.Input)
 }
@@ -150,16 +163,19 @@ func (b bound) GenerateSuggestions(ctx context.Context, input json.RawMessage) (
 }
 
 // DecideOrAsk is Decide as the worker applies it: an input that does not
-// fit the tool's schema gives invalid (the tool error the model reads)
-// and no verdict; any other error fails closed to an ASK that says the
-// check failed. The worker's Prepare and "starter permission check" both
+// fit the tool's schema or fails the tool's input check gives invalid
+// (the tool error the model reads) and no verdict; any other error fails
+// closed to an ASK that says the check failed. The worker's Prepare and "starter permission check" both
 // use it, so they answer alike.
 func DecideOrAsk(ctx context.Context, c Call) (v permission.Verdict, invalid string) {
 	v, err := Decide(ctx, c)
 	var ve *ValidationError
+	var ie *InputError
 	switch {
 	case errors.As(err, &ve):
 		return permission.Verdict{}, ve.Error()
+	case errors.As(err, &ie):
+		return permission.Verdict{}, ie.Message
 	case err != nil:
 		name := ""
 		if c.Tool != nil {
