@@ -24,6 +24,7 @@ import (
 
 // Path handling.
 
+// workdir returns the call's workspace directory, "" without an env.
 func workdir(env *Env) string {
 	if env == nil {
 		return ""
