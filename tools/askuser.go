@@ -19,24 +19,24 @@ type AskUser struct{}
 
 // AskUserInput is AskUser's input.
 type AskUserInput struct {
-	Questions []AskUserQuestion `json:"questions"`
+	Questions []AskUserQuestion `json:"questions" jsonschema:"minItems=1,maxItems=4" jsonschema_description:"The questions to ask (1-4), each with a unique question text."`
 }
 
 // AskUserQuestion is one question with its options.
 type AskUserQuestion struct {
-	Question string `json:"question"`
+	Question string `json:"question" jsonschema:"minLength=1" jsonschema_description:"The full question, ending with a question mark."`
 	// Header is a short label (at most 12 characters) for the question.
-	Header      string          `json:"header"`
-	Context     string          `json:"context,omitempty"`
-	Options     []AskUserOption `json:"options"`
-	MultiSelect bool            `json:"multi_select,omitempty"`
+	Header      string          `json:"header" jsonschema:"minLength=1,maxLength=12" jsonschema_description:"A very short label shown as a chip (max 12 characters)."`
+	Context     string          `json:"context,omitempty" jsonschema_description:"Optional background for the question."`
+	Options     []AskUserOption `json:"options" jsonschema:"minItems=2,maxItems=4" jsonschema_description:"2-4 choices with unique labels. Do not add an 'Other' option: the user can always type free text."`
+	MultiSelect bool            `json:"multi_select,omitempty" jsonschema:"default=false" jsonschema_description:"Allow selecting several options."`
 }
 
 // AskUserOption is one choice.
 type AskUserOption struct {
-	Label       string `json:"label"`
-	Description string `json:"description"`
-	Preview     string `json:"preview,omitempty"`
+	Label       string `json:"label" jsonschema:"minLength=1" jsonschema_description:"The choice shown to the user (1-5 words)."`
+	Description string `json:"description" jsonschema_description:"What this choice means."`
+	Preview     string `json:"preview,omitempty" jsonschema_description:"Optional preview (e.g. code or a mockup) for single-select questions."`
 }
 
 // AskUserAnswer is the user's answer, carried in the result metadata.
@@ -55,42 +55,8 @@ type AskUserQuestionAnswer struct {
 // AskUserMaxHeader is the longest header, in characters.
 const AskUserMaxHeader = 12
 
-var askUserSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "questions": {
-      "type": "array", "minItems": 1, "maxItems": 4,
-      "description": "The questions to ask (1-4), each with a unique question text.",
-      "items": {
-        "type": "object",
-        "properties": {
-          "question": {"type": "string", "minLength": 1, "description": "The full question, ending with a question mark."},
-          "header": {"type": "string", "minLength": 1, "maxLength": 12, "description": "A very short label shown as a chip (max 12 characters)."},
-          "context": {"type": "string", "description": "Optional background for the question."},
-          "options": {
-            "type": "array", "minItems": 2, "maxItems": 4,
-            "description": "2-4 choices with unique labels. Do not add an 'Other' option: the user can always type free text.",
-            "items": {
-              "type": "object",
-              "properties": {
-                "label": {"type": "string", "minLength": 1, "description": "The choice shown to the user (1-5 words)."},
-                "description": {"type": "string", "description": "What this choice means."},
-                "preview": {"type": "string", "description": "Optional preview (e.g. code or a mockup) for single-select questions."}
-              },
-              "required": ["label", "description"],
-              "additionalProperties": false
-            }
-          },
-          "multi_select": {"type": "boolean", "default": false, "description": "Allow selecting several options."}
-        },
-        "required": ["question", "header", "options"],
-        "additionalProperties": false
-      }
-    }
-  },
-  "required": ["questions"],
-  "additionalProperties": false
-}`)
+// askUserSchema is the input schema, derived from the input struct once.
+var askUserSchema = builtinSchema[AskUserInput]()
 
 // Info implements Tool.
 func (AskUser) Info() Info {
@@ -98,7 +64,7 @@ func (AskUser) Info() Info {
 		Name: "AskUser",
 		Description: "Ask the user 1-4 multiple-choice questions when you need their decision or preferences. " +
 			"Each question has a short header and 2-4 options; the user may also answer in free text.",
-		InputSchema:     askUserSchema,
+		InputSchema:     askUserSchema(),
 		ReadOnly:        true,
 		ConcurrencySafe: true,
 		External:        true,
@@ -110,6 +76,13 @@ func (AskUser) CheckPermissions(context.Context, *Env, json.RawMessage, *permiss
 	return permission.Decision{Behavior: permission.Allow, Message: "The AskUser tool is always permitted."}, nil
 }
 
+// CheckInput implements InputChecker with ValidateAskUserInput: the
+// questions are checked before anyone is asked them.
+func (AskUser) CheckInput(_ context.Context, _ *Env, input json.RawMessage) error {
+	_, err := ValidateAskUserInput(input)
+	return err
+}
+
 // Call implements Tool. AskUser is external, so this only reports that
 // the call must be answered from outside the worker.
 func (AskUser) Call(context.Context, *Env, json.RawMessage) Stream {
@@ -118,42 +91,43 @@ func (AskUser) Call(context.Context, *Env, json.RawMessage) Stream {
 
 // ValidateAskUserInput checks an AskUser input beyond its JSON schema:
 // counts, header length and uniqueness of question texts and of option
-// labels within a question.
+// labels within a question. Its error is an *InputError, the message
+// the model reads.
 func ValidateAskUserInput(input json.RawMessage) (AskUserInput, error) {
-	var in AskUserInput
-	if err := json.Unmarshal(input, &in); err != nil {
-		return in, fmt.Errorf("askuser: invalid input: %w", err)
-	}
+	return parseInput[AskUserInput]("AskUser", input)
+}
+
+func (in AskUserInput) check() string {
 	if n := len(in.Questions); n < 1 || n > 4 {
-		return in, fmt.Errorf("askuser: want 1 to 4 questions, got %d", n)
+		return fmt.Sprintf("askuser: want 1 to 4 questions, got %d", n)
 	}
 	var seen []string
 	for qi, q := range in.Questions {
 		if q.Question == "" {
-			return in, fmt.Errorf("askuser: question %d has no text", qi+1)
+			return fmt.Sprintf("askuser: question %d has no text", qi+1)
 		}
 		if slices.Contains(seen, q.Question) {
-			return in, fmt.Errorf("askuser: question texts must be unique: %q appears twice", q.Question)
+			return fmt.Sprintf("askuser: question texts must be unique: %q appears twice", q.Question)
 		}
 		seen = append(seen, q.Question)
 		if n := len([]rune(q.Header)); n == 0 || n > AskUserMaxHeader {
-			return in, fmt.Errorf("askuser: question %q: header must be 1 to %d characters, got %d", q.Question, AskUserMaxHeader, n)
+			return fmt.Sprintf("askuser: question %q: header must be 1 to %d characters, got %d", q.Question, AskUserMaxHeader, n)
 		}
 		if n := len(q.Options); n < 2 || n > 4 {
-			return in, fmt.Errorf("askuser: question %q: want 2 to 4 options, got %d", q.Question, n)
+			return fmt.Sprintf("askuser: question %q: want 2 to 4 options, got %d", q.Question, n)
 		}
 		var labels []string
 		for _, o := range q.Options {
 			if o.Label == "" {
-				return in, fmt.Errorf("askuser: question %q: an option has an empty label", q.Question)
+				return fmt.Sprintf("askuser: question %q: an option has an empty label", q.Question)
 			}
 			if slices.Contains(labels, o.Label) {
-				return in, fmt.Errorf("askuser: question %q: option labels must be unique: %q appears twice", q.Question, o.Label)
+				return fmt.Sprintf("askuser: question %q: option labels must be unique: %q appears twice", q.Question, o.Label)
 			}
 			labels = append(labels, o.Label)
 		}
 	}
-	return in, nil
+	return ""
 }
 
 // ValidateAskUserAnswer checks that answer fits the questions of input:

@@ -3,12 +3,13 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
+	"path"
+	"slices"
 	"strings"
 	"time"
 
-	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/permission/shell"
 )
 
 // Bash limits, from AgentScope's Bash tool.
@@ -19,28 +20,27 @@ const (
 	MaxOutputChars = 30000
 )
 
-// Bash runs a shell command on the call's backend with /bin/sh -c.
-// Its permission checks live in perm_bash.go.
+// Bash runs a shell command on the call's backend with /bin/sh -c. Its
+// permission checks analyse the command with permission/shell.
 type Bash struct{}
 
 // BashInput is Bash's input.
 type BashInput struct {
-	Command     string `json:"command"`
-	Description string `json:"description,omitempty"`
+	Command     string `json:"command" jsonschema_description:"The shell command to run."`
+	Description string `json:"description,omitempty" jsonschema_description:"A short description of what the command does."`
 	// Timeout is in milliseconds (default 120000, max 600000).
-	Timeout int `json:"timeout,omitempty"`
+	Timeout int `json:"timeout,omitempty" jsonschema:"minimum=0,maximum=600000" jsonschema_description:"Timeout in milliseconds (default 120000, max 600000)."`
 }
 
-var bashSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "command": {"type": "string", "description": "The shell command to run."},
-    "description": {"type": "string", "description": "A short description of what the command does."},
-    "timeout": {"type": "integer", "minimum": 0, "maximum": 600000, "description": "Timeout in milliseconds (default 120000, max 600000)."}
-  },
-  "required": ["command"],
-  "additionalProperties": false
-}`)
+func (in BashInput) check() string {
+	if strings.TrimSpace(in.Command) == "" {
+		return "Command failed: empty command"
+	}
+	return ""
+}
+
+// bashSchema is the input schema, derived from the input struct once.
+var bashSchema = builtinSchema[BashInput]()
 
 // Info implements Tool.
 func (Bash) Info() Info {
@@ -49,83 +49,167 @@ func (Bash) Info() Info {
 		Description: "Run a shell command in the workspace and return its output. " +
 			"Each call starts in the workspace directory; state such as cd does not carry over. " +
 			"Output is capped at 30000 characters.",
-		InputSchema: bashSchema,
+		InputSchema: bashSchema(),
 	}
+}
+
+// CheckInput implements InputChecker.
+func (Bash) CheckInput(_ context.Context, _ *Env, input json.RawMessage) error {
+	return checkInput[BashInput]("Bash", input)
 }
 
 // Call implements Tool.
 func (Bash) Call(ctx context.Context, env *Env, input json.RawMessage) Stream {
-	var in BashInput
-	if err := json.Unmarshal(input, &in); err != nil {
-		return Errorf("Invalid input for Bash: %v", err)
-	}
-	if strings.TrimSpace(in.Command) == "" {
-		return Errorf("Command failed: empty command")
+	in, err := parseInput[BashInput]("Bash", input)
+	if err != nil {
+		return invalid(err)
 	}
 	return runShell(ctx, env, []string{"/bin/sh", "-c", in.Command}, in.Command, in.Timeout)
 }
 
-// runShell runs argv on the env's backend and formats the result the way
-// AgentScope's shell tools do. timeoutMS <= 0 means the default.
-func runShell(ctx context.Context, env *Env, argv []string, command string, timeoutMS int) Stream {
-	timeout := BashDefaultTimeout
-	if timeoutMS > 0 {
-		timeout = min(time.Duration(timeoutMS)*time.Millisecond, BashMaxTimeout)
-	}
-	req := backend.ExecRequest{
-		Argv:      argv,
-		Dir:       env.Workdir,
-		Timeout:   timeout,
-		MaxOutput: 4 * MaxOutputChars, // bytes; the character cap applies below
-	}
-	var (
-		res backend.ExecResult
-		err error
-	)
-	if s, ok := env.Backend.(backend.Streamer); ok && env.Progress != nil {
-		res, err = s.ExecStream(ctx, req, func(stream int, p []byte) {
-			name := "stdout"
-			if stream == 2 {
-				name = "stderr"
+// shellConfig builds the analyser's view of the call: the workdir, the
+// backend's home (resolved before the decision; unknown makes ~ paths
+// unresolvable) and the dangerous-path lists.
+func shellConfig(env *Env, home string, pc *permission.Context) shell.Config {
+	c := shell.Config{Workdir: workdir(env), Home: home}
+	if pc != nil {
+		c.WorkingDirs = pc.WorkingDirs
+		if pc.DangerousFiles != nil {
+			c.DangerousFiles = *pc.DangerousFiles
+			if c.DangerousFiles == nil {
+				c.DangerousFiles = []string{}
 			}
-			env.Progress(name, p)
-		})
-	} else {
-		res, err = env.Backend.Exec(ctx, req)
-	}
-	if err != nil {
-		if ctx.Err() != nil || errors.Is(err, backend.ErrUnavailable) {
-			return Fail(err)
 		}
-		return Errorf("Command failed: %s\nError: %v", command, err)
-	}
-	stdout, stderr := decode(res.Stdout), decode(res.Stderr)
-	if res.TimedOut {
-		return Errorf("Command timed out after %dms: %s", timeout.Milliseconds(), command)
-	}
-	if res.ExitCode != 0 {
-		var b strings.Builder
-		fmt.Fprintf(&b, "Command failed: %s\n", command)
-		fmt.Fprintf(&b, "Exit code: %d\n", res.ExitCode)
-		if stdout != "" {
-			b.WriteString("\nStdout:\n" + stdout)
+		if pc.DangerousDirs != nil {
+			c.DangerousDirs = *pc.DangerousDirs
+			if c.DangerousDirs == nil {
+				c.DangerousDirs = []string{}
+			}
 		}
-		if stderr != "" {
-			b.WriteString("\nStderr:\n" + stderr)
-		}
-		return Single(Chunk{Text: Truncate(b.String(), MaxOutputChars), IsError: true,
-			Metadata: map[string]any{"exit_code": res.ExitCode}})
 	}
-	out := stdout
-	if stderr != "" {
-		out += "\n" + stderr
-	}
-	return Single(Chunk{Text: Truncate(out, MaxOutputChars), Metadata: map[string]any{"exit_code": 0}})
+	return c
 }
 
-// decode turns process output into text: invalid UTF-8 is replaced and
-// CRLF becomes LF.
-func decode(b []byte) string {
-	s := strings.ToValidUTF8(string(b), "\uFFFD")
-	return strings.ReplaceAll(s, "\r\n", "\n")
+// analyse returns the analysis of the call's command, parsing it once per
+// decision: the first checker method to ask parses it, the others reuse
+// it from the call's memo.
+func analyse(ctx context.Context, env *Env, input json.RawMessage) (*shell.Analysis, *memo, error) {
+	in, err := decodeInput[BashInput]("Bash", input)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd := in.Command
+	m := memoFrom(ctx)
+	if m == nil {
+		var pc *permission.Context
+		if env != nil {
+			pc = env.Permission
+		}
+		m = &memo{pc: pc}
+	}
+	if m.analysis != nil && m.input == cmd {
+		return m.analysis, m, nil
+	}
+	m.input, m.analysis = cmd, shell.Analyze(cmd, shellConfig(env, m.home, m.pc))
+	m.parses++
+	return m.analysis, m, nil
+}
+
+// CheckPermissions implements PermissionChecker: the path rules on every
+// file the command reads or writes (so an allow rule for a command never
+// allows a write outside the working directories or a read of a
+// sensitive file), then the layers of permission/shell (spec §2.1).
+func (Bash) CheckPermissions(ctx context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+	a, m, err := analyse(ctx, env, input)
+	if err != nil {
+		return permission.Decision{}, err
+	}
+	mode := permission.ModeDefault
+	if pc != nil && pc.Mode != "" {
+		mode = pc.Mode
+	}
+	if a.Empty() || a.Failure() != "" {
+		return a.Check(mode), nil
+	}
+	d := a.Check(mode)
+	if d.Behavior == permission.Ask && d.BypassImmune {
+		return d, nil // a dangerous pattern or removal says more than its paths
+	}
+	pd, err := checkAccesses("Bash", env, pc, m.home, a.Accesses())
+	if err != nil || pd.Behavior != permission.Passthrough {
+		return pd, err
+	}
+	if d.Behavior == permission.Passthrough {
+		d.Message = "not read-only: " + a.NotReadOnly()
+	}
+	return d, nil
+}
+
+// CheckReadOnly implements ReadOnlyChecker: true only for commands the
+// analyser fully understands and finds read-only.
+func (Bash) CheckReadOnly(ctx context.Context, env *Env, input json.RawMessage) (bool, error) {
+	a, _, err := analyse(ctx, env, input)
+	if err != nil {
+		return false, err
+	}
+	return a.ReadOnly(), nil
+}
+
+// MatchRule implements RuleMatcher, per simple command of a compound
+// command; the rule's behaviour comes from permission.RuleBehaviorFrom.
+func (Bash) MatchRule(ctx context.Context, env *Env, content string, input json.RawMessage) (bool, error) {
+	a, _, err := analyse(ctx, env, input)
+	if err != nil {
+		return false, err
+	}
+	b, _ := permission.RuleBehaviorFrom(ctx)
+	return a.MatchRule(content, b), nil
+}
+
+// GenerateSuggestions implements Suggester with "prefix:*" rules, and
+// with Read(DIR/**) or Edit(DIR/**) for each file outside the working
+// directories the command reads or writes (the rules the path checks
+// consult; sensitive paths ask whatever the rules say).
+func (Bash) GenerateSuggestions(ctx context.Context, env *Env, input json.RawMessage) ([]permission.Rule, error) {
+	a, m, err := analyse(ctx, env, input)
+	if err != nil {
+		return nil, err
+	}
+	out := a.Suggestions()
+	dirs := workingDirs(env, m.pc)
+	for _, acc := range a.Accesses() {
+		if !acc.Resolved || insideDirs(acc.Path, dirs) || sensitiveMatch(m.pc.Sensitive(), m.home, acc.Path, acc.Glob) != "" {
+			continue
+		}
+		dir := acc.Path
+		if acc.Glob {
+			dir = shell.GlobBase(dir)
+		} else if acc.Write || !isListing(acc) {
+			dir = path.Dir(dir)
+		}
+		if dir == "/" || dir == "." {
+			continue // a rule for the whole file system is not a suggestion
+		}
+		tool := "Read"
+		if acc.Write {
+			tool = "Edit"
+		}
+		r := dirSuggestion(tool, dir)[0]
+		if !slices.ContainsFunc(out, func(x permission.Rule) bool { return x.Tool == r.Tool && x.Content == r.Content }) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// isListing reports whether a read access is a directory the command
+// lists or enters (ls with no operand, cd) rather than a file: the
+// heuristic is a command starting with ls, cd, find, tree, du or git.
+func isListing(acc shell.Access) bool {
+	for _, p := range []string{"ls", "cd", "find", "tree", "du", "git"} {
+		if acc.Command == p || strings.HasPrefix(acc.Command, p+" ") {
+			return true
+		}
+	}
+	return false
 }

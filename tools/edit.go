@@ -6,34 +6,43 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/permission"
 )
 
 // Edit replaces exact text in a file the model has read in this turn.
-// Its permission checks live in perm_edit.go.
+// Its permission checks are the path rules on the file it writes.
 type Edit struct{}
 
 // EditInput is Edit's input.
 type EditInput struct {
-	FilePath   string `json:"file_path"`
-	OldString  string `json:"old_string"`
-	NewString  string `json:"new_string"`
-	ReplaceAll bool   `json:"replace_all,omitempty"`
+	FilePath   string `json:"file_path" jsonschema:"pattern=^/" jsonschema_description:"The absolute path to the file to modify."`
+	OldString  string `json:"old_string" jsonschema_description:"The exact text to replace."`
+	NewString  string `json:"new_string" jsonschema_description:"The text to replace it with (must differ from old_string)."`
+	ReplaceAll bool   `json:"replace_all,omitempty" jsonschema:"default=false" jsonschema_description:"Replace every occurrence of old_string (default false)."`
 }
 
-var editSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "file_path": {"type": "string", "pattern": "^/", "description": "The absolute path to the file to modify."},
-    "old_string": {"type": "string", "description": "The exact text to replace."},
-    "new_string": {"type": "string", "description": "The text to replace it with (must differ from old_string)."},
-    "replace_all": {"type": "boolean", "default": false, "description": "Replace every occurrence of old_string (default false)."}
-  },
-  "required": ["file_path", "old_string", "new_string"],
-  "additionalProperties": false
-}`)
+func (in EditInput) check() string {
+	if _, msg := checkFilePath(in.FilePath); msg != "" {
+		return msg
+	}
+	if in.OldString == in.NewString {
+		return "Error: old_string and new_string are identical. No changes to make."
+	}
+	if in.OldString == "" {
+		return "Error: old_string must not be empty. To create or overwrite a whole file, use the Write tool."
+	}
+	return ""
+}
+
+// editNotRead is the error of an Edit of a file not read in this turn.
+const editNotRead = "Error: To edit a file, you must first read it using the Read tool."
+
+// editSchema is the input schema, derived from the input struct once.
+var editSchema = builtinSchema[EditInput]()
 
 // Info implements Tool.
 func (Edit) Info() Info {
@@ -42,21 +51,62 @@ func (Edit) Info() Info {
 		Description: "Replace exact text in a file. You must Read the file in this turn first. " +
 			"old_string must match the file exactly (without the line-number prefix Read adds) and be unique, " +
 			"unless replace_all is true.",
-		InputSchema:   editSchema,
+		InputSchema:   editSchema(),
 		StateInjected: true,
 	}
 }
 
+// CheckInput implements InputChecker: the input's own checks and, when
+// the decision has the turn's state, read-before-write (a file never
+// read in this turn cannot be edited, whether or not it exists; whether
+// a file read earlier changed since only Call can tell).
+func (Edit) CheckInput(_ context.Context, env *Env, input json.RawMessage) error {
+	in, err := parseInput[EditInput]("Edit", input)
+	if err != nil {
+		return err
+	}
+	if env != nil && env.State != nil {
+		if _, ok := env.State.Reads[path.Clean(in.FilePath)]; !ok {
+			return &InputError{Tool: "Edit", Message: editNotRead}
+		}
+	}
+	return nil
+}
+
+// CheckPermissions implements PermissionChecker (spec §1.4).
+func (Edit) CheckPermissions(ctx context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+	in, err := decodeInput[EditInput]("Edit", input)
+	if err != nil {
+		return permission.Decision{}, err
+	}
+	return checkEdit(ctx, "Edit", env, in.FilePath, pc)
+}
+
+// MatchRule implements RuleMatcher: a glob on file_path.
+func (Edit) MatchRule(_ context.Context, env *Env, content string, input json.RawMessage) (bool, error) {
+	in, err := decodeInput[EditInput]("Edit", input)
+	if err != nil {
+		return false, err
+	}
+	return matchPath(env, content, absPath(env, in.FilePath))
+}
+
+// GenerateSuggestions implements Suggester: the parent directory.
+func (Edit) GenerateSuggestions(_ context.Context, env *Env, input json.RawMessage) ([]permission.Rule, error) {
+	in, err := decodeInput[EditInput]("Edit", input)
+	if err != nil {
+		return nil, err
+	}
+	return fileSuggestion("Edit", env, in.FilePath), nil
+}
+
 // Call implements Tool.
 func (Edit) Call(ctx context.Context, env *Env, input json.RawMessage) Stream {
-	var in EditInput
-	if err := json.Unmarshal(input, &in); err != nil {
-		return Errorf("Invalid input for Edit: %v", err)
+	in, err := parseInput[EditInput]("Edit", input)
+	if err != nil {
+		return invalid(err)
 	}
-	p, msg := checkFilePath(in.FilePath)
-	if msg != "" {
-		return Errorf("%s", msg)
-	}
+	p := path.Clean(in.FilePath)
 	fi, err := env.Backend.Stat(ctx, p)
 	switch {
 	case errors.Is(err, backend.ErrNotExist):
@@ -66,14 +116,8 @@ func (Edit) Call(ctx context.Context, env *Env, input json.RawMessage) Stream {
 	case fi.IsDir:
 		return Errorf("Error: Path is a directory, not a file: %s", in.FilePath)
 	}
-	if in.OldString == in.NewString {
-		return Errorf("Error: old_string and new_string are identical. No changes to make.")
-	}
-	if in.OldString == "" {
-		return Errorf("Error: old_string must not be empty. To create or overwrite a whole file, use the Write tool.")
-	}
 	if !readFresh(env, p, fi) {
-		return Errorf("Error: To edit a file, you must first read it using the Read tool.")
+		return Errorf("%s", editNotRead)
 	}
 	data, err := env.Backend.ReadFile(ctx, p)
 	if err != nil {

@@ -131,8 +131,9 @@ func (f *funcTool[In, Out]) CheckPermissions(context.Context, *Env, json.RawMess
 func (f *funcTool[In, Out]) Call(ctx context.Context, _ *Env, input json.RawMessage) Stream {
 	var in In
 	if len(input) > 0 && string(input) != "null" {
-		if err := json.Unmarshal(input, &in); err != nil {
-			return Errorf("Invalid input for %s: %v", f.info.Name, err)
+		var err error
+		if in, err = decodeInput[In](f.info.Name, input); err != nil {
+			return invalid(err)
 		}
 	}
 	out, err, panicked := f.run(ctx, in)

@@ -13,6 +13,8 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/permission/shell"
 )
 
 // GlobDefaultMaxResults caps the number of paths Glob returns.
@@ -20,7 +22,8 @@ const GlobDefaultMaxResults = 100
 
 // Glob finds files by a doublestar pattern, walking the tree through the
 // backend's ListDir so it works on every backend. Its zero value is
-// ready to use. Its permission checks live in perm_glob.go.
+// ready to use. Its permission checks apply the path rules to the
+// searched directory and the pattern.
 type Glob struct {
 	// MaxResults caps the result (default GlobDefaultMaxResults).
 	MaxResults int
@@ -28,21 +31,24 @@ type Glob struct {
 
 // GlobInput is Glob's input.
 type GlobInput struct {
-	Pattern string `json:"pattern"`
+	Pattern string `json:"pattern" jsonschema_description:"The glob pattern to match files against, e.g. \"**/*.go\" or \"src/**/*.{ts,tsx}\"."`
 	// Path is the directory to search; relative paths are taken from the
 	// workspace directory, which is also the default.
-	Path string `json:"path,omitempty"`
+	Path string `json:"path,omitempty" jsonschema_description:"The directory to search in (default: the workspace directory)."`
 }
 
-var globSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "pattern": {"type": "string", "description": "The glob pattern to match files against, e.g. \"**/*.go\" or \"src/**/*.{ts,tsx}\"."},
-    "path": {"type": "string", "description": "The directory to search in (default: the workspace directory)."}
-  },
-  "required": ["pattern"],
-  "additionalProperties": false
-}`)
+func (in GlobInput) check() string {
+	if strings.ContainsRune(in.Pattern, 0) || strings.ContainsRune(in.Path, 0) {
+		return "Error: pattern and path must not contain NUL bytes"
+	}
+	if in.Pattern == "" {
+		return "Error: pattern is required"
+	}
+	return ""
+}
+
+// globSchema is the input schema, derived from the input struct once.
+var globSchema = builtinSchema[GlobInput]()
 
 // Info implements Tool.
 func (Glob) Info() Info {
@@ -50,23 +56,82 @@ func (Glob) Info() Info {
 		Name: "Glob",
 		Description: "Find files by glob pattern (supports ** and {a,b}). Returns matching file paths, " +
 			"most recently modified first, at most 100.",
-		InputSchema:     globSchema,
+		InputSchema:     globSchema(),
 		ReadOnly:        true,
 		ConcurrencySafe: true,
 	}
 }
 
-// Call implements Tool.
-func (g Glob) Call(ctx context.Context, env *Env, input json.RawMessage) Stream {
-	var in GlobInput
-	if err := json.Unmarshal(input, &in); err != nil {
-		return Errorf("Invalid input for Glob: %v", err)
+// CheckInput implements InputChecker.
+func (Glob) CheckInput(_ context.Context, _ *Env, input json.RawMessage) error {
+	return checkInput[GlobInput]("Glob", input)
+}
+
+// CheckPermissions implements PermissionChecker: the path rules on the
+// searched directory and on the pattern resolved against it.
+func (Glob) CheckPermissions(ctx context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+	in, err := decodeInput[GlobInput]("Glob", input)
+	if err != nil {
+		return permission.Decision{}, err
 	}
-	if strings.ContainsRune(in.Pattern, 0) || strings.ContainsRune(in.Path, 0) {
-		return Errorf("Error: pattern and path must not contain NUL bytes")
+	base := in.Path
+	if base == "" {
+		base = "."
+	}
+	accs := []shell.Access{readAccess(env, base, false)}
+	if in.Pattern != "" {
+		pat := in.Pattern
+		if !path.IsAbs(pat) {
+			pat = path.Join(absPath(env, base), pat)
+		}
+		// Glob lists names, never contents: the pattern is checked as a
+		// path (outside the working directories asks), not probed for
+		// the sensitive files it could name.
+		accs = append(accs, readAccess(env, pat, false))
+	}
+	return checkAccesses("Glob", env, pc, homeOf(ctx), accs)
+}
+
+// MatchRule implements RuleMatcher: a glob on path (default: the
+// workdir), then on pattern resolved against that path.
+func (Glob) MatchRule(_ context.Context, env *Env, content string, input json.RawMessage) (bool, error) {
+	in, err := decodeInput[GlobInput]("Glob", input)
+	if err != nil {
+		return false, err
+	}
+	base := absPath(env, in.Path)
+	if base == "" {
+		base = absPath(env, ".")
+	}
+	if in.Path != "" {
+		if ok, err := matchPath(env, content, base); ok || err != nil {
+			return ok, err
+		}
 	}
 	if in.Pattern == "" {
-		return Errorf("Error: pattern is required")
+		return false, nil
+	}
+	pat := in.Pattern
+	if !path.IsAbs(pat) && path.IsAbs(base) {
+		pat = path.Join(base, pat)
+	}
+	return matchPath(env, content, pat)
+}
+
+// GenerateSuggestions implements Suggester: the searched directory.
+func (Glob) GenerateSuggestions(_ context.Context, env *Env, input json.RawMessage) ([]permission.Rule, error) {
+	in, err := decodeInput[GlobInput]("Glob", input)
+	if err != nil {
+		return nil, err
+	}
+	return searchSuggestion("Glob", env, in.Path), nil
+}
+
+// Call implements Tool.
+func (g Glob) Call(ctx context.Context, env *Env, input json.RawMessage) Stream {
+	in, err := parseInput[GlobInput]("Glob", input)
+	if err != nil {
+		return invalid(err)
 	}
 	base := resolveDir(env, in.Path)
 	pattern := in.Pattern
@@ -125,59 +190,4 @@ func (g Glob) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 		text += fmt.Sprintf("\n\n(Results are truncated: showing the %d most recently modified of %d matches. Use a more specific path or pattern.)", limit, len(hits))
 	}
 	return Single(Chunk{Text: text, Metadata: map[string]any{"count": len(hits), "truncated": len(hits) > limit}})
-}
-
-// resolveDir makes a model-supplied directory absolute against the
-// workspace directory; empty means the workspace directory.
-func resolveDir(env *Env, p string) string {
-	switch {
-	case p == "":
-		p = env.Workdir
-	case !path.IsAbs(p):
-		p = path.Join(env.Workdir, p)
-	}
-	if p == "" {
-		p = "/"
-	}
-	return path.Clean(p)
-}
-
-// walkTree visits every entry below root depth-first, entries of a
-// directory in name order, through the backend's ListDir. visit gets the
-// slash-separated path relative to root; returning false for a directory
-// skips it. Directories that vanish or cannot be listed are skipped.
-func walkTree(ctx context.Context, b backend.Backend, root string, visit func(rel string, fi backend.FileInfo) (bool, error)) error {
-	var walk func(dir, rel string) error
-	walk = func(dir, rel string) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		entries, err := b.ListDir(ctx, dir)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if rel == "" {
-				return err
-			}
-			return nil // unreadable or removed subdirectory
-		}
-		for _, e := range entries {
-			r := e.Name
-			if rel != "" {
-				r = rel + "/" + e.Name
-			}
-			descend, err := visit(r, e)
-			if err != nil {
-				return err
-			}
-			if e.IsDir && descend {
-				if err := walk(path.Join(dir, e.Name), r); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	return walk(root, "")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/wardenhq/warden/permission"
@@ -130,5 +131,108 @@ func TestGrepHomeAsks(t *testing.T) {
 		if err != nil || v.Behavior != want {
 			t.Errorf("Grep %s: %s %q %v, want %s", p, v.Behavior, v.Message, err, want)
 		}
+	}
+}
+
+// TestDecideValidatesBeforeAsking: a call that would fail without
+// running (schema, path form, its input checks, read-before-write where
+// the state tells) is an invalid input with the tool error the model
+// reads, never an approval request, whatever the policy asks for.
+func TestDecideValidatesBeforeAsking(t *testing.T) {
+	t.Parallel()
+	read := &State{Reads: map[string]FileStamp{"/w/a.go": {Size: 1}}}
+	cases := []struct {
+		name  string
+		tool  Tool
+		input string
+		state *State
+		want  string // a substring of the invalid message
+	}{
+		{"relative Write", Write{}, `{"file_path":"a.go","content":"x"}`, nil, "/file_path"},
+		{"relative Write, dot", Write{}, `{"file_path":"./a.go","content":"x"}`, read, "/file_path"},
+		{"Write with NUL", Write{}, `{"file_path":"/w/a\u0000.go","content":"x"}`, nil, "NUL"},
+		{"Edit missing new_string", Edit{}, `{"file_path":"/w/a.go","old_string":"a"}`, read, "new_string"},
+		{"Edit replace_all not boolean", Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"b","replace_all":"yes"}`, read, "/replace_all"},
+		{"Edit unknown field", Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"b","force":true}`, read, "force"},
+		{"Edit identical strings", Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"a"}`, read, "identical"},
+		{"Edit empty old_string", Edit{}, `{"file_path":"/w/a.go","old_string":"","new_string":"a"}`, read, "must not be empty"},
+		{"Edit not read", Edit{}, `{"file_path":"/w/b.go","old_string":"a","new_string":"b"}`, read, "first read it"},
+		{"Edit not read, empty state", Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"b"}`, &State{}, "first read it"},
+		{"Bash empty", Bash{}, `{"command":"  "}`, nil, "empty command"},
+		{"Grep empty pattern", Grep{}, `{"pattern":""}`, nil, "pattern is required"},
+		{"Glob NUL", Glob{}, `{"pattern":"*","path":"a\u0000"}`, nil, "NUL"},
+		{"AskUser duplicate labels", AskUser{}, `{"questions":[{"question":"Which?","header":"Pick","options":[{"label":"A","description":""},{"label":"A","description":""}]}]}`, nil, "unique"},
+	}
+	for _, mode := range []permission.Mode{permission.ModeDefault, permission.ModeBypass} {
+		// Every rule asks: only an invalid input can escape the ASK.
+		pc := permission.Context{Mode: mode, Ask: []permission.Rule{{Tool: "Write"}, {Tool: "Edit"}, {Tool: "Bash"}, {Tool: "Grep"}, {Tool: "Glob"}, {Tool: "AskUser"}}}
+		for _, c := range cases {
+			v, invalid := DecideOrAsk(context.Background(), Call{Tool: c.tool, Input: json.RawMessage(c.input), Workdir: "/w", Policy: &pc, State: c.state})
+			if invalid == "" || v.Behavior != "" {
+				t.Errorf("%s (%s): verdict %s (%s), want an invalid input", c.name, mode, v.Behavior, v.Reason)
+				continue
+			}
+			if !strings.Contains(invalid, c.want) {
+				t.Errorf("%s (%s): invalid %q, want it to mention %q", c.name, mode, invalid, c.want)
+			}
+		}
+	}
+}
+
+// TestDecideReadBeforeWrite: the read-before-write check only rejects
+// what the state proves cannot succeed: an Edit of a file read in this
+// turn, of any file when the state is unknown, and a Write of a file
+// never read (it may not exist) are decided as usual; so is an Edit
+// whose Read comes earlier in the same step (State.Anticipate).
+func TestDecideReadBeforeWrite(t *testing.T) {
+	t.Parallel()
+	pc := permission.Context{Mode: permission.ModeDefault}
+	edit := json.RawMessage(`{"file_path":"/w/a.go","old_string":"a","new_string":"b"}`)
+	decide := func(tl Tool, input json.RawMessage, s *State) (permission.Verdict, string) {
+		return DecideOrAsk(context.Background(), Call{Tool: tl, Input: input, Workdir: "/w", Policy: &pc, State: s})
+	}
+	for name, s := range map[string]*State{
+		"read":    {Reads: map[string]FileStamp{"/w/a.go": {Size: 3}}},
+		"unknown": nil,
+		"unclean": {Reads: map[string]FileStamp{"/w/a.go": {Size: 3}}},
+	} {
+		in := edit
+		if name == "unclean" {
+			in = json.RawMessage(`{"file_path":"/w/x/../a.go","old_string":"a","new_string":"b"}`)
+		}
+		if v, invalid := decide(Edit{}, in, s); invalid != "" || v.Behavior != permission.Ask {
+			t.Errorf("Edit, state %s: %s %q, want ask", name, v.Behavior, invalid)
+		}
+	}
+	if v, invalid := decide(Write{}, json.RawMessage(`{"file_path":"/w/new.go","content":"x"}`), &State{}); invalid != "" || v.Behavior != permission.Ask {
+		t.Errorf("Write of an unread file: %s %q, want ask", v.Behavior, invalid)
+	}
+
+	// One step: Read a.go, Edit a.go, Edit b.go, decided before any runs.
+	var s State
+	step := []struct {
+		tool  Tool
+		input string
+		ok    bool
+	}{
+		{Read{}, `{"file_path":"/w/a.go"}`, true},
+		{Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"b"}`, true},
+		{Edit{}, `{"file_path":"/w/b.go","old_string":"a","new_string":"b"}`, false},
+	}
+	for i, c := range step {
+		cur := s
+		_, invalid := decide(c.tool, json.RawMessage(c.input), &cur)
+		if (invalid == "") != c.ok {
+			t.Errorf("step call %d: invalid %q, want ok %v", i, invalid, c.ok)
+		}
+		s = s.Anticipate(c.tool.Info().Name, json.RawMessage(c.input))
+	}
+	if len(s.Reads) != 1 {
+		t.Errorf("anticipated reads %v, want /w/a.go only", s.Reads)
+	}
+	var empty State
+	_ = empty.Anticipate("Read", json.RawMessage(`{"file_path":"/w/a.go"}`))
+	if empty.Reads != nil {
+		t.Error("Anticipate changed its receiver")
 	}
 }

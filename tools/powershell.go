@@ -5,18 +5,17 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
-	"reflect"
 	"strings"
-	"sync"
 	"unicode/utf16"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/permission"
 )
 
 // PowerShell runs a PowerShell script on the call's backend through pwsh
 // (or powershell.exe), found by probing the backend once. Its zero value
 // probes on every call; give it a ProbeCache (Builtins does) to probe
-// once per backend. Its permission checks live in perm_powershell.go.
+// once per backend. PowerShell is not analysed: every call asks.
 type PowerShell struct {
 	// Probes remembers which PowerShell each backend has; nil probes on
 	// every call.
@@ -25,25 +24,24 @@ type PowerShell struct {
 
 // PowerShellInput is PowerShell's input.
 type PowerShellInput struct {
-	Command     string `json:"command"`
-	Description string `json:"description,omitempty"`
+	Command     string `json:"command" jsonschema_description:"The PowerShell script to run."`
+	Description string `json:"description,omitempty" jsonschema_description:"A short description of what the script does."`
 	// Timeout is in milliseconds (default 120000, max 600000).
-	Timeout int `json:"timeout,omitempty"`
+	Timeout int `json:"timeout,omitempty" jsonschema:"minimum=0,maximum=600000" jsonschema_description:"Timeout in milliseconds (default 120000, max 600000)."`
 }
 
-var powerShellSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "command": {"type": "string", "description": "The PowerShell script to run."},
-    "description": {"type": "string", "description": "A short description of what the script does."},
-    "timeout": {"type": "integer", "minimum": 0, "maximum": 600000, "description": "Timeout in milliseconds (default 120000, max 600000)."}
-  },
-  "required": ["command"],
-  "additionalProperties": false
-}`)
+func (in PowerShellInput) check() string {
+	if strings.TrimSpace(in.Command) == "" {
+		return "Command failed: empty command"
+	}
+	return ""
+}
 
 // powerShellPrograms are tried in order; the first that runs wins.
-var powerShellPrograms = []string{"pwsh", "powershell.exe"}
+func powerShellPrograms() []string { return []string{"pwsh", "powershell.exe"} }
+
+// powerShellSchema is the input schema, derived from the input struct once.
+var powerShellSchema = builtinSchema[PowerShellInput]()
 
 // Info implements Tool.
 func (PowerShell) Info() Info {
@@ -51,21 +49,44 @@ func (PowerShell) Info() Info {
 		Name: "PowerShell",
 		Description: "Run a PowerShell script in the workspace (pwsh -NoProfile -NonInteractive) and return its output. " +
 			"Each call starts in the workspace directory. Output is capped at 30000 characters.",
-		InputSchema: powerShellSchema,
+		InputSchema: powerShellSchema(),
 	}
+}
+
+// CheckInput implements InputChecker.
+func (PowerShell) CheckInput(_ context.Context, _ *Env, input json.RawMessage) error {
+	return checkInput[PowerShellInput]("PowerShell", input)
+}
+
+// CheckPermissions implements PermissionChecker: PowerShell is not
+// analysed, so every call is a (non-safety) ASK.
+func (PowerShell) CheckPermissions(context.Context, *Env, json.RawMessage, *permission.Context) (permission.Decision, error) {
+	return permission.Decision{
+		Behavior: permission.Ask,
+		Message:  "Execute PowerShell command",
+		Reason:   "Tool check: PowerShell commands are not analysed",
+	}, nil
+}
+
+// MatchRule implements RuleMatcher: only tool-level rules (no content)
+// match PowerShell.
+func (PowerShell) MatchRule(_ context.Context, _ *Env, content string, _ json.RawMessage) (bool, error) {
+	return content == "", nil
+}
+
+// GenerateSuggestions implements Suggester: PowerShell suggests nothing.
+func (PowerShell) GenerateSuggestions(context.Context, *Env, json.RawMessage) ([]permission.Rule, error) {
+	return []permission.Rule{}, nil
 }
 
 // Call implements Tool.
 func (ps PowerShell) Call(ctx context.Context, env *Env, input json.RawMessage) Stream {
-	var in PowerShellInput
-	if err := json.Unmarshal(input, &in); err != nil {
-		return Errorf("Invalid input for PowerShell: %v", err)
-	}
-	if strings.TrimSpace(in.Command) == "" {
-		return Errorf("Command failed: empty command")
+	in, err := parseInput[PowerShellInput]("PowerShell", input)
+	if err != nil {
+		return invalid(err)
 	}
 	prog, err := ps.Probes.Find(ctx, env.Backend, "powershell", func(ctx context.Context) (string, error) {
-		for _, p := range powerShellPrograms {
+		for _, p := range powerShellPrograms() {
 			res, err := env.Backend.Exec(ctx, backend.ExecRequest{
 				Argv: []string{p, "-NoProfile", "-NonInteractive", "-Command", "exit 0"}, Timeout: BashDefaultTimeout / 4,
 			})
@@ -86,7 +107,7 @@ func (ps PowerShell) Call(ctx context.Context, env *Env, input json.RawMessage) 
 	}
 	if prog == "" {
 		return Errorf("PowerShell is not available on the %s backend (tried %s). Use the Bash tool instead.",
-			env.Backend.Name(), strings.Join(powerShellPrograms, ", "))
+			env.Backend.Name(), strings.Join(powerShellPrograms(), ", "))
 	}
 	argv := []string{prog, "-NoProfile", "-NonInteractive", "-EncodedCommand", encodePowerShell(in.Command)}
 	return runShell(ctx, env, argv, in.Command, in.Timeout)
@@ -101,44 +122,4 @@ func encodePowerShell(script string) string {
 		binary.LittleEndian.PutUint16(buf[2*i:], u)
 	}
 	return base64.StdEncoding.EncodeToString(buf)
-}
-
-// ProbeCache remembers the result of probing a backend for a program,
-// per backend and probe name. It is safe for concurrent use; its zero
-// value is ready, and a nil *ProbeCache caches nothing.
-type ProbeCache struct {
-	mu sync.Mutex
-	m  map[probeKey]string
-}
-
-type probeKey struct {
-	b    backend.Backend
-	name string
-}
-
-// Find returns the cached result of the probe called name on b, running
-// probe when there is none. Errors are not cached. Backends whose
-// dynamic value is not comparable are probed every time.
-func (c *ProbeCache) Find(ctx context.Context, b backend.Backend, name string, probe func(context.Context) (string, error)) (string, error) {
-	if c == nil || !reflect.ValueOf(b).Comparable() {
-		return probe(ctx)
-	}
-	k := probeKey{b, name}
-	c.mu.Lock()
-	v, ok := c.m[k]
-	c.mu.Unlock()
-	if ok {
-		return v, nil
-	}
-	v, err := probe(ctx)
-	if err != nil {
-		return "", err
-	}
-	c.mu.Lock()
-	if c.m == nil {
-		c.m = map[probeKey]string{}
-	}
-	c.m[k] = v
-	c.mu.Unlock()
-	return v, nil
 }

@@ -25,7 +25,7 @@ func (c countingBackend) Exec(ctx context.Context, r backend.ExecRequest) (backe
 
 func TestPowerShellMissing(t *testing.T) {
 	t.Parallel()
-	for _, p := range powerShellPrograms {
+	for _, p := range powerShellPrograms() {
 		if _, err := exec.LookPath(p); err == nil {
 			t.Skipf("%s is installed", p)
 		}
@@ -43,8 +43,8 @@ func TestPowerShellMissing(t *testing.T) {
 			t.Errorf("got %q, want %q", r.Content, want)
 		}
 	}
-	if n := b.execs.Load(); n != int32(len(powerShellPrograms)) {
-		t.Errorf("probed with %d execs, want %d (once per backend)", n, len(powerShellPrograms))
+	if n := b.execs.Load(); n != int32(len(powerShellPrograms())) {
+		t.Errorf("probed with %d execs, want %d (once per backend)", n, len(powerShellPrograms()))
 	}
 }
 

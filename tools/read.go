@@ -13,6 +13,8 @@ import (
 	"github.com/ledongthuc/pdf"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/permission/shell"
 )
 
 // Read limits.
@@ -32,8 +34,8 @@ const (
 
 // Read reads a text file, an image or a PDF from the call's backend and
 // records what it read in the turn's State for read-before-write. Its
-// zero value uses the default limits. Its permission checks live in
-// perm_read.go.
+// zero value uses the default limits. Its permission checks apply the
+// path rules to the file it reads.
 type Read struct {
 	// MaxLineChars cuts longer lines (default ReadDefaultMaxLineChars).
 	MaxLineChars int
@@ -44,37 +46,53 @@ type Read struct {
 
 // ReadInput is Read's input.
 type ReadInput struct {
-	FilePath string `json:"file_path"`
+	FilePath string `json:"file_path" jsonschema:"pattern=^/" jsonschema_description:"The absolute path to the file to read."`
 	// Offset is the first line to return, 1-based (default 1).
-	Offset int `json:"offset,omitempty"`
+	Offset int `json:"offset,omitempty" jsonschema:"minimum=1" jsonschema_description:"The line number to start reading from (1-based). Only provide if the file is too large to read at once."`
 	// Limit is the number of lines to return (default 2000).
-	Limit int `json:"limit,omitempty"`
+	Limit int `json:"limit,omitempty" jsonschema:"minimum=1,maximum=2000" jsonschema_description:"The number of lines to read (default 2000)."`
 	// Pages selects PDF pages, e.g. "3" or "1-5".
-	Pages string `json:"pages,omitempty"`
+	Pages string `json:"pages,omitempty" jsonschema_description:"Page range for PDF files, e.g. \"1-5\" or \"3\". Required for PDFs with more than 10 pages; at most 20 pages per call."`
 }
 
-var readSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "file_path": {"type": "string", "pattern": "^/", "description": "The absolute path to the file to read."},
-    "offset": {"type": "integer", "minimum": 1, "description": "The line number to start reading from (1-based). Only provide if the file is too large to read at once."},
-    "limit": {"type": "integer", "minimum": 1, "maximum": 2000, "description": "The number of lines to read (default 2000)."},
-    "pages": {"type": "string", "description": "Page range for PDF files, e.g. \"1-5\" or \"3\". Required for PDFs with more than 10 pages; at most 20 pages per call."}
-  },
-  "required": ["file_path"],
-  "additionalProperties": false
-}`)
-
-// imageTypes maps the image extensions Read returns as data blocks to
-// their media types.
-var imageTypes = map[string]string{
-	".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg",
-	".gif": "image/gif", ".webp": "image/webp",
+func (in ReadInput) check() string {
+	if _, msg := checkFilePath(in.FilePath); msg != "" {
+		return msg
+	}
+	if in.Offset < 0 || in.Limit < 0 {
+		return "Error: offset and limit must not be negative"
+	}
+	return ""
 }
 
-// unsupportedImages are image extensions Read recognises but cannot
-// hand to the model.
-var unsupportedImages = map[string]bool{".bmp": true, ".tiff": true, ".tif": true, ".ico": true}
+// imageType returns the media type of the image extensions Read returns
+// as data blocks.
+func imageType(ext string) (string, bool) {
+	switch ext {
+	case ".png":
+		return "image/png", true
+	case ".jpg", ".jpeg":
+		return "image/jpeg", true
+	case ".gif":
+		return "image/gif", true
+	case ".webp":
+		return "image/webp", true
+	}
+	return "", false
+}
+
+// unsupportedImage reports the image extensions Read recognises but
+// cannot hand to the model.
+func unsupportedImage(ext string) bool {
+	switch ext {
+	case ".bmp", ".tiff", ".tif", ".ico":
+		return true
+	}
+	return false
+}
+
+// readSchema is the input schema, derived from the input struct once.
+var readSchema = builtinSchema[ReadInput]()
 
 // Info implements Tool.
 func (Read) Info() Info {
@@ -85,26 +103,53 @@ func (Read) Info() Info {
 			"use offset and limit to page through long files. Lines longer than 2000 characters are truncated. " +
 			"Images (png, jpg, gif, webp) are returned as images; PDFs as text per page (use pages for long PDFs). " +
 			"You must Read a file before you Write over it or Edit it.",
-		InputSchema:     readSchema,
+		InputSchema:     readSchema(),
 		ReadOnly:        true,
 		ConcurrencySafe: true,
 		StateInjected:   true,
 	}
 }
 
+// CheckInput implements InputChecker.
+func (Read) CheckInput(_ context.Context, _ *Env, input json.RawMessage) error {
+	return checkInput[ReadInput]("Read", input)
+}
+
+// CheckPermissions implements PermissionChecker: the path rules on the
+// file read (outside the working directories or sensitive: ask).
+func (Read) CheckPermissions(ctx context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+	in, err := decodeInput[ReadInput]("Read", input)
+	if err != nil {
+		return permission.Decision{}, err
+	}
+	return checkAccesses("Read", env, pc, homeOf(ctx), []shell.Access{readAccess(env, in.FilePath, false)})
+}
+
+// MatchRule implements RuleMatcher: a glob on file_path.
+func (Read) MatchRule(_ context.Context, env *Env, content string, input json.RawMessage) (bool, error) {
+	in, err := decodeInput[ReadInput]("Read", input)
+	if err != nil {
+		return false, err
+	}
+	return matchPath(env, content, absPath(env, in.FilePath))
+}
+
+// GenerateSuggestions implements Suggester: the parent directory.
+func (Read) GenerateSuggestions(_ context.Context, env *Env, input json.RawMessage) ([]permission.Rule, error) {
+	in, err := decodeInput[ReadInput]("Read", input)
+	if err != nil {
+		return nil, err
+	}
+	return fileSuggestion("Read", env, in.FilePath), nil
+}
+
 // Call implements Tool.
 func (r Read) Call(ctx context.Context, env *Env, input json.RawMessage) Stream {
-	var in ReadInput
-	if err := json.Unmarshal(input, &in); err != nil {
-		return Errorf("Invalid input for Read: %v", err)
+	in, err := parseInput[ReadInput]("Read", input)
+	if err != nil {
+		return invalid(err)
 	}
-	p, msg := checkFilePath(in.FilePath)
-	if msg != "" {
-		return Errorf("%s", msg)
-	}
-	if in.Offset < 0 || in.Limit < 0 {
-		return Errorf("Error: offset and limit must not be negative")
-	}
+	p := path.Clean(in.FilePath)
 	fi, err := env.Backend.Stat(ctx, p)
 	switch {
 	case errors.Is(err, backend.ErrNotExist):
@@ -115,7 +160,7 @@ func (r Read) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 		return Errorf("Error: Path is a directory, not a file: %s", in.FilePath)
 	}
 	ext := strings.ToLower(path.Ext(p))
-	if unsupportedImages[ext] {
+	if unsupportedImage(ext) {
 		return Errorf("Error: Unsupported image format %s: only png, jpg, gif and webp images can be read: %s", ext, p)
 	}
 	data, err := env.Backend.ReadFile(ctx, p)
@@ -129,7 +174,7 @@ func (r Read) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 	// the next Write or Edit sees a different stamp and asks for a re-read.
 	recordRead(env, p, fi)
 
-	if mt, ok := imageTypes[ext]; ok {
+	if mt, ok := imageType(ext); ok {
 		return Single(Chunk{
 			Text:     fmt.Sprintf("Image %s (%s, %d bytes)", p, mt, len(data)),
 			Data:     []DataBlock{{MediaType: mt, Data: data}},
@@ -255,66 +300,4 @@ func parsePages(s string) (first, last int, err error) {
 		return 0, 0, errors.New("pages start at 1 and a range must not be reversed")
 	}
 	return first, last, nil
-}
-
-// decodeText decodes file content: invalid UTF-8 is replaced and CRLF
-// and CR line ends become LF.
-func decodeText(data []byte) string {
-	s := strings.ToValidUTF8(string(data), "\uFFFD")
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	return strings.ReplaceAll(s, "\r", "\n")
-}
-
-// splitLines splits text into lines without their terminators; a final
-// newline does not start another line.
-func splitLines(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return strings.Split(strings.TrimSuffix(s, "\n"), "\n")
-}
-
-// checkFilePath validates a model-supplied file path and returns its
-// cleaned form, or the error message the model sees.
-func checkFilePath(p string) (string, string) {
-	if strings.ContainsRune(p, 0) {
-		return "", "Error: file_path must not contain NUL bytes"
-	}
-	if p == "" {
-		return "", "Error: file_path is required"
-	}
-	if !path.IsAbs(p) {
-		return "", "Error: file_path must be an absolute path, got: " + p
-	}
-	return path.Clean(p), ""
-}
-
-// recordRead stores what Read saw of p; a nil State records nothing.
-func recordRead(env *Env, p string, fi backend.FileInfo) {
-	if env.State == nil {
-		return
-	}
-	if env.State.Reads == nil {
-		env.State.Reads = map[string]FileStamp{}
-	}
-	env.State.Reads[p] = FileStamp{Size: fi.Size, ModTime: fi.ModTime}
-}
-
-// readFresh reports whether p was read in this turn and, according to
-// the backend, has not changed since: same size and modification time.
-func readFresh(env *Env, p string, fi backend.FileInfo) bool {
-	if env.State == nil {
-		return false
-	}
-	st, ok := env.State.Reads[p]
-	return ok && st.Size == fi.Size && st.ModTime.Equal(fi.ModTime)
-}
-
-// backendError turns a backend failure into a stream: a Go error when the
-// context is done (infrastructure), a tool error the model reads otherwise.
-func backendError(ctx context.Context, tool, p string, err error) Stream {
-	if ctx.Err() != nil || errors.Is(err, backend.ErrUnavailable) {
-		return Fail(fmt.Errorf("%s %s: %w", strings.ToLower(tool), p, err))
-	}
-	return Errorf("Error: %s failed for %s: %v", tool, p, err)
 }

@@ -1,6 +1,11 @@
 package tools
 
-import "time"
+import (
+	"encoding/json"
+	"maps"
+	"path"
+	"time"
+)
 
 // State is the per-turn tool state the workflow carries: what was read
 // (for read-before-write) and the task list. It is a plain value that
@@ -44,4 +49,32 @@ type Task struct {
 	Metadata    map[string]any `json:"metadata,omitempty"`
 	// CreatedAt is when TaskCreate made the task (worker clock).
 	CreatedAt time.Time `json:"created_at,omitzero"`
+}
+
+// Anticipate returns s as a call of the tool named tool with input will
+// leave it, as far as the input checks that read the state can tell: a
+// Read records its file (with an unknown stamp, which only the check
+// that the file was read at all looks past). The calls of one model step
+// are decided together before any of them runs; deciding each with the
+// state anticipated from the calls before it keeps a Read followed by an
+// Edit of the same file in one step from being rejected. s is not
+// changed.
+func (s State) Anticipate(tool string, input json.RawMessage) State {
+	if tool != "Read" {
+		return s
+	}
+	in, err := decodeInput[ReadInput](tool, input)
+	if err != nil || !path.IsAbs(in.FilePath) {
+		return s
+	}
+	p := path.Clean(in.FilePath)
+	if _, ok := s.Reads[p]; ok {
+		return s
+	}
+	s.Reads = maps.Clone(s.Reads)
+	if s.Reads == nil {
+		s.Reads = map[string]FileStamp{}
+	}
+	s.Reads[p] = FileStamp{Size: -1}
+	return s
 }

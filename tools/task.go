@@ -32,62 +32,45 @@ type TaskUpdate struct{}
 
 // TaskCreateInput is TaskCreate's input.
 type TaskCreateInput struct {
-	Subject     string         `json:"subject"`
-	Description string         `json:"description"`
-	Metadata    map[string]any `json:"metadata,omitempty"`
+	Subject     string         `json:"subject" jsonschema_description:"A brief title for the task, in imperative form."`
+	Description string         `json:"description" jsonschema_description:"What needs to be done, in detail."`
+	Metadata    map[string]any `json:"metadata,omitempty" jsonschema_description:"Arbitrary metadata to attach to the task."`
+}
+
+func (in TaskCreateInput) check() string {
+	if strings.TrimSpace(in.Subject) == "" {
+		return "CreateTaskError: subject must not be empty"
+	}
+	return ""
 }
 
 // TaskGetInput is TaskGet's input.
 type TaskGetInput struct {
-	TaskID string `json:"task_id"`
+	TaskID string `json:"task_id" jsonschema_description:"The id of the task."`
 }
+
+// TaskListInput is TaskList's input: it takes none.
+type TaskListInput struct{}
 
 // TaskUpdateInput is TaskUpdate's input. Nil fields are left unchanged.
 type TaskUpdateInput struct {
-	TaskID       string         `json:"task_id"`
-	Subject      string         `json:"subject,omitempty"`
-	Description  *string        `json:"description,omitempty"`
-	Status       TaskStatus     `json:"status,omitempty"`
-	AddBlocks    []string       `json:"add_blocks,omitempty"`
-	AddBlockedBy []string       `json:"add_blocked_by,omitempty"`
-	Owner        *string        `json:"owner,omitempty"`
-	Metadata     map[string]any `json:"metadata,omitempty"`
+	TaskID       string         `json:"task_id" jsonschema_description:"The id of the task to update."`
+	Subject      string         `json:"subject,omitempty" jsonschema_description:"New subject."`
+	Description  *string        `json:"description,omitempty" jsonschema_description:"New description."`
+	Status       TaskStatus     `json:"status,omitempty" jsonschema:"enum=pending,enum=in_progress,enum=completed,enum=deleted" jsonschema_description:"New status; deleted removes the task."`
+	AddBlocks    []string       `json:"add_blocks,omitempty" jsonschema_description:"Ids of tasks this task blocks."`
+	AddBlockedBy []string       `json:"add_blocked_by,omitempty" jsonschema_description:"Ids of tasks that block this task."`
+	Owner        *string        `json:"owner,omitempty" jsonschema_description:"New owner."`
+	Metadata     map[string]any `json:"metadata,omitempty" jsonschema_description:"Metadata to merge; a null value deletes the key."`
 }
 
-var (
-	taskCreateSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "subject": {"type": "string", "description": "A brief title for the task, in imperative form."},
-    "description": {"type": "string", "description": "What needs to be done, in detail."},
-    "metadata": {"type": "object", "description": "Arbitrary metadata to attach to the task."}
-  },
-  "required": ["subject", "description"],
-  "additionalProperties": false
-}`)
-	taskGetSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {"task_id": {"type": "string", "description": "The id of the task."}},
-  "required": ["task_id"],
-  "additionalProperties": false
-}`)
-	taskListSchema   = json.RawMessage(`{"type": "object", "properties": {}, "additionalProperties": false}`)
-	taskUpdateSchema = json.RawMessage(`{
-  "type": "object",
-  "properties": {
-    "task_id": {"type": "string", "description": "The id of the task to update."},
-    "subject": {"type": "string", "description": "New subject."},
-    "description": {"type": "string", "description": "New description."},
-    "status": {"type": "string", "enum": ["pending", "in_progress", "completed", "deleted"], "description": "New status; deleted removes the task."},
-    "add_blocks": {"type": "array", "items": {"type": "string"}, "description": "Ids of tasks this task blocks."},
-    "add_blocked_by": {"type": "array", "items": {"type": "string"}, "description": "Ids of tasks that block this task."},
-    "owner": {"type": "string", "description": "New owner."},
-    "metadata": {"type": "object", "description": "Metadata to merge; a null value deletes the key."}
-  },
-  "required": ["task_id"],
-  "additionalProperties": false
-}`)
-)
+func (in TaskUpdateInput) check() string {
+	switch in.Status {
+	case "", TaskPending, TaskInProgress, TaskCompleted, TaskDeleted:
+		return ""
+	}
+	return fmt.Sprintf("Error: invalid status %q: want pending, in_progress, completed or deleted", in.Status)
+}
 
 func taskInfo(name, desc string, schema json.RawMessage) Info {
 	return Info{Name: name, Description: desc, InputSchema: schema, ConcurrencySafe: true, StateInjected: true}
@@ -99,9 +82,17 @@ func allowTask() (permission.Decision, error) {
 
 const noState = "Error: the task list is not available in this call (no turn state)."
 
+// The input schemas, derived from the input structs once.
+var (
+	taskCreateSchema = builtinSchema[TaskCreateInput]()
+	taskGetSchema    = builtinSchema[TaskGetInput]()
+	taskListSchema   = builtinSchema[TaskListInput]()
+	taskUpdateSchema = builtinSchema[TaskUpdateInput]()
+)
+
 // Info implements Tool.
 func (TaskCreate) Info() Info {
-	return taskInfo("TaskCreate", "Create a task in the task list to track work. New tasks start as pending.", taskCreateSchema)
+	return taskInfo("TaskCreate", "Create a task in the task list to track work. New tasks start as pending.", taskCreateSchema())
 }
 
 // CheckPermissions implements PermissionChecker: always allowed.
@@ -111,15 +102,12 @@ func (TaskCreate) CheckPermissions(context.Context, *Env, json.RawMessage, *perm
 
 // Call implements Tool.
 func (TaskCreate) Call(_ context.Context, env *Env, input json.RawMessage) Stream {
-	var in TaskCreateInput
-	if err := json.Unmarshal(input, &in); err != nil {
-		return Errorf("CreateTaskError: invalid input: %v", err)
-	}
 	if env.State == nil {
 		return Errorf("CreateTaskError: %s", noState)
 	}
-	if strings.TrimSpace(in.Subject) == "" {
-		return Errorf("CreateTaskError: subject must not be empty")
+	in, err := parseInput[TaskCreateInput]("TaskCreate", input)
+	if err != nil {
+		return invalid(err)
 	}
 	next := 1
 	for _, t := range env.State.Tasks {
@@ -138,7 +126,7 @@ func (TaskCreate) Call(_ context.Context, env *Env, input json.RawMessage) Strea
 
 // Info implements Tool.
 func (TaskGet) Info() Info {
-	return taskInfo("TaskGet", "Show one task with its status, description, owner and dependencies.", taskGetSchema)
+	return taskInfo("TaskGet", "Show one task with its status, description, owner and dependencies.", taskGetSchema())
 }
 
 // CheckPermissions implements PermissionChecker: always allowed.
@@ -148,9 +136,9 @@ func (TaskGet) CheckPermissions(context.Context, *Env, json.RawMessage, *permiss
 
 // Call implements Tool.
 func (TaskGet) Call(_ context.Context, env *Env, input json.RawMessage) Stream {
-	var in TaskGetInput
-	if err := json.Unmarshal(input, &in); err != nil {
-		return Errorf("Invalid input for TaskGet: %v", err)
+	in, err := parseInput[TaskGetInput]("TaskGet", input)
+	if err != nil {
+		return invalid(err)
 	}
 	if env.State == nil {
 		return Errorf("%s", noState)
@@ -180,7 +168,7 @@ func (TaskGet) Call(_ context.Context, env *Env, input json.RawMessage) Stream {
 
 // Info implements Tool.
 func (TaskList) Info() Info {
-	return taskInfo("TaskList", "List all tasks with their status, owner and blockers.", taskListSchema)
+	return taskInfo("TaskList", "List all tasks with their status, owner and blockers.", taskListSchema())
 }
 
 // CheckPermissions implements PermissionChecker: always allowed.
@@ -214,7 +202,7 @@ func (TaskList) Call(_ context.Context, env *Env, _ json.RawMessage) Stream {
 func (TaskUpdate) Info() Info {
 	return taskInfo("TaskUpdate",
 		"Update a task: subject, description, status (pending, in_progress, completed, or deleted to remove it), "+
-			"owner, metadata, and dependencies (add_blocks, add_blocked_by).", taskUpdateSchema)
+			"owner, metadata, and dependencies (add_blocks, add_blocked_by).", taskUpdateSchema())
 }
 
 // CheckPermissions implements PermissionChecker: always allowed.
@@ -224,17 +212,12 @@ func (TaskUpdate) CheckPermissions(context.Context, *Env, json.RawMessage, *perm
 
 // Call implements Tool.
 func (TaskUpdate) Call(_ context.Context, env *Env, input json.RawMessage) Stream {
-	var in TaskUpdateInput
-	if err := json.Unmarshal(input, &in); err != nil {
-		return Errorf("Invalid input for TaskUpdate: %v", err)
+	in, err := parseInput[TaskUpdateInput]("TaskUpdate", input)
+	if err != nil {
+		return invalid(err)
 	}
 	if env.State == nil {
 		return Errorf("%s", noState)
-	}
-	switch in.Status {
-	case "", TaskPending, TaskInProgress, TaskCompleted, TaskDeleted:
-	default:
-		return Errorf("Error: invalid status %q: want pending, in_progress, completed or deleted", in.Status)
 	}
 	s := env.State
 	i := findTask(s, in.TaskID)

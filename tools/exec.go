@@ -1,0 +1,121 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wardenhq/warden/backend"
+)
+
+// Process helpers of the shell tools (Bash, PowerShell) and of the tools
+// that probe a backend for a program (PowerShell, Grep).
+
+// runShell runs argv on the env's backend and formats the result the way
+// AgentScope's shell tools do. timeoutMS <= 0 means the default.
+func runShell(ctx context.Context, env *Env, argv []string, command string, timeoutMS int) Stream {
+	timeout := BashDefaultTimeout
+	if timeoutMS > 0 {
+		timeout = min(time.Duration(timeoutMS)*time.Millisecond, BashMaxTimeout)
+	}
+	req := backend.ExecRequest{
+		Argv:      argv,
+		Dir:       env.Workdir,
+		Timeout:   timeout,
+		MaxOutput: 4 * MaxOutputChars, // bytes; the character cap applies below
+	}
+	var (
+		res backend.ExecResult
+		err error
+	)
+	if s, ok := env.Backend.(backend.Streamer); ok && env.Progress != nil {
+		res, err = s.ExecStream(ctx, req, func(stream int, p []byte) {
+			name := "stdout"
+			if stream == 2 {
+				name = "stderr"
+			}
+			env.Progress(name, p)
+		})
+	} else {
+		res, err = env.Backend.Exec(ctx, req)
+	}
+	if err != nil {
+		if ctx.Err() != nil || errors.Is(err, backend.ErrUnavailable) {
+			return Fail(err)
+		}
+		return Errorf("Command failed: %s\nError: %v", command, err)
+	}
+	stdout, stderr := decode(res.Stdout), decode(res.Stderr)
+	if res.TimedOut {
+		return Errorf("Command timed out after %dms: %s", timeout.Milliseconds(), command)
+	}
+	if res.ExitCode != 0 {
+		var b strings.Builder
+		fmt.Fprintf(&b, "Command failed: %s\n", command)
+		fmt.Fprintf(&b, "Exit code: %d\n", res.ExitCode)
+		if stdout != "" {
+			b.WriteString("\nStdout:\n" + stdout)
+		}
+		if stderr != "" {
+			b.WriteString("\nStderr:\n" + stderr)
+		}
+		return Single(Chunk{Text: Truncate(b.String(), MaxOutputChars), IsError: true,
+			Metadata: map[string]any{"exit_code": res.ExitCode}})
+	}
+	out := stdout
+	if stderr != "" {
+		out += "\n" + stderr
+	}
+	return Single(Chunk{Text: Truncate(out, MaxOutputChars), Metadata: map[string]any{"exit_code": 0}})
+}
+
+// decode turns process output into text: invalid UTF-8 is replaced and
+// CRLF becomes LF.
+func decode(b []byte) string {
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	return strings.ReplaceAll(s, "\r\n", "\n")
+}
+
+// ProbeCache remembers the result of probing a backend for a program,
+// per backend and probe name. It is safe for concurrent use; its zero
+// value is ready, and a nil *ProbeCache caches nothing.
+type ProbeCache struct {
+	mu sync.Mutex
+	m  map[probeKey]string
+}
+
+type probeKey struct {
+	b    backend.Backend
+	name string
+}
+
+// Find returns the cached result of the probe called name on b, running
+// probe when there is none. Errors are not cached. Backends whose
+// dynamic value is not comparable are probed every time.
+func (c *ProbeCache) Find(ctx context.Context, b backend.Backend, name string, probe func(context.Context) (string, error)) (string, error) {
+	if c == nil || !reflect.ValueOf(b).Comparable() {
+		return probe(ctx)
+	}
+	k := probeKey{b, name}
+	c.mu.Lock()
+	v, ok := c.m[k]
+	c.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := probe(ctx)
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[probeKey]string{}
+	}
+	c.m[k] = v
+	c.mu.Unlock()
+	return v, nil
+}

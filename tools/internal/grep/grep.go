@@ -1,0 +1,321 @@
+// Package grep is the Grep tool's search: ripgrep run on the backend,
+// and a Go engine with ripgrep's semantics (its file selection with
+// --glob overrides, .gitignore/.ignore/.rgignore files and --type, its
+// output formats) for backends without rg. Both walk and read through
+// the backend, so they work on every backend.
+package grep
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/wardenhq/warden/backend"
+)
+
+const (
+	// maxColumns replaces longer lines, as rg --max-columns.
+	maxColumns = 500
+	// maxFileBytes: the Go engine skips larger files.
+	maxFileBytes = 64 << 20
+)
+
+// vcsDirs are never searched.
+func vcsDirs() []string { return []string{".git", ".svn", ".hg", ".bzr", ".jj", ".sl"} }
+
+// Query is a normalised search, the same for both engines.
+type Query struct {
+	Pattern string
+	// Root is the absolute, cleaned file or directory searched.
+	Root string
+	// RootIsFile: Root is a file (its lines are printed without a path).
+	RootIsFile bool
+	// Globs are rg --glob filters, "!" excluding; the last match wins.
+	Globs []string
+	// Type is an rg --type name.
+	Type string
+	// Mode is content, files_with_matches or count.
+	Mode          string
+	Before, After int
+	LineNumbers   bool
+	IgnoreCase    bool
+	Multiline     bool
+}
+
+// decode turns process output into text: invalid UTF-8 is replaced and
+// CRLF becomes LF.
+func decode(b []byte) string {
+	s := strings.ToValidUTF8(string(b), "\uFFFD")
+	return strings.ReplaceAll(s, "\r\n", "\n")
+}
+
+// TimeoutMessage is the tool error of a search that timed out.
+func TimeoutMessage(timeout time.Duration) string {
+	return fmt.Sprintf("Ripgrep search timed out after %d seconds. Try searching a more specific path or pattern.", int(timeout.Seconds()))
+}
+
+// Ripgrep runs rg on the backend. It returns the output lines, or the
+// tool error the model reads, or an infrastructure error. Results are
+// sorted by path so that offset pagination is stable across calls.
+func Ripgrep(ctx context.Context, b backend.Backend, q Query, timeout time.Duration) ([]string, string, error) {
+	argv := []string{"rg", "--hidden", "--no-require-git", "--no-ignore-parent", "--no-ignore-global", "--no-ignore-exclude"}
+	for _, d := range vcsDirs() {
+		argv = append(argv, "--glob", "!"+d)
+	}
+	argv = append(argv, "--max-columns", strconv.Itoa(maxColumns), "--sort", "path", "--no-config")
+	if q.Multiline {
+		argv = append(argv, "-U", "--multiline-dotall")
+	}
+	if q.IgnoreCase {
+		argv = append(argv, "-i")
+	}
+	switch q.Mode {
+	case "files_with_matches":
+		argv = append(argv, "-l")
+	case "count":
+		argv = append(argv, "-c")
+	case "content":
+		if q.LineNumbers {
+			argv = append(argv, "-n")
+		}
+		if q.Before > 0 {
+			argv = append(argv, "-B", strconv.Itoa(q.Before))
+		}
+		if q.After > 0 {
+			argv = append(argv, "-A", strconv.Itoa(q.After))
+		}
+	}
+	if q.Type != "" {
+		argv = append(argv, "--type", q.Type)
+	}
+	for _, g := range q.Globs {
+		argv = append(argv, "--glob", g)
+	}
+	argv = append(argv, "-e", q.Pattern, "--", q.Root)
+	res, err := b.Exec(ctx, backend.ExecRequest{Argv: argv, Timeout: timeout, MaxOutput: 32 << 20})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, "", fmt.Errorf("grep: %w", err)
+		}
+		return nil, fmt.Sprintf("ripgrep error: %v", err), nil
+	}
+	if res.TimedOut {
+		return nil, TimeoutMessage(timeout), nil
+	}
+	out := decode(res.Stdout)
+	// rg exits 2 when some file could not be read; results still count.
+	if res.ExitCode != 0 && res.ExitCode != 1 && (res.ExitCode != 2 || out == "") {
+		return nil, fmt.Sprintf("ripgrep error (code %d): %s", res.ExitCode, strings.TrimSpace(decode(res.Stderr))), nil
+	}
+	return strings.Split(out, "\n"), "", nil
+}
+
+// Go is the Go engine, returning what Ripgrep returns: it walks the
+// tree through the backend with ripgrep's filtering rules and searches
+// each file with package regexp.
+func Go(ctx context.Context, b backend.Backend, q Query, timeout time.Duration) ([]string, string, error) {
+	expr := "(?m)"
+	if q.Multiline {
+		expr = "(?ms)"
+	}
+	if q.IgnoreCase {
+		expr = strings.Replace(expr, "(?", "(?i", 1)
+	}
+	re, err := regexp.Compile(expr + q.Pattern)
+	if err != nil {
+		return nil, fmt.Sprintf("ripgrep error (code 2): regex parse error: %v", err), nil
+	}
+	var typeGlobs []string
+	if q.Type != "" {
+		var ok bool
+		if typeGlobs, ok = types()[q.Type]; !ok {
+			return nil, fmt.Sprintf("ripgrep error (code 2): rg: unrecognized file type: %s", q.Type), nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	timedOut := func(err error) ([]string, string, error) {
+		if errors.Is(err, context.DeadlineExceeded) && context.Cause(ctx) == context.DeadlineExceeded {
+			return nil, TimeoutMessage(timeout), nil
+		}
+		return nil, "", fmt.Errorf("grep: %w", err)
+	}
+
+	var files []string
+	if q.RootIsFile {
+		files = []string{q.Root}
+	} else {
+		f := newFilter(q.Globs, typeGlobs)
+		err := walkFiltered(ctx, b, q.Root, f, func(rel string) { files = append(files, path.Join(q.Root, rel)) })
+		if err != nil {
+			if ctx.Err() != nil {
+				return timedOut(ctx.Err())
+			}
+			return nil, fmt.Sprintf("ripgrep error (code 2): %v", err), nil
+		}
+	}
+
+	// Search files in parallel, keep their order.
+	results := make([][]string, len(files))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(8, len(files)) {
+		wg.Go(func() {
+			for i := range next {
+				results[i] = searchFile(ctx, b, files[i], re, q)
+			}
+		})
+	}
+	for i := range files {
+		if ctx.Err() != nil {
+			break
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if ctx.Err() != nil {
+		return timedOut(ctx.Err())
+	}
+	var out []string
+	for _, r := range results {
+		if len(r) == 0 {
+			continue
+		}
+		if q.Mode == "content" && (q.Before > 0 || q.After > 0) && len(out) > 0 {
+			out = append(out, "--")
+		}
+		out = append(out, r...)
+	}
+	return out, "", nil
+}
+
+// searchFile searches one file and returns its output lines.
+func searchFile(ctx context.Context, b backend.Backend, file string, re *regexp.Regexp, q Query) []string {
+	data, err := b.ReadFile(ctx, file)
+	if err != nil || len(data) > maxFileBytes {
+		return nil
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		return nil // binary, as ripgrep skips it
+	}
+	if !re.Match(data) {
+		return nil
+	}
+	// Line starts; a final newline does not start another line.
+	starts := []int{0}
+	for i, c := range data {
+		if c == '\n' && i+1 < len(data) {
+			starts = append(starts, i+1)
+		}
+	}
+	lineOf := func(off int) int {
+		i, found := slices.BinarySearch(starts, off)
+		if found {
+			return i
+		}
+		return i - 1
+	}
+	lineText := func(i int) []byte {
+		end := len(data)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		return bytes.TrimSuffix(data[starts[i]:end], []byte("\n"))
+	}
+	// matched lines, and for count mode the number of counted matches.
+	var matched []int
+	count := 0
+	if q.Multiline {
+		lastEnd := -1
+		for _, m := range re.FindAllIndex(data, -1) {
+			first := lineOf(m[0])
+			endOff := m[1]
+			if endOff > m[0] {
+				endOff--
+			}
+			last := lineOf(endOff)
+			if first > lastEnd {
+				count++
+			}
+			for l := max(first, lastEnd+1); l <= last; l++ {
+				matched = append(matched, l)
+			}
+			lastEnd = max(lastEnd, last)
+		}
+	} else {
+		for i := range starts {
+			if re.Match(lineText(i)) {
+				matched = append(matched, i)
+			}
+		}
+		count = len(matched)
+	}
+	if len(matched) == 0 {
+		return nil
+	}
+	prefix := ""
+	if !q.RootIsFile {
+		prefix = file
+	}
+	switch q.Mode {
+	case "files_with_matches":
+		return []string{file}
+	case "count":
+		if prefix == "" {
+			return []string{strconv.Itoa(count)}
+		}
+		return []string{prefix + ":" + strconv.Itoa(count)}
+	}
+	isMatch := make(map[int]bool, len(matched))
+	for _, l := range matched {
+		isMatch[l] = true
+	}
+	show := make([]bool, len(starts))
+	for _, m := range matched {
+		for l := max(0, m-q.Before); l <= min(len(starts)-1, m+q.After); l++ {
+			show[l] = true
+		}
+	}
+	var out []string
+	printed := -1
+	for l, ok := range show {
+		if !ok {
+			continue
+		}
+		if printed >= 0 && l > printed+1 && (q.Before > 0 || q.After > 0) {
+			out = append(out, "--")
+		}
+		sep := "-"
+		if isMatch[l] {
+			sep = ":"
+		}
+		text := string(lineText(l))
+		if len(text) > maxColumns {
+			if isMatch[l] {
+				text = "[Omitted long matching line]"
+			} else {
+				text = "[Omitted long context line]"
+			}
+		}
+		var b strings.Builder
+		if prefix != "" {
+			b.WriteString(prefix + sep)
+		}
+		if q.LineNumbers {
+			b.WriteString(strconv.Itoa(l+1) + sep)
+		}
+		b.WriteString(text)
+		out = append(out, b.String())
+		printed = l
+	}
+	return out
+}
