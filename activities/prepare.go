@@ -33,7 +33,7 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	// resolve it once and keep it (the worker warms it at start), and an
 	// unknown home only makes ~ paths ask.
 	home, _ := env.Backend.Home(ctx)
-	v, invalid := tools.DecideOrAsk(ctx, tools.Call{Tool: t, Input: in.Call.Input, Workdir: env.Workdir, Home: home, Policy: &pc, Validator: &a.validator})
+	v, invalid := tools.DecideOrAsk(ctx, tools.Call{Tool: t, Input: in.Call.Input, Workdir: env.Workdir, Home: home, Policy: &pc, Validator: &a.validator, State: in.State})
 	if invalid != "" {
 		out.Invalid = invalid
 		return out, nil

@@ -190,7 +190,7 @@ func compatSamples() []struct {
 		{"CallEnv", workflows.CallEnv{Backend: "local", Workdir: "/work"}},
 		{"PrepareInput", workflows.PrepareInput{
 			Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"},
-			Permission: samplePermission(), Allowed: []string{"Bash"},
+			Permission: samplePermission(), Allowed: []string{"Bash"}, State: ptr(sampleState()),
 		}},
 		{"Prepared", samplePrepared()},
 		{"ToolInput", workflows.ToolInput{
@@ -503,3 +503,5 @@ func sampleExternal() workflows.ExternalResult {
 		CallID: "call_2_1", Hash: "5f2b9c1e8d7a6b4c3e2f1a0b9c8d7e6f", Content: "blue", IsError: true, Metadata: map[string]any{"answers": "blue"}, By: "bob", Via: "bob",
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -369,8 +369,16 @@ func (t *turn) prepare(ctx workflow.Context, calls []model.ToolCall) ([]Prepared
 		})
 	}
 	futs := make([]workflow.Future, len(calls))
+	st := t.state
 	for i, c := range calls {
 		in := PrepareInput{Call: c, Env: t.env(), Permission: t.perm, Allowed: t.in.Tools}
+		// Only the stamp of the file the call names, as the calls before
+		// it in this step leave the state (a Read then an Edit of the
+		// same file in one step is fine).
+		cs := stateOf(st, c)
+		cs.Tasks = nil
+		in.State = &cs
+		st = st.Anticipate(c.Name, c.Input)
 		if t.in.ToolQueue != "" {
 			futs[i] = workflow.ExecuteActivity(ctx, ActivityPrepare, in)
 		} else {
@@ -759,8 +767,12 @@ func (t *turn) toolInput(ctx workflow.Context, s *slot) ToolInput {
 // list, and what was read of the file the call names (read-before-write).
 // The reads of the whole turn stay in the workflow, so a call's input does
 // not grow with every file the turn has read.
-func (t *turn) stateFor(c model.ToolCall) tools.State {
-	st := tools.State{Tasks: t.state.Tasks}
+func (t *turn) stateFor(c model.ToolCall) tools.State { return stateOf(t.state, c) }
+
+// stateOf is the part of s a call needs: the task list, and the read
+// stamp of the file the call names.
+func stateOf(s tools.State, c model.ToolCall) tools.State {
+	st := tools.State{Tasks: s.Tasks}
 	var in struct {
 		FilePath string `json:"file_path"`
 	}
@@ -768,7 +780,7 @@ func (t *turn) stateFor(c model.ToolCall) tools.State {
 		return st
 	}
 	p := path.Clean(in.FilePath)
-	if stamp, ok := t.state.Reads[p]; ok {
+	if stamp, ok := s.Reads[p]; ok {
 		st.Reads = map[string]tools.FileStamp{p: stamp}
 	}
 	return st

@@ -186,6 +186,11 @@ type PrepareInput struct {
 	Permission permission.Context `json:"permission"`
 	// Allowed lists tool names enabled in this turn (empty: all).
 	Allowed []string `json:"allowed,omitempty"`
+	// State is what the input checks need of the turn's state: the read
+	// stamp of the file the call names, as the calls before it in the
+	// same step will leave it (an Edit of a file never read is refused
+	// before anyone is asked). Nil (older runs) skips that check.
+	State *tools.State `json:"state,omitempty"`
 }
 
 // Escalation says what happens when an approval's deadline passes.
