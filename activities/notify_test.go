@@ -145,3 +145,17 @@ func TestNotifyEmptySecretIsNotRetried(t *testing.T) {
 		t.Errorf("%d deliveries without a secret", n)
 	}
 }
+
+// TestNotificationTypesAgree: the workflow's notification types are the
+// ones the notify package sends (and receivers switch on).
+func TestNotificationTypesAgree(t *testing.T) {
+	for w, n := range map[string]string{
+		workflows.NotifyApprovalRequested: notify.TypeApprovalRequested,
+		workflows.NotifyApprovalEscalated: notify.TypeApprovalEscalated,
+		workflows.NotifyExternalRequested: notify.TypeExternalRequested,
+	} {
+		if w != n {
+			t.Errorf("workflows %q != notify %q", w, n)
+		}
+	}
+}

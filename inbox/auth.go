@@ -9,9 +9,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
-
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -86,24 +83,6 @@ func (s *Server) user(name string) (namedUser, bool) {
 		}
 	}
 	return namedUser{}, false
-}
-
-// MetricSigninFailures counts requests to the inbox whose credentials
-// were refused, by how they were presented (label "method": link,
-// bearer, basic or cookie). Requests without credentials are not counted.
-const MetricSigninFailures = "warden_inbox_signin_failures_total"
-
-// newSigninFailures builds the sign-in failure counter, registered with
-// reg when it is not nil.
-func newSigninFailures(reg prometheus.Registerer) *prometheus.CounterVec {
-	opts := prometheus.CounterOpts{
-		Name: MetricSigninFailures,
-		Help: "Inbox requests whose credentials (token link, bearer token, basic auth or cookie) were refused.",
-	}
-	if reg != nil {
-		return promauto.With(reg).NewCounterVec(opts, []string{"method"})
-	}
-	return prometheus.NewCounterVec(opts, []string{"method"})
 }
 
 // authenticate finds the user of a request or answers 401. A ?token= on

@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/metrics"
 )
 
 // signinFailures reads the counter from the registry, by method.
@@ -20,7 +21,7 @@ func signinFailures(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	}
 	out := map[string]float64{}
 	for _, mf := range mfs {
-		if mf.GetName() != MetricSigninFailures {
+		if mf.GetName() != metrics.MetricInboxSigninFailures {
 			continue
 		}
 		for _, m := range mf.GetMetric() {

@@ -22,10 +22,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/content"
+	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/permission"
 )
 
@@ -123,16 +123,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("inbox: parse templates: %w", err)
 	}
 	s.page = page
-	opts := prometheus.CounterOpts{
-		Name: "warden_inbox_unauthorized_total",
-		Help: "Inbox answers refused because the user's roles do not cover the call.",
-	}
-	if cfg.Registerer != nil {
-		s.unauthorized = promauto.With(cfg.Registerer).NewCounter(opts)
-	} else {
-		s.unauthorized = prometheus.NewCounter(opts)
-	}
-	s.signinFailures = newSigninFailures(cfg.Registerer)
+	m := metrics.NewInbox(cfg.Registerer)
+	s.unauthorized, s.signinFailures = m.Unauthorized, m.SigninFailures
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, fmt.Errorf("inbox: %w", err)

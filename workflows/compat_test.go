@@ -353,6 +353,10 @@ func constGroups() map[string]map[string]any {
 			"DecisionAllow", string(workflows.DecisionAllow), "DecisionAlwaysAllow", string(workflows.DecisionAlwaysAllow),
 			"DecisionDeny", string(workflows.DecisionDeny),
 		),
+		"workflows.notifications": str(
+			"NotifyApprovalRequested", workflows.NotifyApprovalRequested, "NotifyApprovalEscalated", workflows.NotifyApprovalEscalated,
+			"NotifyExternalRequested", workflows.NotifyExternalRequested,
+		),
 		"workflows.pending_kinds": str(
 			"PendingApproval", string(workflows.PendingApproval), "PendingExternal", string(workflows.PendingExternal),
 		),

@@ -450,9 +450,9 @@ func (t *turn) park(ctx workflow.Context, p Pending, now time.Time, timeout time
 	p.Hash = CallHash(p.Tool, p.Input, p.CallID, t.policyVersion)
 	t.pending = append(t.pending, p)
 	t.emit(ctx, Event{Type: EventWaiting, CallID: p.CallID, Tool: p.Tool, Text: string(p.Kind) + ": " + p.Message})
-	typ := "approval_requested"
+	typ := NotifyApprovalRequested
 	if p.Kind == PendingExternal {
-		typ = "external_requested"
+		typ = NotifyExternalRequested
 	}
 	t.notify(ctx, typ, p)
 }
@@ -588,7 +588,7 @@ func (t *turn) escalate(ctx workflow.Context, p Pending) {
 			}
 		}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: escalated, still waiting"})
-		t.notify(ctx, "approval_escalated", p)
+		t.notify(ctx, NotifyApprovalEscalated, p)
 	default:
 		t.answers[p.CallID] = answer{approval: &Approval{CallID: p.CallID, Decision: DecisionDeny, By: "deadline", Reason: "approval timed out"}}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: denied"})
@@ -601,7 +601,7 @@ func (t *turn) escalate(ctx workflow.Context, p Pending) {
 // these notifications existed replay without them.
 func (t *turn) notifyEscalation(ctx workflow.Context, p Pending) {
 	if workflow.GetVersion(ctx, "notify-escalations", workflow.DefaultVersion, 1) >= 1 {
-		t.notify(ctx, "approval_escalated", p)
+		t.notify(ctx, NotifyApprovalEscalated, p)
 	}
 }
 

@@ -244,10 +244,20 @@ type ToolProgress struct {
 	Bytes int64 `json:"bytes"`
 }
 
+// Notification types (NotifyInput.Type; notify.Type* name the same).
+const (
+	// NotifyApprovalRequested: a call waits for an approval.
+	NotifyApprovalRequested = "approval_requested"
+	// NotifyApprovalEscalated: an approval's deadline passed.
+	NotifyApprovalEscalated = "approval_escalated"
+	// NotifyExternalRequested: a call waits for an external result.
+	NotifyExternalRequested = "external_requested"
+)
+
 // NotifyInput is the notification activity's input.
 type NotifyInput struct {
-	// Type is "approval_requested", "approval_escalated" or
-	// "external_requested".
+	// Type is NotifyApprovalRequested, NotifyApprovalEscalated or
+	// NotifyExternalRequested.
 	Type       string  `json:"type"`
 	WorkflowID string  `json:"workflow_id"`
 	Pending    Pending `json:"pending"`
