@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -44,7 +46,9 @@ func (a *Activities) Notify(ctx context.Context, in workflows.NotifyInput) error
 		}
 	}
 	if a.InboxURL != "" {
-		ev.InboxURL = a.InboxURL + "/#" + in.WorkflowID + "/" + p.CallID
+		// The page filtered to the turn, opened at the entry.
+		ev.InboxURL = strings.TrimSuffix(a.InboxURL, "/") + "/?workflow=" + url.QueryEscape(in.WorkflowID) +
+			"#" + url.PathEscape(in.WorkflowID) + "/" + url.PathEscape(p.CallID)
 	}
 	var prog notifyProgress
 	if activity.HasHeartbeatDetails(ctx) {

@@ -147,5 +147,22 @@
       })
       .catch(function (e) { statusEl.textContent = e.message; });
   }
+  // A notification's link ends in #WORKFLOW/CALL: open that entry.
+  function focusLinked() {
+    var h = decodeURIComponent(window.location.hash.slice(1)), i = h.lastIndexOf("/");
+    if (i <= 0) { return; }
+    var wf = h.slice(0, i), call = h.slice(i + 1), found = null;
+    list.querySelectorAll("li.entry").forEach(function (li) {
+      li.classList.remove("focus");
+      if (li.dataset.wf === wf && li.dataset.call === call) { found = li; }
+    });
+    if (!found) { say(call + " of " + wf + " is no longer waiting (answered, or the turn ended)", true); return; }
+    found.classList.add("focus");
+    found.scrollIntoView({ block: "center" });
+    var first = found.querySelector("button, input, textarea, select");
+    if (first) { first.focus({ preventScroll: true }); }
+  }
+  window.addEventListener("hashchange", focusLinked);
+  focusLinked();
   setInterval(refresh, every);
 })();
