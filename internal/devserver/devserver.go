@@ -93,7 +93,11 @@ func defaultDynamicConfig() map[string]any {
 		"matching.numTaskqueueReadPartitions":  1,
 		"matching.numTaskqueueWritePartitions": 1,
 		"frontend.namespaceRPS.visibility":     500,
-		"history.cacheHostLevelMaxSize":        8192,
+		// The host's mutable-state cache (default 128,000 entries, an hour
+		// each) kept every waiting turn's state; a turn evicted from it is
+		// read back from the database when it is answered. The key used
+		// before, history.cacheHostLevelMaxSize, does not exist.
+		"history.hostLevelCacheMaxSize": 512,
 	}
 }
 
