@@ -152,7 +152,14 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 					return err
 				}
 				for _, e := range entries {
-					targets = append(targets, target{wf: e.WorkflowID, p: e.Pending})
+					t := target{wf: e.WorkflowID, p: e.Pending}
+					if e.Truncated && authz != nil {
+						// The index keeps a preview of long inputs; the
+						// role check needs the whole input.
+						t.p, t.read = cl.PendingCall(cmd.Context(), e.WorkflowID, e.CallID)
+						t.p.CallID = e.CallID
+					}
+					targets = append(targets, t)
 				}
 			} else {
 				p, err := cl.PendingCall(cmd.Context(), args[0], args[1])
