@@ -68,7 +68,8 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(tw, "visibility list, page size %d (%d listed)\t%.2f s, slowest page %.2f s%s\n",
 				l.PageSize, l.Listed, l.MS/1000, l.SlowestPageMS/1000, errNote(l.Err))
 		}
-		fmt.Fprintf(tw, "ListPending (all, %d entries)\t%.1f s%s\n", wr.ListPendingEntries, wr.ListPendingMS/1000, errNote(wr.ListPendingErr))
+		fmt.Fprintf(tw, "ListPending (all, %d entries)\t%.2f s%s\n", wr.ListPendingEntries, wr.ListPendingMS/1000, errNote(wr.ListPendingErr))
+		fmt.Fprintf(tw, "ListPendingPage (first 100 turns, %d entries)\t%.0f ms%s\n", wr.FirstPageEntries, wr.FirstPageMS, errNote(wr.FirstPageErr))
 		fmt.Fprintf(tw, "approve update round trip (n=%d)\tmedian %.1f ms, p95 %.1f ms\n", wr.Approve.N, wr.Approve.MedianMS, wr.Approve.P95MS)
 		fmt.Fprintf(tw, "approve → tool_result\tmedian %.1f ms, p95 %.1f ms\n", wr.ApproveToTool.MedianMS, wr.ApproveToTool.P95MS)
 		fmt.Fprintf(tw, "approve → turn result\tmedian %.1f ms, p95 %.1f ms\n", wr.ApproveToResult.MedianMS, wr.ApproveToResult.P95MS)

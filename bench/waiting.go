@@ -44,6 +44,11 @@ type WaitingReport struct {
 	ListPendingMS      float64 `json:"list_pending_ms"`
 	ListPendingEntries int     `json:"list_pending_entries"`
 	ListPendingErr     string  `json:"list_pending_error,omitempty"`
+	// FirstPage times one client.ListPendingPage of 100 turns (what the
+	// inbox reads first in newest order, and approvals list --limit 100).
+	FirstPageMS      float64 `json:"first_page_ms"`
+	FirstPageEntries int     `json:"first_page_entries"`
+	FirstPageErr     string  `json:"first_page_error,omitempty"`
 	// VisibilityList times the visibility listing of the waiting turns
 	// alone (the first half of ListPending, without the per-turn
 	// queries), at ListPending's page size and at a smaller one.
@@ -197,6 +202,13 @@ func (r *Runner) Waiting(ctx context.Context, cfg WaitingConfig) (rep WaitingRep
 		// A failure here is a finding, not a reason to stop measuring.
 		rep.ListPendingErr = err.Error()
 		r.logf("waiting: list pending: %v", err)
+	}
+
+	t2 := time.Now()
+	page, err := r.Client.ListPendingPage(ctx, client.Filter{}, 100, nil)
+	rep.FirstPageMS, rep.FirstPageEntries = ms(time.Since(t2)), len(page.Entries)
+	if err != nil {
+		rep.FirstPageErr = err.Error()
 	}
 
 	r.logf("waiting: approving %d, one at a time", s)

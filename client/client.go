@@ -14,6 +14,7 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
+	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
@@ -235,7 +236,10 @@ func (cl *Client) Pending(ctx context.Context, workflowID string) ([]workflows.P
 	return ps, v.Get(&ps)
 }
 
-// Filter selects pending entries across turns.
+// Filter selects pending entries across turns. Tool, OlderThan and
+// Workflow become clauses of the visibility query (they select waiting
+// turns server-side); every filter is applied to the entries too, since a
+// turn can wait on several calls.
 type Filter struct {
 	// Tool keeps entries of this tool only.
 	Tool string
@@ -243,6 +247,8 @@ type Filter struct {
 	OlderThan time.Duration
 	// Kind keeps entries of this kind only (approval or external).
 	Kind workflows.PendingKind
+	// Workflow keeps entries of turns whose workflow id starts with it.
+	Workflow string
 }
 
 // PendingEntry is a pending call with the turn it belongs to.
@@ -250,67 +256,152 @@ type PendingEntry struct {
 	WorkflowID string `json:"workflow_id"`
 	RunID      string `json:"run_id"`
 	workflows.Pending
+	// Preview is the call's input as a listing shows it: the whole input
+	// when it is at most workflows.PreviewBytes long, else its start.
+	Preview string `json:"preview,omitempty"`
+	// Truncated is set when the listing read the entry from the turn's
+	// index and its input was longer than the index keeps: Input is then
+	// empty and Preview holds its start (Pending returns the whole entry).
+	Truncated bool `json:"truncated,omitempty"`
 }
 
-// ListPending lists pending entries across all running turns of the
-// namespace, oldest first. It finds waiting turns with a visibility query
-// on the search attributes, then asks each for its entries.
-func (cl *Client) ListPending(ctx context.Context, f Filter) ([]PendingEntry, error) {
+// PendingPage is one page of a pending listing.
+type PendingPage struct {
+	Entries []PendingEntry `json:"entries"`
+	// Next is the token of the next page; empty after the last one.
+	Next []byte `json:"next,omitempty"`
+	// Turns counts the waiting turns the page read; Queried those among
+	// them that keep no index (started before it existed) and were asked
+	// for their entries with a query.
+	Turns   int `json:"turns"`
+	Queried int `json:"queried"`
+}
+
+// pendingQuery is the visibility query selecting the turns f can match.
+func pendingQuery(f Filter, now time.Time) string {
 	q := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s IS NOT NULL", workflows.TurnWorkflow, workflows.SAWaitingSince)
 	if f.Tool != "" {
-		q += fmt.Sprintf(" AND %s = '%s'", workflows.SAPendingTools, strings.ReplaceAll(f.Tool, "'", ""))
+		q += fmt.Sprintf(" AND %s = '%s'", workflows.SAPendingTools, quoteless(f.Tool))
 	}
-	now := time.Now()
 	if f.OlderThan > 0 {
 		q += fmt.Sprintf(" AND %s < '%s'", workflows.SAWaitingSince, now.Add(-f.OlderThan).UTC().Format(time.RFC3339Nano))
 	}
-	// Small pages: each visibility call must finish within the SDK's
-	// per-RPC deadline even on a busy SQLite store.
-	type turnRef struct{ id, run string }
-	var turns []turnRef
-	var token []byte
-	for {
-		resp, err := cl.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token, PageSize: listPageSize})
-		if err != nil {
-			return nil, fmt.Errorf("list waiting turns: %w", err)
-		}
-		for _, ex := range resp.GetExecutions() {
-			turns = append(turns, turnRef{ex.GetExecution().GetWorkflowId(), ex.GetExecution().GetRunId()})
-		}
-		token = resp.GetNextPageToken()
-		if len(token) == 0 {
-			break
-		}
+	if f.Workflow != "" {
+		q += fmt.Sprintf(" AND WorkflowId STARTS_WITH '%s'", quoteless(f.Workflow))
 	}
-	// Ask the turns for their entries, a bounded number at a time.
-	found := make([][]PendingEntry, len(turns))
+	return q
+}
+
+func quoteless(s string) string { return strings.ReplaceAll(s, "'", "") }
+
+// ListPendingPage returns one page of pending entries: the entries of up
+// to pageSize waiting turns, in the visibility store's order (turns
+// started last first), and the token of the next page (nil for the
+// first). Each turn's entries come from the index it keeps in its memo
+// (workflows.MemoPending), returned by the listing itself; only turns
+// without one (started before the index existed) are queried.
+func (cl *Client) ListPendingPage(ctx context.Context, f Filter, pageSize int, token []byte) (PendingPage, error) {
+	if pageSize <= 0 {
+		pageSize = listPageSize
+	}
+	now := time.Now()
+	resp, err := cl.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+		Query: pendingQuery(f, now), NextPageToken: token, PageSize: int32(pageSize)})
+	if err != nil {
+		return PendingPage{}, fmt.Errorf("list waiting turns: %w", err)
+	}
+	exs := resp.GetExecutions()
+	page := PendingPage{Next: resp.GetNextPageToken(), Turns: len(exs)}
+	found := make([][]PendingEntry, len(exs))
+	var legacy []int
+	for i, ex := range exs {
+		es, ok, err := indexed(ex)
+		if err != nil {
+			return PendingPage{}, err
+		}
+		if !ok {
+			legacy = append(legacy, i)
+			continue
+		}
+		found[i] = es
+	}
+	page.Queried = len(legacy)
+	// Turns without an index are asked, a bounded number at a time.
 	sem := make(chan struct{}, queryConcurrency)
 	var wg sync.WaitGroup
-	for i, tr := range turns {
+	for _, i := range legacy {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			ps, err := cl.Pending(ctx, tr.id)
+			id, run := exs[i].GetExecution().GetWorkflowId(), exs[i].GetExecution().GetRunId()
+			ps, err := cl.Pending(ctx, id)
 			if err != nil {
 				return // finished since the listing
 			}
 			for _, p := range ps {
-				if f.Tool != "" && p.Tool != f.Tool || f.Kind != "" && p.Kind != f.Kind ||
-					f.OlderThan > 0 && now.Sub(p.RequestedAt) < f.OlderThan {
-					continue
-				}
-				found[i] = append(found[i], PendingEntry{WorkflowID: tr.id, RunID: tr.run, Pending: p})
+				found[i] = append(found[i], PendingEntry{WorkflowID: id, RunID: run, Pending: p, Preview: workflows.NewPendingIndex([]workflows.Pending{p}).Entries[0].Preview})
 			}
 		}()
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return PendingPage{}, err
 	}
-	var out []PendingEntry
 	for _, es := range found {
-		out = append(out, es...)
+		for _, e := range es {
+			if e.Preview == "" {
+				e.Preview = string(e.Input)
+			}
+			if f.Tool != "" && e.Tool != f.Tool || f.Kind != "" && e.Kind != f.Kind ||
+				f.OlderThan > 0 && now.Sub(e.RequestedAt) < f.OlderThan {
+				continue
+			}
+			page.Entries = append(page.Entries, e)
+		}
+	}
+	return page, nil
+}
+
+// indexed reads the pending entries of a listed turn from its memo; ok is
+// false when the turn keeps no complete index and must be queried.
+func indexed(ex *workflowpb.WorkflowExecutionInfo) ([]PendingEntry, bool, error) {
+	p := ex.GetMemo().GetFields()[workflows.MemoPending]
+	if p == nil {
+		return nil, false, nil
+	}
+	var idx workflows.PendingIndex
+	if err := converter.GetDefaultDataConverter().FromPayload(p, &idx); err != nil {
+		return nil, false, fmt.Errorf("pending index of %s: %w", ex.GetExecution().GetWorkflowId(), err)
+	}
+	if idx.More {
+		return nil, false, nil
+	}
+	out := make([]PendingEntry, 0, len(idx.Entries))
+	for _, e := range idx.Entries {
+		if e.Truncated() {
+			e.Input = nil
+		}
+		out = append(out, PendingEntry{WorkflowID: ex.GetExecution().GetWorkflowId(), RunID: ex.GetExecution().GetRunId(),
+			Pending: e.Pending, Preview: e.Preview, Truncated: e.Truncated()})
+	}
+	return out, true, nil
+}
+
+// ListPending lists pending entries across all running turns of the
+// namespace, oldest first: ListPendingPage over every page.
+func (cl *Client) ListPending(ctx context.Context, f Filter) ([]PendingEntry, error) {
+	var out []PendingEntry
+	var token []byte
+	for {
+		page, err := cl.ListPendingPage(ctx, f, listAllPageSize, token)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page.Entries...)
+		if token = page.Next; len(token) == 0 {
+			break
+		}
 	}
 	slices.SortStableFunc(out, func(a, b PendingEntry) int { return a.RequestedAt.Compare(b.RequestedAt) })
 	return out, nil
@@ -318,7 +409,12 @@ func (cl *Client) ListPending(ctx context.Context, f Filter) ([]PendingEntry, er
 
 // Listing limits of ListPending.
 const (
-	listPageSize     = 100
+	// listPageSize is ListPendingPage's default page size.
+	listPageSize = 100
+	// listAllPageSize is the page size of ListPending and CountPending:
+	// each page must come back within the SDK's 10 s per-RPC deadline.
+	listAllPageSize = 1000
+	// queryConcurrency bounds the queries to turns without an index.
 	queryConcurrency = 16
 )
 

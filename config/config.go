@@ -92,14 +92,21 @@ type Worker struct {
 	MaxConcurrentActivities    int    `yaml:"max_concurrent_activities"`
 	MaxConcurrentWorkflowTasks int    `yaml:"max_concurrent_workflow_tasks"`
 	// StickyCacheSize bounds how many turns the worker keeps in memory
-	// (0: the SDK's default, 10,000); a turn evicted from it is replayed
-	// from history when it is queried or answered. Measured here, a bound
-	// of 1,000 did not lower the RSS of 10,000 waiting turns and made
-	// listing them slower (see BENCHMARKS.md), so it is off by default.
+	// (0: DefaultStickyCacheSize); a turn evicted from it is replayed from
+	// its history when it is answered or queried. The SDK's cache is
+	// shared by the whole process, the embedded server's own workers
+	// included, so the worker sets it once, before the server starts.
 	StickyCacheSize int `yaml:"sticky_cache_size"`
 	// Workdir is the default workspace directory for tools.
 	Workdir string `yaml:"workdir"`
 }
+
+// DefaultStickyCacheSize is the worker's sticky cache size when the
+// config sets none. A cached turn costs ~60 KB (its coroutines' stacks
+// and the SDK's state); the SDK's own default, 10,000, kept every waiting
+// turn in memory. Waiting turns evicted from the cache cost nothing in
+// the worker, and answering one replays its short history (BENCHMARKS.md).
+const DefaultStickyCacheSize = 500
 
 // Tools tunes how tool calls run: retries (the activity RetryPolicy),
 // timeouts, the local-activity fast path and approval deadlines.

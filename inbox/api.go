@@ -10,7 +10,9 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/wardenhq/warden/client"
@@ -22,12 +24,22 @@ import (
 type query struct {
 	Order    string // "oldest" (default) or "newest"
 	Tool     string
-	Workflow string
+	Workflow string // workflow id prefix
 	MinAge   string
 	Risk     string // "bypass": bypass-immune asks only
 	Kind     string
-	minAge   time.Duration
+	// Limit bounds the entries shown (default defaultLimit). In newest
+	// order the first visibility page is all that is read.
+	Limit  int
+	minAge time.Duration
 }
+
+// defaultLimit is how many entries the inbox shows unless the URL says.
+const defaultLimit = 200
+
+// resolveConcurrency bounds the queries that fetch the whole input of
+// entries whose index keeps only a preview.
+const resolveConcurrency = 16
 
 func parseQuery(r *http.Request) (query, error) {
 	v := r.URL.Query()
@@ -35,6 +47,14 @@ func parseQuery(r *http.Request) (query, error) {
 		MinAge: v.Get("min_age"), Risk: v.Get("risk"), Kind: v.Get("kind")}
 	if q.Order != "newest" {
 		q.Order = "oldest"
+	}
+	q.Limit = defaultLimit
+	if l := v.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n <= 0 {
+			return q, fmt.Errorf("limit %q: want a positive number", l)
+		}
+		q.Limit = n
 	}
 	if q.MinAge != "" {
 		d, err := time.ParseDuration(q.MinAge)
@@ -46,20 +66,70 @@ func parseQuery(r *http.Request) (query, error) {
 	return q, nil
 }
 
-// list returns the pending entries the query selects, in its order.
+// list returns the pending entries the query selects, in its order, at
+// most q.Limit of them. Entries come from the turns' pending index
+// (visibility alone); in newest order only the first page of turns is
+// read. Entries whose index keeps only an input preview are completed
+// with a query to their turn, so the page shows (and checks roles
+// against) the whole input.
 func (s *Server) list(ctx context.Context, q query) ([]client.PendingEntry, error) {
-	es, err := s.cfg.Client.ListPending(ctx, client.Filter{Tool: q.Tool, OlderThan: q.minAge, Kind: workflows.PendingKind(q.Kind)})
-	if err != nil {
-		return nil, err
-	}
-	es = slices.DeleteFunc(es, func(e client.PendingEntry) bool {
-		return q.Workflow != "" && !strings.Contains(e.WorkflowID, q.Workflow) ||
-			q.Risk == "bypass" && !e.BypassImmune
-	})
+	f := client.Filter{Tool: q.Tool, OlderThan: q.minAge, Kind: workflows.PendingKind(q.Kind), Workflow: q.Workflow}
+	keep := func(e client.PendingEntry) bool { return q.Risk != "bypass" || e.BypassImmune }
+	var es []client.PendingEntry
 	if q.Order == "newest" {
-		slices.Reverse(es)
+		// Turns started last come first from visibility; read pages until
+		// the limit is reached.
+		var token []byte
+		for len(es) < q.Limit {
+			page, err := s.cfg.Client.ListPendingPage(ctx, f, q.Limit, token)
+			if err != nil {
+				return nil, err
+			}
+			slices.SortStableFunc(page.Entries, func(a, b client.PendingEntry) int { return b.RequestedAt.Compare(a.RequestedAt) })
+			for _, e := range page.Entries {
+				if keep(e) {
+					es = append(es, e)
+				}
+			}
+			if token = page.Next; len(token) == 0 {
+				break
+			}
+		}
+	} else {
+		all, err := s.cfg.Client.ListPending(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		es = slices.DeleteFunc(all, func(e client.PendingEntry) bool { return !keep(e) })
 	}
-	return es, nil
+	if len(es) > q.Limit {
+		es = es[:q.Limit]
+	}
+	return s.resolve(ctx, es), nil
+}
+
+// resolve replaces entries listed with an input preview by the whole
+// entry, asked from the turn; an entry answered meanwhile is kept as
+// listed (answering it is refused by the turn).
+func (s *Server) resolve(ctx context.Context, es []client.PendingEntry) []client.PendingEntry {
+	sem := make(chan struct{}, resolveConcurrency)
+	var wg sync.WaitGroup
+	for i := range es {
+		if !es[i].Truncated {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			p, err := s.cfg.Client.PendingCall(ctx, es[i].WorkflowID, es[i].CallID)
+			if err == nil {
+				es[i].Pending, es[i].Truncated = p, false
+			}
+		}()
+	}
+	wg.Wait()
+	return es
 }
 
 type pageData struct {

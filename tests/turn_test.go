@@ -299,7 +299,8 @@ func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
 // the current workflow code: a change that breaks determinism for turns
 // already in flight fails here. Histories of older workflow versions are
 // kept (demo_turn_v1.json predates the fast path and call policies; the v1–v3
-// files keep the conversation inline, v4 by reference). Run
+// files keep the conversation inline, v4 by reference, v5 with the
+// pending index in the memo). Run
 // with -update to record the current scenarios again.
 func TestReplayHistories(t *testing.T) {
 	if *update {
@@ -352,7 +353,7 @@ func recordScenarios(t *testing.T) {
 	if _, err := cl.Result(ctx, "demo-record"); err != nil {
 		t.Fatal(err)
 	}
-	saveHistory(t, "demo-record", "demo_turn_v4.json")
+	saveHistory(t, "demo-record", "demo_turn_v5.json")
 
 	as := script(t, `
 steps:
@@ -384,7 +385,7 @@ steps:
 	if _, err := cl.Result(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	saveHistory(t, id, "approvals_turn_v4.json")
+	saveHistory(t, id, "approvals_turn_v5.json")
 
 	// A turn that continues as new while a call waits: both runs.
 	cs := script(t, `
@@ -409,8 +410,8 @@ steps:
 	if _, err := cl.Result(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	saveRunHistory(t, id, first.GetRunID(), "can_turn_run1_v4.json")
-	saveHistory(t, id, "can_turn_run2_v4.json")
+	saveRunHistory(t, id, first.GetRunID(), "can_turn_run1_v5.json")
+	saveHistory(t, id, "can_turn_run2_v5.json")
 }
 
 func saveRunHistory(t *testing.T, id, runID, file string) {

@@ -209,7 +209,11 @@ func compatSamples() []struct {
 			Iterations: 2, ToolCalls: 1, Pending: []workflows.Pending{samplePending()},
 			Permission: samplePermission(), Tasks: []tools.Task{sampleTask()}, Done: true,
 		}},
-		{"client.PendingEntry", client.PendingEntry{WorkflowID: "turn-1", RunID: "run-1", Pending: samplePending()}},
+		{"PendingIndex", workflows.PendingIndex{
+			Entries: []workflows.IndexEntry{{Pending: samplePending(), Preview: `{"command":"npm run`}}, More: true,
+		}},
+		{"client.PendingEntry", client.PendingEntry{WorkflowID: "turn-1", RunID: "run-1", Pending: samplePending(),
+			Preview: `{"command":"npm run`, Truncated: true}},
 		{"permission.Context", samplePermission()},
 		{"permission.Rule", sampleRule(permission.Allow)},
 		{"permission.Decision", sampleDecision()},
@@ -331,6 +335,9 @@ func constGroups() map[string]map[string]any {
 			"SAPendingCalls", workflows.SAPendingCalls, "SAPendingTools", workflows.SAPendingTools,
 			"SAWaitingSince", workflows.SAWaitingSince,
 		),
+		"workflows.pending_index": {
+			"MemoPending": workflows.MemoPending, "PreviewBytes": workflows.PreviewBytes,
+		},
 		"workflows.activities": str(
 			"ActivityModel", workflows.ActivityModel, "ActivityPrepare", workflows.ActivityPrepare,
 			"ActivityTool", workflows.ActivityTool,

@@ -83,6 +83,8 @@ type turn struct {
 	// messages added since (sent with the next model call).
 	byRef bool
 	head  string
+	// index is the pending index last written to the memo (JSON).
+	index string
 }
 
 // answer is a received decision or external result for a pending call.
@@ -529,6 +531,10 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 			}
 		}
 		n := len(t.open())
+		if n == len(open) {
+			// An escalation that keeps waiting changed its entry.
+			t.upsertIndex(ctx, t.open())
+		}
 		if n < len(open) {
 			t.upsertPending(ctx)
 			continue

@@ -23,16 +23,30 @@ func newApprovalsCmd(cn *conn) *cobra.Command {
 func newApprovalsListCmd(cn *conn) *cobra.Command {
 	var f client.Filter
 	var asJSON bool
+	var limit int
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List pending approvals and external calls across all turns, oldest first",
+		Long: `List pending approvals and external calls across all turns, oldest first.
+
+Entries come from the index each waiting turn keeps in its memo, read with
+visibility listings alone; --tool, --older-than and --workflow filter on the
+server. With --limit, only the first visibility page of that many turns is
+read, in the server's order (turns started last first).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, cl, _, err := cn.dial(cmd.Context())
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			entries, err := cl.ListPending(cmd.Context(), f)
+			var entries []client.PendingEntry
+			if limit > 0 {
+				var page client.PendingPage
+				page, err = cl.ListPendingPage(cmd.Context(), f, limit, nil)
+				entries = page.Entries
+			} else {
+				entries, err = cl.ListPending(cmd.Context(), f)
+			}
 			if err != nil {
 				return err
 			}
@@ -48,7 +62,7 @@ func newApprovalsListCmd(cn *conn) *cobra.Command {
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "WORKFLOW\tCALL\tKIND\tTOOL\tWAITING\tHASH\tINPUT\tREASON\tSUGGESTED")
 			for _, e := range entries {
-				in := string(e.Input)
+				in := e.Preview
 				if len(in) > 60 {
 					in = in[:57] + "..."
 				}
@@ -60,6 +74,8 @@ func newApprovalsListCmd(cn *conn) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&f.Tool, "tool", "", "only this tool")
 	cmd.Flags().DurationVar(&f.OlderThan, "older-than", 0, "only entries waiting longer than this")
+	cmd.Flags().StringVar(&f.Workflow, "workflow", "", "only turns whose workflow id starts with this")
+	cmd.Flags().IntVar(&limit, "limit", 0, "read only the first page: the entries of at most this many turns (0: all)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
 }
@@ -131,7 +147,14 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 					return err
 				}
 				for _, e := range entries {
-					targets = append(targets, target{wf: e.WorkflowID, p: e.Pending})
+					t := target{wf: e.WorkflowID, p: e.Pending}
+					if e.Truncated && authz != nil {
+						// The index keeps a preview of long inputs; the
+						// role check needs the whole input.
+						t.p, t.read = cl.PendingCall(cmd.Context(), e.WorkflowID, e.CallID)
+						t.p.CallID = e.CallID
+					}
+					targets = append(targets, t)
 				}
 			} else {
 				p, err := cl.PendingCall(cmd.Context(), args[0], args[1])

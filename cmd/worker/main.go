@@ -163,6 +163,14 @@ func run(args []string) error {
 		return runServer(ctx, f, cfg)
 	}
 	start := time.Now()
+	// The SDK's workflow cache is shared by every worker of the process
+	// and sized when the first one starts: the embedded server starts its
+	// own system workers, so the size must be set before the server.
+	sticky := cfg.Worker.StickyCacheSize
+	if sticky == 0 {
+		sticky = config.DefaultStickyCacheSize
+	}
+	worker.SetStickyWorkflowCacheSize(sticky)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
 	// One Prometheus registry for warden's metrics and the SDK's own.
@@ -230,9 +238,6 @@ func run(args []string) error {
 		return err
 	}
 	defer closeBackends()
-	if cfg.Worker.StickyCacheSize > 0 {
-		worker.SetStickyWorkflowCacheSize(cfg.Worker.StickyCacheSize)
-	}
 	w := worker.New(c, cfg.Worker.TaskQueue, worker.Options{
 		MaxConcurrentActivityExecutionSize:     cfg.Worker.MaxConcurrentActivities,
 		MaxConcurrentWorkflowTaskExecutionSize: cfg.Worker.MaxConcurrentWorkflowTasks,

@@ -100,12 +100,15 @@ type Server struct {
 // (~45 ms per activity); see ../shared/notes/temporal-embedded.md.
 func defaultDynamicConfig() map[string]any {
 	return map[string]any{
-		"history.transferProcessorMaxPollRPS":            1000,
-		"matching.numTaskqueueReadPartitions":            1,
-		"matching.numTaskqueueWritePartitions":           1,
-		"frontend.namespaceRPS.visibility":               500,
-		"system.forceSearchAttributesCacheRefreshOnRead": true,
-		"history.cacheHostLevelMaxSize":                  8192,
+		"history.transferProcessorMaxPollRPS":  1000,
+		"matching.numTaskqueueReadPartitions":  1,
+		"matching.numTaskqueueWritePartitions": 1,
+		"frontend.namespaceRPS.visibility":     500,
+		// The host's mutable-state cache (default 128,000 entries, an hour
+		// each) kept every waiting turn's state; a turn evicted from it is
+		// read back from the database when it is answered. The key used
+		// before, history.cacheHostLevelMaxSize, does not exist.
+		"history.hostLevelCacheMaxSize": 512,
 	}
 }
 
@@ -181,6 +184,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	for k, v := range o.DynamicConfig {
 		dc[dynamicconfig.MakeKey(k)] = v
 	}
+	dyn := newDynConfig(dc)
 	srv, err := temporal.NewServer(
 		temporal.WithConfig(conf),
 		temporal.ForServices(services),
@@ -188,7 +192,7 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		temporal.WithLogger(logger),
 		temporal.WithAuthorizer(authorizer),
 		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
-		temporal.WithDynamicConfigClient(dc),
+		temporal.WithDynamicConfigClient(dyn),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("devserver: new server: %w", err)
@@ -197,10 +201,12 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 		return nil, fmt.Errorf("devserver: start: %w", err)
 	}
 	s.srv = srv
-	if err := s.ensureNamespace(ctx, o); err != nil {
+	added, err := s.ensureNamespace(ctx, o)
+	if err != nil {
 		s.Stop()
 		return nil, err
 	}
+	dyn.registered(added)
 	if o.UIPort > 0 {
 		s.uiAddr = net.JoinHostPort(localIP(o.IP), strconv.Itoa(o.UIPort))
 		uiOpts := []uiopts.ServerOption{uiopts.WithConfigProvider(&uiconfig.Config{
@@ -419,7 +425,7 @@ func serverConfig(o Options, httpPort int, p storeSet) (*config.Config, map[prim
 // ensureNamespace waits for the frontend and registers search attributes
 // that an older database lacks (a namespace created by an earlier version
 // keeps its old attribute set otherwise).
-func (s *Server) ensureNamespace(ctx context.Context, o Options) error {
+func (s *Server) ensureNamespace(ctx context.Context, o Options) (added bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	copts := sdkclient.Options{HostPort: s.addr, Namespace: o.Namespace, Logger: quietLogger{}}
@@ -428,26 +434,26 @@ func (s *Server) ensureNamespace(ctx context.Context, o Options) error {
 	}
 	c, err := sdkclient.DialContext(ctx, copts)
 	if err != nil {
-		return fmt.Errorf("devserver: dial %s: %w", s.addr, err)
+		return false, fmt.Errorf("devserver: dial %s: %w", s.addr, err)
 	}
 	defer c.Close()
 	for {
-		_, err := c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: o.Namespace})
+		_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: o.Namespace})
 		if err == nil {
 			break
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("devserver: namespace %s not ready: %w", o.Namespace, err)
+			return false, fmt.Errorf("devserver: namespace %s not ready: %w", o.Namespace, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 	if len(o.SearchAttributes) == 0 {
-		return nil
+		return false, nil
 	}
 	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: o.Namespace})
 	if err != nil {
-		return fmt.Errorf("devserver: list search attributes: %w", err)
+		return false, fmt.Errorf("devserver: list search attributes: %w", err)
 	}
 	missing := map[string]enumspb.IndexedValueType{}
 	for name, typ := range o.SearchAttributes {
@@ -456,16 +462,16 @@ func (s *Server) ensureNamespace(ctx context.Context, o Options) error {
 		}
 	}
 	if len(missing) == 0 {
-		return nil
+		return false, nil
 	}
 	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{
 		Namespace: o.Namespace, SearchAttributes: missing,
 	})
 	var exists *serviceerror.AlreadyExists
 	if err != nil && !errors.As(err, &exists) {
-		return fmt.Errorf("devserver: add search attributes: %w", err)
+		return false, fmt.Errorf("devserver: add search attributes: %w", err)
 	}
-	return nil
+	return true, nil
 }
 
 func freePort(ip string) (int, error) {
