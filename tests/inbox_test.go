@@ -254,6 +254,17 @@ func TestInboxBrowser(t *testing.T) {
 		t.Errorf("page shows command %q, diff %q, user %q", cmd, diff, user)
 	}
 	shot("1-pending")
+	// A notification's link opens its entry: filtered to the turn,
+	// scrolled to and highlighted.
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(hs.URL+"/?workflow="+denyID+"#"+denyID+"/c1"),
+		chromedp.WaitVisible(css(entry(denyID)+".focus")),
+	); err != nil {
+		t.Fatalf("open the linked entry: %v", err)
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate(hs.URL+"/?workflow="+prefix)); err != nil {
+		t.Fatal(err)
+	}
 	if err := exec.Command("cp", filepath.Join(shots, "1-pending.png"), "/tmp/warden-inbox.png").Run(); err != nil {
 		t.Logf("copy screenshot: %v", err)
 	}
