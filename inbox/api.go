@@ -187,23 +187,104 @@ func (s *Server) handlePending(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, http.StatusBadRequest, err)
 		return
 	}
-	es, err := s.list(r.Context(), q)
+	out, err := s.pending(r.Context(), q, userFrom(r))
 	if err != nil {
+		var he *httpError
+		if errors.As(err, &he) {
+			writeErr(w, he.status, he.err)
+			return
+		}
 		writeErr(w, http.StatusBadGateway, err)
 		return
 	}
-	user := userFrom(r)
+	writeJSON(w, http.StatusOK, out)
+}
+
+// pending is the listing GET /api/pending answers and GET /api/stream
+// pushes: the entries the query selects, each rendered for user.
+func (s *Server) pending(ctx context.Context, q query, user string) (pendingList, error) {
+	es, err := s.list(ctx, q)
+	if err != nil {
+		return pendingList{}, err
+	}
 	out := pendingList{User: user, Count: len(es), Items: []pendingItem{}}
 	for _, e := range es {
 		v := s.view(user, e)
 		var b bytes.Buffer
 		if err := s.page.ExecuteTemplate(&b, "entry", v); err != nil {
-			writeErr(w, http.StatusInternalServerError, err)
-			return
+			return pendingList{}, &httpError{status: http.StatusInternalServerError, err: err}
 		}
 		out.Items = append(out.Items, pendingItem{Key: v.Key, PendingEntry: e, HTML: b.String()})
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
+}
+
+// Server push of GET /api/stream: the listing is read every
+// streamEvery and sent when an entry came or went (or its hash changed),
+// and at least every streamRefresh so the waiting times stay current.
+const (
+	streamEvery   = time.Second
+	streamRefresh = 10 * time.Second
+)
+
+// handleStream pushes the listing as server-sent events ("data: JSON",
+// the shape of GET /api/pending; "event: failure" when a read fails)
+// until the client goes away.
+func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeErr(w, http.StatusInternalServerError, errors.New("this connection cannot stream"))
+		return
+	}
+	q, err := parseQuery(r)
+	if err != nil {
+		writeErr(w, http.StatusBadRequest, err)
+		return
+	}
+	user := userFrom(r)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	last, sent := "", time.Time{}
+	tick := time.NewTicker(streamEvery)
+	defer tick.Stop()
+	for {
+		out, err := s.pending(r.Context(), q, user)
+		switch {
+		case err != nil && r.Context().Err() == nil:
+			b, _ := json.Marshal(map[string]string{"error": err.Error()})
+			fmt.Fprintf(w, "event: failure\ndata: %s\n\n", b)
+		case err == nil:
+			sig := signature(out)
+			if sig != last || time.Since(sent) >= streamRefresh {
+				b, err := json.Marshal(out)
+				if err != nil {
+					return
+				}
+				fmt.Fprintf(w, "data: %s\n\n", b)
+				last, sent = sig, time.Now()
+			}
+		}
+		fl.Flush()
+		select {
+		case <-r.Context().Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// signature identifies a listing by its entries and their hashes.
+func signature(l pendingList) string {
+	var b strings.Builder
+	for _, it := range l.Items {
+		b.WriteString(it.Key)
+		b.WriteByte(' ')
+		b.WriteString(it.Hash)
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // api wraps a POST handler: CSRF header, JSON body, JSON answer.

@@ -2,7 +2,8 @@
 // pending approvals, AskUser questions and external calls of every
 // running warden turn. It talks only to the warden client API
 // ([client.Client]); pages are rendered on the server with html/template
-// and refreshed by a little vanilla JavaScript that polls a JSON endpoint.
+// and kept current by a little vanilla JavaScript fed by server-sent events
+// (GET /api/stream), falling back to polling a JSON endpoint.
 //
 // Every request is authenticated (bearer token, token cookie or basic
 // auth), every decision records the approver as [workflows.Approval.By],
@@ -132,6 +133,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
 	s.mux.HandleFunc("GET /{$}", s.handleIndex)
 	s.mux.HandleFunc("GET /api/pending", s.handlePending)
+	s.mux.HandleFunc("GET /api/stream", s.handleStream)
 	s.mux.HandleFunc("POST /api/approve", s.api(s.handleApprove))
 	s.mux.HandleFunc("POST /api/deny", s.api(s.handleDeny))
 	s.mux.HandleFunc("POST /api/answer", s.api(s.handleAnswer))

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -235,6 +236,7 @@ func TestInboxBrowser(t *testing.T) {
 
 	if err := chromedp.Do(bctx,
 		chromedp.Navigate(hs.URL+"/?token=alice-token&workflow="+prefix),
+		chromedp.WaitReady(css(`body[data-live="sse"]`)), // updates come by server push
 		chromedp.WaitVisible(css(entry(allowID))),
 		chromedp.WaitVisible(css(entry(denyID))),
 		chromedp.WaitVisible(css(entry(askID))),
@@ -333,4 +335,69 @@ func TestInboxBrowser(t *testing.T) {
 		t.Errorf("status line %q, want 0 waiting", status)
 	}
 	shot("3-empty")
+}
+
+// TestInboxStreamPushes reads the inbox's server-sent events: the first
+// event lists a waiting call, and once the call is answered a later
+// event no longer does, without the page asking again.
+func TestInboxStreamPushes(t *testing.T) {
+	cl := startWorker(t, warden.Options{})
+	ctx := ctxT(t, 60*time.Second)
+	hs, _ := serveInbox(t, cl)
+	id := "inbox-sse-" + fmt.Sprint(time.Now().UnixNano())
+	startAsk(t, ctx, cl, id, "Bash", `{command: "touch sse-made"}`)
+	waitListed(t, ctx, cl, id)
+
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, hs.URL+"/api/stream?workflow="+id, nil)
+	req.Header.Set("Authorization", "Bearer alice-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("stream: %d %s", resp.StatusCode, ct)
+	}
+	events := make(chan []client.PendingEntry)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var l struct {
+				Items []client.PendingEntry `json:"items"`
+			}
+			if json.Unmarshal([]byte(data), &l) == nil {
+				select {
+				case events <- l.Items:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	next := func() []client.PendingEntry {
+		t.Helper()
+		select {
+		case es := <-events:
+			return es
+		case <-ctx.Done():
+			t.Fatal("no event from the stream")
+		}
+		return nil
+	}
+	first := next()
+	if len(first) != 1 || first[0].WorkflowID != id {
+		t.Fatalf("first event lists %+v, want the waiting call of %s", first, id)
+	}
+	if _, err := cl.ApproveListed(ctx, id, first[0].Pending, workflows.Approval{Decision: workflows.DecisionAllow, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	for len(next()) != 0 {
+	}
+	t.Logf("the answered call left the stream after %s", time.Since(start).Round(time.Millisecond))
 }

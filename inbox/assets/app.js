@@ -110,43 +110,53 @@
     list.querySelectorAll("input.pick").forEach(function (c) { c.checked = ev.target.checked; });
   });
 
-  // Live refresh: keep entries that are still pending untouched (so typed
+  // Live updates: keep entries that are still pending untouched (so typed
   // reasons and edits survive), drop answered ones, insert new ones.
+  function apply(j) {
+    var keep = {};
+    j.items.forEach(function (it) { keep[it.key] = it; });
+    list.querySelectorAll("li.entry").forEach(function (li) {
+      if (!keep[li.dataset.key]) { li.remove(); }
+    });
+    var prev = null;
+    j.items.forEach(function (it) {
+      var li = null;
+      list.querySelectorAll("li.entry").forEach(function (x) { if (x.dataset.key === it.key) { li = x; } });
+      if (!li) {
+        var t = document.createElement("template");
+        t.innerHTML = it.html.trim();
+        li = t.content.firstElementChild;
+      } else {
+        var fresh = document.createElement("template");
+        fresh.innerHTML = it.html.trim();
+        var age = fresh.content.querySelector(".age");
+        if (age) { li.querySelector(".age").replaceWith(age); }
+      }
+      if (prev ? prev.nextElementSibling !== li : list.firstElementChild !== li) {
+        list.insertBefore(li, prev ? prev.nextElementSibling : list.firstElementChild);
+      }
+      prev = li;
+    });
+    statusEl.textContent = j.count + " waiting";
+    document.getElementById("empty").hidden = j.count > 0;
+    document.body.dataset.updated = String(Date.now());
+  }
   function refresh() {
     var q = window.location.search;
     return fetch("api/pending" + q, { credentials: "same-origin", headers: { "Accept": "application/json" } })
       .then(function (r) { if (!r.ok) { throw new Error("refresh: " + r.status); } return r.json(); })
-      .then(function (j) {
-        var keep = {};
-        j.items.forEach(function (it) { keep[it.key] = it; });
-        list.querySelectorAll("li.entry").forEach(function (li) {
-          if (!keep[li.dataset.key]) { li.remove(); }
-        });
-        var prev = null;
-        j.items.forEach(function (it) {
-          var li = null;
-          list.querySelectorAll("li.entry").forEach(function (x) { if (x.dataset.key === it.key) { li = x; } });
-          if (!li) {
-            var t = document.createElement("template");
-            t.innerHTML = it.html.trim();
-            li = t.content.firstElementChild;
-          } else {
-            var fresh = document.createElement("template");
-            fresh.innerHTML = it.html.trim();
-            var age = fresh.content.querySelector(".age");
-            if (age) { li.querySelector(".age").replaceWith(age); }
-          }
-          if (prev ? prev.nextElementSibling !== li : list.firstElementChild !== li) {
-            list.insertBefore(li, prev ? prev.nextElementSibling : list.firstElementChild);
-          }
-          prev = li;
-        });
-        statusEl.textContent = j.count + " waiting";
-        document.getElementById("empty").hidden = j.count > 0;
-        document.body.dataset.updated = String(Date.now());
-      })
+      .then(apply)
       .catch(function (e) { statusEl.textContent = e.message; });
   }
+  // The server pushes the listing when it changes (server-sent events);
+  // while that stream is down the page polls.
+  var stream = null;
+  if (window.EventSource) {
+    stream = new EventSource("api/stream" + window.location.search);
+    stream.onmessage = function (ev) { document.body.dataset.live = "sse"; apply(JSON.parse(ev.data)); };
+    stream.addEventListener("failure", function (ev) { statusEl.textContent = JSON.parse(ev.data).error; });
+  }
+
   // A notification's link ends in #WORKFLOW/CALL: open that entry.
   function focusLinked() {
     var h = decodeURIComponent(window.location.hash.slice(1)), i = h.lastIndexOf("/");
@@ -164,5 +174,7 @@
   }
   window.addEventListener("hashchange", focusLinked);
   focusLinked();
-  setInterval(refresh, every);
+  setInterval(function () {
+    if (!stream || stream.readyState !== 1) { document.body.dataset.live = "poll"; refresh(); }
+  }, every);
 })();
