@@ -60,3 +60,11 @@ func (t Temporal) KeyName() string {
 	name, _ := auth.NameOf(key)
 	return name
 }
+
+// InboxKeyFile is inbox.key_file, else WARDEN_INBOX_KEY_FILE.
+func (c Config) InboxKeyFile() string {
+	if c.Inbox.KeyFile != "" {
+		return c.Inbox.KeyFile
+	}
+	return os.Getenv("WARDEN_INBOX_KEY_FILE")
+}

@@ -216,8 +216,8 @@ func run(args []string) error {
 		}
 		copts.HostPort, copts.ConnectionOptions, copts.Credentials = cluster.HostPort, cluster.ConnectionOptions, cluster.Credentials
 		copts.HeadersProvider = cluster.HeadersProvider
-		if cfg.Inbox.Enabled && cfg.Inbox.KeyFile != "" {
-			if inboxKey, err = auth.ReadKeyFile(cfg.Inbox.KeyFile); err != nil {
+		if f := cfg.InboxKeyFile(); cfg.Inbox.Enabled && f != "" {
+			if inboxKey, err = auth.ReadKeyFile(f); err != nil {
 				return fmt.Errorf("inbox.key_file: %w", err)
 			}
 		}

@@ -59,6 +59,10 @@ func runServer(ctx context.Context, f flags, cfg config.Config) error {
 		if workerKey, err = keys.Ensure("worker", auth.RoleWorker); err != nil {
 			return err
 		}
+		// A joining worker's inbox answers with this one (inbox.key_file).
+		if _, err := keys.Ensure("inbox", auth.RoleDelegate); err != nil {
+			return err
+		}
 	}
 	srv, err := devserver.Start(ctx, o)
 	if err != nil {
