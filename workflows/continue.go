@@ -9,8 +9,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/model"
-	"github.com/wardenhq/warden/tools"
 )
 
 // Resume carries a turn's progress into its next run when it continues
@@ -45,7 +45,7 @@ type SlotState struct {
 	Call   model.ToolCall `json:"call"`
 	Prep   Prepared       `json:"prep"`
 	Ready  bool           `json:"ready,omitempty"`
-	Result *tools.Result  `json:"result,omitempty"`
+	Result *calls.Result  `json:"result,omitempty"`
 }
 
 // AnswerState is an answer received for a pending call.
@@ -125,7 +125,7 @@ func yieldToOthers(ctx workflow.Context) {
 }
 
 // resumeStep finishes the step carried over from the previous run.
-func (t *turn) resumeStep(ctx workflow.Context) ([]tools.Result, error) {
+func (t *turn) resumeStep(ctx workflow.Context) ([]calls.Result, error) {
 	slots := t.inFlight
 	t.inFlight = nil
 	return t.finishStep(ctx, slots)

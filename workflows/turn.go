@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/tools"
 )
 
 // Defaults of a turn.
@@ -68,7 +68,7 @@ type turn struct {
 	Resume
 	in      TurnInput
 	msgs    []model.Message
-	state   tools.State
+	state   calls.State
 	perm    permission.Context
 	pending []Pending
 	answers map[string]AnswerState
@@ -207,8 +207,8 @@ func (t *turn) fail(ctx workflow.Context, err error) (TurnResult, error) {
 
 // appendResults adds tool results to the conversation; when one comes from
 // a return-directly tool, it is the turn's answer.
-func (t *turn) appendResults(results []tools.Result) (tools.Result, bool) {
-	var answer tools.Result
+func (t *turn) appendResults(results []calls.Result) (calls.Result, bool) {
+	var answer calls.Result
 	direct := false
 	for _, r := range results {
 		t.msgs = append(t.msgs, model.Message{Role: model.RoleTool, Content: r.Content,
@@ -281,7 +281,7 @@ type slot = SlotState
 // runCalls decides every call of one model step, waits for answers to
 // ASKs and external calls, then runs the allowed calls in order
 // (consecutive concurrency-safe calls in parallel). Results keep call order.
-func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall) ([]tools.Result, error) {
+func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall) ([]calls.Result, error) {
 	slots := make([]*slot, len(calls))
 	for i, c := range calls {
 		if c.ID == "" {
@@ -306,7 +306,7 @@ func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall) ([]tools.R
 
 // finishStep waits for the step's pending entries (if any), runs its
 // allowed calls and returns the results in call order.
-func (t *turn) finishStep(ctx workflow.Context, slots []*slot) ([]tools.Result, error) {
+func (t *turn) finishStep(ctx workflow.Context, slots []*slot) ([]calls.Result, error) {
 	if len(t.pending) > 0 {
 		if err := t.wait(ctx, slots); err != nil {
 			return nil, err
@@ -315,7 +315,7 @@ func (t *turn) finishStep(ctx workflow.Context, slots []*slot) ([]tools.Result, 
 	if err := t.execute(ctx, slots); err != nil {
 		return nil, err
 	}
-	out := make([]tools.Result, len(slots))
+	out := make([]calls.Result, len(slots))
 	for i, s := range slots {
 		out[i] = *s.Result
 		t.emit(ctx, Event{Type: EventResult, CallID: s.Call.ID, Tool: s.Call.Name, Text: s.Result.Content, Error: s.Result.IsError})
@@ -370,7 +370,7 @@ func (t *turn) env() CallEnv { return CallEnv{Backend: t.in.Backend, Workdir: t.
 func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time) {
 	c, p := s.Call, s.Prep
 	if p.Invalid != "" {
-		s.Result = &tools.Result{CallID: c.ID, Name: c.Name, Content: p.Invalid, IsError: true, State: tools.StateError}
+		s.Result = &calls.Result{CallID: c.ID, Name: c.Name, Content: p.Invalid, IsError: true, State: calls.StateError}
 		return
 	}
 	d := p.Decision
@@ -406,8 +406,8 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time) {
 	}
 }
 
-func denied(c model.ToolCall, msg string) *tools.Result {
-	return &tools.Result{CallID: c.ID, Name: c.Name, Content: "Permission denied: " + msg, IsError: true, State: tools.StateDenied}
+func denied(c model.ToolCall, msg string) *calls.Result {
+	return &calls.Result{CallID: c.ID, Name: c.Name, Content: "Permission denied: " + msg, IsError: true, State: calls.StateDenied}
 }
 
 // park adds a pending entry; a negative timeout waits without a bound.
@@ -622,9 +622,9 @@ func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a AnswerState) er
 	switch {
 	case a.External != nil:
 		r := a.External
-		s.Result = &tools.Result{CallID: p.CallID, Name: p.Tool, Content: r.Content, IsError: r.IsError, Metadata: r.Metadata, State: tools.StateSuccess}
+		s.Result = &calls.Result{CallID: p.CallID, Name: p.Tool, Content: r.Content, IsError: r.IsError, Metadata: r.Metadata, State: calls.StateSuccess}
 		if r.IsError {
-			s.Result.State = tools.StateError
+			s.Result.State = calls.StateError
 		}
 	case a.Auto != "":
 		s.Ready = true
@@ -637,7 +637,7 @@ func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a AnswerState) er
 		if a.Approval.By != "" {
 			by = " by " + a.Approval.By
 		}
-		s.Result = &tools.Result{CallID: p.CallID, Name: p.Tool, IsError: true, State: tools.StateDenied,
+		s.Result = &calls.Result{CallID: p.CallID, Name: p.Tool, IsError: true, State: calls.StateDenied,
 			Content: fmt.Sprintf("The user denied this %s call%s: %s", p.Tool, by, reason)}
 	case a.Approval != nil:
 		if len(a.Approval.Input) > 0 && string(a.Approval.Input) != string(p.Input) {
@@ -670,7 +670,7 @@ func (t *turn) applyEdit(ctx workflow.Context, s *slot, p Pending, a *Approval) 
 	}
 	np := preps[0]
 	if np.Invalid != "" {
-		s.Result = &tools.Result{CallID: p.CallID, Name: p.Tool, Content: np.Invalid, IsError: true, State: tools.StateError}
+		s.Result = &calls.Result{CallID: p.CallID, Name: p.Tool, Content: np.Invalid, IsError: true, State: calls.StateError}
 		return nil
 	}
 	if np.Decision.Behavior == permission.Deny {
@@ -740,12 +740,12 @@ func (t *turn) toolInput(ctx workflow.Context, s *slot) ToolInput {
 // list, and what was read of the file the call names (read-before-write).
 // The reads of the whole turn stay in the workflow, so a call's input does
 // not grow with every file the turn has read.
-func (t *turn) stateFor(c model.ToolCall) tools.State { return stateOf(t.state, c) }
+func (t *turn) stateFor(c model.ToolCall) calls.State { return stateOf(t.state, c) }
 
 // stateOf is the part of s a call needs: the task list, and the read
 // stamp of the file the call names.
-func stateOf(s tools.State, c model.ToolCall) tools.State {
-	st := tools.State{Tasks: s.Tasks}
+func stateOf(s calls.State, c model.ToolCall) calls.State {
+	st := calls.State{Tasks: s.Tasks}
 	var in struct {
 		FilePath string `json:"file_path"`
 	}
@@ -754,7 +754,7 @@ func stateOf(s tools.State, c model.ToolCall) tools.State {
 	}
 	p := path.Clean(in.FilePath)
 	if stamp, ok := s.Reads[p]; ok {
-		st.Reads = map[string]tools.FileStamp{p: stamp}
+		st.Reads = map[string]calls.FileStamp{p: stamp}
 	}
 	return st
 }
@@ -801,7 +801,7 @@ func (t *turn) startRegular(ctx workflow.Context, s *slot) workflow.Future {
 // finishTool waits for a call's result. A fast-path call that ran out of
 // its local time bound is rescheduled as a regular activity. A failed
 // activity becomes an error result the model reads.
-func (t *turn) finishTool(ctx workflow.Context, s *slot, f workflow.Future) (*tools.Result, error) {
+func (t *turn) finishTool(ctx workflow.Context, s *slot, f workflow.Future) (*calls.Result, error) {
 	var out ToolOutput
 	err := f.Get(ctx, &out)
 	var te *temporal.TimeoutError
@@ -817,7 +817,7 @@ func (t *turn) finishTool(ctx workflow.Context, s *slot, f workflow.Future) (*to
 		if s.Prep.Policy.MaxAttempts <= 1 && !s.Prep.ReadOnly {
 			msg += "\nThe call was not retried because it may have had side effects; check its effects before trying again."
 		}
-		return &tools.Result{CallID: s.Call.ID, Name: s.Call.Name, IsError: true, State: tools.StateError, Content: msg}, nil
+		return &calls.Result{CallID: s.Call.ID, Name: s.Call.Name, IsError: true, State: calls.StateError, Content: msg}, nil
 	}
 	out.Result.CallID, out.Result.Name = s.Call.ID, s.Call.Name
 	t.mergeState(out.State)
@@ -826,9 +826,9 @@ func (t *turn) finishTool(ctx workflow.Context, s *slot, f workflow.Future) (*to
 
 // mergeState folds a call's returned state into the turn's: reads merge
 // (parallel reads each add their files), the task list is replaced.
-func (t *turn) mergeState(s tools.State) {
+func (t *turn) mergeState(s calls.State) {
 	if len(s.Reads) > 0 && t.state.Reads == nil {
-		t.state.Reads = map[string]tools.FileStamp{}
+		t.state.Reads = map[string]calls.FileStamp{}
 	}
 	for _, k := range workflow.DeterministicKeys(s.Reads) {
 		t.state.Reads[k] = s.Reads[k]
