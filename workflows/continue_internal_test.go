@@ -101,6 +101,7 @@ var (
 		"externalsCh": "the signal channels are drained before continuing",
 		"byRef":       "decided by a version marker in each run",
 		"index":       "the memo is written again by the next run",
+		"roles":       "the registered Workflow's, in each run",
 	}
 )
 

@@ -153,7 +153,7 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 	if a.Decision != DecisionDeny {
 		edited = a.Input
 	}
-	if err := t.in.Approvers.MayAnswer(a.By, p.Tool, p.Input, edited); err != nil {
+	if err := t.in.Approvers.MayAnswer(t.roles, a.By, p.Tool, p.Input, edited); err != nil {
 		return fmt.Errorf("approver refused for call %s: %w", a.CallID, err)
 	}
 	if a.Decision == DecisionAlwaysAllow {
@@ -162,7 +162,7 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 			rules = p.Suggestions
 		}
 		for _, r := range rules {
-			if err := t.in.Approvers.MayAddRule(a.By, r); err != nil {
+			if err := t.in.Approvers.MayAddRule(t.roles, a.By, r); err != nil {
 				return fmt.Errorf("approver refused for call %s: %w", a.CallID, err)
 			}
 		}
@@ -252,7 +252,7 @@ func (t *turn) checkExternal(r ExternalResult, strict bool) error {
 	case r.Hash != p.Hash:
 		return fmt.Errorf("stale hash for call %s: the call or the policy changed since it was listed; %s", r.CallID, errListAgain)
 	}
-	if err := t.in.Approvers.MayAnswer(r.By, p.Tool, p.Input, nil); err != nil {
+	if err := t.in.Approvers.MayAnswer(t.roles, r.By, p.Tool, p.Input, nil); err != nil {
 		return fmt.Errorf("answer refused for call %s: %w", r.CallID, err)
 	}
 	return nil

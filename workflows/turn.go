@@ -87,14 +87,17 @@ type turn struct {
 	byRef bool
 	// index is the pending index last written to the memo (JSON).
 	index string
+	// roles checks approvers' roles (the registered Workflow's).
+	roles RoleChecker
 }
 
 // run is the agent-turn workflow: model → permission check → tools →
 // model, until the model answers without tool calls, a return-directly
 // tool answers, or MaxIterations. Long turns continue as new, carrying
 // their whole state (pending approvals included).
-func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult, error) {
+func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware, rc RoleChecker) (TurnResult, error) {
 	t := restore(in)
+	t.roles = rc
 	ctx = workflow.WithValue(ctx, turnKey{}, t)
 	t.byRef = workflow.GetVersion(ctx, versionContentRefs, workflow.DefaultVersion, 1) >= 1
 	if err := t.registerHandlers(ctx); err != nil {
