@@ -28,6 +28,7 @@ import (
 	"github.com/wardenhq/warden/middleware/compact"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/notify"
+	"github.com/wardenhq/warden/permission/roles"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -96,7 +97,7 @@ func Register(w worker.Registry, o Options) (*activities.Activities, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.RegisterWorkflowWithOptions(workflows.New(o.AgentMiddleware...), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.New(roles.Checker{}, o.AgentMiddleware...), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
 	a.Register(w)
 	return a, nil
 }

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/workflows"
+	"github.com/wardenhq/warden/permission/roles"
 )
 
 // cookieName holds a token set by a ?token= link.
@@ -145,10 +145,10 @@ func (s *Server) may(user, tool string, input json.RawMessage) bool {
 }
 
 // covers reports whether the role rules cover a call: the workflow's
-// own check (workflows.RulesCover, which asks the one decision function),
+// own check (roles.Cover, which asks the one decision function),
 // so the inbox and the turn agree.
 func covers(rules []permission.Rule, tool string, input json.RawMessage) bool {
-	return workflows.RulesCover(rules, tool, input)
+	return roles.Cover(rules, tool, input)
 }
 
 // Policy answers who may decide which calls, for decisions made outside
@@ -193,7 +193,7 @@ func mayAddRule(u namedUser, rule string) error {
 	if err != nil {
 		return fmt.Errorf("rule %q: %w", rule, err)
 	}
-	if u.rules != nil && !workflows.RuleWithin(r, u.rules) {
+	if u.rules != nil && !roles.Within(r, u.rules) {
 		return fmt.Errorf("rule %s is wider than what %s's roles allow", r, u.name)
 	}
 	return nil

@@ -24,6 +24,7 @@ import (
 	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/permission/roles"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -313,7 +314,7 @@ func TestReplayHistories(t *testing.T) {
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
-			r.RegisterWorkflowWithOptions(workflows.Turn, workflow.RegisterOptions{Name: workflows.TurnWorkflow})
+			r.RegisterWorkflowWithOptions(workflows.New(roles.Checker{}), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(quietLog(), f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}

@@ -33,7 +33,7 @@ func TestCapResult(t *testing.T) {
 				t.Errorf("cut inside a rune")
 			}
 		}},
-		{"data dropped", Result{Content: "img", Data: []DataBlock{{"image/png", make([]byte, 10_000)}, {"image/png", make([]byte, 100_000)}}}, 0, func(t *testing.T, r Result) {
+		{"data dropped", Result{Content: "img", Data: []DataBlock{{MediaType: "image/png", Data: make([]byte, 10_000)}, {MediaType: "image/png", Data: make([]byte, 100_000)}}}, 0, func(t *testing.T, r Result) {
 			if len(r.Data) != 1 || !strings.Contains(r.Content, "1 data block(s) of 100000 bytes omitted") {
 				t.Errorf("data %d, content %q", len(r.Data), r.Content)
 			}

@@ -1,55 +1,24 @@
 package tools
 
 import (
-	"maps"
 	"strings"
+
+	"github.com/wardenhq/warden/calls"
 )
 
-// ResultState is the final state of a tool call.
-type ResultState string
+// ResultState is the final state of a tool call (calls.ResultState).
+type ResultState = calls.ResultState
 
 // The result states.
 const (
-	StateSuccess     ResultState = "success"
-	StateError       ResultState = "error"
-	StateDenied      ResultState = "denied"
-	StateInterrupted ResultState = "interrupted"
+	StateSuccess     = calls.StateSuccess
+	StateError       = calls.StateError
+	StateDenied      = calls.StateDenied
+	StateInterrupted = calls.StateInterrupted
 )
 
-// Result is the accumulated outcome of one tool call, as the model sees it.
-type Result struct {
-	CallID   string         `json:"call_id"`
-	Name     string         `json:"name"`
-	Content  string         `json:"content"`
-	IsError  bool           `json:"is_error,omitempty"`
-	State    ResultState    `json:"state"`
-	Data     []DataBlock    `json:"data,omitempty"`
-	Metadata map[string]any `json:"metadata,omitempty"`
-	// Ref, when set, names the full content in the turn's content store;
-	// Content is then a preview and Size the full length in bytes.
-	Ref  string `json:"ref,omitempty"`
-	Size int    `json:"size,omitempty"`
-}
-
-// Append folds a chunk into the result: text concatenates, an error
-// sticks once set, data blocks accumulate and metadata merges.
-func (r *Result) Append(c Chunk) {
-	r.Content += c.Text
-	if c.IsError {
-		r.IsError = true
-		r.State = StateError
-	}
-	r.Data = append(r.Data, c.Data...)
-	if len(c.Metadata) > 0 {
-		if r.Metadata == nil {
-			r.Metadata = map[string]any{}
-		}
-		maps.Copy(r.Metadata, c.Metadata)
-	}
-	if r.State == "" {
-		r.State = StateSuccess
-	}
-}
+// Result is the accumulated outcome of one tool call (calls.Result).
+type Result = calls.Result
 
 // Collect drains a stream into a result. A Go error stops collection and
 // is returned as is.

@@ -11,24 +11,12 @@ import (
 	"iter"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
 )
 
-// Info describes a tool to the model and to the engine.
-type Info struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"input_schema"`
-	// ReadOnly is the static read-only flag (CheckReadOnly's default).
-	ReadOnly bool `json:"read_only"`
-	// ConcurrencySafe calls may run in parallel with each other.
-	ConcurrencySafe bool `json:"concurrency_safe"`
-	// External tools have no Call: their result comes from outside the
-	// worker (a client completes them).
-	External bool `json:"external"`
-	// StateInjected tools read and write the turn's State.
-	StateInjected bool `json:"state_injected"`
-}
+// Info describes a tool (calls.Info).
+type Info = calls.Info
 
 // Tool is one capability the model can call.
 type Tool interface {
@@ -42,21 +30,11 @@ type Tool interface {
 // yield one chunk.
 type Stream = iter.Seq2[Chunk, error]
 
-// Chunk is one piece of a tool's output.
-type Chunk struct {
-	Text    string `json:"text,omitempty"`
-	IsError bool   `json:"is_error,omitempty"`
-	// Data carries non-text blocks (images, documents).
-	Data []DataBlock `json:"data,omitempty"`
-	// Metadata is merged into the result's metadata.
-	Metadata map[string]any `json:"metadata,omitempty"`
-}
+// Chunk is one piece of a call's output (calls.Chunk).
+type Chunk = calls.Chunk
 
-// DataBlock is a binary block, base64 in JSON.
-type DataBlock struct {
-	MediaType string `json:"media_type"`
-	Data      []byte `json:"data"`
-}
+// DataBlock is a binary block, base64 in JSON (calls.DataBlock).
+type DataBlock = calls.DataBlock
 
 // Env is what a call runs against: its backend, its workspace and, for
 // state-injected tools, the turn's state.

@@ -80,16 +80,29 @@ func (BaseAgentMiddleware) AfterModelRewriteState(workflow.Context, *AgentState)
 // AfterAgent implements AgentMiddleware.
 func (BaseAgentMiddleware) AfterAgent(workflow.Context, *AgentState) error { return nil }
 
-// New returns the agent-turn workflow with the given middlewares, to be
-// registered under TurnWorkflow. Turn is New with none.
-func New(mws ...AgentMiddleware) func(workflow.Context, TurnInput) (TurnResult, error) {
-	return func(ctx workflow.Context, in TurnInput) (TurnResult, error) {
-		return run(ctx, in, mws)
-	}
+// Workflow is the agent-turn workflow as a worker registers it (its Run
+// method, under TurnWorkflow).
+type Workflow struct {
+	// Roles checks approvers' roles against the calls they answer
+	// (roles.Checker). Without it, answers by approvers with roles are
+	// refused; a worker must register the turn with the same checker as
+	// the workers that recorded its history, or replays may differ.
+	Roles RoleChecker
+	// Middleware are the agent middlewares, first registered outermost.
+	Middleware []AgentMiddleware
 }
 
-// Turn is the agent-turn workflow without agent middlewares.
-func Turn(ctx workflow.Context, in TurnInput) (TurnResult, error) { return run(ctx, in, nil) }
+// Run is the agent-turn workflow.
+func (w Workflow) Run(ctx workflow.Context, in TurnInput) (TurnResult, error) {
+	return run(ctx, in, w.Middleware, w.Roles)
+}
+
+// New returns the agent-turn workflow with the role checker rc and the
+// given middlewares, to be registered under TurnWorkflow: the Run method
+// of Workflow{Roles: rc, Middleware: mws}.
+func New(rc RoleChecker, mws ...AgentMiddleware) func(workflow.Context, TurnInput) (TurnResult, error) {
+	return Workflow{Roles: rc, Middleware: mws}.Run
+}
 
 type turnKey struct{}
 

@@ -4,12 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/model"
-	"github.com/wardenhq/warden/tools"
 )
 
 // Resume carries a turn's progress into its next run when it continues
@@ -44,7 +45,7 @@ type SlotState struct {
 	Call   model.ToolCall `json:"call"`
 	Prep   Prepared       `json:"prep"`
 	Ready  bool           `json:"ready,omitempty"`
-	Result *tools.Result  `json:"result,omitempty"`
+	Result *calls.Result  `json:"result,omitempty"`
 }
 
 // AnswerState is an answer received for a pending call.
@@ -83,32 +84,8 @@ func (t *turn) endOrContinue(ctx workflow.Context, err error) (TurnResult, error
 		return TurnResult{}, err
 	}
 	t.drainSignals(ctx)
-	next := t.in
-	next.Prompt = ""
-	next.Messages, next.State, next.Permission, next.RunLocal = t.msgs, t.state, t.perm, t.local
-	r := &Resume{
-		Iterations: t.iterations, ToolCalls: t.toolCalls, ToolErrors: t.toolErrors, PolicyVersion: t.policyVersion,
-		Instruction: t.ac.Instruction, Tools: t.ac.Tools, ReturnDirectly: t.ac.ReturnDirectly, Seq: t.seq,
-		Conversation: t.head,
-	}
-	if n := len(t.events); n > carriedEvents {
-		r.Events = t.events[n-carriedEvents:]
-	} else {
-		r.Events = t.events
-	}
-	if t.step != nil {
-		st := &StepState{Pending: t.pending}
-		for _, s := range t.step {
-			st.Slots = append(st.Slots, SlotState{Call: s.call, Prep: s.prep, Ready: s.ready, Result: s.result})
-		}
-		for _, p := range t.pending {
-			if a, ok := t.answers[p.CallID]; ok {
-				st.Answers = append(st.Answers, AnswerState{CallID: p.CallID, Approval: a.approval, External: a.external, Auto: a.auto})
-			}
-		}
-		r.Step = st
-	}
-	next.Resume = r
+	next := t.carry()
+	r := next.Resume
 	// The next run's input must fit the server's payload limit, or the
 	// turn would stall retrying the workflow task: the carried events go
 	// first (they only serve progress displays); if it still does not
@@ -147,11 +124,67 @@ func yieldToOthers(ctx workflow.Context) {
 	ch.Receive(ctx, nil)
 }
 
-// resumeStep finishes a step carried over from the previous run.
-func (t *turn) resumeStep(ctx workflow.Context, st *StepState) ([]tools.Result, error) {
-	slots := make([]*slot, len(st.Slots))
-	for i, s := range st.Slots {
-		slots[i] = &slot{call: s.Call, prep: s.Prep, ready: s.Ready, result: s.Result}
-	}
+// resumeStep finishes the step carried over from the previous run.
+func (t *turn) resumeStep(ctx workflow.Context) ([]calls.Result, error) {
+	slots := t.inFlight
+	t.inFlight = nil
 	return t.finishStep(ctx, slots)
+}
+
+// restore builds a run's state from its input: a first run's from the
+// input alone, a continued run's from the carried state too. It is the
+// inverse of carry.
+func restore(in TurnInput) *turn {
+	t := &turn{
+		in:      in,
+		msgs:    slices.Clone(in.Messages),
+		state:   in.State,
+		perm:    in.Permission,
+		answers: map[string]AnswerState{},
+		local:   in.RunLocal,
+	}
+	r := in.Resume
+	if r == nil {
+		return t
+	}
+	t.Resume = *r
+	t.Step = nil
+	if st := r.Step; st != nil {
+		t.pending = st.Pending
+		for _, a := range st.Answers {
+			t.answers[a.CallID] = a
+		}
+		t.inFlight = make([]*slot, len(st.Slots))
+		for i := range st.Slots {
+			s := st.Slots[i]
+			t.inFlight[i] = &s
+		}
+	}
+	return t
+}
+
+// carry is the next run's input: the turn's input with its carried state
+// (the latest carriedEvents events only). It is the inverse of restore.
+func (t *turn) carry() TurnInput {
+	next := t.in
+	next.Prompt = ""
+	next.Messages, next.State, next.Permission, next.RunLocal = t.msgs, t.state, t.perm, t.local
+	r := t.Resume
+	if n := len(r.Events); n > carriedEvents {
+		r.Events = r.Events[n-carriedEvents:]
+	}
+	if t.inFlight != nil {
+		st := &StepState{Pending: t.pending}
+		for _, s := range t.inFlight {
+			st.Slots = append(st.Slots, *s)
+		}
+		for _, p := range t.pending {
+			if a, ok := t.answers[p.CallID]; ok {
+				st.Answers = append(st.Answers, a)
+			}
+		}
+		r.Step = st
+	}
+	next.Resume = &r
+	return next
 }

@@ -19,7 +19,7 @@ func (t *turn) registerHandlers(ctx workflow.Context) error {
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryEvents, func(cursor int) (EventsPage, error) {
 		page := EventsPage{Next: cursor, Done: t.done}
-		for _, e := range t.events {
+		for _, e := range t.Events {
 			if e.Seq >= cursor {
 				page.Events = append(page.Events, e)
 				page.Next = e.Seq + 1
@@ -30,7 +30,7 @@ func (t *turn) registerHandlers(ctx workflow.Context) error {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryState, func() (Summary, error) {
-		return Summary{Iterations: t.iterations, ToolCalls: t.toolCalls, Pending: t.open(),
+		return Summary{Iterations: t.Iterations, ToolCalls: t.ToolCalls, Pending: t.open(),
 			Permission: t.perm, Tasks: t.state.Tasks, Done: t.done}, nil
 	}); err != nil {
 		return err
@@ -153,7 +153,7 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 	if a.Decision != DecisionDeny {
 		edited = a.Input
 	}
-	if err := t.in.Approvers.MayAnswer(a.By, p.Tool, p.Input, edited); err != nil {
+	if err := t.in.Approvers.MayAnswer(t.roles, a.By, p.Tool, p.Input, edited); err != nil {
 		return fmt.Errorf("approver refused for call %s: %w", a.CallID, err)
 	}
 	if a.Decision == DecisionAlwaysAllow {
@@ -162,7 +162,7 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 			rules = p.Suggestions
 		}
 		for _, r := range rules {
-			if err := t.in.Approvers.MayAddRule(a.By, r); err != nil {
+			if err := t.in.Approvers.MayAddRule(t.roles, a.By, r); err != nil {
 				return fmt.Errorf("approver refused for call %s: %w", a.CallID, err)
 			}
 		}
@@ -173,7 +173,7 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 // legacyHash reports whether h is the hash an older worker showed for p
 // (without the call id, at any policy version of the turn so far).
 func (t *turn) legacyHash(p Pending, h string) bool {
-	for v := 0; v <= t.policyVersion; v++ {
+	for v := 0; v <= t.PolicyVersion; v++ {
 		if h == legacyCallHash(p.Tool, p.Input, v) {
 			return true
 		}
@@ -182,7 +182,7 @@ func (t *turn) legacyHash(p Pending, h string) bool {
 }
 
 func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {
-	t.answers[a.CallID] = answer{approval: &a}
+	t.answers[a.CallID] = AnswerState{CallID: a.CallID, Approval: &a}
 	text := string(a.Decision)
 	if a.By != "" {
 		text += " by " + a.By
@@ -210,11 +210,11 @@ func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {
 		r.Source = "session"
 		t.perm.AddRule(r)
 	}
-	t.policyVersion++
+	t.PolicyVersion++
 	// The policy changed: every waiting call gets a new hash, so answers
 	// given against the old policy are refused (list again).
 	for i := range t.pending {
-		t.pending[i].Hash = CallHash(t.pending[i].Tool, t.pending[i].Input, t.pending[i].CallID, t.policyVersion)
+		t.pending[i].Hash = CallHash(t.pending[i].Tool, t.pending[i].Input, t.pending[i].CallID, t.PolicyVersion)
 	}
 	t.recheck = true
 }
@@ -252,14 +252,14 @@ func (t *turn) checkExternal(r ExternalResult, strict bool) error {
 	case r.Hash != p.Hash:
 		return fmt.Errorf("stale hash for call %s: the call or the policy changed since it was listed; %s", r.CallID, errListAgain)
 	}
-	if err := t.in.Approvers.MayAnswer(r.By, p.Tool, p.Input, nil); err != nil {
+	if err := t.in.Approvers.MayAnswer(t.roles, r.By, p.Tool, p.Input, nil); err != nil {
 		return fmt.Errorf("answer refused for call %s: %w", r.CallID, err)
 	}
 	return nil
 }
 
 func (t *turn) acceptExternal(ctx workflow.Context, r ExternalResult) {
-	t.answers[r.CallID] = answer{external: &r}
+	t.answers[r.CallID] = AnswerState{CallID: r.CallID, External: &r}
 	t.emit(ctx, Event{Type: EventAnswered, CallID: r.CallID, Text: "external result received"})
 }
 

@@ -15,9 +15,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/tools"
 )
 
 // Defaults of a turn.
@@ -54,93 +54,67 @@ var (
 
 // turn is the workflow's state. Everything in it is deterministic: the
 // slices keep call order and maps are only used for lookups.
+//
+// What a turn carries into its next run at continue-as-new is its
+// carried state: the embedded Resume (counters, agent context, events,
+// the conversation's head; Resume.Step is built from pending, answers and
+// inFlight only when continuing), and msgs, state, perm and local, which
+// travel in TurnInput. carry and restore are the only copy code, and
+// the TestCarriedState tests fail when a field of turn is neither carried nor
+// listed as run-local.
 type turn struct {
-	in            TurnInput
-	msgs          []model.Message
-	state         tools.State
-	perm          permission.Context
-	policyVersion int
-	pending       []Pending
-	answers       map[string]answer
-	recheck       bool
-	events        []Event
-	seq           int
-	iterations    int
-	toolCalls     int
-	toolErrors    int
-	done          bool
-	// ac is the agent context after BeforeAgent (instruction, tools).
-	ac AgentContext
+	// Resume is the carried state that travels in TurnInput.Resume; a
+	// field added to Resume is carried with no further code.
+	Resume
+	in      TurnInput
+	msgs    []model.Message
+	state   calls.State
+	perm    permission.Context
+	pending []Pending
+	answers map[string]AnswerState
+	recheck bool
+	done    bool
 	// local holds run-local values (JSON), carried across continue-as-new.
 	local map[string]json.RawMessage
-	// step is the model step in flight, kept for continue-as-new.
-	step []*slot
+	// inFlight is the model step in flight, kept for continue-as-new.
+	inFlight []*slot
 	// approvalsCh and externalsCh are the signal channels, drained before
 	// continuing as new so no answer is lost.
 	approvalsCh, externalsCh workflow.ReceiveChannel
 	// byRef is set for runs that keep the conversation in the content
-	// store: head names the stored conversation and msgs holds only the
-	// messages added since (sent with the next model call).
+	// store: Conversation names the stored conversation and msgs holds
+	// only the messages added since (sent with the next model call).
 	byRef bool
-	head  string
 	// index is the pending index last written to the memo (JSON).
 	index string
-}
-
-// answer is a received decision or external result for a pending call.
-type answer struct {
-	approval *Approval
-	external *ExternalResult
-	// auto is set when a rule added later covered the call.
-	auto string
+	// roles checks approvers' roles (the registered Workflow's).
+	roles RoleChecker
 }
 
 // run is the agent-turn workflow: model → permission check → tools →
 // model, until the model answers without tool calls, a return-directly
 // tool answers, or MaxIterations. Long turns continue as new, carrying
 // their whole state (pending approvals included).
-func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult, error) {
-	t := &turn{
-		in:      in,
-		msgs:    slices.Clone(in.Messages),
-		state:   in.State,
-		perm:    in.Permission,
-		answers: map[string]answer{},
-		local:   in.RunLocal,
-	}
+func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware, rc RoleChecker) (TurnResult, error) {
+	t := restore(in)
+	t.roles = rc
 	ctx = workflow.WithValue(ctx, turnKey{}, t)
 	t.byRef = workflow.GetVersion(ctx, versionContentRefs, workflow.DefaultVersion, 1) >= 1
-	if r := in.Resume; r != nil {
-		t.head = r.Conversation
-	}
-	if r := in.Resume; r != nil && r.Step != nil {
-		// Restore what waits before the handlers can see answers.
-		t.pending = r.Step.Pending
-		for _, a := range r.Step.Answers {
-			t.answers[a.CallID] = answer{approval: a.Approval, external: a.External, auto: a.Auto}
-		}
-	}
 	if err := t.registerHandlers(ctx); err != nil {
 		return TurnResult{}, err
 	}
-	ac := AgentContext{Instruction: in.Instruction, Tools: in.Tools, ReturnDirectly: in.ReturnDirectly}
-	var step *StepState
-	if r := in.Resume; r != nil {
-		t.iterations, t.toolCalls, t.policyVersion, t.seq, t.events = r.Iterations, r.ToolCalls, r.PolicyVersion, r.Seq, r.Events
-		t.toolErrors = r.ToolErrors
-		ac = AgentContext{Instruction: r.Instruction, Tools: r.Tools, ReturnDirectly: r.ReturnDirectly}
-		step = r.Step
-	} else {
+	if in.Resume == nil {
 		if in.Prompt != "" {
 			t.msgs = append(t.msgs, model.Message{Role: model.RoleUser, Content: in.Prompt})
 		}
+		ac := AgentContext{Instruction: in.Instruction, Tools: in.Tools, ReturnDirectly: in.ReturnDirectly}
 		for _, m := range mws {
 			if err := m.BeforeAgent(ctx, &ac); err != nil {
 				return TurnResult{}, fmt.Errorf("before agent: %w", err)
 			}
 		}
+		t.Instruction, t.Tools, t.ReturnDirectly = ac.Instruction, ac.Tools, ac.ReturnDirectly
 	}
-	t.ac = ac
 	max := in.MaxIterations
 	if max <= 0 {
 		max = DefaultMaxIterations
@@ -150,8 +124,8 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult,
 	}
 	res := TurnResult{}
 	finished := false
-	if step != nil {
-		results, err := t.resumeStep(ctx, step)
+	if t.inFlight != nil {
+		results, err := t.resumeStep(ctx)
 		if err != nil {
 			return t.endOrContinue(ctx, err)
 		}
@@ -159,29 +133,29 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult,
 			res.Answer, res.AnswerRef, finished = answer.Content, answer.Ref, true
 		}
 	}
-	for !finished && t.iterations < max {
+	for !finished && t.Iterations < max {
 		if t.shouldContinueAsNew(ctx) {
 			return t.endOrContinue(ctx, errContinueAsNew)
 		}
-		t.iterations++
-		st := AgentState{Messages: t.msgs, Tools: t.ac.Tools}
+		t.Iterations++
+		st := AgentState{Messages: t.msgs, Tools: t.Tools}
 		for _, m := range mws {
 			if err := m.BeforeModelRewriteState(ctx, &st); err != nil {
 				return TurnResult{}, fmt.Errorf("before model: %w", err)
 			}
 		}
-		t.msgs, t.ac.Tools = st.Messages, st.Tools
+		t.msgs, t.Tools = st.Messages, st.Tools
 		asst, err := t.callModel(ctx)
 		if err != nil {
 			return t.fail(ctx, err)
 		}
-		st = AgentState{Messages: append(t.msgs, asst), Tools: t.ac.Tools}
+		st = AgentState{Messages: append(t.msgs, asst), Tools: t.Tools}
 		for i := len(mws) - 1; i >= 0; i-- {
 			if err := mws[i].AfterModelRewriteState(ctx, &st); err != nil {
 				return TurnResult{}, fmt.Errorf("after model: %w", err)
 			}
 		}
-		t.msgs, t.ac.Tools = st.Messages, st.Tools
+		t.msgs, t.Tools = st.Messages, st.Tools
 		var last model.Message
 		if n := len(t.msgs); n > 0 {
 			last = t.msgs[n-1]
@@ -209,7 +183,7 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult,
 		res.Stopped = "max_iterations"
 	}
 	if finished {
-		st := AgentState{Messages: t.msgs, Tools: t.ac.Tools}
+		st := AgentState{Messages: t.msgs, Tools: t.Tools}
 		for _, m := range mws {
 			if err := m.AfterAgent(ctx, &st); err != nil {
 				t.emit(ctx, Event{Type: EventRejected, Text: "after agent: " + err.Error()})
@@ -219,8 +193,8 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware) (TurnResult,
 	}
 	t.done = true
 	t.emit(ctx, Event{Type: EventFinal, Text: res.Answer})
-	res.Messages, res.Iterations, res.ToolCalls, res.ToolErrors = t.msgs, t.iterations, t.toolCalls, t.toolErrors
-	res.State, res.Permission, res.Conversation = t.state, t.perm, t.head
+	res.Messages, res.Iterations, res.ToolCalls, res.ToolErrors = t.msgs, t.Iterations, t.ToolCalls, t.ToolErrors
+	res.State, res.Permission, res.Conversation = t.state, t.perm, t.Conversation
 	return res, nil
 }
 
@@ -236,16 +210,16 @@ func (t *turn) fail(ctx workflow.Context, err error) (TurnResult, error) {
 
 // appendResults adds tool results to the conversation; when one comes from
 // a return-directly tool, it is the turn's answer.
-func (t *turn) appendResults(results []tools.Result) (tools.Result, bool) {
-	var answer tools.Result
+func (t *turn) appendResults(results []calls.Result) (calls.Result, bool) {
+	var answer calls.Result
 	direct := false
 	for _, r := range results {
 		t.msgs = append(t.msgs, model.Message{Role: model.RoleTool, Content: r.Content,
 			ToolCallID: r.CallID, ToolName: r.Name, IsError: r.IsError, Ref: r.Ref, Size: r.Size})
 		if r.IsError {
-			t.toolErrors++
+			t.ToolErrors++
 		}
-		if !direct && !r.IsError && slices.Contains(t.ac.ReturnDirectly, r.Name) {
+		if !direct && !r.IsError && slices.Contains(t.ReturnDirectly, r.Name) {
 			answer, direct = r, true
 		}
 	}
@@ -268,17 +242,17 @@ func (t *turn) callModel(ctx workflow.Context) (model.Message, error) {
 		},
 	})
 	if t.byRef {
-		in := ModelStepInput{Provider: t.in.Model.Provider, Model: t.in.Model.Name, Tools: t.ac.Tools,
-			Instruction: t.ac.Instruction, Conversation: t.head, Append: t.msgs}
+		in := ModelStepInput{Provider: t.in.Model.Provider, Model: t.in.Model.Name, Tools: t.Tools,
+			Instruction: t.Instruction, Conversation: t.Conversation, Append: t.msgs}
 		if sc := t.in.Model.Script; sc != nil && len(sc.Steps) > 0 {
-			st := sc.StepAt(t.iterations - 1)
+			st := sc.StepAt(t.Iterations - 1)
 			in.Script = &model.Script{Current: &st}
 		}
 		var out ModelStepOutput
 		if err := workflow.ExecuteActivity(ctx, ActivityModelStep, in).Get(ctx, &out); err != nil {
 			return model.Message{}, fmt.Errorf("model call: %w", err)
 		}
-		t.head, t.msgs = out.Conversation, nil
+		t.Conversation, t.msgs = out.Conversation, nil
 		if c := out.Compaction; c != nil {
 			t.emit(ctx, Event{Type: EventCompacted, Text: fmt.Sprintf("context compacted (%s): %d → %d messages, ~%d → ~%d tokens; the original is kept as %s",
 				c.Strategy, c.MessagesBefore, c.MessagesAfter, c.TokensBefore, c.TokensAfter, c.From)})
@@ -287,9 +261,9 @@ func (t *turn) callModel(ctx workflow.Context) (model.Message, error) {
 		return out.Message, nil
 	}
 	// The activity fills in the specs of the offered tools.
-	req := model.Request{Instruction: t.ac.Instruction, Messages: t.msgs, Script: t.in.Model.Script}
+	req := model.Request{Instruction: t.Instruction, Messages: t.msgs, Script: t.in.Model.Script}
 	var resp model.Response
-	err := workflow.ExecuteActivity(ctx, ActivityModel, ModelInput{Provider: t.in.Model.Provider, Model: t.in.Model.Name, Request: req, Tools: t.ac.Tools}).Get(ctx, &resp)
+	err := workflow.ExecuteActivity(ctx, ActivityModel, ModelInput{Provider: t.in.Model.Provider, Model: t.in.Model.Name, Request: req, Tools: t.Tools}).Get(ctx, &resp)
 	if err != nil {
 		return model.Message{}, fmt.Errorf("model call: %w", err)
 	}
@@ -303,35 +277,31 @@ const (
 	ErrTypeInvalidInput = "InvalidInput"
 )
 
-// slot tracks one call of a model step through the pipeline.
-type slot struct {
-	call   model.ToolCall
-	prep   Prepared
-	result *tools.Result
-	ready  bool // allowed, waiting to run
-}
+// slot tracks one call of a model step through the pipeline; it is its
+// own carried form.
+type slot = SlotState
 
 // runCalls decides every call of one model step, waits for answers to
 // ASKs and external calls, then runs the allowed calls in order
 // (consecutive concurrency-safe calls in parallel). Results keep call order.
-func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall) ([]tools.Result, error) {
+func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall) ([]calls.Result, error) {
 	slots := make([]*slot, len(calls))
 	for i, c := range calls {
 		if c.ID == "" {
-			c.ID = "call_" + strconv.Itoa(t.toolCalls+i+1)
+			c.ID = "call_" + strconv.Itoa(t.ToolCalls+i+1)
 			calls[i] = c
 		}
-		slots[i] = &slot{call: c}
+		slots[i] = &slot{Call: c}
 		t.emit(ctx, Event{Type: EventToolCall, CallID: c.ID, Tool: c.Name, Input: string(c.Input)})
 	}
-	t.toolCalls += len(calls)
+	t.ToolCalls += len(calls)
 	preps, err := t.prepare(ctx, calls)
 	if err != nil {
 		return nil, err
 	}
 	now := workflow.Now(ctx)
 	for i, s := range slots {
-		s.prep = preps[i]
+		s.Prep = preps[i]
 		t.classify(ctx, s, now)
 	}
 	return t.finishStep(ctx, slots)
@@ -339,7 +309,7 @@ func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall) ([]tools.R
 
 // finishStep waits for the step's pending entries (if any), runs its
 // allowed calls and returns the results in call order.
-func (t *turn) finishStep(ctx workflow.Context, slots []*slot) ([]tools.Result, error) {
+func (t *turn) finishStep(ctx workflow.Context, slots []*slot) ([]calls.Result, error) {
 	if len(t.pending) > 0 {
 		if err := t.wait(ctx, slots); err != nil {
 			return nil, err
@@ -348,10 +318,10 @@ func (t *turn) finishStep(ctx workflow.Context, slots []*slot) ([]tools.Result, 
 	if err := t.execute(ctx, slots); err != nil {
 		return nil, err
 	}
-	out := make([]tools.Result, len(slots))
+	out := make([]calls.Result, len(slots))
 	for i, s := range slots {
-		out[i] = *s.result
-		t.emit(ctx, Event{Type: EventResult, CallID: s.call.ID, Tool: s.call.Name, Text: s.result.Content, Error: s.result.IsError})
+		out[i] = *s.Result
+		t.emit(ctx, Event{Type: EventResult, CallID: s.Call.ID, Tool: s.Call.Name, Text: s.Result.Content, Error: s.Result.IsError})
 	}
 	return out, nil
 }
@@ -401,28 +371,28 @@ func (t *turn) env() CallEnv { return CallEnv{Backend: t.in.Backend, Workdir: t.
 // classify turns a prepared call into a result, a pending entry, or a
 // call ready to run.
 func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time) {
-	c, p := s.call, s.prep
+	c, p := s.Call, s.Prep
 	if p.Invalid != "" {
-		s.result = &tools.Result{CallID: c.ID, Name: c.Name, Content: p.Invalid, IsError: true, State: tools.StateError}
+		s.Result = &calls.Result{CallID: c.ID, Name: c.Name, Content: p.Invalid, IsError: true, State: calls.StateError}
 		return
 	}
 	d := p.Decision
 	t.emit(ctx, Event{Type: EventDecision, CallID: c.ID, Tool: c.Name, Text: string(d.Behavior) + ": " + d.Reason})
 	if len(d.UpdatedInput) > 0 {
-		s.call.Input = d.UpdatedInput
+		s.Call.Input = d.UpdatedInput
 	}
 	switch d.Behavior {
 	case permission.Allow:
 		if p.Tool.External {
-			t.park(ctx, Pending{Kind: PendingExternal, CallID: c.ID, Tool: c.Name, Input: s.call.Input,
+			t.park(ctx, Pending{Kind: PendingExternal, CallID: c.ID, Tool: c.Name, Input: s.Call.Input,
 				Message: "waiting for an external result", Notify: p.Policy.Notify}, now, -1)
 			return
 		}
-		s.ready = true
+		s.Ready = true
 	case permission.Deny:
-		s.result = denied(c, d.Message)
+		s.Result = denied(c, d.Message)
 	default: // ask, and passthrough treated as ask
-		pend := Pending{Kind: PendingApproval, CallID: c.ID, Tool: c.Name, Input: s.call.Input,
+		pend := Pending{Kind: PendingApproval, CallID: c.ID, Tool: c.Name, Input: s.Call.Input,
 			Message: d.Message, Reason: d.Reason, BypassImmune: d.BypassImmune}
 		for _, r := range d.Suggestions {
 			pend.Suggestions = append(pend.Suggestions, r.String())
@@ -439,8 +409,8 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time) {
 	}
 }
 
-func denied(c model.ToolCall, msg string) *tools.Result {
-	return &tools.Result{CallID: c.ID, Name: c.Name, Content: "Permission denied: " + msg, IsError: true, State: tools.StateDenied}
+func denied(c model.ToolCall, msg string) *calls.Result {
+	return &calls.Result{CallID: c.ID, Name: c.Name, Content: "Permission denied: " + msg, IsError: true, State: calls.StateDenied}
 }
 
 // park adds a pending entry; a negative timeout waits without a bound.
@@ -449,7 +419,7 @@ func (t *turn) park(ctx workflow.Context, p Pending, now time.Time, timeout time
 	if timeout > 0 {
 		p.Deadline = now.Add(timeout)
 	}
-	p.Hash = CallHash(p.Tool, p.Input, p.CallID, t.policyVersion)
+	p.Hash = CallHash(p.Tool, p.Input, p.CallID, t.PolicyVersion)
 	t.pending = append(t.pending, p)
 	t.emit(ctx, Event{Type: EventWaiting, CallID: p.CallID, Tool: p.Tool, Text: string(p.Kind) + ": " + p.Message})
 	typ := NotifyApprovalRequested
@@ -509,7 +479,7 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 	t.upsertPending(ctx)
 	for {
 		if t.shouldContinueAsNew(ctx) {
-			t.step = slots
+			t.inFlight = slots
 			return errContinueAsNew
 		}
 		open := t.open()
@@ -557,7 +527,7 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 	}
 	bySlot := map[string]*slot{}
 	for _, s := range slots {
-		bySlot[s.call.ID] = s
+		bySlot[s.Call.ID] = s
 	}
 	for _, p := range t.pending {
 		s := bySlot[p.CallID]
@@ -582,7 +552,7 @@ func (t *turn) escalate(ctx workflow.Context, p Pending) {
 	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"action": string(action)}).Counter(MetricApprovalEscalation).Inc(1)
 	switch p.Escalation {
 	case EscalateAllow:
-		t.answers[p.CallID] = answer{approval: &Approval{CallID: p.CallID, Decision: DecisionAllow, By: "deadline", Reason: "approval deadline passed"}}
+		t.answers[p.CallID] = AnswerState{CallID: p.CallID, Approval: &Approval{CallID: p.CallID, Decision: DecisionAllow, By: "deadline", Reason: "approval deadline passed"}}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: allowed"})
 		t.notifyEscalation(ctx, p)
 	case EscalateNotify:
@@ -596,7 +566,7 @@ func (t *turn) escalate(ctx workflow.Context, p Pending) {
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: escalated, still waiting"})
 		t.notify(ctx, NotifyApprovalEscalated, p)
 	default:
-		t.answers[p.CallID] = answer{approval: &Approval{CallID: p.CallID, Decision: DecisionDeny, By: "deadline", Reason: "approval timed out"}}
+		t.answers[p.CallID] = AnswerState{CallID: p.CallID, Approval: &Approval{CallID: p.CallID, Decision: DecisionDeny, By: "deadline", Reason: "approval timed out"}}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: denied"})
 		t.notifyEscalation(ctx, p)
 	}
@@ -640,7 +610,7 @@ func (t *turn) recheckPending(ctx workflow.Context) error {
 	}
 	for i, p := range preps {
 		if p.Invalid == "" && p.Decision.Behavior == permission.Allow {
-			t.answers[calls[i].ID] = answer{auto: p.Decision.Reason}
+			t.answers[calls[i].ID] = AnswerState{CallID: calls[i].ID, Auto: p.Decision.Reason}
 			t.emit(ctx, Event{Type: EventAnswered, CallID: calls[i].ID, Tool: calls[i].Name, Text: "allowed by added rule: " + p.Decision.Reason})
 		}
 	}
@@ -648,35 +618,35 @@ func (t *turn) recheckPending(ctx workflow.Context) error {
 }
 
 // apply turns an answer into a ready call or a result.
-func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a answer) error {
+func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a AnswerState) error {
 	if p.Kind == PendingApproval {
 		workflow.GetMetricsHandler(ctx).Timer(MetricApprovalWait).Record(workflow.Now(ctx).Sub(p.RequestedAt))
 	}
 	switch {
-	case a.external != nil:
-		r := a.external
-		s.result = &tools.Result{CallID: p.CallID, Name: p.Tool, Content: r.Content, IsError: r.IsError, Metadata: r.Metadata, State: tools.StateSuccess}
+	case a.External != nil:
+		r := a.External
+		s.Result = &calls.Result{CallID: p.CallID, Name: p.Tool, Content: r.Content, IsError: r.IsError, Metadata: r.Metadata, State: calls.StateSuccess}
 		if r.IsError {
-			s.result.State = tools.StateError
+			s.Result.State = calls.StateError
 		}
-	case a.auto != "":
-		s.ready = true
-	case a.approval != nil && a.approval.Decision == DecisionDeny:
-		reason := a.approval.Reason
+	case a.Auto != "":
+		s.Ready = true
+	case a.Approval != nil && a.Approval.Decision == DecisionDeny:
+		reason := a.Approval.Reason
 		if reason == "" {
 			reason = "no reason given"
 		}
 		by := ""
-		if a.approval.By != "" {
-			by = " by " + a.approval.By
+		if a.Approval.By != "" {
+			by = " by " + a.Approval.By
 		}
-		s.result = &tools.Result{CallID: p.CallID, Name: p.Tool, IsError: true, State: tools.StateDenied,
+		s.Result = &calls.Result{CallID: p.CallID, Name: p.Tool, IsError: true, State: calls.StateDenied,
 			Content: fmt.Sprintf("The user denied this %s call%s: %s", p.Tool, by, reason)}
-	case a.approval != nil:
-		if len(a.approval.Input) > 0 && string(a.approval.Input) != string(p.Input) {
-			return t.applyEdit(ctx, s, p, a.approval)
+	case a.Approval != nil:
+		if len(a.Approval.Input) > 0 && string(a.Approval.Input) != string(p.Input) {
+			return t.applyEdit(ctx, s, p, a.Approval)
 		}
-		s.ready = true
+		s.Ready = true
 	default:
 		return errors.New("pending call without answer")
 	}
@@ -703,23 +673,23 @@ func (t *turn) applyEdit(ctx workflow.Context, s *slot, p Pending, a *Approval) 
 	}
 	np := preps[0]
 	if np.Invalid != "" {
-		s.result = &tools.Result{CallID: p.CallID, Name: p.Tool, Content: np.Invalid, IsError: true, State: tools.StateError}
+		s.Result = &calls.Result{CallID: p.CallID, Name: p.Tool, Content: np.Invalid, IsError: true, State: calls.StateError}
 		return nil
 	}
 	if np.Decision.Behavior == permission.Deny {
-		s.result = denied(s.call, np.Decision.Message)
+		s.Result = denied(s.Call, np.Decision.Message)
 		return nil
 	}
-	s.call.Input = a.Input
+	s.Call.Input = a.Input
 	if workflow.GetVersion(ctx, versionEditedNewCall, workflow.DefaultVersion, 1) >= 1 {
 		if len(np.Decision.UpdatedInput) > 0 {
-			s.call.Input = np.Decision.UpdatedInput
+			s.Call.Input = np.Decision.UpdatedInput
 		}
-		s.prep = np
+		s.Prep = np
 		t.emit(ctx, Event{Type: EventDecision, CallID: p.CallID, Tool: p.Tool,
 			Text: "edited input decided as a new call: " + string(np.Decision.Behavior) + ": " + np.Decision.Reason})
 	}
-	s.ready = true
+	s.Ready = true
 	return nil
 }
 
@@ -727,19 +697,19 @@ func (t *turn) applyEdit(ctx workflow.Context, s *slot, p Pending, a *Approval) 
 // concurrency-safe tools that do not touch turn state run in parallel.
 func (t *turn) execute(ctx workflow.Context, slots []*slot) error {
 	for i := 0; i < len(slots); {
-		if !slots[i].ready {
+		if !slots[i].Ready {
 			i++
 			continue
 		}
 		j := i + 1
 		if parallel(slots[i]) {
-			for j < len(slots) && (!slots[j].ready || parallel(slots[j])) {
+			for j < len(slots) && (!slots[j].Ready || parallel(slots[j])) {
 				j++
 			}
 		}
 		var batch []*slot
 		for _, s := range slots[i:j] {
-			if s.ready {
+			if s.Ready {
 				batch = append(batch, s)
 			}
 		}
@@ -752,19 +722,19 @@ func (t *turn) execute(ctx workflow.Context, slots []*slot) error {
 			if err != nil {
 				return err
 			}
-			s.result = out
+			s.Result = out
 		}
 		i = j
 	}
 	return nil
 }
 
-func parallel(s *slot) bool { return s.prep.Tool.ConcurrencySafe && !s.prep.Tool.StateInjected }
+func parallel(s *slot) bool { return s.Prep.Tool.ConcurrencySafe && !s.Prep.Tool.StateInjected }
 
 func (t *turn) toolInput(ctx workflow.Context, s *slot) ToolInput {
-	in := ToolInput{Key: workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.call.ID, Call: s.call, Env: t.env(), State: t.state, ByRef: t.byRef}
+	in := ToolInput{Key: workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.Call.ID, Call: s.Call, Env: t.env(), State: t.state, ByRef: t.byRef}
 	if t.byRef {
-		in.State = t.stateFor(s.call)
+		in.State = t.stateFor(s.Call)
 	}
 	return in
 }
@@ -773,12 +743,12 @@ func (t *turn) toolInput(ctx workflow.Context, s *slot) ToolInput {
 // list, and what was read of the file the call names (read-before-write).
 // The reads of the whole turn stay in the workflow, so a call's input does
 // not grow with every file the turn has read.
-func (t *turn) stateFor(c model.ToolCall) tools.State { return stateOf(t.state, c) }
+func (t *turn) stateFor(c model.ToolCall) calls.State { return stateOf(t.state, c) }
 
 // stateOf is the part of s a call needs: the task list, and the read
 // stamp of the file the call names.
-func stateOf(s tools.State, c model.ToolCall) tools.State {
-	st := tools.State{Tasks: s.Tasks}
+func stateOf(s calls.State, c model.ToolCall) calls.State {
+	st := calls.State{Tasks: s.Tasks}
 	var in struct {
 		FilePath string `json:"file_path"`
 	}
@@ -787,7 +757,7 @@ func stateOf(s tools.State, c model.ToolCall) tools.State {
 	}
 	p := path.Clean(in.FilePath)
 	if stamp, ok := s.Reads[p]; ok {
-		st.Reads = map[string]tools.FileStamp{p: stamp}
+		st.Reads = map[string]calls.FileStamp{p: stamp}
 	}
 	return st
 }
@@ -804,7 +774,7 @@ func retryPolicy(p CallPolicy) *temporal.RetryPolicy {
 // (its result is recorded in history like any activity's), else as a
 // regular activity.
 func (t *turn) startTool(ctx workflow.Context, s *slot) workflow.Future {
-	p := s.prep.Policy
+	p := s.Prep.Policy
 	if p.Local && t.in.ToolQueue == "" {
 		lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout: p.LocalTimeout,
@@ -816,14 +786,14 @@ func (t *turn) startTool(ctx workflow.Context, s *slot) workflow.Future {
 }
 
 func (t *turn) startRegular(ctx workflow.Context, s *slot) workflow.Future {
-	p := s.prep.Policy
+	p := s.Prep.Policy
 	timeout := p.Timeout
 	if timeout <= 0 {
 		timeout = 11 * time.Minute
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		TaskQueue:           t.in.ToolQueue,
-		ActivityID:          "tool-" + s.call.ID,
+		ActivityID:          "tool-" + s.Call.ID,
 		StartToCloseTimeout: timeout,
 		HeartbeatTimeout:    10 * time.Second,
 		RetryPolicy:         retryPolicy(p),
@@ -834,12 +804,12 @@ func (t *turn) startRegular(ctx workflow.Context, s *slot) workflow.Future {
 // finishTool waits for a call's result. A fast-path call that ran out of
 // its local time bound is rescheduled as a regular activity. A failed
 // activity becomes an error result the model reads.
-func (t *turn) finishTool(ctx workflow.Context, s *slot, f workflow.Future) (*tools.Result, error) {
+func (t *turn) finishTool(ctx workflow.Context, s *slot, f workflow.Future) (*calls.Result, error) {
 	var out ToolOutput
 	err := f.Get(ctx, &out)
 	var te *temporal.TimeoutError
-	if err != nil && s.prep.Policy.Local && t.in.ToolQueue == "" && errors.As(err, &te) {
-		t.emit(ctx, Event{Type: EventDecision, CallID: s.call.ID, Tool: s.call.Name, Text: "fast path timed out: rescheduled as a regular activity"})
+	if err != nil && s.Prep.Policy.Local && t.in.ToolQueue == "" && errors.As(err, &te) {
+		t.emit(ctx, Event{Type: EventDecision, CallID: s.Call.ID, Tool: s.Call.Name, Text: "fast path timed out: rescheduled as a regular activity"})
 		err = t.startRegular(ctx, s).Get(ctx, &out)
 	}
 	if err != nil {
@@ -847,21 +817,21 @@ func (t *turn) finishTool(ctx workflow.Context, s *slot, f workflow.Future) (*to
 			return nil, err
 		}
 		msg := "Tool failed: " + rootMessage(err)
-		if s.prep.Policy.MaxAttempts <= 1 && !s.prep.ReadOnly {
+		if s.Prep.Policy.MaxAttempts <= 1 && !s.Prep.ReadOnly {
 			msg += "\nThe call was not retried because it may have had side effects; check its effects before trying again."
 		}
-		return &tools.Result{CallID: s.call.ID, Name: s.call.Name, IsError: true, State: tools.StateError, Content: msg}, nil
+		return &calls.Result{CallID: s.Call.ID, Name: s.Call.Name, IsError: true, State: calls.StateError, Content: msg}, nil
 	}
-	out.Result.CallID, out.Result.Name = s.call.ID, s.call.Name
+	out.Result.CallID, out.Result.Name = s.Call.ID, s.Call.Name
 	t.mergeState(out.State)
 	return &out.Result, nil
 }
 
 // mergeState folds a call's returned state into the turn's: reads merge
 // (parallel reads each add their files), the task list is replaced.
-func (t *turn) mergeState(s tools.State) {
+func (t *turn) mergeState(s calls.State) {
 	if len(s.Reads) > 0 && t.state.Reads == nil {
-		t.state.Reads = map[string]tools.FileStamp{}
+		t.state.Reads = map[string]calls.FileStamp{}
 	}
 	for _, k := range workflow.DeterministicKeys(s.Reads) {
 		t.state.Reads[k] = s.Reads[k]
@@ -893,12 +863,12 @@ func rootMessage(err error) string {
 
 // emit appends an event to the bounded ring.
 func (t *turn) emit(ctx workflow.Context, e Event) {
-	t.seq++
-	e.Seq, e.Time = t.seq, workflow.Now(ctx)
+	t.Seq++
+	e.Seq, e.Time = t.Seq, workflow.Now(ctx)
 	e.Text, e.Input = clip(e.Text), clip(e.Input)
-	t.events = append(t.events, e)
-	if len(t.events) > maxEvents {
-		t.events = slices.Delete(t.events, 0, len(t.events)-maxEvents)
+	t.Events = append(t.Events, e)
+	if len(t.Events) > maxEvents {
+		t.Events = slices.Delete(t.Events, 0, len(t.Events)-maxEvents)
 	}
 }
 

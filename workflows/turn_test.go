@@ -25,6 +25,7 @@ import (
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/permission/roles"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -109,7 +110,7 @@ func newHarness(t *testing.T, mws ...workflows.AgentMiddleware) *harness {
 		t.Fatal(err)
 	}
 	h.content = &content.Log{Store: store}
-	env.RegisterWorkflowWithOptions(workflows.New(mws...), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
+	env.RegisterWorkflowWithOptions(workflows.New(roles.Checker{}, mws...), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
 	env.RegisterActivityWithOptions(modelPlaceholder, activity.RegisterOptions{Name: workflows.ActivityModel})
 	env.RegisterActivityWithOptions(preparePlaceholder, activity.RegisterOptions{Name: workflows.ActivityPrepare})
 	env.RegisterActivityWithOptions(toolPlaceholder, activity.RegisterOptions{Name: workflows.ActivityTool})

@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/tools"
 )
 
 // Names clients use. They are part of warden's API: keep them stable.
@@ -100,7 +100,7 @@ type TurnInput struct {
 	// (default 7 days).
 	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
 	// State carries tool state into the turn (e.g. across continue-as-new).
-	State tools.State `json:"state,omitempty"`
+	State calls.State `json:"state,omitempty"`
 }
 
 // ModelConfig selects the model provider.
@@ -120,7 +120,7 @@ type TurnResult struct {
 	// ToolErrors counts the tool results that were errors (denials and
 	// failures included).
 	ToolErrors int                `json:"tool_errors,omitempty"`
-	State      tools.State        `json:"state"`
+	State      calls.State        `json:"state"`
 	Permission permission.Context `json:"permission"`
 	// Stopped explains an early end ("max_iterations"), empty otherwise.
 	Stopped string `json:"stopped,omitempty"`
@@ -190,7 +190,7 @@ type PrepareInput struct {
 	// stamp of the file the call names, as the calls before it in the
 	// same step will leave it (an Edit of a file never read is refused
 	// before anyone is asked). Nil (older runs) skips that check.
-	State *tools.State `json:"state,omitempty"`
+	State *calls.State `json:"state,omitempty"`
 }
 
 // Escalation says what happens when an approval's deadline passes.
@@ -269,7 +269,7 @@ type Prepared struct {
 	// input that fails the schema); no decision was made.
 	Invalid  string              `json:"invalid,omitempty"`
 	Decision permission.Decision `json:"decision"`
-	Tool     tools.Info          `json:"tool"`
+	Tool     calls.Info          `json:"tool"`
 	ReadOnly bool                `json:"read_only"`
 	Policy   CallPolicy          `json:"policy"`
 }
@@ -280,7 +280,7 @@ type ToolInput struct {
 	Key   string         `json:"key"`
 	Call  model.ToolCall `json:"call"`
 	Env   CallEnv        `json:"env"`
-	State tools.State    `json:"state"`
+	State calls.State    `json:"state"`
 	// ByRef stores the result's content in the content store and returns
 	// a preview with a reference.
 	ByRef bool `json:"by_ref,omitempty"`
@@ -288,8 +288,8 @@ type ToolInput struct {
 
 // ToolOutput is a finished call and the tool state after it.
 type ToolOutput struct {
-	Result tools.Result `json:"result"`
-	State  tools.State  `json:"state"`
+	Result calls.Result `json:"result"`
+	State  calls.State  `json:"state"`
 }
 
 // Decision answers a pending permission ASK.
@@ -427,6 +427,6 @@ type Summary struct {
 	ToolCalls  int                `json:"tool_calls"`
 	Pending    []Pending          `json:"pending"`
 	Permission permission.Context `json:"permission"`
-	Tasks      []tools.Task       `json:"tasks,omitempty"`
+	Tasks      []calls.Task       `json:"tasks,omitempty"`
 	Done       bool               `json:"done"`
 }

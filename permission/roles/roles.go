@@ -1,0 +1,128 @@
+// Package roles is the permission engine's check of approvers' roles:
+// whether a role's allow rules cover a call, and whether a rule an
+// approver adds is no wider than their roles. Checker hands both to the
+// agent-turn workflow (workflows.RoleChecker), which runs them in its
+// Update validator and signal handler; the inbox runs the same check.
+package roles
+
+import (
+	"context"
+	"encoding/json"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/permission/shell"
+	"github.com/wardenhq/warden/tools"
+)
+
+// Checker is the engine's role check (workflows.RoleChecker): Cover and
+// Within. It does no I/O and is deterministic, so workflow code may call it.
+type Checker struct{}
+
+// RulesCover is Cover.
+func (Checker) RulesCover(rules []permission.Rule, tool string, input json.RawMessage) bool {
+	return Cover(rules, tool, input)
+}
+
+// RuleWithin is Within.
+func (Checker) RuleWithin(r permission.Rule, roles []permission.Rule) bool {
+	return Within(r, roles)
+}
+
+// roleRoot is the workspace a role check resolves relative paths
+// against. A role check does not use the turn's workspace, so a relative
+// path only matches a relative role pattern ("src/a.go" and Edit(src/**)),
+// after cleaning ("src/../../etc/passwd" is /etc/passwd, which it does
+// not match), and an absolute path only an absolute one.
+const roleRoot = "/.warden-role-check"
+
+// Cover reports whether role rules cover a call. It asks the one
+// decision function (tools.Decide, which does no I/O, so workflow code
+// may call it) whether the rules, as the only allow rules and with
+// nothing allowed otherwise (no read-only or mode shortcut), allow the
+// call: so Bash is matched per simple command, paths are matched
+// cleaned, and a sensitive path or a file outside the workspace still
+// needs an unrestricted approver. A tool that is not built in (an MCP
+// tool) is covered only by a rule naming the whole tool.
+func Cover(rules []permission.Rule, tool string, input json.RawMessage) bool {
+	var t tools.Tool
+	for _, b := range tools.Builtins() {
+		if b.Info().Name == tool {
+			t = b
+			break
+		}
+	}
+	if t == nil {
+		return slices.ContainsFunc(rules, func(r permission.Rule) bool { return r.Tool == tool && r.Content == "" })
+	}
+	pc := permission.Context{Mode: permission.ModeDontAsk, Allow: rules, RulesOnly: true}
+	v, err := tools.Decide(context.Background(), tools.Call{Tool: t, Input: input, Workdir: roleRoot, Policy: &pc})
+	return err == nil && v.Behavior == permission.Allow
+}
+
+// Within reports whether the rule r (one an approver wants to add
+// with "always allow") is no wider than one of the role rules: the same
+// tool, and a content the role's content covers. A rule may never widen
+// what the approver's roles allow: a user whose role allows only
+// Bash(kubectl:*) cannot add Bash, Bash(*) or Bash(rm:*).
+func Within(r permission.Rule, roles []permission.Rule) bool {
+	for _, q := range roles {
+		if q.Tool != r.Tool {
+			continue
+		}
+		if q.Content == "" {
+			return true
+		}
+		if r.Content == "" {
+			continue
+		}
+		if contentWithin(r.Tool, r.Content, q.Content) {
+			return true
+		}
+	}
+	return false
+}
+
+// contentWithin reports whether every call rule content rc matches is
+// also matched by role content qc.
+func contentWithin(tool, rc, qc string) bool {
+	if rc == qc {
+		return true
+	}
+	switch tool {
+	case "Bash":
+		if strings.HasSuffix(qc, ":*") {
+			qp := strings.Join(strings.Fields(qc[:len(qc)-2]), " ")
+			if strings.HasSuffix(rc, ":*") {
+				rp := strings.Join(strings.Fields(rc[:len(rc)-2]), " ")
+				return qp != "" && (rp == qp || strings.HasPrefix(rp, qp+" "))
+			}
+		}
+		// An exact command (no wildcard): the role must allow it as it
+		// would allow the call, per simple command.
+		return !strings.Contains(rc, "*") && shell.Analyze(rc, shell.Config{}).MatchRule(qc, permission.Allow)
+	case "Read", "Edit", "Write", "Glob", "Grep":
+		// Both are patterns: the cleaned rule pattern, read literally,
+		// must be matched by the role pattern ("src/a/**" is within
+		// "src/**"; "src/../**" cleans to "**", which is not).
+		clean := func(p string) string {
+			trail := strings.HasSuffix(p, "/")
+			p = path.Clean(p)
+			if trail && p != "/" {
+				p += "/"
+			}
+			return p
+		}
+		rc, qc = clean(rc), clean(qc)
+		if (path.IsAbs(rc)) != (path.IsAbs(qc)) || strings.HasPrefix(rc, "../") || rc == ".." {
+			return false
+		}
+		ok, err := doublestar.Match(qc, rc)
+		return err == nil && ok
+	}
+	return false
+}
