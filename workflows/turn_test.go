@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wardenhq/warden/activities"
@@ -1539,6 +1540,9 @@ func TestTurnEditedInputIsANewCall(t *testing.T) {
 // payload limit.
 func TestTurnStateTooLargeToContinue(t *testing.T) {
 	h := newHarness(t)
+	// Encoding 25,000 read stamps under -race on a busy machine can take
+	// longer than the default 1 s deadlock detector allows.
+	h.env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
 	h.prepare = askAll
 	in := turnInput(step("", call("Bash", map[string]any{"command": "a"})), step("done"))
 	in.ContinueAsNewAfter = 100
