@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -42,6 +43,10 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	out.ReadOnly = v.ReadOnly
 	out.Policy = a.policy(info, out.ReadOnly, backendName)
 	out.Policy.Notify = a.Notifier != nil && len(a.Notifier.URLs) > 0
+	if v.Behavior == permission.Ask || v.Behavior == permission.Passthrough {
+		// What the approver will be asked about, read on the call's backend.
+		out.Preview = tools.Preview(ctx, env, info.Name, in.Call.Input)
+	}
 	a.Metrics.Decision(info.Name, string(v.Behavior))
 	return out, nil
 }

@@ -15,9 +15,12 @@ import (
 // entryView is what the entry template shows of a pending entry.
 type entryView struct {
 	client.PendingEntry
-	Key      string
-	Allowed  bool
-	Command  string
+	Key     string
+	Allowed bool
+	Command string
+	// Asked is the part of Command the engine asked about (a subcommand
+	// of a compound command), split out so the page can mark it.
+	Asked    [3]string
 	Desc     string
 	FilePath string
 	Diff     []diffLine
@@ -71,6 +74,7 @@ func (s *Server) view(user string, e client.PendingEntry) entryView {
 	switch e.Tool {
 	case "Bash":
 		v.Command, v.Desc = in.Command, in.Description
+		v.Asked = markAsked(in.Command, e.Message)
 	case "Write":
 		v.FilePath = in.FilePath
 		v.Diff = lines("+", in.Content)
@@ -83,7 +87,70 @@ func (s *Server) view(user string, e client.PendingEntry) entryView {
 			v.Ask = ask.Questions
 		}
 	}
+	if e.Diff != "" {
+		// The diff against the file as it was when the call was decided.
+		v.Diff = unified(e.Diff)
+	}
 	return v
+}
+
+// unified turns a unified diff into lines to show, hunk headers as "@".
+func unified(d string) []diffLine {
+	var out []diffLine
+	for _, l := range strings.Split(strings.TrimSuffix(d, "\n"), "\n") {
+		switch {
+		case strings.HasPrefix(l, "--- "), strings.HasPrefix(l, "+++ "):
+		case strings.HasPrefix(l, "@@"):
+			out = append(out, diffLine{Op: "@", Text: l})
+		case l == "":
+			out = append(out, diffLine{Op: " "})
+		case l[0] == '+' || l[0] == '-' || l[0] == ' ':
+			out = append(out, diffLine{Op: l[:1], Text: l[1:]})
+		default:
+			out = append(out, diffLine{Op: "@", Text: l}) // "… (diff cut)"
+		}
+	}
+	return out
+}
+
+// markAsked splits command around the part the decision message names:
+// "(in `curl x`)" names a subcommand, "`curl` is not on the read-only
+// list" a program, whose simple command is marked. Without either it
+// returns the command whole in the first part.
+func markAsked(command, message string) [3]string {
+	whole := [3]string{command, "", ""}
+	split := func(sub string) ([3]string, bool) {
+		if i := strings.Index(command, sub); sub != "" && sub != command && i >= 0 {
+			return [3]string{command[:i], sub, command[i+len(sub):]}, true
+		}
+		return whole, false
+	}
+	if _, rest, ok := strings.Cut(message, "(in `"); ok {
+		if sub, _, ok := strings.Cut(rest, "`)"); ok {
+			if v, ok := split(sub); ok {
+				return v
+			}
+		}
+	}
+	_, rest, ok := strings.Cut(message, "`")
+	if !ok {
+		return whole
+	}
+	prog, _, ok := strings.Cut(rest, "`")
+	if !ok || prog == "" || strings.ContainsAny(prog, " \t") {
+		return whole
+	}
+	// The simple command that runs prog: split on the shell's list and
+	// pipe operators.
+	seg := strings.FieldsFunc(command, func(r rune) bool { return r == '&' || r == '|' || r == ';' || r == '\n' })
+	for _, c := range seg {
+		c = strings.TrimSpace(c)
+		if c == prog || strings.HasPrefix(c, prog+" ") {
+			v, _ := split(c)
+			return v
+		}
+	}
+	return whole
 }
 
 func lines(op, s string) []diffLine {

@@ -401,3 +401,64 @@ func TestInboxStreamPushes(t *testing.T) {
 	}
 	t.Logf("the answered call left the stream after %s", time.Since(start).Round(time.Millisecond))
 }
+
+// TestInboxShowsWhatTheAgentWasDoing: an entry shows the turn's prompt,
+// what the agent said in the step, an Edit as a diff against the file as
+// it is, and marks the part of a compound command that asked.
+func TestInboxShowsWhatTheAgentWasDoing(t *testing.T) {
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir})
+	ctx := ctxT(t, 60*time.Second)
+	hs, _ := serveInbox(t, cl)
+	file := filepath.Join(workdir, "notes.txt")
+	if err := os.WriteFile(file, []byte("alpha\nbeta\ngamma\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := script(t, fmt.Sprintf(`prompt: fix the typo in the notes
+steps:
+  - tool_calls: [{id: r1, name: Read, input: {file_path: %q}}]
+  - text: The second line is misspelled; I will fix it and check the site.
+    tool_calls:
+      - {id: e1, name: Edit, input: {file_path: %q, old_string: beta, new_string: BETA}}
+      - {id: b1, name: Bash, input: {command: "ls && curl -s http://example.com"}}
+  - text: done
+`, file, file))
+	id := "inbox-context-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Prompt: "fix the typo in the notes", Model: workflows.ModelConfig{Provider: "scripted", Script: s}}); err != nil {
+		t.Fatal(err)
+	}
+	ps := waitPending(t, cl, id, 2)
+	for _, p := range ps {
+		if p.Prompt != "fix the typo in the notes" || !strings.Contains(p.Context, "misspelled") {
+			t.Errorf("%s: prompt %q, context %q", p.CallID, p.Prompt, p.Context)
+		}
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, hs.URL+"/api/pending?workflow="+id, nil)
+	req.Header.Set("Authorization", "Bearer alice-token")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var l struct {
+		Items []struct {
+			CallID string `json:"call_id"`
+			HTML   string `json:"html"`
+		} `json:"items"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&l); err != nil {
+		t.Fatal(err)
+	}
+	html := map[string]string{}
+	for _, it := range l.Items {
+		html[it.CallID] = it.HTML
+	}
+	for _, want := range []string{`<span class="del">- beta</span>`, `<span class="add">&#43; BETA</span>`, `<span class="ctx">  alpha</span>`, "misspelled", "fix the typo"} {
+		if !strings.Contains(html["e1"], want) {
+			t.Errorf("edit entry lacks %q:\n%s", want, html["e1"])
+		}
+	}
+	if !strings.Contains(html["b1"], `<mark title="this part asked">curl -s http://example.com</mark>`) {
+		t.Errorf("bash entry does not mark the part that asked:\n%s", html["b1"])
+	}
+}

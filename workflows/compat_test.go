@@ -120,6 +120,7 @@ func samplePending() workflows.Pending {
 		Input: json.RawMessage(`{"command":"npm run build"}`), Message: "Bash wants to run npm run build",
 		Reason: "Mode: default", Suggestions: []string{"Bash(npm run:*)"}, BypassImmune: true,
 		RequestedAt: t0, Deadline: t1, Escalation: workflows.EscalateAllow, Escalated: true, Hash: "3f2a9c", Notify: true,
+		Context: "Let me build it.", Prompt: "Fix the build.", Diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n",
 	}
 }
 
@@ -336,7 +337,7 @@ func constGroups() map[string]map[string]any {
 			"SAWaitingSince", workflows.SAWaitingSince,
 		),
 		"workflows.pending_index": {
-			"MemoPending": workflows.MemoPending, "PreviewBytes": workflows.PreviewBytes,
+			"MemoPending": workflows.MemoPending, "PreviewBytes": workflows.PreviewBytes, "ContextBytes": workflows.ContextBytes,
 		},
 		"workflows.activities": str(
 			"ActivityModel", workflows.ActivityModel, "ActivityPrepare", workflows.ActivityPrepare,
@@ -498,6 +499,7 @@ func samplePrepared() workflows.Prepared {
 			NonRetryable: []string{"Permanent"}, Timeout: 11 * time.Minute, Local: true, LocalTimeout: 5 * time.Second,
 			ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify, Notify: true,
 		},
+		Preview: "--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+b\n",
 	}
 }
 

@@ -60,8 +60,11 @@ func NewPendingIndex(ps []Pending) PendingIndex {
 		}
 		e := IndexEntry{Pending: p}
 		e.Message, e.Reason = clipTo(p.Message, PreviewBytes), clipTo(p.Reason, PreviewBytes)
-		if len(p.Input) > PreviewBytes {
-			e.Input, e.Preview = nil, clipTo(string(p.Input), PreviewBytes)
+		e.Context, e.Prompt = clipTo(p.Context, PreviewBytes), clipTo(p.Prompt, PreviewBytes)
+		// A diff is not indexed: an entry with one counts as cut, and a
+		// listing that shows it asks the turn for the whole entry.
+		if len(p.Input) > PreviewBytes || p.Diff != "" {
+			e.Input, e.Diff, e.Preview = nil, "", clipTo(string(p.Input), PreviewBytes)
 		}
 		idx.Entries = append(idx.Entries, e)
 	}

@@ -171,7 +171,7 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware, rc RoleCheck
 			res.Answer, res.AnswerRef, finished = last.Content, last.Ref, true
 			break
 		}
-		results, err := t.runCalls(ctx, last.ToolCalls)
+		results, err := t.runCalls(ctx, last.ToolCalls, last.Content)
 		if err != nil {
 			return t.endOrContinue(ctx, err)
 		}
@@ -284,7 +284,8 @@ type slot = SlotState
 // runCalls decides every call of one model step, waits for answers to
 // ASKs and external calls, then runs the allowed calls in order
 // (consecutive concurrency-safe calls in parallel). Results keep call order.
-func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall) ([]calls.Result, error) {
+// text is the assistant's text of the step, shown to approvers.
+func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall, text string) ([]calls.Result, error) {
 	slots := make([]*slot, len(calls))
 	for i, c := range calls {
 		if c.ID == "" {
@@ -302,7 +303,7 @@ func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall) ([]calls.R
 	now := workflow.Now(ctx)
 	for i, s := range slots {
 		s.Prep = preps[i]
-		t.classify(ctx, s, now)
+		t.classify(ctx, s, now, text)
 	}
 	return t.finishStep(ctx, slots)
 }
@@ -370,7 +371,7 @@ func (t *turn) env() CallEnv { return CallEnv{Backend: t.in.Backend, Workdir: t.
 
 // classify turns a prepared call into a result, a pending entry, or a
 // call ready to run.
-func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time) {
+func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time, text string) {
 	c, p := s.Call, s.Prep
 	if p.Invalid != "" {
 		s.Result = &calls.Result{CallID: c.ID, Name: c.Name, Content: p.Invalid, IsError: true, State: calls.StateError}
@@ -385,7 +386,8 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time) {
 	case permission.Allow:
 		if p.Tool.External {
 			t.park(ctx, Pending{Kind: PendingExternal, CallID: c.ID, Tool: c.Name, Input: s.Call.Input,
-				Message: "waiting for an external result", Notify: p.Policy.Notify}, now, -1)
+				Message: "waiting for an external result", Notify: p.Policy.Notify,
+				Context: clipTo(text, ContextBytes), Prompt: clipTo(t.in.Prompt, ContextBytes)}, now, -1)
 			return
 		}
 		s.Ready = true
@@ -393,7 +395,8 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time) {
 		s.Result = denied(c, d.Message)
 	default: // ask, and passthrough treated as ask
 		pend := Pending{Kind: PendingApproval, CallID: c.ID, Tool: c.Name, Input: s.Call.Input,
-			Message: d.Message, Reason: d.Reason, BypassImmune: d.BypassImmune}
+			Message: d.Message, Reason: d.Reason, BypassImmune: d.BypassImmune, Diff: p.Preview,
+			Context: clipTo(text, ContextBytes), Prompt: clipTo(t.in.Prompt, ContextBytes)}
 		for _, r := range d.Suggestions {
 			pend.Suggestions = append(pend.Suggestions, r.String())
 		}

@@ -766,6 +766,7 @@ func TestTurnApproveByUpdate(t *testing.T) {
 		Kind: workflows.PendingApproval, CallID: "call_1_1", Tool: "Bash", Input: input,
 		Message: "Permission required for Bash", Reason: "Mode: default",
 		RequestedAt: start, Deadline: start.Add(workflows.DefaultApprovalTimeout), Hash: hash,
+		Prompt: in.Prompt, // the approver sees what the turn was asked
 	}
 	if len(before) != 1 || !reflect.DeepEqual(normPending(before[0]), normPending(want)) {
 		t.Fatalf("pending before approval:\n got %+v\nwant %+v", before, want)

@@ -272,6 +272,9 @@ type Prepared struct {
 	Tool     calls.Info          `json:"tool"`
 	ReadOnly bool                `json:"read_only"`
 	Policy   CallPolicy          `json:"policy"`
+	// Preview is what the call would change (tools.Preview), computed
+	// only for calls that ask.
+	Preview string `json:"preview,omitempty"`
 }
 
 // ToolInput runs one allowed call.
@@ -381,7 +384,18 @@ type Pending struct {
 	Hash string `json:"hash"`
 	// Notify is copied from the call's policy.
 	Notify bool `json:"notify,omitempty"`
+	// Context is what the agent said in the step that made the call, and
+	// Prompt the turn's prompt (each at most ContextBytes): what the
+	// approver needs to judge why the call is made.
+	Context string `json:"context,omitempty"`
+	Prompt  string `json:"prompt,omitempty"`
+	// Diff is what a Write or Edit would change, as a unified diff
+	// against the file when the call was decided (Prepared.Preview).
+	Diff string `json:"diff,omitempty"`
 }
+
+// ContextBytes bounds Pending.Context and Pending.Prompt.
+const ContextBytes = 1000
 
 // Event is one entry of the turn's progress stream.
 type Event struct {

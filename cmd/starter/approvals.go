@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -60,14 +61,11 @@ read, in the server's order (turns started last first).`,
 				return enc.Encode(entries)
 			}
 			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "WORKFLOW\tCALL\tKIND\tTOOL\tWAITING\tHASH\tINPUT\tREASON\tSUGGESTED")
+			fmt.Fprintln(tw, "WORKFLOW\tCALL\tKIND\tTOOL\tWAITING\tHASH\tINPUT\tREASON\tSUGGESTED\tAGENT SAID")
 			for _, e := range entries {
-				in := e.Preview
-				if len(in) > 60 {
-					in = in[:57] + "..."
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\n", e.WorkflowID, e.CallID, e.Kind, e.Tool,
-					time.Since(e.RequestedAt).Round(time.Second), e.Hash, in, e.Reason, e.Suggestions)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\n", e.WorkflowID, e.CallID, e.Kind, e.Tool,
+					time.Since(e.RequestedAt).Round(time.Second), e.Hash, oneLine(e.Preview, 60), e.Reason, e.Suggestions,
+					oneLine(e.Context, 60))
 			}
 			return tw.Flush()
 		},
@@ -222,4 +220,13 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 		f.StringVar(&reason, "reason", "", "why (the model reads it)")
 	}
 	return cmd
+}
+
+// oneLine shows s on one line of at most n bytes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n-3] + "..."
+	}
+	return s
 }
