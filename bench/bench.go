@@ -39,6 +39,10 @@ type Runner struct {
 	WorkerPID int
 	// ServerPID is an external Temporal server process (0: none).
 	ServerPID int
+	// By names who answers the approvals of the waiting scenario
+	// (default "bench"). A server that requires keys accepts only the
+	// name of the key the client uses, or any name from a delegate's key.
+	By string
 	// Prefix starts every workflow id the bench creates (default
 	// "bench-<unix nanos>").
 	Prefix string

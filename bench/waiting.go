@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -224,7 +225,7 @@ func (r *Runner) Waiting(ctx context.Context, cfg WaitingConfig) (rep WaitingRep
 		e := client.PendingEntry{WorkflowID: ids[i], Pending: ps[0]}
 		t0 := time.Now()
 		if _, err := r.Client.Approve(ctx, e.WorkflowID, workflows.Approval{
-			CallID: e.CallID, Decision: workflows.DecisionAllow, Hash: e.Hash, By: "bench"}); err != nil {
+			CallID: e.CallID, Decision: workflows.DecisionAllow, Hash: e.Hash, By: cmp.Or(r.By, "bench")}); err != nil {
 			return rep, fmt.Errorf("waiting: approve %s: %w", e.WorkflowID, err)
 		}
 		ta := time.Now()

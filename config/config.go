@@ -97,6 +97,22 @@ type Worker struct {
 	// shared by the whole process, the embedded server's own workers
 	// included, so the worker sets it once, before the server starts.
 	StickyCacheSize int `yaml:"sticky_cache_size"`
+	// WorkflowTaskPollers and ActivityTaskPollers set how many
+	// goroutines poll the server for each kind of task (0: the SDK's
+	// default of 2). PollerAutoscaling lets the SDK scale both between 1
+	// and 100 pollers instead; it cannot be combined with fixed counts.
+	WorkflowTaskPollers int  `yaml:"workflow_task_pollers"`
+	ActivityTaskPollers int  `yaml:"activity_task_pollers"`
+	PollerAutoscaling   bool `yaml:"poller_autoscaling"`
+	// DisableEagerActivities stops the worker from asking the server to
+	// hand it the activities its own workflow tasks schedule (eager
+	// dispatch, on by default: it saves a matching round trip per model
+	// call when the server allows it).
+	DisableEagerActivities bool `yaml:"disable_eager_activities"`
+	// GRPCCompression is "gzip" or "none" for requests to the Temporal
+	// server; empty means none for the embedded server (loopback, where
+	// compressing costs CPU and saves nothing) and gzip for a cluster.
+	GRPCCompression string `yaml:"grpc_compression"`
 	// Workdir is the default workspace directory for tools.
 	Workdir string `yaml:"workdir"`
 }
@@ -303,6 +319,20 @@ func (c Config) Validate() error {
 	}
 	if c.Worker.MaxConcurrentActivities < 0 {
 		errs = append(errs, errors.New("worker.max_concurrent_activities: must not be negative"))
+	}
+	if c.Worker.WorkflowTaskPollers < 0 || c.Worker.WorkflowTaskPollers == 1 {
+		errs = append(errs, errors.New("worker.workflow_task_pollers: must be 0 (the default) or at least 2"))
+	}
+	if c.Worker.ActivityTaskPollers < 0 {
+		errs = append(errs, errors.New("worker.activity_task_pollers: must not be negative"))
+	}
+	if c.Worker.PollerAutoscaling && (c.Worker.WorkflowTaskPollers != 0 || c.Worker.ActivityTaskPollers != 0) {
+		errs = append(errs, errors.New("worker.poller_autoscaling: set it or the poller counts, not both"))
+	}
+	switch c.Worker.GRPCCompression {
+	case "", "gzip", "none":
+	default:
+		errs = append(errs, fmt.Errorf("worker.grpc_compression: %q is not one of gzip, none", c.Worker.GRPCCompression))
 	}
 	if (c.Temporal.TLSCert == "") != (c.Temporal.TLSKey == "") {
 		errs = append(errs, errors.New("temporal.tls_cert and temporal.tls_key: set both or neither"))

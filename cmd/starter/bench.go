@@ -58,7 +58,7 @@ and direct runs of the same commands give the ratios.
 					return err
 				}
 				defer c.Close()
-				r.Temporal, r.Client = c, cl
+				r.Temporal, r.Client, r.By = c, cl, cn.by("")
 				rep.Address = benchAddress(cn, cfg)
 				if r.WorkerPID == 0 {
 					r.WorkerPID = listenerPID(rep.Address)

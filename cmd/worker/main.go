@@ -223,6 +223,7 @@ func run(args []string) error {
 		}
 		fmt.Printf("temporal cluster %s (namespace %s)\n", cfg.Temporal.Address, cfg.Temporal.Namespace)
 	}
+	tuneClient(&copts, cfg)
 	c, err := tclient.DialContext(ctx, copts)
 	if err != nil {
 		return fmt.Errorf("dial temporal: %w", err)
@@ -238,13 +239,7 @@ func run(args []string) error {
 		return err
 	}
 	defer closeBackends()
-	w := worker.New(c, cfg.Worker.TaskQueue, worker.Options{
-		MaxConcurrentActivityExecutionSize:     cfg.Worker.MaxConcurrentActivities,
-		MaxConcurrentWorkflowTaskExecutionSize: cfg.Worker.MaxConcurrentWorkflowTasks,
-		// A restarted worker picks up its turns after ~1 s instead of the
-		// default 5 s sticky schedule-to-start timeout.
-		StickyScheduleToStartTimeout: time.Second,
-	})
+	w := worker.New(c, cfg.Worker.TaskQueue, workerOptions(cfg))
 	providers, err := models(cfg.Models)
 	if err != nil {
 		return err
