@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -89,7 +88,7 @@ func newAskAnswerCmd(cn *conn) *cobra.Command {
 			wf, call := args[0], args[1]
 			var ans tools.AskUserAnswer
 			if jsonFile != "" {
-				if ans, err = readAnswer(cmd.InOrStdin(), jsonFile); err != nil {
+				if ans, err = client.ReadAskUserAnswer(jsonFile, cmd.InOrStdin()); err != nil {
 					return err
 				}
 			} else {
@@ -118,31 +117,6 @@ func newAskAnswerCmd(cn *conn) *cobra.Command {
 	f.StringVar(&by, "by", "", "who answers (default the key's name, else the OS user)")
 	f.StringVar(&jsonFile, "json-answer", "", `answer as JSON {"answers": [...]} or [...] ("-" reads stdin)`)
 	return cmd
-}
-
-// readAnswer reads an AskUser answer from a JSON file: the AskUserAnswer
-// object or just its answers array.
-func readAnswer(stdin io.Reader, path string) (tools.AskUserAnswer, error) {
-	var data []byte
-	var err error
-	if path == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return tools.AskUserAnswer{}, fmt.Errorf("read answer: %w", err)
-	}
-	var ans tools.AskUserAnswer
-	if t := strings.TrimSpace(string(data)); strings.HasPrefix(t, "[") {
-		err = json.Unmarshal(data, &ans.Answers)
-	} else {
-		err = json.Unmarshal(data, &ans)
-	}
-	if err != nil {
-		return ans, fmt.Errorf("answer %s: %w", path, err)
-	}
-	return ans, nil
 }
 
 func newExternalCmd(cn *conn) *cobra.Command {
