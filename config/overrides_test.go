@@ -102,3 +102,25 @@ func TestResolveClient(t *testing.T) {
 type envMap map[string]string
 
 func (m envMap) get(k string) string { return m[k] }
+
+func TestPartsFromConfig(t *testing.T) {
+	t.Parallel()
+	if (Notify{}).Sender() != nil {
+		t.Error("a sender without webhooks")
+	}
+	if s := (Notify{Webhooks: []string{"http://x"}, Secret: "s"}).Sender(); s == nil || s.Secret != "s" || s.URLs[0] != "http://x" {
+		t.Errorf("sender %+v", s)
+	}
+	for _, c := range []struct {
+		in   Inbox
+		want string
+	}{
+		{Inbox{Listen: "127.0.0.1:8234"}, "http://127.0.0.1:8234"},
+		{Inbox{Listen: "h:1", TLSCert: "c"}, "https://h:1"},
+		{Inbox{Listen: "h:1", URL: "https://inbox.example"}, "https://inbox.example"},
+	} {
+		if got := c.in.PublicURL(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.in, got, c.want)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,24 +37,11 @@ func newAskShowCmd(cn *conn) *cobra.Command {
 			if p.Tool != client.AskUserTool {
 				return fmt.Errorf("call %s is a %s call, not an AskUser question", args[1], p.Tool)
 			}
-			var in tools.AskUserInput
-			if err := json.Unmarshal(p.Input, &in); err != nil {
-				return fmt.Errorf("AskUser input: %w", err)
+			text, err := client.FormatAskUserQuestions(p.Input)
+			if err != nil {
+				return err
 			}
-			out := cmd.OutOrStdout()
-			for i, q := range in.Questions {
-				multi := ""
-				if q.MultiSelect {
-					multi = " (several allowed)"
-				}
-				fmt.Fprintf(out, "%d. [%s] %s%s\n", i+1, q.Header, q.Question, multi)
-				if q.Context != "" {
-					fmt.Fprintf(out, "   %s\n", q.Context)
-				}
-				for _, o := range q.Options {
-					fmt.Fprintf(out, "   - %s: %s\n", o.Label, o.Description)
-				}
-			}
+			fmt.Fprint(cmd.OutOrStdout(), text)
 			return nil
 		},
 	}

@@ -32,7 +32,6 @@ import (
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware/std"
 	"github.com/wardenhq/warden/model"
-	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/tools/mcp"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -219,12 +218,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	go gcContent(ctx, wc, store, cfg.Content.GCInterval, logger)
+	go wc.GCEvery(ctx, store, cfg.Content.GCInterval, logger)
 	if _, err := warden.Register(w, warden.Options{
 		ToolMiddleware: toolMW, ModelMetrics: metrics.NewModels(reg), Models: providers, Tools: mcpSet.Tools(),
 		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: reg, Logger: logger,
 		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool,
-		Notifier: notifier(cfg.Notify), InboxURL: inboxURL(cfg.Inbox),
+		Notifier: cfg.Notify.Sender(), InboxURL: cfg.Inbox.PublicURL(),
 		Content: store, ContentCacheBytes: int64(cfg.Content.CacheMB) << 20, Compaction: cfg.Content.Compaction,
 		MaxResultBytes: cfg.Content.MaxResultBytes, MaxCallInputBytes: cfg.Content.MaxCallInputBytes,
 	}); err != nil {
@@ -300,13 +299,6 @@ func demo(ctx context.Context, c tclient.Client, cfg config.Config) error {
 	}
 	fmt.Printf("\nfinal answer: %s\n(%d model calls, %d tool calls)\n", res.Answer, res.Iterations, res.ToolCalls)
 	return nil
-}
-
-func notifier(n config.Notify) *notify.Sender {
-	if len(n.Webhooks) == 0 {
-		return nil
-	}
-	return &notify.Sender{URLs: n.Webhooks, Secret: n.Secret, HTTPClient: &http.Client{Timeout: 10 * time.Second}}
 }
 
 // serveMetrics serves /metrics (and pprof when asked) on addr until the
