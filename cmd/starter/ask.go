@@ -1,12 +1,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -39,24 +37,11 @@ func newAskShowCmd(cn *conn) *cobra.Command {
 			if p.Tool != client.AskUserTool {
 				return fmt.Errorf("call %s is a %s call, not an AskUser question", args[1], p.Tool)
 			}
-			var in tools.AskUserInput
-			if err := json.Unmarshal(p.Input, &in); err != nil {
-				return fmt.Errorf("AskUser input: %w", err)
+			text, err := client.FormatAskUserQuestions(p.Input)
+			if err != nil {
+				return err
 			}
-			out := cmd.OutOrStdout()
-			for i, q := range in.Questions {
-				multi := ""
-				if q.MultiSelect {
-					multi = " (several allowed)"
-				}
-				fmt.Fprintf(out, "%d. [%s] %s%s\n", i+1, q.Header, q.Question, multi)
-				if q.Context != "" {
-					fmt.Fprintf(out, "   %s\n", q.Context)
-				}
-				for _, o := range q.Options {
-					fmt.Fprintf(out, "   - %s: %s\n", o.Label, o.Description)
-				}
-			}
+			fmt.Fprint(cmd.OutOrStdout(), text)
 			return nil
 		},
 	}
@@ -89,7 +74,7 @@ func newAskAnswerCmd(cn *conn) *cobra.Command {
 			wf, call := args[0], args[1]
 			var ans tools.AskUserAnswer
 			if jsonFile != "" {
-				if ans, err = readAnswer(cmd.InOrStdin(), jsonFile); err != nil {
+				if ans, err = client.ReadAskUserAnswer(jsonFile, cmd.InOrStdin()); err != nil {
 					return err
 				}
 			} else {
@@ -118,31 +103,6 @@ func newAskAnswerCmd(cn *conn) *cobra.Command {
 	f.StringVar(&by, "by", "", "who answers (default the key's name, else the OS user)")
 	f.StringVar(&jsonFile, "json-answer", "", `answer as JSON {"answers": [...]} or [...] ("-" reads stdin)`)
 	return cmd
-}
-
-// readAnswer reads an AskUser answer from a JSON file: the AskUserAnswer
-// object or just its answers array.
-func readAnswer(stdin io.Reader, path string) (tools.AskUserAnswer, error) {
-	var data []byte
-	var err error
-	if path == "-" {
-		data, err = io.ReadAll(stdin)
-	} else {
-		data, err = os.ReadFile(path)
-	}
-	if err != nil {
-		return tools.AskUserAnswer{}, fmt.Errorf("read answer: %w", err)
-	}
-	var ans tools.AskUserAnswer
-	if t := strings.TrimSpace(string(data)); strings.HasPrefix(t, "[") {
-		err = json.Unmarshal(data, &ans.Answers)
-	} else {
-		err = json.Unmarshal(data, &ans)
-	}
-	if err != nil {
-		return ans, fmt.Errorf("answer %s: %w", path, err)
-	}
-	return ans, nil
 }
 
 func newExternalCmd(cn *conn) *cobra.Command {

@@ -59,7 +59,7 @@ and direct runs of the same commands give the ratios.
 				}
 				defer c.Close()
 				r.Temporal, r.Client, r.By = c, cl, cn.by("")
-				rep.Address = benchAddress(cn, cfg)
+				rep.Address = cfg.Frontend(cn.address)
 				if r.WorkerPID == 0 {
 					r.WorkerPID = listenerPID(rep.Address)
 				}
@@ -149,17 +149,6 @@ and direct runs of the same commands give the ratios.
 func cfg0(cn *conn) config.Config {
 	cfg, _ := cn.settings()
 	return cfg
-}
-
-// benchAddress is the frontend address dial uses.
-func benchAddress(cn *conn, cfg config.Config) string {
-	switch {
-	case cn.address != "":
-		return cn.address
-	case cfg.Temporal.Address != "":
-		return cfg.Temporal.Address
-	}
-	return fmt.Sprintf("127.0.0.1:%d", cfg.Server.Port)
 }
 
 // listenerPID finds the local process serving addr, or 0.

@@ -43,16 +43,5 @@ func startInbox(ctx context.Context, cfg config.Inbox, cl *client.Client, store 
 			logger.Error("inbox stopped", "error", err)
 		}
 	}()
-	return inboxURL(cfg) + login, nil
-}
-
-func inboxURL(cfg config.Inbox) string {
-	if cfg.URL != "" {
-		return cfg.URL
-	}
-	scheme := "http"
-	if cfg.TLSCert != "" {
-		scheme = "https"
-	}
-	return scheme + "://" + cfg.Listen
+	return cfg.PublicURL() + login, nil
 }

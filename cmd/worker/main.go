@@ -32,7 +32,6 @@ import (
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware/std"
 	"github.com/wardenhq/warden/model"
-	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/tools/mcp"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -44,103 +43,60 @@ func main() {
 	}
 }
 
-// flags are the command line; a flag given overrides the config file.
+// flags are the command line options that are not config overrides.
 type flags struct {
-	config, dataDir, metricsAddr, address, namespace, taskQueue string
-	tlsCert, tlsKey, tlsCA, apiKey, workdir, demo, logLevel     string
-	keyFile                                                     string
-	port, uiPort                                                int
-	exitAfterDemo, pprof, serverOnly                            bool
-	postgres, ip                                                string
-	historyShards                                               int
-	backend, inboxListen                                        string
-	inbox                                                       bool
+	config                           string
+	exitAfterDemo, pprof, serverOnly bool
+	postgres, ip                     string
+	historyShards                    int
 }
 
+// parse reads the command line; the config is the file's with the
+// environment's and the flags' overrides (config.Resolve).
 func parse(args []string) (flags, config.Config, error) {
 	var f flags
+	var o config.Overrides
+	var uiPort int
+	var inbox bool
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	fs.StringVar(&f.config, "config", "", "config file (default temporal-dev.yaml when present)")
-	fs.StringVar(&f.dataDir, "data-dir", "", "embedded server data directory (default ./.warden)")
-	fs.IntVar(&f.port, "port", 0, "embedded server frontend port (default 7233)")
-	fs.IntVar(&f.uiPort, "ui-port", -1, "Web UI port (default 8233; 0 turns the UI off)")
-	fs.StringVar(&f.metricsAddr, "metrics-addr", "", "Prometheus /metrics address (default 127.0.0.1:9464; \"off\" disables)")
+	fs.StringVar(&o.DataDir, "data-dir", "", "embedded server data directory (default ./.warden)")
+	fs.IntVar(&o.Port, "port", 0, "embedded server frontend port (default 7233)")
+	fs.IntVar(&uiPort, "ui-port", -1, "Web UI port (default 8233; 0 turns the UI off)")
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "Prometheus /metrics address (default 127.0.0.1:9464; \"off\" disables)")
 	fs.BoolVar(&f.pprof, "pprof", false, "also serve Go's pprof profiles under /debug/pprof/ on the metrics address (off by default)")
 	fs.BoolVar(&f.serverOnly, "server-only", false, "run only the Temporal server (and Web UI), for workers that join with --temporal-address")
 	fs.StringVar(&f.postgres, "postgres", os.Getenv("WARDEN_POSTGRES_URL"), "embedded server on PostgreSQL instead of SQLite: postgres://USER@HOST:PORT/DB (env WARDEN_POSTGRES_URL; password also from WARDEN_POSTGRES_PASSWORD)")
 	fs.StringVar(&f.ip, "ip", "", "address the embedded server's frontend and UI bind (default 127.0.0.1; 0.0.0.0 for all)")
 	fs.IntVar(&f.historyShards, "history-shards", 0, "embedded server history shards, fixed when its database is created (default 1 on SQLite, 4 on PostgreSQL)")
-	fs.StringVar(&f.address, "temporal-address", os.Getenv("TEMPORAL_ADDRESS"), "join this Temporal cluster instead of embedding a server (env TEMPORAL_ADDRESS)")
-	fs.StringVar(&f.namespace, "namespace", os.Getenv("TEMPORAL_NAMESPACE"), "namespace (env TEMPORAL_NAMESPACE)")
-	fs.StringVar(&f.tlsCert, "tls-cert", os.Getenv("TEMPORAL_TLS_CERT"), "client certificate for the cluster (env TEMPORAL_TLS_CERT)")
-	fs.StringVar(&f.tlsKey, "tls-key", os.Getenv("TEMPORAL_TLS_KEY"), "client key for the cluster (env TEMPORAL_TLS_KEY)")
-	fs.StringVar(&f.tlsCA, "tls-ca", os.Getenv("TEMPORAL_TLS_CA"), "CA certificate for the cluster (env TEMPORAL_TLS_CA)")
-	fs.StringVar(&f.apiKey, "api-key", os.Getenv("TEMPORAL_API_KEY"), "API key for a hosted cluster (env TEMPORAL_API_KEY)")
-	fs.StringVar(&f.keyFile, "key-file", os.Getenv("WARDEN_KEY_FILE"), "warden key to join a warden server with --temporal-address (env WARDEN_KEY_FILE; --server-only writes DATA_DIR/auth/worker.key)")
-	fs.StringVar(&f.taskQueue, "task-queue", "", "task queue (default warden)")
-	fs.StringVar(&f.workdir, "workdir", "", "default workspace directory for tools")
-	fs.StringVar(&f.logLevel, "log-level", "", "embedded server log level")
-	fs.StringVar(&f.backend, "backend", "", "default backend for turns that name none: local, docker or e2b (enables it)")
-	fs.BoolVar(&f.inbox, "inbox", false, "serve the approvals inbox (inbox.enabled)")
-	fs.StringVar(&f.inboxListen, "inbox-listen", "", "inbox address (default 127.0.0.1:8234)")
-	fs.StringVar(&f.demo, "demo", "", "after start, run a demo turn from this script file and print it")
+	fs.StringVar(&o.Address, "temporal-address", "", "join this Temporal cluster instead of embedding a server (env TEMPORAL_ADDRESS)")
+	fs.StringVar(&o.Namespace, "namespace", "", "namespace (env TEMPORAL_NAMESPACE)")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "client certificate for the cluster (env TEMPORAL_TLS_CERT)")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "client key for the cluster (env TEMPORAL_TLS_KEY)")
+	fs.StringVar(&o.TLSCA, "tls-ca", "", "CA certificate for the cluster (env TEMPORAL_TLS_CA)")
+	fs.StringVar(&o.APIKey, "api-key", "", "API key for a hosted cluster (env TEMPORAL_API_KEY)")
+	fs.StringVar(&o.KeyFile, "key-file", "", "warden key to join a warden server with --temporal-address (env WARDEN_KEY_FILE; --server-only writes DATA_DIR/auth/worker.key)")
+	fs.StringVar(&o.TaskQueue, "task-queue", "", "task queue (default warden)")
+	fs.StringVar(&o.Workdir, "workdir", "", "default workspace directory for tools")
+	fs.StringVar(&o.LogLevel, "log-level", "", "embedded server log level")
+	fs.StringVar(&o.Backend, "backend", "", "default backend for turns that name none: local, docker or e2b (enables it)")
+	fs.BoolVar(&inbox, "inbox", false, "serve the approvals inbox (inbox.enabled)")
+	fs.StringVar(&o.InboxListen, "inbox-listen", "", "inbox address (default 127.0.0.1:8234)")
+	fs.StringVar(&o.DemoScript, "demo", "", "after start, run a demo turn from this script file and print it")
 	fs.BoolVar(&f.exitAfterDemo, "exit-after-demo", false, "stop once the demo turn finished")
 	if err := fs.Parse(args); err != nil {
 		return f, config.Config{}, err
 	}
-	cfg, err := config.Load(f.config)
-	if err != nil {
-		return f, cfg, err
-	}
-	set := map[string]bool{}
-	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
-	if f.dataDir != "" {
-		cfg.Server.DataDir = f.dataDir
-	}
-	if f.port != 0 {
-		cfg.Server.Port = f.port
-	}
-	if set["ui-port"] {
-		cfg.Server.UIPort = f.uiPort
-	}
-	if f.metricsAddr != "" {
-		cfg.Metrics.Addr = f.metricsAddr
-	}
-	if set["inbox"] {
-		cfg.Inbox.Enabled = f.inbox
-	}
-	if f.inboxListen != "" {
-		cfg.Inbox.Listen = f.inboxListen
-	}
-	if s := os.Getenv("WARDEN_WEBHOOK_SECRET"); s != "" {
-		cfg.Notify.Secret = s
-	}
-	switch f.backend {
-	case "":
-	case "docker":
-		cfg.Backend.Default, cfg.Backend.Docker.Enabled = f.backend, true
-	case "e2b":
-		cfg.Backend.Default, cfg.Backend.E2B.Enabled = f.backend, true
-	default:
-		cfg.Backend.Default = f.backend
-	}
-	if f.address != "" {
-		cfg.Temporal.Address = f.address
-	}
-	if f.keyFile != "" {
-		cfg.Temporal.KeyFile = f.keyFile
-	}
-	if f.namespace != "" {
-		cfg.Server.Namespace, cfg.Temporal.Namespace = f.namespace, f.namespace
-	}
-	for dst, v := range map[*string]string{&cfg.Temporal.TLSCert: f.tlsCert, &cfg.Temporal.TLSKey: f.tlsKey,
-		&cfg.Temporal.TLSCA: f.tlsCA, &cfg.Temporal.APIKey: f.apiKey, &cfg.Worker.TaskQueue: f.taskQueue,
-		&cfg.Worker.Workdir: f.workdir, &cfg.Server.LogLevel: f.logLevel, &cfg.Demo.Script: f.demo} {
-		if v != "" {
-			*dst = v
+	fs.Visit(func(fl *flag.Flag) {
+		switch fl.Name {
+		case "ui-port":
+			o.UIPort = &uiPort
+		case "inbox":
+			o.Inbox = &inbox
 		}
-	}
-	return f, cfg, cfg.Validate()
+	})
+	cfg, err := config.Resolve(f.config, config.FromEnv(os.Getenv), o)
+	return f, cfg, err
 }
 
 // SearchAttributes are the custom search attributes warden's workflow sets.
@@ -210,7 +166,7 @@ func run(args []string) error {
 		}
 		printKeys(keys)
 	} else {
-		cluster, err := cfg.Temporal.ClientOptions()
+		cluster, err := cfg.ClientOptions("")
 		if err != nil {
 			return err
 		}
@@ -262,12 +218,12 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	go gcContent(ctx, wc, store, cfg.Content.GCInterval, logger)
+	go wc.GCEvery(ctx, store, cfg.Content.GCInterval, logger)
 	if _, err := warden.Register(w, warden.Options{
 		ToolMiddleware: toolMW, ModelMetrics: metrics.NewModels(reg), Models: providers, Tools: mcpSet.Tools(),
 		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: reg, Logger: logger,
 		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool,
-		Notifier: notifier(cfg.Notify), InboxURL: inboxURL(cfg.Inbox),
+		Notifier: cfg.Notify.Sender(), InboxURL: cfg.Inbox.PublicURL(),
 		Content: store, ContentCacheBytes: int64(cfg.Content.CacheMB) << 20, Compaction: cfg.Content.Compaction,
 		MaxResultBytes: cfg.Content.MaxResultBytes, MaxCallInputBytes: cfg.Content.MaxCallInputBytes,
 	}); err != nil {
@@ -343,13 +299,6 @@ func demo(ctx context.Context, c tclient.Client, cfg config.Config) error {
 	}
 	fmt.Printf("\nfinal answer: %s\n(%d model calls, %d tool calls)\n", res.Answer, res.Iterations, res.ToolCalls)
 	return nil
-}
-
-func notifier(n config.Notify) *notify.Sender {
-	if len(n.Webhooks) == 0 {
-		return nil
-	}
-	return &notify.Sender{URLs: n.Webhooks, Secret: n.Secret, HTTPClient: &http.Client{Timeout: 10 * time.Second}}
 }
 
 // serveMetrics serves /metrics (and pprof when asked) on addr until the

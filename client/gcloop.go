@@ -1,18 +1,18 @@
-package main
+package client
 
 import (
 	"context"
 	"log/slog"
 	"time"
 
-	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/content"
 )
 
-// gcContent removes, every interval (default hourly), the content of
-// turns the server no longer knows: closed and past the namespace's
-// retention. A negative interval turns it off.
-func gcContent(ctx context.Context, wc *client.Client, store content.Store, every time.Duration, logger *slog.Logger) {
+// GCEvery runs GC (with the zero GCOptions: only the content of turns
+// the server no longer knows) every interval (default hourly) until ctx
+// ends, logging what it removed and its errors. A negative interval
+// returns at once.
+func (cl *Client) GCEvery(ctx context.Context, store content.Store, every time.Duration, logger *slog.Logger) {
 	if every < 0 {
 		return
 	}
@@ -26,7 +26,7 @@ func gcContent(ctx context.Context, wc *client.Client, store content.Store, ever
 		case <-ctx.Done():
 			return
 		case <-tick.C:
-			rep, err := wc.GC(ctx, store, client.GCOptions{})
+			rep, err := cl.GC(ctx, store, GCOptions{})
 			if err != nil {
 				logger.Warn("content gc", "err", err)
 				continue

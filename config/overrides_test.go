@@ -1,0 +1,126 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestOverridesPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "warden.yaml")
+	yaml := "server:\n  port: 7300\n  namespace: file-ns\n  data_dir: " + dir + "\nworker:\n  task_queue: file-q\n" +
+		"temporal:\n  api_key: file-key\n  key_file: file.key\nmetrics:\n  addr: 127.0.0.1:1\n"
+	if err := os.WriteFile(file, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := FromEnv(envMap{
+		"TEMPORAL_NAMESPACE": "env-ns", "TEMPORAL_API_KEY": "env-key", "WARDEN_KEY_FILE": "env.key",
+		"WARDEN_WEBHOOK_SECRET": "env-secret", "TEMPORAL_ADDRESS": "env:7233",
+	}.get)
+	uiOff, inbox := 0, true
+	flags := Overrides{Namespace: "flag-ns", Port: 7400, UIPort: &uiOff, Inbox: &inbox, Backend: "docker", KeyFile: "flag.key"}
+	c, err := Resolve(file, env, flags)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range []struct{ name, got, want string }{
+		{"namespace (flag over env over file)", c.Server.Namespace + "," + c.Temporal.Namespace, "flag-ns,flag-ns"},
+		{"api key (env over file)", c.Temporal.APIKey, "env-key"},
+		{"key file (flag over env over file)", c.Temporal.KeyFile, "flag.key"},
+		{"task queue (file)", c.Worker.TaskQueue, "file-q"},
+		{"metrics (file)", c.Metrics.Addr, "127.0.0.1:1"},
+		{"secret (env)", c.Notify.Secret, "env-secret"},
+		{"address (env)", c.Temporal.Address, "env:7233"},
+		{"backend (flag)", c.Backend.Default, "docker"},
+	} {
+		if g.got != g.want {
+			t.Errorf("%s: %q, want %q", g.name, g.got, g.want)
+		}
+	}
+	if c.Server.Port != 7400 || c.Server.UIPort != 0 || !c.Inbox.Enabled || !c.Backend.Docker.Enabled {
+		t.Errorf("port %d, ui port %d, inbox %v, docker %v", c.Server.Port, c.Server.UIPort, c.Inbox.Enabled, c.Backend.Docker.Enabled)
+	}
+	// Unset pointer and zero fields leave the file's values.
+	c, err = Resolve(file, Overrides{}, Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Server.UIPort != 8233 || c.Inbox.Enabled || c.Server.Namespace != "file-ns" || c.Temporal.APIKey != "file-key" {
+		t.Errorf("zero overrides changed the config: %+v", c)
+	}
+	if _, err := Resolve(file, Overrides{}, Overrides{Backend: "nope"}); err == nil {
+		t.Error("an unknown backend passed validation")
+	}
+}
+
+// TestResolveClient: a client's address is where it dials, not a cluster
+// it joins: the namespace and the operator key stay the embedded server's.
+func TestResolveClient(t *testing.T) {
+	t.Setenv("WARDEN_KEY_FILE", "")
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "auth"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	op := filepath.Join(dir, "auth", "operator.key")
+	if err := os.WriteFile(op, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "warden.yaml")
+	if err := os.WriteFile(file, []byte("server:\n  namespace: ns\n  port: 7301\n  data_dir: "+dir+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := FromEnv(envMap{"TEMPORAL_ADDRESS": "env:7233"}.get)
+	c, addr, err := ResolveClient(file, env, Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addr != "env:7233" || c.Temporal.Address != "" || c.Namespace() != "ns" || c.Temporal.KeyFile != op {
+		t.Errorf("address %q, temporal.address %q, namespace %q, key file %q", addr, c.Temporal.Address, c.Namespace(), c.Temporal.KeyFile)
+	}
+	if c.Frontend(addr) != "env:7233" {
+		t.Errorf("frontend %q", c.Frontend(addr))
+	}
+	c, addr, err = ResolveClient(file, env, Overrides{Address: "flag:7233"})
+	if err != nil || addr != "flag:7233" {
+		t.Errorf("flag address: %q, %v", addr, err)
+	}
+	c, addr, _ = ResolveClient(file, Overrides{}, Overrides{})
+	if addr != "" || c.Frontend(addr) != "127.0.0.1:7301" {
+		t.Errorf("default frontend %q (address %q)", c.Frontend(addr), addr)
+	}
+	c.Temporal.Address, c.Temporal.KeyFile = "cluster:7233", ""
+	if c.Frontend("") != "cluster:7233" {
+		t.Errorf("frontend with temporal.address: %q", c.Frontend(""))
+	}
+	o, err := c.ClientOptions("")
+	if err != nil || o.HostPort != "cluster:7233" || o.Namespace != "default" {
+		t.Errorf("client options %q %q: %v", o.HostPort, o.Namespace, err)
+	}
+}
+
+type envMap map[string]string
+
+func (m envMap) get(k string) string { return m[k] }
+
+func TestPartsFromConfig(t *testing.T) {
+	t.Parallel()
+	if (Notify{}).Sender() != nil {
+		t.Error("a sender without webhooks")
+	}
+	if s := (Notify{Webhooks: []string{"http://x"}, Secret: "s"}).Sender(); s == nil || s.Secret != "s" || s.URLs[0] != "http://x" {
+		t.Errorf("sender %+v", s)
+	}
+	for _, c := range []struct {
+		in   Inbox
+		want string
+	}{
+		{Inbox{Listen: "127.0.0.1:8234"}, "http://127.0.0.1:8234"},
+		{Inbox{Listen: "h:1", TLSCert: "c"}, "https://h:1"},
+		{Inbox{Listen: "h:1", URL: "https://inbox.example"}, "https://inbox.example"},
+	} {
+		if got := c.in.PublicURL(); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.in, got, c.want)
+		}
+	}
+}

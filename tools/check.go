@@ -1,0 +1,253 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/wardenhq/warden/permission"
+)
+
+// CheckRequest asks for the verdict on one call of a built-in tool, on
+// the local machine: one line of "starter permission check --jsonl".
+type CheckRequest struct {
+	Tool  string          `json:"tool"`
+	Input json.RawMessage `json:"input"`
+	// Mode, when set, replaces the base context's mode.
+	Mode permission.Mode `json:"mode,omitempty"`
+	// Workdirs, when set, replace CheckOptions.Workdirs; the first is the
+	// workspace.
+	Workdirs []string `json:"workdirs,omitempty"`
+	// Rules are added to the base context's (source "request").
+	Rules struct {
+		Allow []string `json:"allow,omitempty"`
+		Ask   []string `json:"ask,omitempty"`
+		Deny  []string `json:"deny,omitempty"`
+	} `json:"rules"`
+}
+
+// CheckOptions are what every request of a check extends.
+type CheckOptions struct {
+	// Base is the permission context (policy and mode) requests start from.
+	Base permission.Context
+	// Workdirs are the working directories of a request that names none;
+	// the first is the workspace. Empty: the current directory.
+	Workdirs []string
+	// Home is the home directory ~ resolves to; "" is the current user's,
+	// as on the local backend.
+	Home string
+}
+
+// CheckResult is the verdict of Decide (through DecideOrAsk, as the
+// worker applies it) on a CheckRequest.
+type CheckResult struct {
+	Tool         string   `json:"tool"`
+	Behavior     string   `json:"behavior"`
+	ReadOnly     bool     `json:"read_only"`
+	Layer        string   `json:"layer"`
+	Rule         string   `json:"rule,omitempty"`
+	ToolCheck    string   `json:"tool_check"`
+	BypassImmune bool     `json:"bypass_immune"`
+	Reason       string   `json:"reason"`
+	Message      string   `json:"message"`
+	Suggestions  []string `json:"suggestions"`
+	// Invalid is the schema or input error the model would read;
+	// Behavior is then "invalid".
+	Invalid     string          `json:"invalid,omitempty"`
+	Mode        permission.Mode `json:"mode"`
+	WorkingDirs []string        `json:"working_dirs,omitempty"`
+
+	// toolDecision is the tool's own check, for Explain.
+	toolDecision permission.Decision
+}
+
+// builtin is the built-in tool named name.
+func builtin(name string) (Tool, bool) {
+	for _, t := range Builtins() {
+		if t.Info().Name == name {
+			return t, true
+		}
+	}
+	return nil, false
+}
+
+// Check decides one request on top of o, offline: the call is never run.
+// Errors are those of the request itself (unknown tool or mode, input
+// that is not JSON, a bad rule); an input the tool rejects is a result
+// with Behavior "invalid".
+func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, error) {
+	t, ok := builtin(req.Tool)
+	if !ok {
+		return CheckResult{}, fmt.Errorf("unknown tool %q", req.Tool)
+	}
+	if len(bytes.TrimSpace(req.Input)) == 0 {
+		return CheckResult{}, errors.New("missing input")
+	}
+	if !json.Valid(req.Input) {
+		return CheckResult{}, errors.New("input is not valid JSON")
+	}
+	pc := o.Base
+	pc.Allow = append([]permission.Rule(nil), o.Base.Allow...)
+	pc.Ask = append([]permission.Rule(nil), o.Base.Ask...)
+	pc.Deny = append([]permission.Rule(nil), o.Base.Deny...)
+	if req.Mode != "" {
+		if !permission.ValidMode(req.Mode) {
+			return CheckResult{}, fmt.Errorf("unknown mode %q", req.Mode)
+		}
+		pc.Mode = req.Mode
+	}
+	lists := []struct {
+		b  permission.Behavior
+		rs []string
+	}{{permission.Allow, req.Rules.Allow}, {permission.Ask, req.Rules.Ask}, {permission.Deny, req.Rules.Deny}}
+	for _, l := range lists {
+		for _, s := range l.rs {
+			r, err := permission.ParseRule(s, l.b)
+			if err != nil {
+				return CheckResult{}, err
+			}
+			r.Source = "request"
+			pc.AddRule(r)
+		}
+	}
+	workdirs := o.Workdirs
+	if len(req.Workdirs) > 0 {
+		workdirs = req.Workdirs
+	}
+	wd := ""
+	if len(workdirs) > 0 {
+		wd = workdirs[0]
+	} else {
+		var err error
+		if wd, err = os.Getwd(); err != nil {
+			return CheckResult{}, fmt.Errorf("workdir: %w", err)
+		}
+	}
+	wd, err := filepath.Abs(wd)
+	if err != nil {
+		return CheckResult{}, fmt.Errorf("workdir: %w", err)
+	}
+	for _, d := range workdirs {
+		if a, err := filepath.Abs(d); err == nil {
+			pc.WorkingDirs = append(pc.WorkingDirs, a)
+		}
+	}
+	home := o.Home
+	if home == "" {
+		// Resolved once here, outside the decision.
+		home, _ = os.UserHomeDir()
+	}
+	v, invalid := DecideOrAsk(ctx, Call{Tool: t, Input: req.Input, Workdir: wd, Home: home, Policy: &pc})
+	if invalid != "" {
+		return CheckResult{Tool: t.Info().Name, Behavior: "invalid", Invalid: invalid, Message: invalid,
+			Suggestions: []string{}, Mode: pc.Mode, WorkingDirs: pc.WorkingDirs}, nil
+	}
+	res := CheckResult{
+		Tool:         t.Info().Name,
+		Behavior:     string(v.Behavior),
+		ReadOnly:     v.ReadOnly,
+		Layer:        string(v.Layer),
+		ToolCheck:    string(v.Tool.Behavior),
+		BypassImmune: v.BypassImmune,
+		Reason:       v.Reason,
+		Message:      v.Message,
+		Suggestions:  []string{},
+		Mode:         v.Mode,
+		WorkingDirs:  v.WorkingDirs,
+		toolDecision: v.Tool,
+	}
+	if v.Rule != nil {
+		res.Rule = v.Rule.String()
+	}
+	for _, s := range v.Suggestions {
+		res.Suggestions = append(res.Suggestions, s.String())
+	}
+	return res, nil
+}
+
+// CheckJSONL reads one CheckRequest per non-blank line of in (unknown
+// fields are errors) and writes one JSON line per request to out, in
+// order: the CheckResult, or {"error": ...} for a request that could not
+// be checked. It fails only when in cannot be read or out written.
+func CheckJSONL(ctx context.Context, in io.Reader, out io.Writer, o CheckOptions) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64*1024), 16<<20)
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		var v any
+		var req CheckRequest
+		dec := json.NewDecoder(bytes.NewReader(line))
+		dec.DisallowUnknownFields()
+		err := dec.Decode(&req)
+		if err == nil && dec.More() {
+			err = errors.New("trailing data after request")
+		}
+		if err == nil {
+			var res CheckResult
+			if res, err = Check(ctx, req, o); err == nil {
+				v = res
+			}
+		}
+		if err != nil {
+			v = map[string]string{"error": err.Error()}
+		}
+		if err := enc.Encode(v); err != nil {
+			return fmt.Errorf("write result: %w", err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read requests: %w", err)
+	}
+	return nil
+}
+
+// Explain writes r for a person: the decision, the layer that decided,
+// why, the tool's own check and the suggested rules.
+func (r CheckResult) Explain(w io.Writer) {
+	yes := func(b bool) string {
+		if b {
+			return "yes"
+		}
+		return "no"
+	}
+	fmt.Fprintf(w, "Decision:    %s\n", strings.ToUpper(r.Behavior))
+	if r.Invalid != "" {
+		fmt.Fprintf(w, "Invalid:     %s\n", r.Invalid)
+		return
+	}
+	fmt.Fprintf(w, "Decided by:  %s (layer: %s)\n", r.Reason, r.Layer)
+	fmt.Fprintf(w, "Why:         %s\n", r.Message)
+	if r.BypassImmune {
+		fmt.Fprintf(w, "Safety:      bypass-immune (allow rules cannot override it)\n")
+	}
+	fmt.Fprintf(w, "Tool:        %s (mode %s)\n", r.Tool, r.Mode)
+	if len(r.WorkingDirs) > 0 {
+		fmt.Fprintf(w, "Directories: %s\n", strings.Join(r.WorkingDirs, ", "))
+	}
+	fmt.Fprintf(w, "Read-only:   %s\n", yes(r.ReadOnly))
+	tc := r.ToolCheck
+	if r.toolDecision.BypassImmune {
+		tc += " (safety)"
+	}
+	if r.toolDecision.Message != "" {
+		tc += ": " + r.toolDecision.Message
+	}
+	fmt.Fprintf(w, "Tool check:  %s\n", tc)
+	if len(r.Suggestions) == 0 {
+		fmt.Fprintf(w, "Suggestions: none\n")
+		return
+	}
+	fmt.Fprintf(w, "Suggestions: %s\n", strings.Join(r.Suggestions, ", "))
+}
