@@ -249,7 +249,21 @@ func (t *turn) callModel(ctx workflow.Context) (model.Message, error) {
 			in.Script = &model.Script{Current: &st}
 		}
 		var out ModelStepOutput
-		if err := workflow.ExecuteActivity(ctx, ActivityModelStep, in).Get(ctx, &out); err != nil {
+		f := func() workflow.Future {
+			if t.in.Model.Provider != localModelProvider ||
+				workflow.GetVersion(ctx, versionLocalScriptedModel, workflow.DefaultVersion, 1) < 1 {
+				return workflow.ExecuteActivity(ctx, ActivityModelStep, in)
+			}
+			// A scripted model answers at once from the worker's memory: a
+			// local activity saves the step two history transactions (the
+			// activity's schedule and completion) and a workflow task.
+			return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+				StartToCloseTimeout: time.Minute,
+				RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5,
+					NonRetryableErrorTypes: []string{ErrTypeUnknownModel}},
+			}), ActivityModelStep, in)
+		}()
+		if err := f.Get(ctx, &out); err != nil {
 			return model.Message{}, fmt.Errorf("model call: %w", err)
 		}
 		t.Conversation, t.msgs = out.Conversation, nil
@@ -269,6 +283,16 @@ func (t *turn) callModel(ctx workflow.Context) (model.Message, error) {
 	}
 	return model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}, nil
 }
+
+// localModelProvider is the provider whose model step runs as a local
+// activity (since versionLocalScriptedModel): the scripted model, which
+// answers from memory. Real providers stay regular activities, which
+// heartbeat and survive the loss of their worker mid-call.
+const localModelProvider = "scripted"
+
+// versionLocalScriptedModel marks runs whose scripted model steps are
+// local activities; runs recorded before it replay with regular ones.
+const versionLocalScriptedModel = "local-scripted-model"
 
 // Error types activities return that must not be retried.
 const (
