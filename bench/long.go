@@ -13,7 +13,6 @@ import (
 
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/workflows"
 )
 
 // LongConfig sizes the long-session scenario.
@@ -130,13 +129,9 @@ func (r *Runner) Long(ctx context.Context, cfg LongConfig) (LongReport, error) {
 				return rep, fmt.Errorf("history: %w", err)
 			}
 			rep.HistoryBytes += int64(ev.Size())
-			if a := ev.GetActivityTaskScheduledEventAttributes(); a != nil && a.GetActivityType().GetName() == workflows.ActivityModelStep {
-				times = append(times, ev.GetEventTime().AsTime())
-				n := 0
-				for _, p := range a.GetInput().GetPayloads() {
-					n += len(p.GetData())
-				}
-				inputs = append(inputs, n)
+			if m, ok := ModelStepOf(ev); ok {
+				times = append(times, m.Time)
+				inputs = append(inputs, m.Bytes)
 			}
 			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
 				next = a.GetNewExecutionRunId()

@@ -19,6 +19,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/bench"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/content/s3store"
@@ -80,23 +81,20 @@ func runChain(t *testing.T, id, firstRun string) [][]*historypb.HistoryEvent {
 	return runs
 }
 
-// modelStepInputs returns the size of each model call's recorded input,
-// in order across runs.
-func modelStepInputs(runs [][]*historypb.HistoryEvent) []int {
-	var sizes []int
+// modelSteps returns what history records of each model call: a
+// regular activity's input, or a local activity's result (scripted model
+// steps are local activities, with a regular one every few steps; a
+// local activity's input is not in history at all).
+func modelSteps(runs [][]*historypb.HistoryEvent) []bench.ModelStep {
+	var out []bench.ModelStep
 	for _, evs := range runs {
 		for _, ev := range evs {
-			a := ev.GetActivityTaskScheduledEventAttributes()
-			if a != nil && a.GetActivityType().GetName() == workflows.ActivityModelStep {
-				n := 0
-				for _, p := range a.GetInput().GetPayloads() {
-					n += len(p.GetData())
-				}
-				sizes = append(sizes, n)
+			if m, ok := bench.ModelStepOf(ev); ok {
+				out = append(out, m)
 			}
 		}
 	}
-	return sizes
+	return out
 }
 
 func historyBytes(runs [][]*historypb.HistoryEvent) int {
@@ -111,8 +109,8 @@ func historyBytes(runs [][]*historypb.HistoryEvent) int {
 
 // TestLongSession300Steps: a session of 300 steps, each reading a 60 KB
 // file, runs to its end on the real server. The conversation (18 MB)
-// lives in the content store: every model call's recorded input has the
-// same small size whatever the step, the whole history stays far below
+// lives in the content store: what history records of every model call
+// has the same small size whatever the step, the whole history stays far below
 // one step's output per step, and the turn continues as new on the way.
 func TestLongSession300Steps(t *testing.T) {
 	const steps, size = 300, 60 << 10
@@ -122,7 +120,7 @@ func TestLongSession300Steps(t *testing.T) {
 	ctx := ctxT(t, 5*time.Minute)
 	id := "long-" + fmt.Sprint(time.Now().UnixNano())
 	run, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: catScript(t, steps)},
-		Permission: permission.Context{Mode: permission.ModeDefault}, ContinueAsNewAfter: 1500})
+		Permission: permission.Context{Mode: permission.ModeDefault}, ContinueAsNewAfter: 300})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,24 +144,35 @@ func TestLongSession300Steps(t *testing.T) {
 	}
 	runs := runChain(t, id, run.GetRunID())
 	if len(runs) < 2 {
-		t.Errorf("the session ran in %d run(s); with continue_as_new_after 1500 it should have continued as new", len(runs))
+		t.Errorf("the session ran in %d run(s); with continue_as_new_after 300 it should have continued as new", len(runs))
 	}
-	sizes := modelStepInputs(runs)
-	if len(sizes) != steps+1 {
-		t.Fatalf("%d model calls in history, want %d", len(sizes), steps+1)
+	ms := modelSteps(runs)
+	if len(ms) != steps+1 {
+		t.Fatalf("%d model calls in history, want %d", len(ms), steps+1)
 	}
-	// After the first call (which carries the prompt), every model call's
-	// input has the same size: the head and one step's tool result preview.
-	lo, hi := sizes[1], sizes[1]
-	for _, n := range sizes[1:] {
-		lo, hi = min(lo, n), max(hi, n)
+	// After the first call (which carries the prompt), what history
+	// records of each model call has the same size, separately for regular
+	// calls (the head and one step's tool result preview) and local ones
+	// (the new head and the reply): it does not grow with the session.
+	var lo, hi [2]int
+	for _, m := range ms[1:] {
+		k := 0
+		if m.Local {
+			k = 1
+		}
+		if lo[k] == 0 || m.Bytes < lo[k] {
+			lo[k] = m.Bytes
+		}
+		hi[k] = max(hi[k], m.Bytes)
 	}
-	if hi > 4096 || hi-lo > 64 {
-		t.Errorf("model call inputs range %d..%d bytes; want constant and small", lo, hi)
+	for k, name := range []string{"regular", "local"} {
+		if hi[k] > 4096 || hi[k]-lo[k] > 64 {
+			t.Errorf("%s model calls record %d..%d bytes; want constant and small", name, lo[k], hi[k])
+		}
 	}
 	total := historyBytes(runs)
-	t.Logf("%d steps of %d bytes: history %d bytes in %d runs (%d bytes/step); model call input %d..%d bytes",
-		steps, size, total, len(runs), total/steps, lo, hi)
+	t.Logf("%d steps of %d bytes: history %d bytes in %d runs (%d bytes/step); model calls record %d..%d (regular) and %d..%d (local) bytes",
+		steps, size, total, len(runs), total/steps, lo[0], hi[0], lo[1], hi[1])
 	if per := total / steps; per > 16<<10 {
 		t.Errorf("history grows by %d bytes per step; the tool output must stay out of it", per)
 	}

@@ -250,7 +250,7 @@ func (t *turn) callModel(ctx workflow.Context) (model.Message, error) {
 		}
 		var out ModelStepOutput
 		f := func() workflow.Future {
-			if t.in.Model.Provider != localModelProvider ||
+			if t.in.Model.Provider != localModelProvider || t.Iterations%localModelRun == 0 ||
 				workflow.GetVersion(ctx, versionLocalScriptedModel, workflow.DefaultVersion, 1) < 1 {
 				return workflow.ExecuteActivity(ctx, ActivityModelStep, in)
 			}
@@ -289,6 +289,12 @@ func (t *turn) callModel(ctx workflow.Context) (model.Message, error) {
 // answers from memory. Real providers stay regular activities, which
 // heartbeat and survive the loss of their worker mid-call.
 const localModelProvider = "scripted"
+
+// localModelRun bounds the local model steps in a row: every
+// localModelRun-th step is a regular activity, which ends the workflow
+// task, so the markers of one task stay small and the history length the
+// continue-as-new check reads keeps up.
+const localModelRun = 16
 
 // versionLocalScriptedModel marks runs whose scripted model steps are
 // local activities; runs recorded before it replay with regular ones.
