@@ -613,6 +613,10 @@ func (x *extractor) markers(evs []*historypb.HistoryEvent) {
 			x.now = m.replay
 		}
 		switch m.typ {
+		case workflows.ActivityModelStep, workflows.ActivityModel:
+			// A scripted model step runs as a local activity: its calls
+			// start a step like a regular model activity's would.
+			x.modelAnswer(m.result)
 		case workflows.ActivityPrepare:
 			var p workflows.Prepared
 			if x.decode(m.result, &p) != nil {

@@ -34,6 +34,9 @@ type Runner struct {
 	Workdir string
 	// Backend names the worker backend turns run on ("" means default).
 	Backend string
+	// RegularModel makes the throughput scenario's model steps regular
+	// activities instead of local ones (ModelConfig.Local).
+	RegularModel bool
 	// WorkerPID is the worker process whose RSS is reported (0: none).
 	// With the embedded server it covers the server as well.
 	WorkerPID int

@@ -57,6 +57,9 @@ func (r *Runner) Throughput(ctx context.Context, cfg ThroughputConfig) (Throughp
 	rep := ThroughputReport{Turns: m, CallsPerTurn: k, Calls: m * k, Command: command}
 	ws, ss := sample(r.WorkerPID), sample(r.ServerPID)
 	in := r.turnInput(bashScript(command, k), permission.ModeBypass)
+	// The scripted model answers at once: its steps run as local
+	// activities unless the run measures the regular path.
+	in.Model.Local = !r.RegularModel
 	var mu sync.Mutex
 	var turns []time.Duration
 	ids := make([]string, m)

@@ -119,7 +119,7 @@ func TestLongSession300Steps(t *testing.T) {
 	cl := startWorker(t, warden.Options{Workdir: workdir})
 	ctx := ctxT(t, 5*time.Minute)
 	id := "long-" + fmt.Sprint(time.Now().UnixNano())
-	run, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: catScript(t, steps)},
+	run, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: catScript(t, steps), Local: true},
 		Permission: permission.Context{Mode: permission.ModeDefault}, ContinueAsNewAfter: 300})
 	if err != nil {
 		t.Fatal(err)

@@ -143,7 +143,7 @@ func compatSamples() []struct {
 	}{
 		{"TurnInput", workflows.TurnInput{
 			Prompt: "Tell me about this workspace.", Messages: sampleMessages(), Instruction: "Be brief.",
-			Model: workflows.ModelConfig{Provider: "scripted", Name: "demo", Script: sampleScript()},
+			Model: workflows.ModelConfig{Provider: "scripted", Name: "demo", Script: sampleScript(), Local: true},
 			Tools: []string{"Bash", "Read"}, Permission: samplePermission(), Backend: "local", Workdir: "/work",
 			ToolQueue:     "docker-host",
 			MaxIterations: 5, ApprovalTimeout: time.Hour, State: sampleState(),

@@ -250,13 +250,14 @@ func (t *turn) callModel(ctx workflow.Context) (model.Message, error) {
 		}
 		var out ModelStepOutput
 		f := func() workflow.Future {
-			if t.in.Model.Provider != localModelProvider || t.Iterations%localModelRun == 0 ||
+			if !t.in.Model.Local || t.Iterations%localModelRun == 0 ||
 				workflow.GetVersion(ctx, versionLocalScriptedModel, workflow.DefaultVersion, 1) < 1 {
 				return workflow.ExecuteActivity(ctx, ActivityModelStep, in)
 			}
-			// A scripted model answers at once from the worker's memory: a
-			// local activity saves the step two history transactions (the
-			// activity's schedule and completion) and a workflow task.
+			// ModelConfig.Local: an instant model (scripted) answers from
+			// the worker's memory; a local activity saves the step two
+			// history transactions (the activity's schedule and
+			// completion) and a workflow task.
 			return workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 				StartToCloseTimeout: time.Minute,
 				RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5,
@@ -284,20 +285,15 @@ func (t *turn) callModel(ctx workflow.Context) (model.Message, error) {
 	return model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}, nil
 }
 
-// localModelProvider is the provider whose model step runs as a local
-// activity (since versionLocalScriptedModel): the scripted model, which
-// answers from memory. Real providers stay regular activities, which
-// heartbeat and survive the loss of their worker mid-call.
-const localModelProvider = "scripted"
-
 // localModelRun bounds the local model steps in a row: every
 // localModelRun-th step is a regular activity, which ends the workflow
 // task, so the markers of one task stay small and the history length the
 // continue-as-new check reads keeps up.
 const localModelRun = 16
 
-// versionLocalScriptedModel marks runs whose scripted model steps are
-// local activities; runs recorded before it replay with regular ones.
+// versionLocalScriptedModel marks runs whose model steps may be local
+// activities (ModelConfig.Local); runs recorded before it replay with
+// regular ones.
 const versionLocalScriptedModel = "local-scripted-model"
 
 // Error types activities return that must not be retried.

@@ -109,6 +109,13 @@ type ModelConfig struct {
 	Provider string        `json:"provider"`
 	Name     string        `json:"name,omitempty"`
 	Script   *model.Script `json:"script,omitempty"`
+	// Local runs the model steps as local activities in the workflow
+	// worker (every 16th stays a regular activity, which ends the
+	// workflow task): two history transactions and a workflow task fewer
+	// per step. For instant, in-process providers such as scripted;
+	// a real provider should stay a regular activity, which heartbeats
+	// and is retried elsewhere when its worker is lost mid-call.
+	Local bool `json:"local,omitempty"`
 }
 
 // TurnResult is what a finished turn returns.

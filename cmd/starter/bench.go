@@ -18,7 +18,7 @@ type benchFlags struct {
 	calls, turns, turnCalls, waiting, sample, concurrency, dockerCalls int
 	workerPID, serverPID                                               int
 	workdir, backend, image, command                                   string
-	asJSON                                                             bool
+	asJSON, regularModel                                               bool
 	steps, outputKB, canAfter                                          int
 	dataDir                                                            string
 	waitTimeout                                                        time.Duration
@@ -50,7 +50,7 @@ and direct runs of the same commands give the ratios.
 			ctx := cmd.Context()
 			which := args[0]
 			rep := bench.Report{Machine: bench.ThisMachine(), Started: time.Now().UTC()}
-			r := &bench.Runner{Workdir: f.workdir, Backend: f.backend, WorkerPID: f.workerPID,
+			r := &bench.Runner{Workdir: f.workdir, Backend: f.backend, WorkerPID: f.workerPID, RegularModel: f.regularModel,
 				ServerPID: f.serverPID, Progress: cmd.ErrOrStderr()}
 			if which != "docker" {
 				c, cl, cfg, err := cn.dial(ctx)
@@ -137,6 +137,7 @@ and direct runs of the same commands give the ratios.
 	fl.IntVar(&f.serverPID, "server-pid", 0, "external Temporal server process for RSS")
 	fl.StringVar(&f.workdir, "workdir", "", "workspace for the turns and direct runs (default a new temporary directory)")
 	fl.StringVar(&f.backend, "backend", "", "worker backend the turns use (default the worker's)")
+	fl.BoolVar(&f.regularModel, "regular-model", false, "throughput: model steps as regular activities (default: local activities, ModelConfig.Local)")
 	fl.BoolVar(&f.asJSON, "json", false, "print one JSON document")
 	fl.IntVar(&f.steps, "steps", 1000, "long: model steps")
 	fl.IntVar(&f.outputKB, "output-kb", 60, "long: KB each step's tool reads")
