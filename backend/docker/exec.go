@@ -159,7 +159,9 @@ func (b *Backend) plainExec(ctx context.Context, id string, req backend.ExecRequ
 		if !ins.Running {
 			res.ExitCode = ins.ExitCode
 			startFailure(&res)
-			if res.ExitCode >= 126 && b.gone(context.WithoutCancel(ctx), id) {
+			// A container being removed may still read as running for a
+			// moment after the exec failed: look again for up to 2 s.
+			if res.ExitCode >= 126 && b.goneSoon(context.WithoutCancel(ctx), id) {
 				// The container died under the process: not the command's
 				// own failure.
 				return res, fmt.Errorf("docker exec: container %s went away during the call (exit %d): %w",
