@@ -125,76 +125,36 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 			a.By = cn.by(by)
 			// With inbox users configured, CLI decisions follow the same
 			// rules: --by must name a user whose roles cover the call.
-			var authz *inbox.Policy
+			var allowed func(by, tool string, input json.RawMessage) error
 			if len(cfg.Inbox.Users) > 0 {
-				if authz, err = inbox.NewPolicy(cfg.Inbox.Users, cfg.Inbox.Roles); err != nil {
-					return err
-				}
-			}
-			// Each answer carries the hash of the entry as listed: the
-			// workflow refuses it if the call or the policy changed since.
-			type target struct {
-				wf   string
-				p    workflows.Pending
-				read error
-			}
-			var targets []target
-			if all {
-				entries, err := cl.ListPending(cmd.Context(), client.Filter{Tool: tool, OlderThan: olderThan, Kind: workflows.PendingApproval})
+				authz, err := inbox.NewPolicy(cfg.Inbox.Users, cfg.Inbox.Roles)
 				if err != nil {
 					return err
 				}
-				for _, e := range entries {
-					t := target{wf: e.WorkflowID, p: e.Pending}
-					if e.Truncated && authz != nil {
-						// The index keeps a preview of long inputs; the
-						// role check needs the whole input.
-						t.p, t.read = cl.PendingCall(cmd.Context(), e.WorkflowID, e.CallID)
-						t.p.CallID = e.CallID
+				allowed = func(by, tool string, input json.RawMessage) error {
+					if !authz.Allows(by, tool, input) {
+						return fmt.Errorf("%q may not answer %s calls like this one (inbox users and roles in the config)", by, tool)
 					}
-					targets = append(targets, t)
+					return nil
 				}
-			} else {
-				p, err := cl.PendingCall(cmd.Context(), args[0], args[1])
-				if err != nil {
-					err = fmt.Errorf("reading the call's hash: %w (pass --hash as listed by approvals list)", err)
-				}
-				if hash != "" {
-					// The hash the approver read in the listing: a
-					// call or policy changed since is refused. With
-					// it, a signal needs no worker to read the call.
-					p = workflows.Pending{CallID: args[1], Hash: hash, Tool: p.Tool, Input: p.Input}
-					if err != nil && authz == nil {
-						err = nil
-					}
-				}
-				p.CallID = args[1]
-				targets = []target{{wf: args[0], p: p, read: err}}
+			}
+			sel := client.Selection{All: all, Filter: client.Filter{Tool: tool, OlderThan: olderThan}, Hash: hash, FullInput: allowed != nil}
+			if !all {
+				sel.WorkflowID, sel.CallID = args[0], args[1]
+			}
+			targets, err := cl.Targets(cmd.Context(), sel)
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			var failed int
-			for _, t := range targets {
-				a.CallID, a.Hash = t.p.CallID, t.p.Hash
-				err := t.read
-				if err == nil && authz != nil && !authz.Allows(a.By, t.p.Tool, t.p.Input) {
-					err = fmt.Errorf("%q may not answer %s calls like this one (inbox users and roles in the config)", a.By, t.p.Tool)
-				}
-				if err != nil {
+			for _, r := range cl.AnswerAll(cmd.Context(), targets, a, signal, allowed) {
+				if r.Err != nil {
 					failed++
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s %s: %v\n", t.wf, t.p.CallID, err)
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s %s: %v\n", r.WorkflowID, r.Pending.CallID, r.Err)
 					continue
 				}
-				if signal {
-					err = cl.ApproveSignal(cmd.Context(), t.wf, a)
-				} else {
-					_, err = cl.Approve(cmd.Context(), t.wf, a)
-				}
-				if err != nil {
-					failed++
-					fmt.Fprintf(cmd.ErrOrStderr(), "%s %s: %v\n", t.wf, t.p.CallID, err)
-					continue
-				}
-				fmt.Fprintf(out, "%s %s: %s\n", t.wf, t.p.CallID, a.Decision)
+				fmt.Fprintf(out, "%s %s: %s\n", r.WorkflowID, r.Pending.CallID, a.Decision)
 			}
 			if failed > 0 {
 				return fmt.Errorf("%d of %d answers failed", failed, len(targets))
