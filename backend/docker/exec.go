@@ -162,8 +162,14 @@ func (b *Backend) plainExec(ctx context.Context, id string, req backend.ExecRequ
 			// A container being removed may still read as running for a
 			// moment after the exec failed: look again for up to 2 s.
 			if res.ExitCode >= 126 && b.goneSoon(context.WithoutCancel(ctx), id) {
+				if res.ExitCode == 126 {
+					// The runtime could not start the process in a
+					// container being removed: nothing ran, so recovery
+					// (a new container) may run it (retry's "is not running").
+					return res, fmt.Errorf("docker exec: container %s is not running (exit 126 before the process started)", short(id))
+				}
 				// The container died under the process: not the command's
-				// own failure.
+				// own failure, and it may have run in part.
 				return res, fmt.Errorf("docker exec: container %s went away during the call (exit %d): %w",
 					short(id), res.ExitCode, backend.ErrUnavailable)
 			}
