@@ -194,3 +194,42 @@ func TestToolQueueRouting(t *testing.T) {
 		t.Error("no process started in the E2B sandbox")
 	}
 }
+
+// TestDockerToolCannotReachKeysOrFrontend tries what the README says a
+// Docker tool process cannot do: reach the Temporal frontend on the
+// host's loopback, or read a key file in the worker's data directory.
+// The same probe run on the local backend succeeds, so the test can fail.
+func TestDockerToolCannotReachKeysOrFrontend(t *testing.T) {
+	dockerAvailable(t)
+	ctx := ctxT(t, 60*time.Second)
+	dataDir := t.TempDir()
+	key := filepath.Join(dataDir, "auth", "operator.key")
+	if err := os.MkdirAll(filepath.Dir(key), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(key, []byte("wk1.secret.operator\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := strings.Cut(env.srv.Addr(), ":")
+	probe := []string{"/bin/bash", "-c", fmt.Sprintf(
+		`if (exec 3<>/dev/tcp/127.0.0.1/%s) 2>/dev/null; then echo frontend-reached; fi; cat %q 2>/dev/null; true`, port, key)}
+
+	work := t.TempDir()
+	res, err := local.New(work).Exec(ctx, backend.ExecRequest{Argv: probe})
+	if err != nil || !strings.Contains(string(res.Stdout), "frontend-reached") || !strings.Contains(string(res.Stdout), "wk1.") {
+		t.Fatalf("the probe does not work on the local backend (%v): %q", err, res.Stdout)
+	}
+	b, err := docker.New(ctx, docker.Config{Image: dockerImage(), Mounts: []string{work + ":/workspace"},
+		WorkspaceID: "tests-iso-" + fmt.Sprint(time.Now().UnixNano())})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	res, err = b.Exec(ctx, backend.ExecRequest{Argv: probe, Dir: "/workspace"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := string(res.Stdout); strings.Contains(out, "frontend-reached") || strings.Contains(out, "wk1.") {
+		t.Errorf("a Docker tool reached the frontend or read the key file: %q", out)
+	}
+}
