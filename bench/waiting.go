@@ -80,8 +80,7 @@ type Listing struct {
 }
 
 // waitingQuery selects running turns that wait on something.
-var waitingQuery = fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s IS NOT NULL",
-	workflows.TurnWorkflow, workflows.SAWaitingSince)
+var waitingQuery = client.WaitingQuery
 
 // countWaiting counts running turns with a pending entry.
 func (r *Runner) countWaiting(ctx context.Context) (int64, error) {

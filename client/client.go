@@ -277,9 +277,18 @@ type PendingPage struct {
 	Queried int `json:"queried"`
 }
 
+// WaitingQuery is the visibility query of running turns that wait on at
+// least one call. It tests WardenPendingCalls, set and unset together
+// with WardenWaitingSince, because on SQLite visibility a keyword list is
+// a stored column while a datetime is computed from the row's JSON for
+// every row the query scans (a listing of 10,000 waiting turns spent a
+// third of its server time there).
+var WaitingQuery = fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s IS NOT NULL",
+	workflows.TurnWorkflow, workflows.SAPendingCalls)
+
 // pendingQuery is the visibility query selecting the turns f can match.
 func pendingQuery(f Filter, now time.Time) string {
-	q := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s IS NOT NULL", workflows.TurnWorkflow, workflows.SAWaitingSince)
+	q := WaitingQuery
 	if f.Tool != "" {
 		q += fmt.Sprintf(" AND %s = '%s'", workflows.SAPendingTools, quoteless(f.Tool))
 	}
@@ -412,8 +421,10 @@ const (
 	// listPageSize is ListPendingPage's default page size.
 	listPageSize = 100
 	// listAllPageSize is the page size of ListPending and CountPending:
-	// each page must come back within the SDK's 10 s per-RPC deadline.
-	listAllPageSize = 1000
+	// each page must come back within the SDK's 10 s per-RPC deadline
+	// (a page of 5,000 takes ~0.7 s on the embedded server, which allows
+	// it; a server with the default cap of 1,000 returns pages of 1,000).
+	listAllPageSize = 5000
 	// queryConcurrency bounds the queries to turns without an index.
 	queryConcurrency = 16
 )

@@ -140,7 +140,7 @@ func (cl *Client) Conversation(ctx context.Context, store content.Store, workflo
 // wait. taskQueue, when set, counts only turns of that task queue.
 // Visibility trails the turns by up to a second or so.
 func (cl *Client) CountPending(ctx context.Context, taskQueue string) (int, error) {
-	q := fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s IS NOT NULL", workflows.TurnWorkflow, workflows.SAWaitingSince)
+	q := WaitingQuery
 	if taskQueue != "" {
 		q += fmt.Sprintf(" AND TaskQueue = '%s'", strings.ReplaceAll(taskQueue, "'", ""))
 	}

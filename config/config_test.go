@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	tclient "go.temporal.io/sdk/client"
 )
 
 func TestParseDefaultsAndOverrides(t *testing.T) {
@@ -73,6 +75,21 @@ func TestLoadMissingDefaultFileIsDefaults(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "nope.yaml")); err == nil {
 		t.Error("explicit missing file: want error")
+	}
+}
+
+func TestClientOptionsCompression(t *testing.T) {
+	t.Parallel()
+	for addr, none := range map[string]bool{"127.0.0.1:7233": true, "localhost:7233": true, "[::1]:7233": true,
+		"10.0.0.5:7233": false, "temporal.example.com:7233": false} {
+		o, err := Temporal{Address: addr}.ClientOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, got := o.ConnectionOptions.GrpcCompression.(*tclient.GrpcCompressionNone)
+		if got != none {
+			t.Errorf("%s: compression off = %v, want %v", addr, got, none)
+		}
 	}
 }
 

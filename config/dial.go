@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 
 	tclient "go.temporal.io/sdk/client"
@@ -17,6 +18,11 @@ import (
 // clients of a hosted or self-run cluster use the same.
 func (t Temporal) ClientOptions() (tclient.Options, error) {
 	o := tclient.Options{HostPort: t.Address, Namespace: t.Namespace}
+	if Loopback(t.Address) {
+		// Compressing on loopback costs CPU on both ends and saves
+		// nothing (a listing of 10,000 waiting turns moves ~15 MB).
+		o.ConnectionOptions.GrpcCompression = &tclient.GrpcCompressionNone{}
+	}
 	tc, err := t.tlsConfig()
 	if err != nil {
 		return o, err
@@ -38,6 +44,20 @@ func (t Temporal) ClientOptions() (tclient.Options, error) {
 		}
 	}
 	return o, nil
+}
+
+// Loopback reports whether the host of address (host:port) is a loopback
+// address or localhost.
+func Loopback(address string) bool {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		host = address
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 func (t Temporal) tlsConfig() (*tls.Config, error) {

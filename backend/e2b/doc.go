@@ -3,7 +3,7 @@
 // kills sandboxes, and the in-sandbox envd daemon runs processes (Connect
 // protocol, JSON codec, server streaming) and serves files.
 //
-// The wire protocol is described in /work/shared/spec/e2b-protocol.md; the
+// The wire protocol is the one E2B documents for its API and envd; the
 // package hand-rolls the small subset it needs instead of generated
 // protobuf code. Package e2bfake is a local server speaking the same
 // protocol, for tests.

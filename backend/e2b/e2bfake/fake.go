@@ -3,7 +3,7 @@
 // a metadata filter) and an httptest envd endpoint (process Start as a
 // Connect JSON stream, SendSignal, filesystem Stat/ListDir/MakeDir/Move/
 // Remove, GET/POST /files, /health), speaking the wire protocol described
-// in /work/shared/spec/e2b-protocol.md.
+// by E2B's public API and envd (Connect) documentation.
 //
 // It validates requests the way the real services do, and a little more
 // strictly where a lenient answer would hide a client bug: the API key,
