@@ -76,6 +76,11 @@ func TestListenerPIDAndRSS(t *testing.T) {
 	if err != nil || rss < 1<<20 {
 		t.Fatalf("RSS = %d, %v", rss, err)
 	}
+	anon, file, err := RSSParts(pid)
+	// The parts are read a moment after the whole, so allow some drift.
+	if err != nil || anon <= 0 || file <= 0 || anon+file > rss+(64<<20) || anon+file < rss-(64<<20) {
+		t.Fatalf("RSSParts = %d + %d, %v; RSS %d", anon, file, err, rss)
+	}
 	ln.Close()
 	if _, err := ListenerPID(port); err == nil {
 		t.Errorf("ListenerPID found a listener on closed port %d", port)

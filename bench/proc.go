@@ -17,31 +17,47 @@ var ErrNoListener = errors.New("no local process listens on the port")
 // RSS returns the resident set size of process pid in bytes, read from
 // /proc/PID/status.
 func RSS(pid int) (int64, error) {
+	return statusBytes(pid, "VmRSS")
+}
+
+// RSSParts splits the resident set of process pid into anonymous memory
+// (heap, stacks: what the process allocated) and file-backed pages (its
+// executable's code and data mapped from the page cache), in bytes.
+func RSSParts(pid int) (anon, file int64, err error) {
+	if anon, err = statusBytes(pid, "RssAnon"); err != nil {
+		return 0, 0, err
+	}
+	file, err = statusBytes(pid, "RssFile")
+	return anon, file, err
+}
+
+// statusBytes reads the kB field key of /proc/PID/status, in bytes.
+func statusBytes(pid int, key string) (int64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, fmt.Errorf("rss of %d: %w", pid, err)
+		return 0, fmt.Errorf("%s of %d: %w", key, pid, err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, "VmRSS:") {
+		rest, ok := strings.CutPrefix(sc.Text(), key+":")
+		if !ok {
 			continue
 		}
-		fields := strings.Fields(strings.TrimPrefix(line, "VmRSS:"))
+		fields := strings.Fields(rest)
 		if len(fields) < 1 {
 			break
 		}
 		kb, err := strconv.ParseInt(fields[0], 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("rss of %d: %w", pid, err)
+			return 0, fmt.Errorf("%s of %d: %w", key, pid, err)
 		}
 		return kb * 1024, nil
 	}
 	if err := sc.Err(); err != nil {
-		return 0, fmt.Errorf("rss of %d: %w", pid, err)
+		return 0, fmt.Errorf("%s of %d: %w", key, pid, err)
 	}
-	return 0, fmt.Errorf("rss of %d: no VmRSS line", pid)
+	return 0, fmt.Errorf("%s of %d: no %s line", key, pid, key)
 }
 
 // ListenerPID finds the local process listening on TCP port (IPv4 or

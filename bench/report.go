@@ -100,6 +100,9 @@ func memCell(m Memory) string {
 	case m.PID == 0:
 		return "-"
 	}
+	if m.AfterAnon > 0 || m.AfterFile > 0 {
+		return fmt.Sprintf("%.0f / %.0f / %.0f (anon %.0f + file %.0f; pid %d)", m.Before, m.Peak, m.After, m.AfterAnon, m.AfterFile, m.PID)
+	}
 	return fmt.Sprintf("%.0f / %.0f / %.0f (pid %d)", m.Before, m.Peak, m.After, m.PID)
 }
 

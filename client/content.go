@@ -147,7 +147,7 @@ func (cl *Client) CountPending(ctx context.Context, taskQueue string) (int, erro
 	n := 0
 	var token []byte
 	for {
-		resp, err := cl.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token, PageSize: listAllPageSize})
+		resp, err := cl.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token, PageSize: countPageSize})
 		if err != nil {
 			return n, fmt.Errorf("count waiting calls: %w", err)
 		}

@@ -121,8 +121,11 @@ type Worker struct {
 // config sets none. A cached turn costs ~60 KB (its coroutines' stacks
 // and the SDK's state); the SDK's own default, 10,000, kept every waiting
 // turn in memory. Waiting turns evicted from the cache cost nothing in
-// the worker, and answering one replays its short history (BENCHMARKS.md).
-const DefaultStickyCacheSize = 500
+// the worker, and answering one replays its short history. 300 turns
+// running at once made as many calls per second with 256 as with 500
+// (BENCHMARKS.md); raise it when more turns run at once and their
+// histories are long.
+const DefaultStickyCacheSize = 256
 
 // Tools tunes how tool calls run: retries (the activity RetryPolicy),
 // timeouts, the local-activity fast path and approval deadlines.

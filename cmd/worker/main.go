@@ -113,6 +113,7 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	tuneGC()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if f.serverOnly {

@@ -119,6 +119,20 @@ func defaultDynamicConfig() map[string]any {
 		// listing of 10,000 from ~1.6-2.0 s to ~1.2-1.3 s: each page
 		// costs the frontend a fixed share on top of its rows.
 		"frontend.visibilityMaxPageSize": 5000,
+		// The history service's task schedulers default to 512 workers
+		// per queue (and 640 for replication, which a single cluster
+		// never uses): 2,200 goroutines parked in select, whose stacks
+		// were ~30 MB of the process's memory with 10,000 waiting turns.
+		// One shard on one node keeps 32 busy at most.
+		"history.timerProcessorSchedulerWorkerCount":                  32,
+		"history.transferProcessorSchedulerWorkerCount":               32,
+		"history.visibilityProcessorSchedulerWorkerCount":             32,
+		"history.archivalProcessorSchedulerWorkerCount":               4,
+		"history.memoryTimerProcessorSchedulerWorkerCount":            8,
+		"history.ReplicationProcessorSchedulerWorkerCount":            2,
+		"history.ReplicationLowPriorityProcessorSchedulerWorkerCount": 2,
+		// Events kept for cross-cluster replication, which never runs here.
+		"history.xdcCacheMaxSizeBytes": 256 << 10,
 	}
 }
 
