@@ -229,8 +229,8 @@ type Memory struct {
 	// AfterAnon and AfterFile split After into anonymous memory (heap,
 	// stacks) and file-backed pages (the executable mapped from the page
 	// cache: a fixed cost that depends on how the binary got into the
-	// cache, e.g. ~120 MB after a reboot and ~165 MB right after go build
-	// for the worker here).
+	// cache, e.g. ~120 MB for the worker here when it was read from disk
+	// and ~165 MB right after go build).
 	AfterAnon float64 `json:"after_anon_mb,omitempty"`
 	AfterFile float64 `json:"after_file_mb,omitempty"`
 	Err       string  `json:"error,omitempty"`

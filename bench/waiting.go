@@ -79,12 +79,9 @@ type Listing struct {
 	Err           string  `json:"error,omitempty"`
 }
 
-// waitingQuery selects running turns that wait on something.
-var waitingQuery = client.WaitingQuery
-
 // countWaiting counts running turns with a pending entry.
 func (r *Runner) countWaiting(ctx context.Context) (int64, error) {
-	resp, err := r.Temporal.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: waitingQuery})
+	resp, err := r.Temporal.CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: client.WaitingQuery})
 	if err != nil {
 		return 0, fmt.Errorf("count waiting turns: %w", err)
 	}
@@ -101,7 +98,7 @@ func (r *Runner) listWaiting(ctx context.Context, pageSize int) Listing {
 	for {
 		tp := time.Now()
 		resp, err := r.Temporal.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
-			Query: waitingQuery, NextPageToken: token, PageSize: int32(pageSize)})
+			Query: client.WaitingQuery, NextPageToken: token, PageSize: int32(pageSize)})
 		l.SlowestPageMS = max(l.SlowestPageMS, ms(time.Since(tp)))
 		if err != nil {
 			l.Err = fmt.Sprintf("list waiting turns: %v", err)

@@ -283,8 +283,8 @@ type PendingPage struct {
 // a stored column while a datetime is computed from the row's JSON for
 // every row the query scans (a listing of 10,000 waiting turns spent a
 // third of its server time there).
-var WaitingQuery = fmt.Sprintf("WorkflowType = '%s' AND ExecutionStatus = 'Running' AND %s IS NOT NULL",
-	workflows.TurnWorkflow, workflows.SAPendingCalls)
+const WaitingQuery = "WorkflowType = '" + workflows.TurnWorkflow + "' AND ExecutionStatus = 'Running' AND " +
+	workflows.SAPendingCalls + " IS NOT NULL"
 
 // pendingQuery is the visibility query selecting the turns f can match.
 func pendingQuery(f Filter, now time.Time) string {

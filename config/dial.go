@@ -18,7 +18,7 @@ import (
 // clients of a hosted or self-run cluster use the same.
 func (t Temporal) ClientOptions() (tclient.Options, error) {
 	o := tclient.Options{HostPort: t.Address, Namespace: t.Namespace}
-	if Loopback(t.Address) {
+	if loopback(t.Address) {
 		// Compressing on loopback costs CPU on both ends and saves
 		// nothing (a listing of 10,000 waiting turns moves ~15 MB).
 		o.ConnectionOptions.GrpcCompression = &tclient.GrpcCompressionNone{}
@@ -46,9 +46,9 @@ func (t Temporal) ClientOptions() (tclient.Options, error) {
 	return o, nil
 }
 
-// Loopback reports whether the host of address (host:port) is a loopback
+// loopback reports whether the host of address (host:port) is a loopback
 // address or localhost.
-func Loopback(address string) bool {
+func loopback(address string) bool {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		host = address

@@ -114,8 +114,8 @@ func defaultDynamicConfig() map[string]any {
 		// external-storage references warden never makes: ~4% of the
 		// process's CPU at 100 tool calls/s, and most of its stack growth.
 		"history.externalPayloadsEnabled": false,
-		// Listing every waiting turn (approvals list, the pending gauge)
-		// in pages of 5,000 instead of the default cap of 1,000 took a
+		// Listing every waiting turn (approvals list, the inbox's
+		// oldest-first view) in pages of 5,000 instead of the default cap of 1,000 took a
 		// listing of 10,000 from ~1.6-2.0 s to ~1.2-1.3 s: each page
 		// costs the frontend a fixed share on top of its rows.
 		"frontend.visibilityMaxPageSize": 5000,
@@ -123,7 +123,8 @@ func defaultDynamicConfig() map[string]any {
 		// per queue (and 640 for replication, which a single cluster
 		// never uses): 2,200 goroutines parked in select, whose stacks
 		// were ~30 MB of the process's memory with 10,000 waiting turns.
-		// One shard on one node keeps 32 busy at most.
+		// With 32 per queue the throughput and waiting benches ran as
+		// fast as before (BENCHMARKS.md).
 		"history.timerProcessorSchedulerWorkerCount":                  32,
 		"history.transferProcessorSchedulerWorkerCount":               32,
 		"history.visibilityProcessorSchedulerWorkerCount":             32,
