@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,19 +19,22 @@ import (
 
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/internal/devserver"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
 
-// freePort returns a TCP port free on 127.0.0.1 right now.
+// freePort returns a TCP port free on 127.0.0.1 right now, outside the
+// kernel's ephemeral range (devserver.FreePort): the process under test
+// binds it later, and an ephemeral port can be taken in between by any
+// outgoing connection.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := devserver.FreePort("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return port
 }
 
 // startEmbedded starts the worker binary with its embedded server and

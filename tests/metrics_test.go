@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,12 +22,7 @@ import (
 // /metrics: warden's metrics (with HELP) and the SDK's own are there.
 func TestMetricsEndpoint(t *testing.T) {
 	bin := buildWorker(t)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePort(t)))
 	queue := "tq-metrics-" + fmt.Sprint(time.Now().UnixNano())
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(cfg, []byte("middleware:\n  metrics: true\n  logging: {level: error}\n"+contentConfig()), 0o644); err != nil {
