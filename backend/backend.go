@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/wardenhq/warden/calls"
 )
 
 // Errors backends wrap so tools can tell what went wrong.
@@ -52,6 +54,24 @@ type ExecRequest struct {
 	MaxOutput int
 	// Stdin, when non-nil, is written to the process's standard input.
 	Stdin []byte
+	// Sandbox is the call's sandbox profile (nil: the backend's default,
+	// which on the local backend is the working directory writable and
+	// no network).
+	Sandbox *calls.Sandbox
+}
+
+type sandboxKey struct{}
+
+// WithSandbox returns ctx carrying the sandbox profile of the call being
+// run, for the backend's file operations (where a link may lead).
+func WithSandbox(ctx context.Context, s *calls.Sandbox) context.Context {
+	return context.WithValue(ctx, sandboxKey{}, s)
+}
+
+// SandboxFrom returns the profile WithSandbox put in ctx, or nil.
+func SandboxFrom(ctx context.Context) *calls.Sandbox {
+	s, _ := ctx.Value(sandboxKey{}).(*calls.Sandbox)
+	return s
 }
 
 // ExecResult is the outcome of a process.

@@ -1,4 +1,8 @@
-// Package local runs tools on the worker's own machine.
+// Package local runs tools on the worker's own machine. Every process
+// runs in a kernel sandbox shaped by its call (package sandbox) unless
+// the backend is explicitly unsandboxed; the file operations, which run
+// inside the worker, refuse the worker's own /proc entries, the hidden
+// paths, and links that lead out of the call's working directories.
 package local
 
 import (
@@ -6,15 +10,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/local/sandbox"
+	"github.com/wardenhq/warden/calls"
 )
 
 // Backend is the local machine. Its zero value runs in the worker's
@@ -27,6 +36,16 @@ type Backend struct {
 	// gets only backend.BaseEnvNames of the worker's own environment,
 	// then these, then the request's entries.
 	Env []string
+	// Hide lists host paths no tool may see: the worker's data directory
+	// and config file, credentials named by the policy. Tool processes
+	// find them empty; the file operations refuse them, through links
+	// too.
+	Hide []string
+	// Unsandboxed runs tool processes as the worker's user with its file
+	// system and network (backend.local.sandbox: off). The zero value
+	// sandboxes every process, and a kernel without Landlock or user
+	// namespaces then fails every call.
+	Unsandboxed bool
 }
 
 // New returns a local backend whose default working directory is workdir.
@@ -52,13 +71,17 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
-	cmd.Dir = req.Dir
-	if cmd.Dir == "" {
-		cmd.Dir = b.Workdir
+	dir := req.Dir
+	if dir == "" {
+		dir = b.Workdir
 	}
 	// A clean environment: the worker's secrets never reach a tool.
-	cmd.Env = backend.ToolEnv(os.Environ(), b.Env, req.Env)
+	env := backend.ToolEnv(os.Environ(), b.Env, req.Env)
+	cmd, cleanup, err := b.command(ctx, req, dir, env)
+	if err != nil {
+		return backend.ExecResult{}, err
+	}
+	defer cleanup()
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
@@ -69,11 +92,11 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	// parent-death signal so a killed worker does not leave it running
 	// (side-effecting calls are at-most-once: they must not finish behind
 	// the workflow's back).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pdeathsig = true, syscall.SIGKILL
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
-	err := cmd.Run()
+	err = cmd.Run()
 	res := backend.ExecResult{
 		Stdout:    stdout.Bytes(),
 		Stderr:    stderr.Bytes(),
@@ -99,27 +122,136 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	return res, nil
 }
 
-// ReadFile implements backend.Backend.
-func (b *Backend) ReadFile(_ context.Context, path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+// command builds the process of req: in a sandbox shaped by
+// req.Sandbox, with a private temporary directory that cleanup removes,
+// or (Unsandboxed) as the worker's user.
+func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir string, env []string) (*exec.Cmd, func(), error) {
+	if b.Unsandboxed {
+		cmd := exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
+		cmd.Dir, cmd.Env, cmd.SysProcAttr = dir, env, &syscall.SysProcAttr{}
+		return cmd, func() {}, nil
+	}
+	prof := req.Sandbox
+	if prof == nil {
+		prof = &calls.Sandbox{Write: []string{dir}, Dirs: []string{dir}}
+	}
+	tmp, err := os.MkdirTemp("", "warden-tool-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("local exec: private temporary directory: %w", err)
+	}
+	cleanup := func() { _ = os.RemoveAll(tmp) }
+	spec := sandbox.Spec{
+		Write:   append(realPaths(prof.Write), tmp),
+		Protect: realPaths(prof.Protect),
+		Network: prof.Network,
+		Dir:     dir,
+		Argv:    req.Argv,
+	}
+	spec.Hide = hidden(b.hide(), append([]string{dir}, spec.Write...))
+	cmd, err := sandbox.Command(ctx, spec, append(env, "TMPDIR="+tmp))
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("local exec: %w", err)
+	}
+	return cmd, cleanup, nil
+}
+
+// hide is every path the backend keeps from tools: its Hide list and
+// /run, where the sockets of the machine's daemons (Docker's among them)
+// live.
+func (b *Backend) hide() []string { return append(realPaths(b.Hide), "/run") }
+
+// hidden keeps the paths of hide that hold none of keep (a working
+// directory inside a hidden tree stays visible: the path checks decided
+// it).
+func hidden(hide, keep []string) []string {
+	var out []string
+	for _, h := range hide {
+		if !slices.ContainsFunc(keep, func(k string) bool { return within(k, h) }) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// realPaths resolves the links in each path that exists, so that a
+// mount or rule lands on the file itself; others are kept as given.
+func realPaths(ps []string) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		out = append(out, filepath.Clean(p))
+	}
+	return out
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	p, dir = filepath.Clean(p), filepath.Clean(dir)
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// ReadFile implements backend.Backend. The path is checked as the file
+// it resolves to (see resolve), and the file opened is checked again: a
+// hard link to one of the hidden files is refused.
+func (b *Backend) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	real, err := b.resolve(ctx, path, false)
+	if err != nil {
+		return nil, err
+	}
+	f, err := open(real, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if err := b.checkLinks(f, path, false); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(f)
 	return data, wrap(err)
 }
 
-// WriteFile implements backend.Backend.
-func (b *Backend) WriteFile(_ context.Context, path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+// WriteFile implements backend.Backend, on the file path resolves to.
+func (b *Backend) WriteFile(ctx context.Context, path string, data []byte) error {
+	real, err := b.resolve(ctx, path, true)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
 		return fmt.Errorf("local write: %w", err)
 	}
 	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(path); err == nil {
+	if fi, err := os.Stat(real); err == nil {
 		mode = fi.Mode().Perm()
 	}
-	return wrap(os.WriteFile(path, data, mode))
+	f, err := open(real, os.O_WRONLY|os.O_CREATE, mode)
+	if err != nil {
+		return err
+	}
+	if err := b.checkLinks(f, path, true); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Truncate(0); err != nil {
+		f.Close()
+		return wrap(err)
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return wrap(err)
 }
 
 // Stat implements backend.Backend.
-func (b *Backend) Stat(_ context.Context, path string) (backend.FileInfo, error) {
-	fi, err := os.Stat(path)
+func (b *Backend) Stat(ctx context.Context, path string) (backend.FileInfo, error) {
+	real, err := b.resolve(ctx, path, false)
+	if err != nil {
+		return backend.FileInfo{}, err
+	}
+	fi, err := os.Stat(real)
 	if err != nil {
 		return backend.FileInfo{}, wrap(err)
 	}
@@ -127,13 +259,20 @@ func (b *Backend) Stat(_ context.Context, path string) (backend.FileInfo, error)
 }
 
 // ListDir implements backend.Backend.
-func (b *Backend) ListDir(_ context.Context, path string) ([]backend.FileInfo, error) {
-	entries, err := os.ReadDir(path)
+func (b *Backend) ListDir(ctx context.Context, path string) ([]backend.FileInfo, error) {
+	real, err := b.resolve(ctx, path, false)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := os.ReadDir(real)
 	if err != nil {
 		return nil, wrap(err)
 	}
 	out := make([]backend.FileInfo, 0, len(entries))
 	for _, e := range entries {
+		if b.isHidden(filepath.Join(real, e.Name())) {
+			continue
+		}
 		fi, err := e.Info()
 		if err != nil {
 			continue // removed since the listing

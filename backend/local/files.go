@@ -1,0 +1,204 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wardenhq/warden/backend"
+)
+
+// The file operations run inside the worker process, so they are held
+// to what a sandboxed process could do:
+//
+//   - the worker's own /proc entries (/proc/self, /proc/thread-self,
+//     /proc/<pid>) are refused: they would be the worker's, not a tool's;
+//   - a hidden path (the data directory, the config file) is refused,
+//     however it is reached;
+//   - a path is acted on as the file it resolves to, and a link that
+//     resolves outside the call's working directories is refused, so the
+//     model names the target and the call is decided as that path;
+//   - the resolved path is opened with no link allowed on the way
+//     (openat2 RESOLVE_NO_SYMLINKS), so a link swapped in after the check
+//     is not followed;
+//   - a file with more than one hard link is refused when it is one of
+//     the hidden files, and refused for writing always: its other names
+//     may be outside the working directories.
+
+// refused is the error of an operation the backend will not do; tools
+// show its text to the model.
+func refused(format string, args ...any) error {
+	return fmt.Errorf("local: refused: "+format, args...)
+}
+
+// resolve checks path for an operation and returns the path to act on.
+func (b *Backend) resolve(ctx context.Context, path string, write bool) (string, error) {
+	clean := filepath.Clean(path)
+	if !filepath.IsAbs(clean) {
+		clean = filepath.Join(b.Workdir, clean)
+	}
+	if procEntry(clean) {
+		return "", refused("%s is a /proc entry of the worker process; the file tools run inside the worker, so they do not read processes (use Bash, which runs in its own sandbox)", path)
+	}
+	real, err := realPath(clean)
+	if err != nil {
+		return "", err
+	}
+	if procEntry(real) {
+		return "", refused("%s leads to %s, a /proc entry of the worker process", path, real)
+	}
+	if b.isHidden(clean) || b.isHidden(real) {
+		return "", refused("%s is one of the worker's own files (its data directory or config); no tool can read or write it", path)
+	}
+	if real != clean {
+		dirs := b.dirs(ctx)
+		if !insideAny(real, dirs) {
+			verb := "read"
+			if write {
+				verb = "write"
+			}
+			return "", refused("%s is a link to %s, outside the working directories (%s); to %s it, name %s itself so the call is decided as that path",
+				path, real, strings.Join(dirs, ", "), verb, real)
+		}
+	}
+	return real, nil
+}
+
+// dirs are the working directories of the call in ctx (the backend's
+// workdir when none is known).
+func (b *Backend) dirs(ctx context.Context) []string {
+	if s := backend.SandboxFrom(ctx); s != nil && len(s.Dirs) > 0 {
+		return realPaths(s.Dirs)
+	}
+	return realPaths([]string{b.Workdir})
+}
+
+// realPath resolves every link in p. A path that does not exist yet
+// resolves through its deepest existing ancestor; a dangling link is an
+// error (writing through it would create its target).
+func realPath(p string) (string, error) {
+	r, err := filepath.EvalSymlinks(p)
+	if err == nil {
+		return r, nil
+	}
+	if fi, lerr := os.Lstat(p); lerr == nil && fi.Mode()&fs.ModeSymlink != 0 {
+		return "", refused("%s is a link whose target does not exist", p)
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return "", wrap(err)
+	}
+	parent := filepath.Dir(p)
+	if parent == p {
+		return p, nil
+	}
+	rp, err := realPath(parent)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(rp, filepath.Base(p)), nil
+}
+
+// procEntry reports whether p is a process's entry in /proc (or below
+// one): /proc/self, /proc/thread-self or /proc/<pid>.
+func procEntry(p string) bool {
+	rest, ok := strings.CutPrefix(p, "/proc/")
+	if !ok {
+		return false
+	}
+	first, _, _ := strings.Cut(rest, "/")
+	if first == "self" || first == "thread-self" {
+		return true
+	}
+	_, err := strconv.Atoi(first)
+	return err == nil
+}
+
+// isHidden reports whether p is one of the hidden paths or below one.
+func (b *Backend) isHidden(p string) bool {
+	return insideAny(p, realPaths(b.Hide))
+}
+
+func insideAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if within(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// open opens the resolved path real with no link on the way.
+func open(real string, flags int, mode os.FileMode) (*os.File, error) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, real, &unix.OpenHow{
+		Flags:   uint64(flags | unix.O_CLOEXEC),
+		Mode:    uint64(mode.Perm()),
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if errors.Is(err, unix.ELOOP) {
+		return nil, refused("%s changed into a link while it was being opened", real)
+	}
+	if err != nil {
+		return nil, wrap(&fs.PathError{Op: "open", Path: real, Err: err})
+	}
+	return os.NewFile(uintptr(fd), real), nil
+}
+
+// checkLinks refuses a file with other hard links when it is one of the
+// hidden files, or when it is to be written.
+func (b *Backend) checkLinks(f *os.File, path string, write bool) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return wrap(err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink <= 1 {
+		return nil
+	}
+	if write {
+		return refused("%s has %d hard links; its other names may be outside the working directories, so it is not written through this one", path, st.Nlink)
+	}
+	if b.hiddenInode(st.Dev, st.Ino) {
+		return refused("%s is a hard link to one of the worker's own files", path)
+	}
+	return nil
+}
+
+// hiddenInode reports whether (dev, ino) is a file of the hidden paths
+// (searched three levels deep, at most 10,000 entries: keys and
+// config sit near the top).
+func (b *Backend) hiddenInode(dev, ino uint64) bool {
+	seen := 0
+	var found bool
+	var walk func(p string, depth int)
+	walk = func(p string, depth int) {
+		if found || seen > 10000 {
+			return
+		}
+		seen++
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil {
+			return
+		}
+		if st.Dev == dev && st.Ino == ino {
+			found = true
+			return
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR || depth == 0 {
+			return
+		}
+		entries, _ := os.ReadDir(p)
+		for _, e := range entries {
+			walk(filepath.Join(p, e.Name()), depth-1)
+		}
+	}
+	for _, h := range realPaths(b.Hide) {
+		walk(h, 3)
+	}
+	return found
+}

@@ -1,0 +1,268 @@
+package sandbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// init turns a binary started by Command into the helper: it sets the
+// sandbox up and execs the tool, never returning to the program's main.
+func init() {
+	if len(os.Args) != 2 || os.Args[0] != helperName {
+		return
+	}
+	// Exit code 126, as a shell reports a program it could not run.
+	err := helper(os.Args[1])
+	fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
+	os.Exit(126)
+}
+
+// helper runs inside the new namespaces, as the only process of its PID
+// namespace. It returns only on failure; on success the tool replaces it.
+func helper(arg string) error {
+	// Landlock, the capability bounding set and no_new_privs are
+	// properties of a thread; exec keeps the calling thread's.
+	runtime.LockOSThread()
+	var spec Spec
+	if err := json.Unmarshal([]byte(arg), &spec); err != nil {
+		return fmt.Errorf("bad spec: %w", err)
+	}
+	if err := mounts(spec); err != nil {
+		return err
+	}
+	if !spec.Network {
+		if err := loopbackUp(); err != nil {
+			return fmt.Errorf("loopback: %w", err)
+		}
+	}
+	prog, err := exec.LookPath(spec.Argv[0])
+	if err != nil {
+		return err
+	}
+	if err := os.Chdir(spec.Dir); err != nil {
+		return err
+	}
+	if err := dropCapabilities(); err != nil {
+		return err
+	}
+	if err := landlock(spec); err != nil {
+		return err
+	}
+	return syscall.Exec(prog, spec.Argv, os.Environ())
+}
+
+// mounts makes the mount namespace private, hides, protects and mounts
+// a /proc of the new PID namespace.
+func mounts(spec Spec) error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("private mounts: %w", err)
+	}
+	for _, p := range spec.Hide {
+		if err := hide(p); err != nil {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
+	}
+	for _, p := range spec.Protect {
+		if err := readOnly(p); err != nil {
+			return fmt.Errorf("protect %s: %w", p, err)
+		}
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount /proc: %w", err)
+	}
+	return nil
+}
+
+// hide covers p: a directory with an empty read-only tmpfs, anything
+// else with /dev/null. A missing path needs nothing.
+func hide(p string) error {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555")
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return nil // the worker hides link targets; a link itself leads nowhere once they are hidden
+	}
+	return unix.Mount("/dev/null", p, "", unix.MS_BIND, "")
+}
+
+// readOnly bind-mounts p onto itself read-only, keeping the flags the
+// mount it sits on has (a user namespace may not clear them).
+func readOnly(p string) error {
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return err
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(p, &st); err != nil {
+		return err
+	}
+	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+	for _, f := range []struct{ st, ms int64 }{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if st.Flags&f.st != 0 {
+			flags |= uintptr(f.ms)
+		}
+	}
+	return unix.Mount("", p, "", flags, "")
+}
+
+// loopbackUp brings up lo in the new network namespace, so a tool can
+// still serve and reach itself on 127.0.0.1.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
+
+// dropCapabilities empties the bounding and ambient sets, so the tool
+// has no capability even inside its own user namespace.
+func dropCapabilities() error {
+	for c := 0; c <= 63; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if errors.Is(err, unix.EINVAL) {
+				break // past the last capability this kernel knows
+			}
+			return fmt.Errorf("drop capability %d: %w", c, err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	return nil
+}
+
+// Landlock access rights by the ABI that introduced them.
+const (
+	fsRead  = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
+	fsABI1  = fsRead | unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR | unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_DIR | unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK | unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK | unix.LANDLOCK_ACCESS_FS_MAKE_SYM
+	fsFile  = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE
+	scopeV6 = unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET | unix.LANDLOCK_SCOPE_SIGNAL
+)
+
+// handled returns the file-system rights the ruleset restricts at abi,
+// and the scopes.
+func handled(abi int) (fs, scoped uint64) {
+	fs = fsABI1
+	if abi >= 2 {
+		fs |= unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if abi >= 3 {
+		fs |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= 5 {
+		fs |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	if abi >= 6 {
+		scoped = scopeV6
+	}
+	return fs, scoped
+}
+
+// devices are the character devices any program may write.
+func devices() []string {
+	return []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+}
+
+// landlock restricts the calling thread: everything readable and
+// executable, the Write paths writable, the common devices usable;
+// nothing else may be changed, and no signal or abstract socket reaches
+// outside the domain.
+func landlock(spec Spec) error {
+	abi, err := ABI()
+	if err != nil {
+		return err
+	}
+	if abi < MinABI {
+		return fmt.Errorf("landlock ABI %d is older than %d", abi, MinABI)
+	}
+	fs, scoped := handled(abi)
+	attr := unix.LandlockRulesetAttr{Access_fs: fs, Scoped: scoped}
+	size := unsafe.Sizeof(attr)
+	if abi < 6 {
+		size = unsafe.Offsetof(attr.Scoped) // older kernels reject the larger struct
+	}
+	if abi < 4 {
+		size = unsafe.Offsetof(attr.Access_net)
+	}
+	rfd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+	if errno != 0 {
+		return fmt.Errorf("landlock_create_ruleset: %w", errno)
+	}
+	defer unix.Close(int(rfd))
+	if err := addRule(int(rfd), "/", fsRead); err != nil {
+		return err
+	}
+	for _, p := range spec.Write {
+		if err := addRule(int(rfd), p, fs); err != nil {
+			return err
+		}
+	}
+	for _, p := range devices() {
+		if err := addRule(int(rfd), p, fsFile|(fs&(unix.LANDLOCK_ACCESS_FS_TRUNCATE|unix.LANDLOCK_ACCESS_FS_IOCTL_DEV))); err != nil {
+			return err
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, rfd, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_restrict_self: %w", errno)
+	}
+	return nil
+}
+
+// addRule grants access beneath p (only the file rights when p is not a
+// directory). A missing path is skipped: it cannot be reached anyway.
+func addRule(rfd int, p string, access uint64) error {
+	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENXIO) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open %s: %w", p, err)
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("stat %s: %w", p, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		access &= fsFile | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	rule := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(fd)}
+	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rfd), unix.LANDLOCK_RULE_PATH_BENEATH,
+		uintptr(unsafe.Pointer(&rule)), 0, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock rule for %s: %w", p, errno)
+	}
+	return nil
+}

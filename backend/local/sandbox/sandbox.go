@@ -1,0 +1,147 @@
+// Package sandbox runs one tool process on the local machine inside a
+// kernel sandbox: new user, mount, PID, IPC and (unless the call may use
+// the network) network namespaces, and a Landlock domain that makes the
+// whole file system read-only except the paths the call may write.
+//
+// The worker never restricts itself. Command re-executes the running
+// binary (/proc/self/exe) as a helper in fresh namespaces; the helper
+// hides the worker's secrets behind empty mounts, makes the files that
+// run later (git hooks and config) read-only, mounts a /proc that shows
+// only the call's own processes, applies Landlock to the one thread that
+// then execs the tool, and drops every capability on the way. Any binary
+// that links this package can act as the helper (its init recognises
+// the helper's argv[0]), so the worker, starter and test binaries all
+// can.
+//
+// Why these parts: Landlock and namespaces are in every kernel warden
+// supports and need no install and no privilege; bubblewrap would do the
+// mounts too, but it is a package a fresh machine does not have. Landlock
+// is called through golang.org/x/sys/unix rather than go-landlock because
+// only the exec'ing thread needs it, and go-landlock's all-threads path
+// links libcap's psx, which wraps pthread_create for the whole worker.
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// helperName is the argv[0] that makes a binary act as the helper.
+const helperName = "warden-sandbox-helper"
+
+// MinABI is the oldest Landlock ABI the sandbox accepts: version 3 adds
+// truncation, so a read-only file cannot be emptied with O_TRUNC.
+const MinABI = 3
+
+// Spec is what one sandboxed process may do.
+type Spec struct {
+	// Write lists the paths the process may write (directories with
+	// everything beneath them, or single files). Everything else is
+	// read-only, or hidden.
+	Write []string `json:"write,omitempty"`
+	// Protect lists paths inside Write that stay read-only (a
+	// workspace's .git/hooks and .git/config: they run later, outside
+	// any check).
+	Protect []string `json:"protect,omitempty"`
+	// Hide lists paths replaced by something empty: a directory by an
+	// empty read-only tmpfs, a file by /dev/null.
+	Hide []string `json:"hide,omitempty"`
+	// Network keeps the host's network; otherwise the process gets a
+	// network namespace of its own with only a loopback interface.
+	Network bool `json:"network,omitempty"`
+	// Dir is the working directory.
+	Dir string `json:"dir"`
+	// Argv is the program and its arguments; the program is looked up in
+	// the PATH of the process's environment.
+	Argv []string `json:"argv"`
+}
+
+// ABI returns the kernel's Landlock ABI version, or an error saying why
+// there is none.
+func ABI() (int, error) {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0, fmt.Errorf("landlock is not available: %w", errno)
+	}
+	return int(v), nil
+}
+
+// Command returns the command that runs spec.Argv in the sandbox, with
+// env as the process's whole environment; ctx kills it like
+// exec.CommandContext. The caller sets its standard streams and starts
+// it; the returned command's SysProcAttr may be extended (process group,
+// parent-death signal) but its namespaces must be kept.
+func Command(ctx context.Context, spec Spec, env []string) (*exec.Cmd, error) {
+	if len(spec.Argv) == 0 {
+		return nil, errors.New("sandbox: empty argv")
+	}
+	for _, p := range append(append(append([]string{spec.Dir}, spec.Write...), spec.Protect...), spec.Hide...) {
+		if !filepath.IsAbs(p) {
+			return nil, fmt.Errorf("sandbox: path %q is not absolute", p)
+		}
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	flags := uintptr(syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC)
+	if !spec.Network {
+		flags |= syscall.CLONE_NEWNET
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	cmd := exec.CommandContext(ctx, "/proc/self/exe")
+	cmd.Args = []string{helperName, string(b)}
+	cmd.Env, cmd.Dir = env, "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:                 flags,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		GidMappingsEnableSetgroups: false,
+	}
+	return cmd, nil
+}
+
+// Describe says what protects a process, for the worker's start-up line:
+// "landlock v7, user, mount, pid and network namespaces".
+func Describe(abi int) string {
+	return fmt.Sprintf("landlock v%d, user, mount, pid, ipc and network namespaces, no capabilities", abi)
+}
+
+// Check runs a trivial command in a sandbox like a tool's and reports
+// whether it works here: the Landlock ABI is recent enough and the
+// kernel lets this user create the namespaces. It returns the ABI.
+func Check() (int, error) {
+	abi, err := ABI()
+	if err != nil {
+		return 0, err
+	}
+	if abi < MinABI {
+		return abi, fmt.Errorf("landlock ABI %d is older than %d", abi, MinABI)
+	}
+	dir, err := os.MkdirTemp("", "warden-sandbox-check-")
+	if err != nil {
+		return abi, err
+	}
+	defer os.RemoveAll(dir)
+	cmd, err := Command(context.Background(), Spec{Write: []string{dir}, Dir: dir, Argv: []string{"/bin/sh", "-c", "echo ok > probe"}}, []string{"PATH=/usr/bin:/bin"})
+	if err != nil {
+		return abi, err
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return abi, fmt.Errorf("a sandboxed process failed (%w): %s", err, strings.TrimSpace(string(out)))
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "probe")); err != nil || string(b) != "ok\n" {
+		return abi, fmt.Errorf("a sandboxed process could not write its working directory: %v", err)
+	}
+	return abi, nil
+}

@@ -1,0 +1,66 @@
+package calls
+
+import "strings"
+
+// Sandbox is the kernel sandbox a call's processes run in on the local
+// backend, decided with the call's verdict and recorded with it: what
+// the call may write and whether it has the network. Everything not
+// listed in Write is read-only; the worker's own files are never
+// visible. Docker and E2B apply what of it they can express.
+type Sandbox struct {
+	// Write lists the paths the call's processes may write: the working
+	// directories (none for a call allowed as read-only) and exactly the
+	// paths outside them the call was decided to write.
+	Write []string `json:"write,omitempty"`
+	// Dirs are the call's working directories. The file tools follow a
+	// link only to a target inside them: a link that leads out is
+	// refused, so the target is decided as itself.
+	Dirs []string `json:"dirs,omitempty"`
+	// Protect lists paths inside Write that stay read-only (.git/hooks
+	// and .git/config of each working directory, unless a rule grants
+	// them).
+	Protect []string `json:"protect,omitempty"`
+	// Network gives the call the host's network; NetworkBy says what
+	// turned it on (the turn's policy, a rule, the tool's settings).
+	Network   bool   `json:"network,omitempty"`
+	NetworkBy string `json:"network_by,omitempty"`
+	// Off records that the worker runs this backend without the sandbox
+	// (backend.local.sandbox: off): the call runs as the worker's user.
+	Off bool `json:"off,omitempty"`
+	// Backend names the backend when it is not the local one (Docker,
+	// E2B): their own isolation applies, and what of the profile they
+	// can express.
+	Backend string `json:"backend,omitempty"`
+}
+
+// String says how the call will run, for approvers, the audit and the
+// CLI: "write /src/app, network off".
+func (s *Sandbox) String() string {
+	if s == nil {
+		return "not recorded"
+	}
+	if s.Off {
+		return "no sandbox (backend.local.sandbox: off): runs as the worker's user"
+	}
+	var b strings.Builder
+	if s.Backend != "" && s.Backend != "local" {
+		b.WriteString(s.Backend + " workspace, ")
+	}
+	if len(s.Write) == 0 {
+		b.WriteString("read-only")
+	} else {
+		b.WriteString("write " + strings.Join(s.Write, ", "))
+	}
+	if len(s.Protect) > 0 {
+		b.WriteString(" (read-only: " + strings.Join(s.Protect, ", ") + ")")
+	}
+	if s.Network {
+		b.WriteString(", network on")
+		if s.NetworkBy != "" {
+			b.WriteString(" (" + s.NetworkBy + ")")
+		}
+	} else {
+		b.WriteString(", network off")
+	}
+	return b.String()
+}
