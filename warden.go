@@ -53,6 +53,12 @@ type Options struct {
 	// Workdir is the default workspace directory (default: the current
 	// directory).
 	Workdir string
+	// Protected are doublestar patterns of the worker's own paths that no
+	// tool may read or write in any mode (permission.Context.Protected).
+	// The default "local" backend runs every tool process in the kernel
+	// sandbox; pass Backends["local"] to hide paths from it or to turn
+	// the sandbox off.
+	Protected []string
 	// Models by provider name, added to "scripted".
 	Models map[string]model.Model
 	// ToolDefaults and ToolSettings (by tool name) tune retries (mapped
@@ -150,7 +156,7 @@ func NewActivities(o Options) (*activities.Activities, error) {
 		compactors[name] = c
 	}
 	a := &activities.Activities{
-		Tools: reg, Backends: backends, DefaultBackend: def, DefaultWorkdir: wd,
+		Tools: reg, Backends: backends, DefaultBackend: def, DefaultWorkdir: wd, Protected: slices.Clone(o.Protected),
 		Models: models, Middleware: slices.Clone(o.ToolMiddleware), ResultBudget: o.ResultBudget, Logger: o.Logger,
 		ToolDefaults: o.ToolDefaults, ToolSettings: o.ToolSettings, Notifier: o.Notifier, InboxURL: o.InboxURL,
 		ModelMetrics: o.ModelMetrics,

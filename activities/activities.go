@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware"
@@ -37,6 +38,11 @@ type Activities struct {
 	DefaultBackend string
 	// DefaultWorkdir is used when a turn names no workdir.
 	DefaultWorkdir string
+	// Protected are doublestar patterns of the worker's own paths (data
+	// directory, config file) that no call may read or write in any mode
+	// (permission.Context.Protected); Prepare adds them to every turn's
+	// policy.
+	Protected []string
 	// Models by provider name.
 	Models map[string]model.Model
 	// Middleware wraps every tool call (first registered is outermost).
@@ -150,6 +156,12 @@ func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out work
 		return out, err
 	}
 	env.IdempotencyKey = in.Key
+	env.Sandbox = in.Sandbox
+	if env.Sandbox == nil {
+		// Decided before profiles were recorded: the default profile.
+		env.Sandbox = &calls.Sandbox{Write: []string{env.Workdir}, Dirs: []string{env.Workdir}}
+	}
+	ctx = backend.WithSandbox(ctx, env.Sandbox)
 	attempt := activity.GetInfo(ctx).Attempt
 	start := time.Now()
 	defer func() {

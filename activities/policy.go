@@ -26,6 +26,9 @@ type ToolSettings struct {
 	ApprovalTimeout time.Duration `yaml:"approval_timeout" json:"approval_timeout,omitempty"`
 	// Escalation at the deadline: deny (default), allow or notify.
 	Escalation workflows.Escalation `yaml:"escalation" json:"escalation,omitempty"`
+	// Network gives the tool's processes the host's network in the local
+	// sandbox (default off); the profile records it.
+	Network bool `yaml:"network" json:"network,omitempty"`
 }
 
 // Retry configures retries of a tool's activity. Without MaxAttempts,
@@ -48,11 +51,17 @@ const (
 
 // policy resolves the settings for one call: per-tool settings over the
 // defaults over built-in behaviour.
-func (a *Activities) policy(info tools.Info, readOnly bool, backendName string) workflows.CallPolicy {
+// settings are the tool's settings laid over the defaults.
+func (a *Activities) settings(tool string) ToolSettings {
 	s := a.ToolDefaults
-	if t, ok := a.ToolSettings[info.Name]; ok {
+	if t, ok := a.ToolSettings[tool]; ok {
 		s = merge(s, t)
 	}
+	return s
+}
+
+func (a *Activities) policy(info tools.Info, readOnly bool, backendName string) workflows.CallPolicy {
+	s := a.settings(info.Name)
 	p := workflows.CallPolicy{
 		MaxAttempts:        s.Retry.MaxAttempts,
 		InitialInterval:    s.Retry.InitialInterval,
@@ -121,6 +130,9 @@ func merge(s, t ToolSettings) ToolSettings {
 	}
 	if t.ApprovalTimeout != 0 {
 		s.ApprovalTimeout = t.ApprovalTimeout
+	}
+	if t.Network {
+		s.Network = true
 	}
 	if t.Escalation != "" {
 		s.Escalation = t.Escalation

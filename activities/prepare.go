@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
@@ -34,7 +35,13 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	// resolve it once and keep it (the worker warms it at start), and an
 	// unknown home only makes ~ paths ask.
 	home, _ := env.Backend.Home(ctx)
-	v, invalid := tools.DecideOrAsk(ctx, tools.Call{Tool: t, Input: in.Call.Input, Workdir: env.Workdir, Home: home, Policy: &pc, Validator: &a.validator, State: in.State})
+	// The worker's own files are protected whatever the turn's policy
+	// says: the turn cannot remove them.
+	pc.Protected = append(slices.Clone(pc.Protected), a.Protected...)
+	sandboxed, off := sandboxOf(env.Backend)
+	call := tools.Call{Tool: t, Input: in.Call.Input, Workdir: env.Workdir, Home: home, Policy: &pc,
+		Validator: &a.validator, State: in.State, Sandboxed: sandboxed}
+	v, invalid := tools.DecideOrAsk(ctx, call)
 	if invalid != "" {
 		out.Invalid = invalid
 		return out, nil
@@ -43,10 +50,29 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	out.ReadOnly = v.ReadOnly
 	out.Policy = a.policy(info, out.ReadOnly, backendName)
 	out.Policy.Notify = a.Notifier != nil && len(a.Notifier.URLs) > 0
+	prof := tools.Profile(ctx, call, v)
+	if s := a.settings(info.Name); s.Network && !prof.Network {
+		prof.Network, prof.NetworkBy = true, "tools."+info.Name+".network"
+	}
+	prof.Off = off
+	if backendName != "local" {
+		prof.Backend = backendName
+	}
+	out.Sandbox = &prof
 	if v.Behavior == permission.Ask || v.Behavior == permission.Passthrough {
 		// What the approver will be asked about, read on the call's backend.
-		out.Preview = tools.Preview(ctx, env, info.Name, in.Call.Input)
+		out.Preview = tools.Preview(backend.WithSandbox(ctx, &prof), env, info.Name, in.Call.Input)
 	}
 	a.Metrics.Decision(info.Name, string(v.Behavior))
 	return out, nil
+}
+
+// sandboxOf says whether calls on b run in the local kernel sandbox, and
+// whether b is a local backend with the sandbox turned off.
+func sandboxOf(b backend.Backend) (sandboxed, off bool) {
+	s, ok := b.(interface{ Sandboxed() bool })
+	if !ok {
+		return false, false
+	}
+	return s.Sandboxed(), !s.Sandboxed()
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,9 @@ const DefaultFile = "temporal-dev.yaml"
 
 // Config is the whole file.
 type Config struct {
+	// own are the worker's own paths, set by Load (OwnPaths).
+	own []string
+
 	Server     Server            `yaml:"server"`
 	Temporal   Temporal          `yaml:"temporal"`
 	Worker     Worker            `yaml:"worker"`
@@ -191,9 +195,23 @@ type Backend struct {
 	// "NAME=value" sets a value. Nothing else the worker holds (API keys,
 	// tokens, secrets) reaches a tool.
 	Env    []string `yaml:"env"`
+	Local  Local    `yaml:"local"`
 	Docker Docker   `yaml:"docker"`
 	E2B    E2B      `yaml:"e2b"`
 }
+
+// Local configures the local backend.
+type Local struct {
+	// Sandbox is "on" (the default) or "off". On, every tool process
+	// runs in a kernel sandbox shaped by its call's verdict, and a
+	// machine without Landlock or user namespaces refuses to start the
+	// worker. Off runs tools as the worker's user, which the worker, the
+	// tool list and every audit record then say.
+	Sandbox string `yaml:"sandbox"`
+}
+
+// SandboxOff reports whether backend.local.sandbox is off.
+func (l Local) SandboxOff() bool { return l.Sandbox == "off" }
 
 // Docker configures the Docker backend's workspace container.
 type Docker struct {
@@ -271,19 +289,54 @@ func Load(path string) (Config, error) {
 	return c, nil
 }
 
-// protectOwnFiles adds the worker's data directory and the config file
-// to the sensitive paths: reading or writing them (the database, the
-// secrets the config may hold) always asks.
+// protectOwnFiles records the worker's own files: its data directory,
+// content store, key files and config file. No tool may read or write
+// them in any mode (permission.Context.Protected), and tool processes on
+// the local backend find them empty (OwnPaths).
 func (c *Config) protectOwnFiles(configPath string) {
-	if dir, err := filepath.Abs(c.Server.DataDir); err == nil && c.Server.DataDir != "" {
-		c.Permission.SensitivePaths = append(c.Permission.SensitivePaths, dir+"{,/**}")
-	}
-	if configPath != "" {
-		if p, err := filepath.Abs(configPath); err == nil {
-			c.Permission.SensitivePaths = append(c.Permission.SensitivePaths, p)
+	var own []string
+	add := func(p string) {
+		if p == "" {
+			return
+		}
+		if a, err := filepath.Abs(p); err == nil {
+			own = append(own, a)
 		}
 	}
+	add(c.Server.DataDir)
+	add(c.Content.Dir)
+	add(c.Temporal.KeyFile)
+	add(c.Temporal.TLSKey)
+	add(c.Inbox.KeyFile)
+	add(c.Inbox.TLSKey)
+	add(configPath)
+	c.own = own
+	for _, p := range own {
+		pat := p
+		if fi, err := os.Stat(p); p == mustAbs(c.Server.DataDir) || p == mustAbs(c.Content.Dir) || (err == nil && fi.IsDir()) {
+			pat = p + "{,/**}"
+		}
+		c.Permission.SensitivePaths = append(c.Permission.SensitivePaths, pat)
+		c.Permission.Protected = append(c.Permission.Protected, pat)
+	}
 }
+
+// mustAbs is filepath.Abs, "" when p is empty or cannot be made absolute.
+func mustAbs(p string) string {
+	if p == "" {
+		return ""
+	}
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return ""
+	}
+	return a
+}
+
+// OwnPaths are the worker's own files and directories (data directory,
+// content store, key files, config file), absolute: what no tool
+// process may see.
+func (c Config) OwnPaths() []string { return slices.Clone(c.own) }
 
 // Parse reads YAML over the defaults. Unknown keys are errors.
 func Parse(data []byte) (Config, error) {
@@ -345,6 +398,9 @@ func (c Config) Validate() error {
 	case c.Backend.Default == "docker" && c.Backend.Docker.Enabled, c.Backend.Default == "e2b" && c.Backend.E2B.Enabled:
 	default:
 		errs = append(errs, fmt.Errorf("backend.default: backend %q is unknown or not enabled (local, docker or e2b with enabled: true)", c.Backend.Default))
+	}
+	if s := c.Backend.Local.Sandbox; s != "" && s != "on" && s != "off" {
+		errs = append(errs, fmt.Errorf("backend.local.sandbox: %q is not on or off", s))
 	}
 	if err := backend.ParseEnvSpec(c.Backend.Env); err != nil {
 		errs = append(errs, fmt.Errorf("backend.env: %w", err))

@@ -22,6 +22,10 @@ const (
 	LayerReadOnly  Layer = "read-only"
 	LayerAllowRule Layer = "allow rule"
 	LayerMode      Layer = "mode"
+	// LayerSandbox is an ASK of the mode turned into an ALLOW because
+	// the call runs confined in the local sandbox (sandbox.auto_allow;
+	// decided by package tools, after the engine).
+	LayerSandbox Layer = "sandbox"
 )
 
 // Verdict is the full answer for one call: the decision, whether the call

@@ -77,6 +77,11 @@ type Policy struct {
 	// them): doublestar patterns over absolute paths whose reads and
 	// writes ask even inside the working directories.
 	SensitivePaths []string `yaml:"sensitive_paths,omitempty" json:"sensitive_paths,omitempty"`
+	// Sandbox shapes the local sandbox (network, auto-allow).
+	Sandbox *Sandbox `yaml:"sandbox,omitempty" json:"sandbox,omitempty"`
+	// Protected are set by the worker's configuration (its data
+	// directory and config file), never read from a file.
+	Protected []string `yaml:"-" json:"-"`
 }
 
 // PolicySource is the Source given to rules that come from a Policy.
@@ -95,7 +100,15 @@ func ValidMode(m Mode) bool {
 // Context parses the policy into an engine Context. An empty mode means
 // ModeDefault. Errors name the offending rule or mode.
 func (p Policy) Context() (Context, error) {
-	c := Context{Mode: p.Mode, DangerousFiles: p.DangerousFiles, DangerousDirs: p.DangerousDirs}
+	c := Context{Mode: p.Mode, DangerousFiles: p.DangerousFiles, DangerousDirs: p.DangerousDirs, Sandbox: p.Sandbox,
+		Protected: p.Protected}
+	if p.Sandbox != nil {
+		for i, s := range p.Sandbox.NetworkFor {
+			if _, err := ParseRule(s, Allow); err != nil {
+				return Context{}, fmt.Errorf("policy: sandbox.network_for rule %d: %w", i+1, err)
+			}
+		}
+	}
 	for _, sp := range p.SensitivePaths {
 		if strings.TrimSpace(sp) == "" {
 			return Context{}, fmt.Errorf("policy: empty sensitive path")

@@ -76,6 +76,16 @@ type Context struct {
 	// over absolute paths (a leading ~/ is the backend user's home) whose
 	// reads and writes ask even inside the working directories.
 	SensitivePaths []string `json:"sensitive_paths,omitempty"`
+	// Protected are doublestar patterns of paths no tool may read or
+	// write, in any mode and under any rule (bypass included): the
+	// worker's data directory (keys, content store, database) and config
+	// file, which the worker adds at every decision, and the process
+	// environments of DefaultProtectedPaths.
+	Protected []string `json:"protected,omitempty"`
+	// Sandbox shapes the kernel sandbox the turn's calls run in on the
+	// local backend (nil: writes confined to the working directories,
+	// no network, nothing auto-allowed).
+	Sandbox *Sandbox `json:"sandbox,omitempty"`
 	// RulesOnly makes the allow rules the only way to ALLOW: the
 	// read-only and tool-allow layers are skipped. It is the question a
 	// role check asks ("do this approver's rules cover the call?") and
@@ -102,10 +112,42 @@ func DefaultSensitivePaths() []string {
 		"**/.bashrc", "**/.bash_profile", "**/.bash_login", "**/.bash_logout", "**/.profile",
 		"**/.zshrc", "**/.zshenv", "**/.zprofile", "**/.zlogin", "**/.config/fish{,/**}", "/etc/profile", "/etc/profile.d{,/**}",
 		"/etc/bash.bashrc", "/etc/environment",
-		// Process environments and the password databases.
-		"/proc/*/environ", "/proc/self/environ", "/proc/thread-self/environ", "/proc/*/task/*/environ",
+		// The password databases (process environments are protected:
+		// DefaultProtectedPaths).
 		"/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/sudoers.d{,/**}",
 	}
+}
+
+// Sandbox is the sandbox part of a policy (permission.sandbox in the
+// config, or a turn's policy).
+type Sandbox struct {
+	// Network gives every call of the turn the host's network.
+	Network bool `json:"network,omitempty" yaml:"network,omitempty"`
+	// NetworkFor are rules ("Bash(npm install:*)") whose calls get the
+	// network; the rule is recorded with the call's profile.
+	NetworkFor []string `json:"network_for,omitempty" yaml:"network_for,omitempty"`
+	// AutoAllow runs a Bash command that would ask only because it is
+	// not read-only without asking, confined: when it names no path
+	// outside the working directories, matches no ask or deny rule,
+	// trips no safety check and has no network. It applies only where
+	// the call runs in the local sandbox.
+	AutoAllow bool `json:"auto_allow,omitempty" yaml:"auto_allow,omitempty"`
+}
+
+// DefaultProtectedPaths are the protected paths of every policy: process
+// environments, where the worker's own (model API keys, tokens) would be.
+func DefaultProtectedPaths() []string {
+	return []string{"/proc/*/environ", "/proc/self/environ", "/proc/thread-self/environ", "/proc/*/task/*/environ"}
+}
+
+// ProtectedPaths returns the protected patterns of c: the defaults, then
+// c.Protected.
+func (c *Context) ProtectedPaths() []string {
+	d := DefaultProtectedPaths()
+	if c == nil {
+		return d
+	}
+	return append(d, c.Protected...)
 }
 
 // Sensitive returns the sensitive path patterns of c: the defaults, then

@@ -37,6 +37,9 @@ type Call struct {
 	// turn); see State.Anticipate for calls decided together. nil means
 	// unknown: those checks are left to the call itself.
 	State *State
+	// Sandboxed says the call will run in the local kernel sandbox, which
+	// sandbox.auto_allow requires.
+	Sandboxed bool
 }
 
 // Decide is the one decision function for a tool call: it validates the
@@ -78,7 +81,11 @@ func Decide(ctx context.Context, c Call) (permission.Verdict, error) {
 	}
 	env.State = nil // the permission checks do not depend on it
 	b := bound{t: c.Tool, env: env, memo: &memo{home: cleanHome(c.Home), pc: &pc}}
-	return permission.Decide(ctx, &pc, b, c.Input)
+	verdict, err := permission.Decide(ctx, &pc, b, c.Input)
+	if err != nil {
+		return verdict, err
+	}
+	return autoAllow(ctx, c, &pc, verdict), nil
 }
 
 func cleanHome(h string) string {
@@ -301,6 +308,10 @@ func checkAccess(env *Env, pc *permission.Context, home string, acc shell.Access
 			why: fmt.Sprintf("cannot tell which file %q names%s, so its %s cannot be checked", acc.Path, where, verb)}, nil
 	}
 	p := acc.Path
+	if pat := sensitiveMatch(pc.ProtectedPaths(), home, p, acc.Glob); pat != "" {
+		return pathCheck{behavior: permission.Deny, short: fmt.Sprintf("%s of protected path %s", verb, p),
+			why: fmt.Sprintf("%s is protected (%s)%s: it is the worker's own (keys, content, database, config) or a process environment, and no tool may %s it in any mode", p, pat, where, verb)}, nil
+	}
 	var deny, ask, allow []permission.Rule
 	if pc != nil {
 		deny, ask, allow = pc.Deny, pc.Ask, pc.Allow
@@ -379,9 +390,13 @@ func checkAccesses(tool string, env *Env, pc *permission.Context, home string, a
 		}
 		switch c.behavior {
 		case permission.Deny:
+			reason := "Safety check: protected path (" + c.short + ")"
+			if c.rule != nil {
+				reason = "Rule: " + c.rule.String()
+			}
 			return permission.Decision{Behavior: permission.Deny,
 				Message: fmt.Sprintf("Permission denied for %s: %s", tool, c.why),
-				Reason:  "Rule: " + c.rule.String()}, nil
+				Reason:  reason}, nil
 		case permission.Ask:
 			if !contains(asks, c.why) {
 				asks = append(asks, c.why)

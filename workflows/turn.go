@@ -426,6 +426,9 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time, text strin
 		for _, r := range d.Suggestions {
 			pend.Suggestions = append(pend.Suggestions, r.String())
 		}
+		if p.Sandbox != nil {
+			pend.Sandbox = p.Sandbox.String()
+		}
 		timeout := t.in.ApprovalTimeout
 		if timeout == 0 {
 			timeout = p.Policy.ApprovalTimeout
@@ -761,7 +764,8 @@ func (t *turn) execute(ctx workflow.Context, slots []*slot) error {
 func parallel(s *slot) bool { return s.Prep.Tool.ConcurrencySafe && !s.Prep.Tool.StateInjected }
 
 func (t *turn) toolInput(ctx workflow.Context, s *slot) ToolInput {
-	in := ToolInput{Key: workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.Call.ID, Call: s.Call, Env: t.env(), State: t.state, ByRef: t.byRef}
+	in := ToolInput{Key: workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.Call.ID, Call: s.Call, Env: t.env(), State: t.state, ByRef: t.byRef,
+		Sandbox: s.Prep.Sandbox}
 	if t.byRef {
 		in.State = t.stateFor(s.Call)
 	}

@@ -282,6 +282,11 @@ type Prepared struct {
 	// Preview is what the call would change (tools.Preview), computed
 	// only for calls that ask.
 	Preview string `json:"preview,omitempty"`
+	// Sandbox is the profile the call's processes run with
+	// (tools.Profile); nil in runs decided before it was recorded, which
+	// then run with the backend's default (the workdir writable, no
+	// network).
+	Sandbox *calls.Sandbox `json:"sandbox,omitempty"`
 }
 
 // ToolInput runs one allowed call.
@@ -294,6 +299,8 @@ type ToolInput struct {
 	// ByRef stores the result's content in the content store and returns
 	// a preview with a reference.
 	ByRef bool `json:"by_ref,omitempty"`
+	// Sandbox is the call's recorded profile (Prepared.Sandbox).
+	Sandbox *calls.Sandbox `json:"sandbox,omitempty"`
 }
 
 // ToolOutput is a finished call and the tool state after it.
@@ -399,6 +406,9 @@ type Pending struct {
 	// Diff is what a Write or Edit would change, as a unified diff
 	// against the file when the call was decided (Prepared.Preview).
 	Diff string `json:"diff,omitempty"`
+	// Sandbox says how the call will run if allowed ("write /src/app,
+	// network off"), from its recorded profile.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // ContextBytes bounds Pending.Context and Pending.Prompt.

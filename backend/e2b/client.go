@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -77,9 +78,10 @@ type Config struct {
 	// HTTPClient sends every request; nil means a client without an
 	// overall timeout (streams can be long; contexts bound calls).
 	HTTPClient *http.Client
-	// MaxRetries bounds retries of requests answered 429/5xx (or failing
-	// at the transport for idempotent requests). Zero means 4; negative
-	// disables retries.
+	// MaxRetries bounds retries of idempotent requests answered 429/5xx
+	// or failing at the transport. Requests that are not idempotent
+	// (sandbox creation, process start) are never retried, see
+	// ErrOutcomeUnknown. Zero means 4; negative disables retries.
 	MaxRetries int
 	// RetryBackoff is the first retry delay, doubled on each attempt
 	// (capped at 10 s) unless the server sends Retry-After. Zero means
@@ -182,9 +184,20 @@ func retryable(status int) bool {
 	return false
 }
 
-// send performs a request built by newReq, retrying with exponential
-// backoff on retryable statuses and, when idempotent, transport errors.
-// The last response is returned whatever its status.
+// send performs a request built by newReq and returns the last response
+// whatever its status.
+//
+// An idempotent request is retried with exponential backoff on retryable
+// statuses and transport errors. A request that is not idempotent
+// (sandbox creation, process start) is sent once: an answer, even a
+// gateway's 502 or 504, does not prove the service did not act on it (the
+// sandbox may exist, the process may be running), and a transport error
+// may come after the request was written, so resending could create a
+// second sandbox or run a side-effecting command twice. The caller turns
+// a 5xx answer to such a request into an error wrapping
+// ErrOutcomeUnknown (see unknownOutcome). The only resend left is the one
+// net/http's Transport makes itself when it knows nothing was written on
+// a reused connection.
 func (a *api) send(ctx context.Context, idempotent bool, newReq func() (*http.Request, error)) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		req, err := newReq()
@@ -192,9 +205,9 @@ func (a *api) send(ctx context.Context, idempotent bool, newReq func() (*http.Re
 			return nil, err
 		}
 		resp, err := a.cfg.HTTPClient.Do(req)
-		last := attempt >= a.cfg.MaxRetries
+		last := !idempotent || attempt >= a.cfg.MaxRetries
 		if err != nil {
-			if ctx.Err() != nil || !idempotent || last {
+			if ctx.Err() != nil || last {
 				return nil, err
 			}
 			if werr := a.wait(ctx, attempt, ""); werr != nil {
@@ -273,7 +286,13 @@ func (a *api) control(ctx context.Context, op, method, path string, idempotent b
 		success = success || resp.StatusCode == s
 	}
 	if !success {
-		return resp.StatusCode, apiErrorFrom(op, resp.StatusCode, data)
+		apiErr := apiErrorFrom(op, resp.StatusCode, data)
+		if !idempotent && mayHaveTakenEffect(resp.StatusCode) && !errors.Is(apiErr, ErrQuota) {
+			// A capacity refusal is the control plane's own answer: nothing
+			// was created. Any other 5xx leaves the outcome open.
+			return resp.StatusCode, unknownOutcome(apiErr)
+		}
+		return resp.StatusCode, apiErr
 	}
 	if out != nil {
 		if err := json.Unmarshal(data, out); err != nil {

@@ -237,10 +237,12 @@ func (b *Backend) run(ctx context.Context, pc processConfig, timeout time.Durati
 		return res, pid, nil
 	case err == nil:
 		return res, pid, errors.New("process stream ended without an end event")
-	case errors.As(err, &rpcErr) && rpcErr.Code == "deadline_exceeded" && timeout > 0,
+	case errors.As(err, &rpcErr) && rpcErr.Code == "deadline_exceeded" && rpcErr.StatusCode == http.StatusOK && timeout > 0,
 		ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && timeout > 0:
 		// envd reports the Connect-Timeout-Ms deadline as an error
 		// trailer; for a tool it is a timed-out command, not a failure.
+		// A proxy's HTTP 504 (also deadline_exceeded, but not in a
+		// trailer) is not: it leaves the outcome unknown.
 		res.ExitCode, res.TimedOut = -1, true
 		return res, pid, nil
 	}

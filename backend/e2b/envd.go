@@ -213,7 +213,8 @@ func (e *envd) stream(ctx context.Context, procedure string, in any, timeout tim
 	}
 	var body bytes.Buffer
 	writeEnvelope(&body, 0, msg)
-	// Retrying is safe: a non-200 answer means the process did not start.
+	// Not idempotent: a stream may start a process, and a non-200 answer
+	// from the proxy (502, 504) does not prove envd did not start it.
 	resp, err := e.send(ctx, false, func() (*http.Request, error) {
 		req, err := e.newRequest(ctx, http.MethodPost, "/"+procedure, body.Bytes())
 		if err != nil {
@@ -236,7 +237,11 @@ func (e *envd) stream(ctx context.Context, procedure string, in any, timeout tim
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
 		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		return nil, rpcErrorFrom(procedure, resp.StatusCode, data)
+		rpcErr := rpcErrorFrom(procedure, resp.StatusCode, data)
+		if mayHaveTakenEffect(resp.StatusCode) {
+			return nil, unknownOutcome(rpcErr)
+		}
+		return nil, rpcErr
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/connect+json") {
 		resp.Body.Close()

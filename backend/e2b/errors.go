@@ -25,7 +25,32 @@ var (
 	// ErrUnavailable is wrapped when the sandbox cannot be reached (proxy
 	// 502, HTTP 503/504, Connect unavailable): it timed out or was killed.
 	ErrUnavailable = fmt.Errorf("e2b: sandbox unavailable: %w", backend.ErrUnavailable)
+	// ErrOutcomeUnknown is wrapped when a request that is not idempotent
+	// (sandbox creation, process start) got an answer that does not say
+	// whether it took effect: an HTTP 5xx, which a gateway can send after
+	// the service acted on the request (a 502 or 504 while the process
+	// already runs), other than a capacity refusal. Such a request is not
+	// retried: the sandbox may exist and the command may have run. The
+	// error also wraps the APIError or RPCError answer and ErrUnavailable,
+	// so backend.ErrUnavailable: tools report it as an infrastructure
+	// fault, and the activity's RetryPolicy, not this package, decides
+	// whether to run the call again.
+	ErrOutcomeUnknown = fmt.Errorf("e2b: outcome unknown, the request may have taken effect: %w", ErrUnavailable)
 )
+
+// mayHaveTakenEffect reports whether an error status to a request that
+// is not idempotent leaves open whether the request took effect: 4xx
+// answers are refusals, 5xx answers (from the service or any gateway in
+// front of it) are not.
+func mayHaveTakenEffect(status int) bool {
+	return status >= 500
+}
+
+// unknownOutcome wraps the error answer to a request that is not
+// idempotent, sent once, with ErrOutcomeUnknown.
+func unknownOutcome(err error) error {
+	return fmt.Errorf("%w; not retried as the request is not idempotent: %w", err, ErrOutcomeUnknown)
+}
 
 // APIError is a non-success answer from the control-plane API.
 type APIError struct {

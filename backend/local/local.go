@@ -133,7 +133,10 @@ func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir stri
 	}
 	prof := req.Sandbox
 	if prof == nil {
-		prof = &calls.Sandbox{Write: []string{dir}, Dirs: []string{dir}}
+		prof = backend.SandboxFrom(ctx)
+	}
+	if prof == nil {
+		prof = &calls.Sandbox{Write: []string{b.Workdir}, Dirs: []string{b.Workdir}}
 	}
 	tmp, err := os.MkdirTemp("", "warden-tool-")
 	if err != nil {
@@ -282,6 +285,9 @@ func (b *Backend) ListDir(ctx context.Context, path string) ([]backend.FileInfo,
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
+
+// Sandboxed reports whether tool processes run in the kernel sandbox.
+func (b *Backend) Sandboxed() bool { return !b.Unsandboxed }
 
 // Home implements backend.Backend.
 func (b *Backend) Home(context.Context) (string, error) { return os.UserHomeDir() }

@@ -9,6 +9,7 @@ import (
 	"github.com/wardenhq/warden/backend/docker"
 	"github.com/wardenhq/warden/backend/e2b"
 	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/backend/local/sandbox"
 	"github.com/wardenhq/warden/config"
 )
 
@@ -16,9 +17,9 @@ import (
 // function releases what they created (a Docker container this worker
 // created is removed; an E2B sandbox is left to its keep-alive timeout so a
 // restarted worker reconnects to it).
-func backends(ctx context.Context, cfg config.Backend, workdir string) (map[string]backend.Backend, func(), error) {
+func backends(ctx context.Context, cfg config.Backend, workdir string, hide []string) (map[string]backend.Backend, func(), error) {
 	env := backend.ResolveEnv(cfg.Env, os.Environ()) // backend.env: all that tools get beyond the allowlist
-	out := map[string]backend.Backend{"local": &local.Backend{Workdir: workdir, Env: env}}
+	out := map[string]backend.Backend{"local": &local.Backend{Workdir: workdir, Env: env, Hide: hide, Unsandboxed: cfg.Local.SandboxOff()}}
 	var closers []func()
 	closeAll := func() {
 		for _, c := range closers {
@@ -53,4 +54,18 @@ func backends(ctx context.Context, cfg config.Backend, workdir string) (map[stri
 		_, _ = b.Home(ctx) // resolved once here, so the permission check never execs for it
 	}
 	return out, closeAll, nil
+}
+
+// checkSandbox says what protects local tool processes, and refuses to
+// go on when the kernel cannot sandbox them and the configuration did not
+// turn the sandbox off explicitly.
+func checkSandbox(cfg config.Backend) (string, error) {
+	if cfg.Local.SandboxOff() {
+		return "OFF (backend.local.sandbox: off): local tools run as the worker's user, with its files and network", nil
+	}
+	abi, err := sandbox.Check()
+	if err != nil {
+		return "", fmt.Errorf("the local backend cannot sandbox tool processes here (%w); set backend.local.sandbox: off to run them unconfined as the worker's user", err)
+	}
+	return sandbox.Describe(abi), nil
 }

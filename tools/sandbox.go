@@ -1,0 +1,148 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/wardenhq/warden/calls"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/permission/shell"
+)
+
+// Profile is the sandbox profile of a call decided as v, recorded with
+// the verdict and applied by the local backend to every process the call
+// runs:
+//
+//   - a call allowed as read-only writes nothing (only its private
+//     temporary directory);
+//   - any other call writes its working directories, and exactly the
+//     paths outside them its Bash command was decided to write (an
+//     approved `echo x > /etc/app.conf` gets /etc/app.conf, nothing
+//     else);
+//   - .git/hooks and .git/config of each working directory stay
+//     read-only unless an Edit or Write allow rule names them;
+//   - the network is off unless the turn's policy turns it on for every
+//     call (sandbox.network) or for the calls a rule matches
+//     (sandbox.network_for).
+//
+// Bypass mode changes what asks, never the profile.
+func Profile(ctx context.Context, c Call, v permission.Verdict) calls.Sandbox {
+	pc := permission.Context{}
+	if c.Policy != nil {
+		pc = *c.Policy
+	}
+	dirs := callDirs(c.Workdir, pc.WorkingDirs)
+	s := calls.Sandbox{Dirs: dirs}
+	if !v.ReadOnly {
+		s.Write = slices.Clone(dirs)
+		for _, d := range dirs {
+			for _, p := range []string{path.Join(d, ".git", "hooks"), path.Join(d, ".git", "config")} {
+				if r, _ := pathRule(&Env{Workdir: c.Workdir}, pc.Allow, []string{"Edit", "Write"}, p); r == nil || r.Content == "" {
+					s.Protect = append(s.Protect, p)
+				}
+			}
+		}
+		for _, p := range outsideWrites(c, &pc, dirs) {
+			if !slices.Contains(s.Write, p) {
+				s.Write = append(s.Write, p)
+			}
+		}
+	}
+	if sb := pc.Sandbox; sb != nil {
+		if sb.Network {
+			s.Network, s.NetworkBy = true, "the turn's policy: sandbox.network"
+		} else if r := networkRule(ctx, c, &pc, sb.NetworkFor); r != "" {
+			s.Network, s.NetworkBy = true, "sandbox.network_for rule "+r
+		}
+	}
+	return s
+}
+
+// callDirs are the working directories of a call, cleaned, the workdir
+// first.
+func callDirs(workdir string, working []string) []string {
+	var out []string
+	for _, d := range append([]string{workdir}, working...) {
+		if d == "" || !path.IsAbs(d) {
+			continue
+		}
+		if d = path.Clean(d); !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// outsideWrites are the resolved paths outside dirs a Bash command
+// writes.
+func outsideWrites(c Call, pc *permission.Context, dirs []string) []string {
+	if c.Tool == nil || c.Tool.Info().Name != "Bash" {
+		return nil
+	}
+	var in BashInput
+	if json.Unmarshal(c.Input, &in) != nil {
+		return nil
+	}
+	env := &Env{Workdir: c.Workdir, Permission: pc}
+	a := shell.Analyze(in.Command, shellConfig(env, cleanHome(c.Home), pc))
+	var out []string
+	for _, acc := range a.Accesses() {
+		if acc.Write && acc.Resolved && !acc.Glob && !insideDirs(acc.Path, dirs) {
+			out = append(out, path.Clean(acc.Path))
+		}
+	}
+	return out
+}
+
+// networkRule returns the first of rules (strings like "Bash(npm
+// install:*)") that matches the call, or "".
+func networkRule(ctx context.Context, c Call, pc *permission.Context, rules []string) string {
+	if c.Tool == nil || len(rules) == 0 {
+		return ""
+	}
+	b := bound{t: c.Tool, env: &Env{Workdir: c.Workdir, Permission: pc}, memo: &memo{home: cleanHome(c.Home), pc: pc}}
+	for _, s := range rules {
+		r, err := permission.ParseRule(s, permission.Allow)
+		if err != nil || r.Tool != b.Name() {
+			continue
+		}
+		if r.Content == "" {
+			return r.String()
+		}
+		if ok, err := b.MatchRule(permission.WithRuleBehavior(ctx, permission.Allow), r.Content, c.Input); err == nil && ok {
+			return r.String()
+		}
+	}
+	return ""
+}
+
+// autoAllow turns the ASK of a Bash command that asks only because it is
+// not read-only into an ALLOW when the policy's sandbox.auto_allow is on
+// and the call runs in the local sandbox: its writes stay in the working
+// directories and it has no network. A path outside them, a sensitive
+// path, an ask or deny rule, a safety check or a network rule keeps the
+// ASK.
+func autoAllow(ctx context.Context, c Call, pc *permission.Context, v permission.Verdict) permission.Verdict {
+	sb := pc.Sandbox
+	if !c.Sandboxed || sb == nil || !sb.AutoAllow || c.Tool == nil || c.Tool.Info().Name != "Bash" {
+		return v
+	}
+	if v.Behavior != permission.Ask || v.Layer != permission.LayerMode || v.Rule != nil || v.Tool.Behavior != permission.Passthrough {
+		return v
+	}
+	if sb.Network || networkRule(ctx, c, pc, sb.NetworkFor) != "" {
+		return v
+	}
+	dirs := callDirs(c.Workdir, pc.WorkingDirs)
+	v.Decision = permission.Decision{
+		Behavior: permission.Allow,
+		Message:  fmt.Sprintf("Permission granted for Bash: runs in the sandbox (writes only in %s, network off)", strings.Join(dirs, ", ")),
+		Reason:   "Sandbox: auto-allowed (sandbox.auto_allow): " + v.Tool.Message,
+	}
+	v.Layer = permission.LayerSandbox
+	return v
+}
