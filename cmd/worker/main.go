@@ -228,7 +228,7 @@ func run(args []string) error {
 	if _, err := warden.Register(w, warden.Options{
 		ToolMiddleware: toolMW, ModelMetrics: metrics.NewModels(reg), Models: providers, Tools: mcpSet.Tools(),
 		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: reg, Logger: logger,
-		Protected: cfg.Permission.Protected,
+		Protected:    cfg.Permission.Protected,
 		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool,
 		Notifier: cfg.Notify.Sender(), InboxURL: cfg.Inbox.PublicURL(),
 		Content: store, ContentCacheBytes: int64(cfg.Content.CacheMB) << 20, Compaction: cfg.Content.Compaction,
