@@ -3,9 +3,15 @@ package e2b_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,20 +50,33 @@ func TestConformance(t *testing.T) {
 	})
 }
 
+// count returns how many requests the fake got for server, method and
+// path.
+func count(s *e2bfake.Server, server, method, path string) int {
+	n := 0
+	for _, r := range s.Requests() {
+		if r.Server == server && r.Method == method && r.Path == path {
+			n++
+		}
+	}
+	return n
+}
+
 func TestRetryThenSuccess(t *testing.T) {
 	t.Parallel()
 	s := e2bfake.New(t)
+	first := newBackend(t, s)
+	// Connecting is idempotent: it is retried through a 429 and a 503.
+	cfg := config(t, s)
+	cfg.SandboxID = first.SandboxID()
 	s.FailAPI(1, http.StatusTooManyRequests, `{"code":429,"message":"rate limited"}`)
 	s.FailAPI(1, http.StatusServiceUnavailable, "")
-	b := newBackend(t, s)
-	var creates int
-	for _, r := range s.Requests() {
-		if r.Server == "api" && r.Method == http.MethodPost && r.Path == "/sandboxes" {
-			creates++
-		}
+	b, err := e2b.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
 	}
-	if creates != 3 {
-		t.Errorf("create attempts = %d, want 3 (429, 503, 201)", creates)
+	if n := count(s, "api", http.MethodPost, "/sandboxes/"+b.SandboxID()+"/connect"); n != 3 {
+		t.Errorf("connect attempts = %d, want 3 (429, 503, 200)", n)
 	}
 	if len(s.Sandboxes()) != 1 || s.Sandboxes()[0].ID != b.SandboxID() {
 		t.Errorf("sandboxes %+v, want exactly %s", s.Sandboxes(), b.SandboxID())
@@ -73,6 +92,7 @@ func TestQuotaAfterRetries(t *testing.T) {
 	t.Parallel()
 	s := e2bfake.New(t)
 	cfg := config(t, s)
+	cfg.SandboxID = newBackend(t, s).SandboxID()
 	cfg.MaxRetries = 2
 	s.FailAPI(3, http.StatusTooManyRequests, `{"code":429,"message":"rate limited"}`)
 	_, err := e2b.New(t.Context(), cfg)
@@ -80,13 +100,125 @@ func TestQuotaAfterRetries(t *testing.T) {
 	if !errors.Is(err, e2b.ErrQuota) || !errors.As(err, &apiErr) || apiErr.StatusCode != 429 || apiErr.Message != "rate limited" {
 		t.Fatalf("err = %v, want ErrQuota APIError 429", err)
 	}
-	if n := len(s.Requests()); n != 3 {
-		t.Errorf("%d requests, want 3 (1 + 2 retries)", n)
+	if n := count(s, "api", http.MethodPost, "/sandboxes/"+cfg.SandboxID+"/connect"); n != 3 {
+		t.Errorf("%d connect requests, want 3 (1 + 2 retries)", n)
 	}
 	s.FailAPI(1, http.StatusServiceUnavailable, `{"code":503,"message":"no capacity","error_code":"sandbox_capacity_unavailable"}`)
-	cfg.MaxRetries = -1
-	if _, err := e2b.New(t.Context(), cfg); !errors.Is(err, e2b.ErrQuota) {
-		t.Errorf("capacity error = %v, want ErrQuota", err)
+	cfg.SandboxID = ""
+	if _, err := e2b.New(t.Context(), cfg); !errors.Is(err, e2b.ErrQuota) || errors.Is(err, e2b.ErrOutcomeUnknown) {
+		t.Errorf("capacity error = %v, want ErrQuota (a refusal, not an unknown outcome)", err)
+	}
+}
+
+// TestCreateNotRetried: creating a sandbox is not idempotent, so an
+// answer that does not say whether the sandbox was created is not
+// retried, and neither is a refusal.
+func TestCreateNotRetried(t *testing.T) {
+	t.Parallel()
+	s := e2bfake.New(t)
+	cfg := config(t, s)
+	for _, status := range []int{http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout} {
+		before := count(s, "api", http.MethodPost, "/sandboxes")
+		s.FailAPI(1, status, "")
+		_, err := e2b.New(t.Context(), cfg)
+		if n := count(s, "api", http.MethodPost, "/sandboxes") - before; n != 1 {
+			t.Errorf("HTTP %d: %d create requests, want 1 (not retried)", status, n)
+		}
+		var apiErr *e2b.APIError
+		if !errors.Is(err, e2b.ErrOutcomeUnknown) || !errors.Is(err, backend.ErrUnavailable) || !errors.As(err, &apiErr) || apiErr.StatusCode != status {
+			t.Errorf("HTTP %d: err = %v, want ErrOutcomeUnknown and backend.ErrUnavailable around the APIError", status, err)
+		}
+	}
+	before := count(s, "api", http.MethodPost, "/sandboxes")
+	s.FailAPI(1, http.StatusTooManyRequests, `{"code":429,"message":"rate limited"}`)
+	if _, err := e2b.New(t.Context(), cfg); !errors.Is(err, e2b.ErrQuota) || errors.Is(err, e2b.ErrOutcomeUnknown) {
+		t.Errorf("429: err = %v, want ErrQuota only", err)
+	}
+	if n := count(s, "api", http.MethodPost, "/sandboxes") - before; n != 1 {
+		t.Errorf("429: %d create requests, want 1", n)
+	}
+	if n := len(s.Sandboxes()); n != 0 {
+		t.Errorf("%d sandboxes, want 0", n)
+	}
+}
+
+// TestStartNotRetried: a process start answered 502 or 504 is sent once
+// and reported as an unknown outcome, not as a timeout or a success.
+func TestStartNotRetried(t *testing.T) {
+	t.Parallel()
+	s := e2bfake.New(t)
+	b := newBackend(t, s)
+	for _, status := range []int{http.StatusBadGateway, http.StatusGatewayTimeout} {
+		before := count(s, "envd", http.MethodPost, "/process.Process/Start")
+		s.FailEnvd(1, status, "")
+		res, err := b.Exec(t.Context(), backend.ExecRequest{Argv: []string{"true"}, Timeout: 10 * time.Second})
+		if n := count(s, "envd", http.MethodPost, "/process.Process/Start") - before; n != 1 {
+			t.Errorf("HTTP %d: %d Start requests, want 1 (not retried)", status, n)
+		}
+		var rpcErr *e2b.RPCError
+		if !errors.Is(err, e2b.ErrOutcomeUnknown) || !errors.Is(err, backend.ErrUnavailable) || !errors.As(err, &rpcErr) || rpcErr.StatusCode != status || res.TimedOut {
+			t.Errorf("HTTP %d: %+v, err = %v, want ErrOutcomeUnknown and backend.ErrUnavailable around the RPCError", status, res, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "not idempotent") {
+			t.Errorf("HTTP %d: error %q does not say why it was not retried", status, err)
+		}
+	}
+}
+
+// TestStartRunsOnce puts a gateway in front of envd that lets the first
+// process run to completion and then answers 502, as a proxy timing out
+// on the upstream does: the command must not run a second time.
+func TestStartRunsOnce(t *testing.T) {
+	t.Parallel()
+	s := e2bfake.New(t)
+	target, err := url.Parse(s.SandboxURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	starts := 0
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.URL.Path != "/process.Process/Start" {
+			return nil
+		}
+		mu.Lock()
+		starts++
+		first := starts == 1
+		mu.Unlock()
+		if !first {
+			return nil
+		}
+		// Wait for the process to end, then lose the answer.
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		resp.StatusCode, resp.Status = http.StatusBadGateway, "502 Bad Gateway"
+		resp.Header = http.Header{"Content-Type": {"text/plain"}}
+		resp.Body = io.NopCloser(strings.NewReader("upstream timed out"))
+		resp.ContentLength = -1
+		return nil
+	}
+	gw := httptest.NewServer(proxy)
+	t.Cleanup(gw.Close)
+	cfg := config(t, s)
+	cfg.SandboxURL = gw.URL
+	b, err := e2b.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	marker := filepath.Join(b.Workdir(), "runs")
+	_, err = b.Exec(t.Context(), backend.ExecRequest{Argv: []string{"/bin/sh", "-c", `echo ran >> "$1"`, "sh", marker}})
+	if !errors.Is(err, e2b.ErrOutcomeUnknown) {
+		t.Errorf("Exec through a 502 after the run: err = %v, want ErrOutcomeUnknown", err)
+	}
+	data, _ := os.ReadFile(marker)
+	if got := strings.Count(string(data), "ran\n"); got != 1 {
+		t.Errorf("the command ran %d times, want 1", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if starts != 1 {
+		t.Errorf("%d Start requests reached envd, want 1", starts)
 	}
 }
 
