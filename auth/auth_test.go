@@ -1,8 +1,12 @@
 package auth
 
 import (
+	"bytes"
+	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,5 +139,93 @@ func TestKeyring(t *testing.T) {
 	}
 	if _, _, err := k.Create("x", Role("root")); err == nil {
 		t.Error("an unknown role was accepted")
+	}
+}
+
+// TestKeyringReloadFailure: a keyring file that becomes corrupt after
+// the keyring loaded it is reported (Err, one error log line) and fails
+// closed: its keys, among them one the broken edit meant to revoke, are
+// refused until the file is fixed, while memory keys keep working.
+func TestKeyringReloadFailure(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "auth")
+	k, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	k.SetLogger(slog.New(slog.NewTextHandler(&logs, nil)))
+	mem, err := k.Issue("worker", RoleWorker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alice, _, err := k.Create("alice", RoleApprover)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, _, err := k.Create("bob", RoleApprover)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := k.Authenticate(alice); !ok {
+		t.Fatal("alice's key does not authenticate")
+	}
+	if err := k.Err(); err != nil {
+		t.Fatalf("Err after a good load: %v", err)
+	}
+	file := filepath.Join(dir, FileName)
+	good, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	goodStat, err := os.Stat(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An operator revokes alice by hand and leaves a syntax error.
+	var kf keyFile
+	if err := json.Unmarshal(good, &kf); err != nil {
+		t.Fatal(err)
+	}
+	kf.Keys = slices.DeleteFunc(kf.Keys, func(e Entry) bool { return e.Name == "alice" })
+	edited, _ := json.Marshal(kf)
+	if err := os.WriteFile(file, append(edited, ','), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // past the once-a-second look
+	if p, ok := k.Authenticate(alice); ok {
+		t.Errorf("the revoked key authenticated as %+v after the keyring file became corrupt", p)
+	}
+	if _, ok := k.Authenticate(bob); ok {
+		t.Error("a key of the corrupt keyring file authenticated")
+	}
+	if p, ok := k.Authenticate(mem); !ok || p.Name != "worker" {
+		t.Errorf("memory key refused while the file is corrupt: %+v %v", p, ok)
+	}
+	if err := k.Err(); err == nil || !strings.Contains(err.Error(), file) {
+		t.Errorf("Err = %v, want the keyring file's decode error", err)
+	}
+	got := logs.String()
+	if n := strings.Count(got, "cannot reload the keyring file"); n != 1 || !strings.Contains(got, "level=ERROR") {
+		t.Errorf("want one error log line for the failure (logged once however often keys are tried), got:\n%s", got)
+	}
+	// Restored from a backup with its old modification time (the stamp
+	// the keyring last loaded): read again all the same.
+	if err := os.WriteFile(file, good, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(file, goodStat.ModTime(), goodStat.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if p, ok := k.Authenticate(bob); !ok || p.Name != "bob" {
+		t.Errorf("bob's key after the file was restored: %+v %v", p, ok)
+	}
+	if err := k.Err(); err != nil {
+		t.Errorf("Err after the file was restored: %v", err)
+	}
+	got = logs.String()
+	if !strings.Contains(got, "readable again") {
+		t.Errorf("recovery not logged:\n%s", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,14 +19,30 @@ import (
 // process's own clients, and keys created for people, whose digests are
 // in DIR/keys.json. The file is read again when it changes, so a key
 // created or revoked by `starter keys` takes effect without a restart.
+//
+// A reload that fails (the file became unreadable or corrupt, an entry
+// has an unknown role) fails closed: the keyring forgets every key of the
+// file until a reload succeeds, because the file is the only record of
+// revocations and a keyring kept from before could accept a key revoked
+// since. Keys issued in memory, which the file does not govern, keep
+// working, so the worker's own clients stay connected while people's keys
+// are refused. The failure is logged at error level (once, and again when
+// its cause changes; recovery is logged too) and Err reports it.
 type Keyring struct {
 	dir string
+
+	// reloading serializes reloads, so that a slow reload cannot install
+	// an older reading of the file over a newer one.
+	reloading sync.Mutex
 
 	mu      sync.Mutex
 	mem     map[string]Principal // digest → principal
 	file    map[string]Principal
 	stamp   fileStamp
 	checked time.Time
+	err     error // of the last reload; file is empty while set
+	loaded  bool  // a reload succeeded once (Open returns earlier failures)
+	logger  *slog.Logger
 }
 
 type fileStamp struct {
@@ -69,6 +86,24 @@ func Open(dir string) (*Keyring, error) {
 		return nil, err
 	}
 	return k, nil
+}
+
+// SetLogger sets where reload failures and recoveries are logged; nil
+// (the default) means slog.Default().
+func (k *Keyring) SetLogger(l *slog.Logger) {
+	k.mu.Lock()
+	k.logger = l
+	k.mu.Unlock()
+}
+
+// Err returns why the last reload of the keyring file failed, or nil when
+// it succeeded. While it is not nil, Authenticate refuses every key of the
+// file (see Keyring); the keyring looks at the file again at most a second
+// later, and at once when a key it does not know is presented.
+func (k *Keyring) Err() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.err
 }
 
 // Dir is the key directory ("" for a memory-only keyring).
@@ -168,14 +203,16 @@ func (k *Keyring) List() ([]Entry, error) {
 }
 
 // Authenticate returns the principal of a key, given bare or as an
-// authorization header value ("Bearer KEY").
+// authorization header value ("Bearer KEY"). A reload failure is not
+// returned here (Err reports it, and it is logged): it makes the keys of
+// the file unknown until the file can be read again.
 func (k *Keyring) Authenticate(key string) (Principal, bool) {
 	key = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(key), BearerPrefix))
 	if !IsKey(key) {
 		return Principal{}, false
 	}
 	d := digest(key)
-	_ = k.reload(false)
+	_ = k.reload(false) // recorded in k.err, logged, and fails closed
 	if p, ok := k.lookup(d); ok {
 		return p, true
 	}
@@ -197,12 +234,16 @@ func (k *Keyring) lookup(d string) (Principal, bool) {
 	return Principal{}, false
 }
 
-// reload reads the keyring file again when it changed; without force it
-// looks at most once a second.
+// reload reads the keyring file again when it changed (or the last
+// reload failed); without force it looks at most once a second. A failure
+// empties the file's part of the keyring, is recorded for Err and logged,
+// and is returned.
 func (k *Keyring) reload(force bool) error {
 	if k.dir == "" {
 		return nil
 	}
+	k.reloading.Lock()
+	defer k.reloading.Unlock()
 	k.mu.Lock()
 	if !force && time.Since(k.checked) < time.Second {
 		k.mu.Unlock()
@@ -215,17 +256,19 @@ func (k *Keyring) reload(force bool) error {
 	if err == nil {
 		stamp = fileStamp{st.ModTime(), st.Size()}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("auth: keyring: %w", err)
+		return k.failed(fmt.Errorf("auth: keyring: %w", err))
 	}
 	k.mu.Lock()
-	same := !force && stamp == k.stamp
+	// After a failure the file is read again even if its stamp is the
+	// last good one's (a backup restored with its modification time).
+	same := !force && stamp == k.stamp && k.err == nil
 	k.mu.Unlock()
 	if same {
 		return nil
 	}
 	kf, err := k.readFile()
 	if err != nil {
-		return err
+		return k.failed(err)
 	}
 	m := make(map[string]Principal, len(kf.Keys))
 	for _, e := range kf.Keys {
@@ -233,8 +276,40 @@ func (k *Keyring) reload(force bool) error {
 	}
 	k.mu.Lock()
 	k.file, k.stamp = m, stamp
+	was, logger := k.err, k.log()
+	k.err, k.loaded = nil, true
 	k.mu.Unlock()
+	if was != nil {
+		logger.Warn("auth: the keyring file is readable again; its keys authenticate again",
+			"file", filepath.Join(k.dir, FileName), "keys", len(m))
+	}
 	return nil
+}
+
+// failed records a reload failure: the file's keys are forgotten (fail
+// closed) until a reload succeeds. Once the keyring has loaded the file,
+// it logs the failure when it is new or its cause changed (Open returns
+// a failure of the first load instead). It returns err.
+func (k *Keyring) failed(err error) error {
+	k.mu.Lock()
+	k.file, k.stamp = map[string]Principal{}, fileStamp{}
+	changed := k.loaded && (k.err == nil || k.err.Error() != err.Error())
+	k.err = err
+	logger := k.log()
+	k.mu.Unlock()
+	if changed {
+		logger.Error("auth: cannot reload the keyring file: refusing all of its keys until it is fixed (keys issued in memory still work)",
+			"file", filepath.Join(k.dir, FileName), "err", err)
+	}
+	return err
+}
+
+// log returns the logger; k.mu must be held.
+func (k *Keyring) log() *slog.Logger {
+	if k.logger != nil {
+		return k.logger
+	}
+	return slog.Default()
 }
 
 func (k *Keyring) readFile() (keyFile, error) {
