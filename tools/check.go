@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
 )
 
@@ -43,6 +44,10 @@ type CheckOptions struct {
 	// Home is the home directory ~ resolves to; "" is the current user's,
 	// as on the local backend.
 	Home string
+	// Unsandboxed says the local backend runs without its sandbox
+	// (backend.local.sandbox: off); the profile then says so, and
+	// sandbox.auto_allow cannot apply.
+	Unsandboxed bool
 }
 
 // CheckResult is the verdict of Decide (through DecideOrAsk, as the
@@ -63,6 +68,10 @@ type CheckResult struct {
 	Invalid     string          `json:"invalid,omitempty"`
 	Mode        permission.Mode `json:"mode"`
 	WorkingDirs []string        `json:"working_dirs,omitempty"`
+	// Sandbox is how the call would run on the local backend
+	// (Profile), and Profile the profile itself.
+	Sandbox string         `json:"sandbox,omitempty"`
+	Profile *calls.Sandbox `json:"profile,omitempty"`
 
 	// toolDecision is the tool's own check, for Explain.
 	toolDecision permission.Decision
@@ -144,7 +153,8 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 		// Resolved once here, outside the decision.
 		home, _ = os.UserHomeDir()
 	}
-	v, invalid := DecideOrAsk(ctx, Call{Tool: t, Input: req.Input, Workdir: wd, Home: home, Policy: &pc})
+	call := Call{Tool: t, Input: req.Input, Workdir: wd, Home: home, Policy: &pc, Sandboxed: !o.Unsandboxed}
+	v, invalid := DecideOrAsk(ctx, call)
 	if invalid != "" {
 		return CheckResult{Tool: t.Info().Name, Behavior: "invalid", Invalid: invalid, Message: invalid,
 			Suggestions: []string{}, Mode: pc.Mode, WorkingDirs: pc.WorkingDirs}, nil
@@ -163,6 +173,9 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 		WorkingDirs:  v.WorkingDirs,
 		toolDecision: v.Tool,
 	}
+	prof := Profile(ctx, call, v)
+	prof.Off = o.Unsandboxed
+	res.Profile, res.Sandbox = &prof, prof.String()
 	if v.Rule != nil {
 		res.Rule = v.Rule.String()
 	}
@@ -237,6 +250,9 @@ func (r CheckResult) Explain(w io.Writer) {
 		fmt.Fprintf(w, "Directories: %s\n", strings.Join(r.WorkingDirs, ", "))
 	}
 	fmt.Fprintf(w, "Read-only:   %s\n", yes(r.ReadOnly))
+	if r.Sandbox != "" && r.Behavior != string(permission.Deny) {
+		fmt.Fprintf(w, "Sandbox:     %s\n", r.Sandbox)
+	}
 	tc := r.ToolCheck
 	if r.toolDecision.BypassImmune {
 		tc += " (safety)"

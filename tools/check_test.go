@@ -156,14 +156,14 @@ func TestCheckJSONLHoles(t *testing.T) {
 	want := []map[string]any{
 		{"behavior": "ask", "layer": "safety check", "bypass_immune": true},
 		{"behavior": "allow", "layer": "allow rule", "rule": "Bash(echo:*)"},
-		{"behavior": "ask", "layer": "safety check", "read_only": true},
-		{"behavior": "ask", "layer": "safety check", "read_only": true},
+		{"behavior": "deny", "layer": "tool check", "read_only": true},
+		{"behavior": "deny", "layer": "tool check", "read_only": true},
 		{"behavior": "ask", "layer": "safety check"},
 		{"behavior": "ask", "layer": "mode", "read_only": false},
 		{"behavior": "ask", "layer": "safety check", "read_only": true},
 		{"behavior": "allow", "layer": "read-only", "read_only": true},
 	}
-	msgs := []string{"the write of /etc/cron.d/x", "", "/proc/self/environ is a sensitive path", "sensitive path",
+	msgs := []string{"the write of /etc/cron.d/x", "", "/proc/self/environ is protected", "no tool may read it in any mode",
 		"/.env is a sensitive path", "`sort -o` writes a file", "the read of /etc/passwd", ""}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if len(lines) != len(want) {

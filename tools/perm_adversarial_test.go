@@ -193,8 +193,8 @@ var adversarialCases = []adversarialCase{
 	{"cd chain", "cd /etc || ls", aAsk, ""},
 	// Reads outside the working directories and of sensitive paths.
 	{"read outside", "cat /etc/passwd", aAsk, "the read of /etc/passwd (in `cat /etc/passwd`) is outside the working directories"},
-	{"read outside", "head -c 200 /proc/self/environ", aAsk, "sensitive path"},
-	{"read outside", "cat /proc/1/environ", aAsk, "sensitive path"},
+	{"read outside", "head -c 200 /proc/self/environ", aDeny, "is protected"},
+	{"read outside", "cat /proc/1/environ", aDeny, "is protected"},
 	{"read outside", "cat ~/.ssh/id_rsa", aAsk, "sensitive path"},
 	// An output redirection does not hide what the command reads.
 	{"read outside", "cat ~/.ssh/id_rsa > out.txt", aAsk, "sensitive path"},

@@ -65,7 +65,8 @@ func TestToolPermissions(t *testing.T) {
 		{Read{}, permission.ModeExplore, `{"file_path":"/w/proj/README.md"}`, nil, nil, permission.Allow, false},
 		{Read{}, permission.ModeExplore, `{"file_path":"/w/proj/.env"}`, nil, nil, permission.Deny, false}, // sensitive: asks, explore cannot
 		{Read{}, permission.ModeDefault, `{"file_path":"/w/proj/.env.production"}`, []string{"Read"}, nil, permission.Ask, true},
-		{Read{}, permission.ModeDefault, `{"file_path":"/proc/self/environ"}`, nil, nil, permission.Ask, true},
+		{Read{}, permission.ModeDefault, `{"file_path":"/proc/self/environ"}`, nil, nil, permission.Deny, false},
+		{Read{}, permission.ModeBypass, `{"file_path":"/proc/self/environ"}`, []string{"Read"}, nil, permission.Deny, false},
 		{Read{}, permission.ModeDefault, `{"file_path":"/etc/passwd"}`, nil, nil, permission.Ask, true},
 		{Read{}, permission.ModeDefault, `{"file_path":"/usr/share/doc/x"}`, []string{"Read(/usr/share/**)"}, nil, permission.Allow, false},
 		{Read{}, permission.ModeDefault, `{"file_path":"/extra/notes.md"}`, nil, nil, permission.Ask, true},

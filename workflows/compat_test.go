@@ -18,6 +18,7 @@ import (
 
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
@@ -80,7 +81,14 @@ func samplePermission() permission.Context {
 		Ask:            []permission.Rule{sampleRule(permission.Ask)},
 		Deny:           []permission.Rule{sampleRule(permission.Deny)},
 		DangerousFiles: &files, DangerousDirs: &dirs, SensitivePaths: []string{"**/secrets/**"},
+		Protected: []string{"/work/.warden{,/**}"},
+		Sandbox:   &permission.Sandbox{Network: true, NetworkFor: []string{"Bash(npm install:*)"}, AutoAllow: true},
 	}
+}
+
+func sampleSandbox() *calls.Sandbox {
+	return &calls.Sandbox{Write: []string{"/work", "/etc/app.conf"}, Dirs: []string{"/work"}, Protect: []string{"/work/.git/hooks"},
+		Network: true, NetworkBy: "sandbox.network_for rule Bash(npm install:*)", Off: true, Backend: "docker"}
 }
 
 func sampleDecision() permission.Decision {
@@ -121,6 +129,7 @@ func samplePending() workflows.Pending {
 		Reason: "Mode: default", Suggestions: []string{"Bash(npm run:*)"}, BypassImmune: true,
 		RequestedAt: t0, Deadline: t1, Escalation: workflows.EscalateAllow, Escalated: true, Hash: "3f2a9c", Notify: true,
 		Context: "Let me build it.", Prompt: "Fix the build.", Diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n",
+		Sandbox: "write /work, network off",
 	}
 }
 
@@ -196,7 +205,7 @@ func compatSamples() []struct {
 		{"Prepared", samplePrepared()},
 		{"ToolInput", workflows.ToolInput{
 			Key: "turn-1/call_1_1", Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"}, State: sampleState(),
-			ByRef: true,
+			ByRef: true, Sandbox: sampleSandbox(),
 		}},
 		{"ToolOutput", workflows.ToolOutput{Result: sampleResult(), State: sampleState()}},
 		{"Approval", sampleApproval()},
@@ -500,6 +509,7 @@ func samplePrepared() workflows.Prepared {
 			ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify, Notify: true,
 		},
 		Preview: "--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+b\n",
+		Sandbox: sampleSandbox(),
 	}
 }
 

@@ -66,7 +66,7 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&cn.flags.TaskQueue, "task-queue", "", "task queue (default from config)")
 	pf.StringVar(&cn.flags.APIKey, "api-key", "", "API key for a hosted cluster (default $TEMPORAL_API_KEY)")
 	pf.StringVar(&cn.flags.KeyFile, "key-file", "", "warden key file (default $WARDEN_KEY_FILE, else the operator key in the embedded server's data directory)")
-	root.AddCommand(newRunCmd(cn), newToolsCmd(), newPermissionCmd(), newApprovalsCmd(cn), newAuditCmd(cn), newBenchCmd(cn), newWatchCmd(cn),
+	root.AddCommand(newRunCmd(cn), newToolsCmd(cn), newPermissionCmd(), newApprovalsCmd(cn), newAuditCmd(cn), newBenchCmd(cn), newWatchCmd(cn),
 		newAskCmd(cn), newExternalCmd(cn), newBatchCmd(cn), newShowCmd(cn), newGCCmd(cn), newKeysCmd(cn))
 	return root
 }

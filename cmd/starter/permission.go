@@ -24,7 +24,7 @@ func newPermissionCmd() *cobra.Command {
 
 // permFlags are the flags of "permission check".
 type permFlags struct {
-	tool, input, mode, rules string
+	tool, input, mode, rules, config string
 	workdirs                 []string
 	jsonl                    bool
 }
@@ -75,6 +75,7 @@ and writes one JSON result (or {"error":...}) per request, in order.
 	fl.StringVar(&f.mode, "mode", "", "permission mode: default, explore, accept_edits, bypass, dont_ask")
 	fl.StringArrayVar(&f.workdirs, "workdir", nil, "working directory (repeatable; the first is the workspace, default the current directory)")
 	fl.StringVar(&f.rules, "rules", "", "policy file (YAML or JSON)")
+	fl.StringVar(&f.config, "worker-config", "", "the worker's config file, for its protected files and sandbox setting (default temporal-dev.yaml when present)")
 	fl.BoolVar(&f.jsonl, "jsonl", false, "read JSON requests from stdin, write JSON results to stdout")
 	return cmd
 }
@@ -92,5 +93,15 @@ func (f permFlags) options() (tools.CheckOptions, error) {
 		p.Mode = permission.Mode(f.mode)
 	}
 	base, err := p.Context()
-	return tools.CheckOptions{Base: base, Workdirs: f.workdirs}, err
+	if err != nil {
+		return tools.CheckOptions{}, err
+	}
+	// The worker's own files are protected as the worker protects them,
+	// and its local backend's sandbox setting decides the profile.
+	cfg, err := config.Load(f.config)
+	if err != nil {
+		return tools.CheckOptions{}, err
+	}
+	base.Protected = append(base.Protected, cfg.Permission.Protected...)
+	return tools.CheckOptions{Base: base, Workdirs: f.workdirs, Unsandboxed: cfg.Backend.Local.SandboxOff()}, nil
 }

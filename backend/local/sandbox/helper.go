@@ -19,8 +19,15 @@ func init() {
 	if len(os.Args) != 2 || os.Args[0] != helperName {
 		return
 	}
-	// Exit code 126, as a shell reports a program it could not run.
+	// Exit codes as a shell reports them: 127 for a program not found,
+	// 126 for one that could not be run (here: a sandbox that could not
+	// be set up, so nothing ran).
 	err := helper(os.Args[1])
+	var nf *exec.Error
+	if errors.As(err, &nf) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(127)
+	}
 	fmt.Fprintf(os.Stderr, "sandbox: %v\n", err)
 	os.Exit(126)
 }
