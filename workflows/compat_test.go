@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/model"
-	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"

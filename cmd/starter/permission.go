@@ -25,8 +25,8 @@ func newPermissionCmd() *cobra.Command {
 // permFlags are the flags of "permission check".
 type permFlags struct {
 	tool, input, mode, rules, config string
-	workdirs                 []string
-	jsonl                    bool
+	workdirs                         []string
+	jsonl                            bool
 }
 
 func newPermissionCheckCmd() *cobra.Command {
