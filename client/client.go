@@ -308,7 +308,9 @@ func quoteless(s string) string { return strings.ReplaceAll(s, "'", "") }
 // started last first), and the token of the next page (nil for the
 // first). Each turn's entries come from the index it keeps in its memo
 // (workflows.MemoPending), returned by the listing itself; only turns
-// without one (started before the index existed) are queried.
+// without one (started before the index existed) are queried. A queried
+// turn that has ended since the listing is left out; any other failure
+// of its query is returned (see pendingOfRun).
 func (cl *Client) ListPendingPage(ctx context.Context, f Filter, pageSize int, token []byte) (PendingPage, error) {
 	if pageSize <= 0 {
 		pageSize = listPageSize
@@ -335,18 +337,38 @@ func (cl *Client) ListPendingPage(ctx context.Context, f Filter, pageSize int, t
 		found[i] = es
 	}
 	page.Queried = len(legacy)
-	// Turns without an index are asked, a bounded number at a time.
-	sem := make(chan struct{}, queryConcurrency)
-	var wg sync.WaitGroup
+	// Turns without an index are asked, a bounded number at a time. The
+	// first failure stops the others: a page that lacks a turn's entries
+	// is not returned.
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		sem      = make(chan struct{}, queryConcurrency)
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		queryErr error
+	)
 	for _, i := range legacy {
+		if qctx.Err() != nil {
+			break
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			id, run := exs[i].GetExecution().GetWorkflowId(), exs[i].GetExecution().GetRunId()
-			ps, err := cl.Pending(ctx, id)
+			ps, finished, err := cl.pendingOfRun(qctx, id, run)
 			if err != nil {
-				return // finished since the listing
+				errMu.Lock()
+				if queryErr == nil {
+					queryErr = err
+				}
+				errMu.Unlock()
+				cancel()
+				return
+			}
+			if finished {
+				return // ended since the listing: it waits on nothing
 			}
 			for _, p := range ps {
 				found[i] = append(found[i], PendingEntry{WorkflowID: id, RunID: run, Pending: p, Preview: workflows.NewPendingIndex([]workflows.Pending{p}).Entries[0].Preview})
@@ -356,6 +378,9 @@ func (cl *Client) ListPendingPage(ctx context.Context, f Filter, pageSize int, t
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
 		return PendingPage{}, err
+	}
+	if queryErr != nil {
+		return PendingPage{}, queryErr
 	}
 	for _, es := range found {
 		for _, e := range es {
@@ -370,6 +395,52 @@ func (cl *Client) ListPendingPage(ctx context.Context, f Filter, pageSize int, t
 		}
 	}
 	return page, nil
+}
+
+// pendingOfRun asks one listed run of a turn for its pending entries.
+// finished is true (with no entries and no error) only when the run has
+// really ended since the listing: the server rejects the query because
+// the run is closed (the query is sent with QueryRejectCondition
+// NOT_OPEN, so a closed run is reported as such instead of being
+// replayed by a worker), or it no longer knows the run
+// (serviceerror.NotFound, e.g. past retention). Every other failure (a
+// deadline, the server unavailable, a permission denied, a paused run, a
+// failing query handler) is returned: counting it as finished would drop
+// the turn's waiting calls from the listing without a word.
+func (cl *Client) pendingOfRun(ctx context.Context, workflowID, runID string) (ps []workflows.Pending, finished bool, err error) {
+	resp, err := cl.c.QueryWorkflowWithOptions(ctx, &tclient.QueryWorkflowWithOptionsRequest{
+		WorkflowID: workflowID, RunID: runID, QueryType: workflows.QueryPending,
+		QueryRejectCondition: enumspb.QUERY_REJECT_CONDITION_NOT_OPEN,
+	})
+	var nf *serviceerror.NotFound
+	switch {
+	case errors.As(err, &nf):
+		return nil, true, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("query pending of turn %s: %w", workflowID, err)
+	case resp.QueryRejected != nil && closedStatus(resp.QueryRejected.GetStatus()):
+		return nil, true, nil
+	case resp.QueryRejected != nil:
+		return nil, false, fmt.Errorf("query pending of turn %s: rejected by the server, the workflow is %s", workflowID, resp.QueryRejected.GetStatus())
+	case resp.QueryResult == nil:
+		return nil, false, fmt.Errorf("query pending of turn %s: no result", workflowID)
+	}
+	if err := resp.QueryResult.Get(&ps); err != nil {
+		return nil, false, fmt.Errorf("query pending of turn %s: %w", workflowID, err)
+	}
+	return ps, false, nil
+}
+
+// closedStatus reports whether st is the status of a run that has ended
+// (not running, not paused).
+func closedStatus(st enumspb.WorkflowExecutionStatus) bool {
+	switch st {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED,
+		enumspb.WORKFLOW_EXECUTION_STATUS_CANCELED, enumspb.WORKFLOW_EXECUTION_STATUS_TERMINATED,
+		enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW, enumspb.WORKFLOW_EXECUTION_STATUS_TIMED_OUT:
+		return true
+	}
+	return false
 }
 
 // indexed reads the pending entries of a listed turn from its memo; ok is

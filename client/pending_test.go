@@ -3,12 +3,16 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
+	querypb "go.temporal.io/api/query/v1"
+	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
@@ -17,12 +21,20 @@ import (
 	"github.com/wardenhq/warden/workflows"
 )
 
-// fakeTemporal answers ListWorkflow with fixed executions and QueryWorkflow
-// (QueryPending) from per-turn entries, recording what it was asked.
+// fakeTemporal answers ListWorkflow with fixed executions and the
+// pending query (QueryWorkflow, QueryWorkflowWithOptions) from per-turn
+// entries, recording what it was asked. A turn in closed is not running
+// but has that status; like the server, the fake rejects a query to a
+// paused turn, and to a closed one when the query rejects runs that are
+// not open, and answers any other query to a closed turn (as a worker
+// replaying it would) with no entries. A turn in errs fails every query
+// with that error.
 type fakeTemporal struct {
 	tclient.Client
 	execs   []*workflowpb.WorkflowExecutionInfo
 	pending map[string][]workflows.Pending
+	closed  map[string]enumspb.WorkflowExecutionStatus
+	errs    map[string]error
 
 	mu      sync.Mutex
 	queries []string
@@ -40,11 +52,34 @@ func (f *fakeTemporal) QueryWorkflow(_ context.Context, id, _, name string, _ ..
 	f.mu.Lock()
 	f.queries = append(f.queries, id+" "+name)
 	f.mu.Unlock()
-	p, err := converter.GetDefaultDataConverter().ToPayloads(f.pending[id])
+	if err := f.errs[id]; err != nil {
+		return nil, err
+	}
+	entries := f.pending[id]
+	if st, ok := f.closed[id]; ok && st == enumspb.WORKFLOW_EXECUTION_STATUS_PAUSED {
+		return nil, errors.New("query rejected: the workflow is paused")
+	} else if ok {
+		entries = nil
+	}
+	p, err := converter.GetDefaultDataConverter().ToPayloads(entries)
 	if err != nil {
 		return nil, err
 	}
 	return encoded{p}, nil
+}
+
+func (f *fakeTemporal) QueryWorkflowWithOptions(ctx context.Context, r *tclient.QueryWorkflowWithOptionsRequest) (*tclient.QueryWorkflowWithOptionsResponse, error) {
+	if st, ok := f.closed[r.WorkflowID]; ok && (st == enumspb.WORKFLOW_EXECUTION_STATUS_PAUSED || r.QueryRejectCondition == enumspb.QUERY_REJECT_CONDITION_NOT_OPEN) {
+		f.mu.Lock()
+		f.queries = append(f.queries, r.WorkflowID+" "+r.QueryType)
+		f.mu.Unlock()
+		return &tclient.QueryWorkflowWithOptionsResponse{QueryRejected: &querypb.QueryRejected{Status: st}}, nil
+	}
+	v, err := f.QueryWorkflow(ctx, r.WorkflowID, r.RunID, r.QueryType, r.Args...)
+	if err != nil {
+		return nil, err
+	}
+	return &tclient.QueryWorkflowWithOptionsResponse{QueryResult: v}, nil
 }
 
 type encoded struct{ p *commonpb.Payloads }
@@ -127,6 +162,63 @@ func TestListPendingPageReadsIndexAndQueriesOnlyTurnsWithout(t *testing.T) {
 	for i := 1; i < len(all); i++ {
 		if all[i].RequestedAt.Before(all[i-1].RequestedAt) {
 			t.Fatalf("not oldest first: %+v", all)
+		}
+	}
+}
+
+// TestListPendingPageQueryErrors: a turn without an index whose pending
+// query fails is skipped only when it has really finished (its run is
+// closed, or the server no longer knows it); any other failure of the
+// query is the listing's error, not a turn silently left out.
+func TestListPendingPageQueryErrors(t *testing.T) {
+	t0 := time.Now().Add(-time.Hour)
+	open := workflows.Pending{Kind: workflows.PendingApproval, CallID: "c1", Tool: "Bash", Input: json.RawMessage(`{}`), RequestedAt: t0, Hash: "h1"}
+	stale := workflows.Pending{Kind: workflows.PendingApproval, CallID: "old", Tool: "Bash", Input: json.RawMessage(`{}`), RequestedAt: t0, Hash: "h0"}
+	f := &fakeTemporal{
+		execs:   []*workflowpb.WorkflowExecutionInfo{execWith(t, "waiting", nil), execWith(t, "completed", nil), execWith(t, "gone", nil)},
+		pending: map[string][]workflows.Pending{"waiting": {open}, "completed": {stale}},
+		closed:  map[string]enumspb.WorkflowExecutionStatus{"completed": enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED},
+		errs:    map[string]error{"gone": serviceerror.NewNotFound("workflow execution not found")},
+	}
+	cl := New(f, "q")
+	page, err := cl.ListPendingPage(context.Background(), Filter{}, 10, nil)
+	if err != nil {
+		t.Fatalf("finished turns: %v", err)
+	}
+	if page.Queried != 3 || len(page.Entries) != 1 || page.Entries[0].WorkflowID != "waiting" || page.Entries[0].CallID != "c1" {
+		t.Fatalf("page = %+v, want only the waiting turn's entry", page)
+	}
+
+	for _, c := range []struct {
+		name string
+		err  error
+		// paused, when set, makes the turn paused instead of failing.
+		paused bool
+	}{
+		{"deadline", serviceerror.NewDeadlineExceeded("context deadline exceeded"), false},
+		{"context deadline", context.DeadlineExceeded, false},
+		{"unavailable", serviceerror.NewUnavailable("frontend unavailable"), false},
+		{"permission denied", serviceerror.NewPermissionDenied("the key is not known to this server", ""), false},
+		{"query failed", serviceerror.NewQueryFailed("query handler panicked"), false},
+		{"paused", nil, true},
+	} {
+		f.errs = map[string]error{"waiting": c.err}
+		f.closed = map[string]enumspb.WorkflowExecutionStatus{"completed": enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED}
+		if c.paused {
+			f.errs = nil
+			f.closed["waiting"] = enumspb.WORKFLOW_EXECUTION_STATUS_PAUSED
+		}
+		page, err := cl.ListPendingPage(context.Background(), Filter{}, 10, nil)
+		switch {
+		case err == nil:
+			t.Errorf("%s: the failed query was taken for a finished turn: page %+v", c.name, page)
+		case c.err != nil && !errors.Is(err, c.err):
+			t.Errorf("%s: err = %v, want it wrapped", c.name, err)
+		case !strings.Contains(err.Error(), "waiting"):
+			t.Errorf("%s: err = %v does not name the turn", c.name, err)
+		}
+		if _, err := cl.ListPending(context.Background(), Filter{}); err == nil {
+			t.Errorf("%s: ListPending hid the failed query", c.name)
 		}
 	}
 }
