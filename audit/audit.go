@@ -102,6 +102,11 @@ type Record struct {
 	ApprovedInput json.RawMessage `json:"approved_input,omitempty"`
 	// EffectiveInput is the input the tool ran with (execution records).
 	EffectiveInput json.RawMessage `json:"effective_input,omitempty"`
+	// Sandbox is how the call runs (permission records): its recorded
+	// profile ("write /src/app, network off"), or that the local
+	// sandbox was off. Empty for calls decided before profiles were
+	// recorded.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Workflow reads every run of a workflow's continue-as-new chain, from
@@ -683,6 +688,8 @@ func (x *extractor) verdict(t time.Time, c *call, p workflows.Prepared, kind str
 		Decision: string(p.Decision.Behavior), Reason: p.Decision.Reason, Layer: Layer(p.Decision.Reason), ProposedInput: c.proposed}
 	if p.Invalid != "" {
 		r.Decision, r.Reason, r.Layer = "invalid", p.Invalid, "validation"
+	} else if p.Sandbox != nil {
+		r.Sandbox = p.Sandbox.String()
 	}
 	switch kind {
 	case KindPermission:

@@ -20,9 +20,10 @@ import (
 //   - a call allowed as read-only writes nothing (only its private
 //     temporary directory);
 //   - any other call writes its working directories, and exactly the
-//     paths outside them its Bash command was decided to write (an
-//     approved `echo x > /etc/app.conf` gets /etc/app.conf, nothing
-//     else);
+//     paths outside them its Bash command writes when a human approves
+//     the call or an Edit/Write rule allows the path (an approved `echo
+//     x > /etc/app.conf` gets /etc/app.conf, nothing else; bypass mode
+//     grants none);
 //   - .git/hooks and .git/config of each working directory stay
 //     read-only unless an Edit or Write allow rule names them;
 //   - the network is off unless the turn's policy turns it on for every
@@ -47,7 +48,14 @@ func Profile(ctx context.Context, c Call, v permission.Verdict) calls.Sandbox {
 			}
 		}
 		for _, p := range outsideWrites(c, &pc, dirs) {
-			if !slices.Contains(s.Write, p) {
+			// Granted by a human (a call that asks runs only once
+			// approved) or by a rule naming the path; never by a mode:
+			// bypass allows the call, not the write.
+			granted := v.Behavior != permission.Allow
+			if r, _ := pathRule(&Env{Workdir: c.Workdir}, pc.Allow, []string{"Edit", "Write"}, p); r != nil {
+				granted = true
+			}
+			if granted && !slices.Contains(s.Write, p) {
 				s.Write = append(s.Write, p)
 			}
 		}

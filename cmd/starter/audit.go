@@ -89,14 +89,18 @@ func writeAuditJSON(w io.Writer, recs []audit.Record) error {
 
 func writeAuditTable(w io.Writer, recs []audit.Record) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tWORKFLOW\tCALL\tTOOL\tKIND\tDECISION\tBY\tPATH\tLAYER\tREASON")
+	fmt.Fprintln(tw, "TIME\tWORKFLOW\tCALL\tTOOL\tKIND\tDECISION\tBY\tPATH\tLAYER\tSANDBOX\tREASON")
 	for _, r := range recs {
 		reason := r.Reason
 		if len(r.Rules) > 0 {
 			reason = strings.TrimSpace("rules " + strings.Join(r.Rules, ", ") + " " + reason)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"),
-			r.WorkflowID, r.CallID, r.Tool, r.Kind, r.Decision, r.By, r.Path, r.Layer, reason)
+		sbx := r.Sandbox
+		if sbx == "" {
+			sbx = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"),
+			r.WorkflowID, r.CallID, r.Tool, r.Kind, r.Decision, r.By, r.Path, r.Layer, sbx, reason)
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)

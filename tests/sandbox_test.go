@@ -1,0 +1,296 @@
+package tests
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// escapeLab is a workspace laid out as `go run ./cmd/worker` lays out a
+// checkout (the data directory and the config file inside the
+// workspace), a directory outside it, and listeners the test holds.
+type escapeLab struct {
+	ws, out, data, cfg, key, keyring, content string
+	// listeners stand for the inbox, the metrics endpoint and an outside
+	// address; accepted counts connections to each.
+	listeners []net.Listener
+	accepted  []*atomic.Int32
+	frontend  string
+}
+
+const (
+	keyMarker     = "wk1.lab-operator-secret"
+	keyringMarker = "keyring-lab-secret"
+	contentMarker = "content-lab-secret"
+	configMarker  = "config-lab-secret"
+	envMarker     = "env-lab-secret-3141"
+)
+
+func newEscapeLab(t *testing.T) *escapeLab {
+	t.Helper()
+	l := &escapeLab{ws: t.TempDir(), out: t.TempDir(), frontend: env.srv.Addr()}
+	l.data = filepath.Join(l.ws, ".warden")
+	l.cfg = filepath.Join(l.ws, "temporal-dev.yaml")
+	l.key = filepath.Join(l.data, "auth", "operator.key")
+	l.keyring = filepath.Join(l.data, "auth", "keyring.json")
+	l.content = filepath.Join(l.data, "content", "turns", "t1", "c1")
+	for p, body := range map[string]string{l.key: keyMarker, l.keyring: keyringMarker, l.content: contentMarker, l.cfg: configMarker,
+		filepath.Join(l.ws, "Makefile"): "all:\n\ttouch " + filepath.Join(l.out, "make.txt") + "\n"} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("git", "init", "-q", l.ws).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	// Links planted inside the workspace by someone outside the sandbox.
+	for link, target := range map[string]string{"keylink": l.key, "envlink": "/proc/self/environ", "outlink": l.out} {
+		if err := os.Symlink(target, filepath.Join(l.ws, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(l.key, filepath.Join(l.ws, "keyhard")); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("WARDEN_LAB_SECRET", envMarker)
+	for _, addr := range []string{"127.0.0.1:0", "127.0.0.1:0", outsideAddr(t)} {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &atomic.Int32{}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				n.Add(1)
+				c.Close()
+			}
+		}()
+		t.Cleanup(func() { ln.Close() })
+		l.listeners, l.accepted = append(l.listeners, ln), append(l.accepted, n)
+	}
+	return l
+}
+
+// outsideAddr is a listen address on a non-loopback interface, the
+// closest this machine has to an outside address.
+func outsideAddr(t *testing.T) string {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String() + ":0"
+		}
+	}
+	t.Fatal("no non-loopback IPv4 address to stand for the outside")
+	return ""
+}
+
+// escape is one attempt: a tool call, and a check of whether its effect
+// happened (on disk, in the result, at a listener).
+type escape struct {
+	name, tool string
+	input      map[string]any
+	// bypassOnly attempts ask in the other modes before they could run
+	// (the engine stops them); the sandbox is what stops them in bypass.
+	bypassOnly bool
+	// fileTool attempts are refused by the file tools themselves, sandbox
+	// or not; with the sandbox off the test shows the link does lead to
+	// the secret instead.
+	fileTool bool
+	// notDefault attempts would ask in default mode (a Write).
+	notDefault bool
+	happened   func(result string) bool
+}
+
+func py(code string) map[string]any {
+	return map[string]any{"command": "python3 -c " + shellQuote(code)}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func (l *escapeLab) exists(name string) func(string) bool {
+	return func(string) bool { _, err := os.Stat(filepath.Join(l.out, name)); return err == nil }
+}
+
+func leaked(markers ...string) func(string) bool {
+	return func(res string) bool {
+		for _, m := range markers {
+			if strings.Contains(res, m) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+func (l *escapeLab) reached(i int) func(string) bool {
+	return func(res string) bool {
+		return l.accepted[i].Load() > 0 || strings.Contains(res, "CONNECTED")
+	}
+}
+
+func (l *escapeLab) escapes() []escape {
+	pid := os.Getpid()
+	connect := func(addr string) string {
+		host, port, _ := net.SplitHostPort(addr)
+		return fmt.Sprintf("import socket\ns=socket.create_connection((%q,%s),2)\nprint('CONNECTED')", host, port)
+	}
+	hook := filepath.Join(l.ws, ".git", "hooks", "pre-commit")
+	gitConfig := filepath.Join(l.ws, ".git", "config")
+	return []escape{
+		// Writes outside the working directories.
+		{name: "write outside via an interpreter", tool: "Bash", input: py(fmt.Sprintf("open(%q,'w').write('x')", filepath.Join(l.out, "py.txt"))), happened: l.exists("py.txt")},
+		{name: "write outside via a build recipe", tool: "Bash", input: map[string]any{"command": "make -s all"}, happened: l.exists("make.txt")},
+		{name: "write outside via git config", tool: "Bash", input: map[string]any{"command": fmt.Sprintf("git -c core.fsmonitor='touch %s' status", filepath.Join(l.out, "git.txt"))}, happened: l.exists("git.txt")},
+		{name: "write outside via a redirection", tool: "Bash", input: map[string]any{"command": "echo x > " + filepath.Join(l.out, "redir.txt")}, bypassOnly: true, happened: l.exists("redir.txt")},
+		{name: "write outside through a linked directory", tool: "Write", input: map[string]any{"file_path": filepath.Join(l.ws, "outlink", "write.txt"), "content": "x"}, fileTool: true, notDefault: true, happened: l.exists("write.txt")},
+		// Reads of warden's secrets.
+		{name: "read the operator key directly", tool: "Bash", input: map[string]any{"command": "cat " + l.key}, happened: leaked(keyMarker)},
+		{name: "read the secrets via an interpreter", tool: "Bash", input: py(fmt.Sprintf("for p in [%q,%q,%q,%q]:\n  try: print(open(p).read())\n  except Exception as e: print(e)", l.key, l.keyring, l.content, l.cfg)),
+			happened: leaked(keyMarker, keyringMarker, contentMarker, configMarker)},
+		{name: "read the key through a symbolic link", tool: "Bash", input: map[string]any{"command": "cat keylink"}, happened: leaked(keyMarker)},
+		{name: "Read the key through a symbolic link", tool: "Read", input: map[string]any{"file_path": filepath.Join(l.ws, "keylink")}, fileTool: true, happened: leaked(keyMarker)},
+		{name: "Read the key through a hard link", tool: "Read", input: map[string]any{"file_path": filepath.Join(l.ws, "keyhard")}, fileTool: true, happened: leaked(keyMarker)},
+		{name: "make a hard link to the key", tool: "Bash", input: py(fmt.Sprintf("import os\nos.link(%q,%q)\nprint(open(%q).read())", l.key, filepath.Join(l.ws, "keyhard2"), filepath.Join(l.ws, "keyhard2"))), happened: leaked(keyMarker)},
+		// The worker's environment.
+		{name: "read the worker's environment", tool: "Bash", input: py(fmt.Sprintf("print(open('/proc/%d/environ').read())", pid)), happened: leaked(envMarker)},
+		{name: "Read /proc/self/environ through a link", tool: "Read", input: map[string]any{"file_path": filepath.Join(l.ws, "envlink")}, fileTool: true, happened: leaked(envMarker)},
+		{name: "read the worker's memory", tool: "Bash", input: py(fmt.Sprintf("m=open('/proc/%d/maps').readline().split('-')[0]\nf=open('/proc/%d/mem','rb')\nf.seek(int(m,16))\nf.read(8)\nprint('MEMREAD')", pid, pid)), happened: leaked("MEMREAD")},
+		{name: "read through /proc/PID/root", tool: "Bash", input: py(fmt.Sprintf("print(open('/proc/%d/root%s').read())", pid, l.key)), happened: leaked(keyMarker)},
+		// Connections.
+		{name: "connect to the frontend", tool: "Bash", input: py(connect(l.frontend)), happened: leaked("CONNECTED")},
+		{name: "connect to the inbox", tool: "Bash", input: py(connect(l.listeners[0].Addr().String())), happened: l.reached(0)},
+		{name: "connect to the metrics listener", tool: "Bash", input: py(connect(l.listeners[1].Addr().String())), happened: l.reached(1)},
+		{name: "connect to an outside address", tool: "Bash", input: py(connect(l.listeners[2].Addr().String())), happened: l.reached(2)},
+		// Files that run later.
+		{name: "write a git hook", tool: "Bash", input: py(fmt.Sprintf("open(%q,'w').write('#!/bin/sh\\ntouch x\\n')", hook)),
+			happened: func(string) bool { _, err := os.Stat(hook); return err == nil }},
+		{name: "write git config", tool: "Bash", input: map[string]any{"command": "git config core.hooksPath " + l.out},
+			happened: func(string) bool { b, _ := os.ReadFile(gitConfig); return strings.Contains(string(b), "hooksPath") }},
+		// Escape attempts.
+		{name: "unshare and unmount", tool: "Bash", input: py(fmt.Sprintf("import os\nos.system(\"unshare -Urm sh -c 'umount %s 2>/dev/null; cat %s'\")", l.data, l.key)), happened: leaked(keyMarker)},
+		{name: "mount over a directory", tool: "Bash", input: py(fmt.Sprintf("import os\nif os.system('mount -t tmpfs none %s 2>/dev/null')==0:\n  print('MOUNTED'); os.system('umount %s')", l.out, l.out)), happened: leaked("MOUNTED")},
+		{name: "a setuid helper", tool: "Bash", input: py(fmt.Sprintf("import os\nos.system('su root -c \"cat %s; touch %s\" 2>&1')", l.key, filepath.Join(l.out, "su.txt"))), happened: func(r string) bool {
+			return strings.Contains(r, keyMarker) || l.exists("su.txt")("")
+		}},
+	}
+}
+
+// runEscapes runs the attempts in one turn of mode on a worker whose
+// local backend is sandboxed or not, and returns each result's text.
+func runEscapes(t *testing.T, l *escapeLab, mode permission.Mode, rules []string, sandboxed bool, es []escape) []string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("steps:\n  - tool_calls:\n")
+	for _, e := range es {
+		in, err := json.Marshal(e.input)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "      - {name: %s, input: %s}\n", e.tool, in)
+	}
+	b.WriteString("  - text: done\n")
+	protected := []string{l.data + "{,/**}", l.cfg}
+	cl := startWorker(t, warden.Options{Workdir: l.ws, Protected: protected, Backends: map[string]backend.Backend{
+		"local": &local.Backend{Workdir: l.ws, Hide: []string{l.data, l.cfg}, Unsandboxed: !sandboxed}}})
+	ctx := ctxT(t, 2*time.Minute)
+	id := fmt.Sprintf("escape-%s-%v-%d", mode, sandboxed, time.Now().UnixNano())
+	pc := policy(t, permission.Policy{Mode: mode, Allow: rules})
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: script(t, b.String())},
+		Permission: pc, Workdir: l.ws, ApprovalTimeout: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.Result(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := toolResults(res)
+	if len(rs) != len(es) {
+		t.Fatalf("%d results for %d calls", len(rs), len(es))
+	}
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.Content
+	}
+	return out
+}
+
+// TestEscapeSuite tries, through real turns on the local backend, to
+// escape the sandbox in each mode with broad rules, and checks that
+// nothing happened; then runs the same attempts with the sandbox off and
+// checks that each one does happen there, so every case can fail.
+func TestEscapeSuite(t *testing.T) {
+	broad := []string{"Bash(python3:*)", "Bash(make:*)", "Bash(git:*)", "Bash(cat:*)", "Read"}
+	modes := []struct {
+		mode  permission.Mode
+		rules []string
+	}{{permission.ModeDefault, broad}, {permission.ModeAcceptEdits, broad}, {permission.ModeBypass, nil}}
+	for _, m := range modes {
+		t.Run(string(m.mode), func(t *testing.T) {
+			l := newEscapeLab(t)
+			var es []escape
+			for _, e := range l.escapes() {
+				if (!e.bypassOnly || m.mode == permission.ModeBypass) && (!e.notDefault || m.mode != permission.ModeDefault) {
+					es = append(es, e)
+				}
+			}
+			res := runEscapes(t, l, m.mode, m.rules, true, es)
+			for i, e := range es {
+				if e.happened(res[i]) {
+					t.Errorf("%s: it happened in %s mode with the sandbox on: %q", e.name, m.mode, res[i])
+				}
+			}
+		})
+	}
+	t.Run("sandbox off", func(t *testing.T) {
+		l := newEscapeLab(t)
+		es := l.escapes()
+		res := runEscapes(t, l, permission.ModeBypass, nil, false, es)
+		for i, e := range es {
+			if e.fileTool {
+				// The file tools refuse these whatever the sandbox; show
+				// that the path does lead where the attempt aimed.
+				if !strings.Contains(res[i], "refused") {
+					t.Errorf("%s: the file tool did not refuse it: %q", e.name, res[i])
+				}
+				continue
+			}
+			if strings.HasPrefix(e.name, "read the operator key directly") {
+				// Protected paths are denied by the engine in every mode.
+				if !strings.Contains(res[i], "is protected") {
+					t.Errorf("%s: not denied by the engine: %q", e.name, res[i])
+				}
+				continue
+			}
+			if !e.happened(res[i]) {
+				t.Errorf("%s: the attempt did not succeed with the sandbox off, so it proves nothing: %q", e.name, res[i])
+			}
+		}
+		// The planted links do lead to the secrets.
+		if b, err := os.ReadFile(filepath.Join(l.ws, "keyhard")); err != nil || string(b) != keyMarker {
+			t.Errorf("the planted hard link does not lead to the key: %v", err)
+		}
+	})
+}
