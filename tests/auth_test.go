@@ -253,10 +253,9 @@ steps:
 		}
 	}
 
-	// 9. A tool reading the key directory asks a human, even when an allow
-	// rule covers the command: the data directory is a sensitive path (a
-	// safety check). Bypass mode asks nothing, by design: the README says
-	// to run such turns on the Docker or E2B backend.
+	// 9. A tool reading the key directory is denied, even when an allow
+	// rule covers the command: the data directory is protected, in every
+	// mode (bypass included), and no human is asked.
 	steal := filepath.Join(dir, "steal.yaml")
 	if err := os.WriteFile(steal, []byte(fmt.Sprintf(`prompt: steal
 steps:
@@ -268,22 +267,17 @@ steps:
 		t.Fatal(err)
 	}
 	rules := filepath.Join(dir, "rules.yaml")
-	if err := os.WriteFile(rules, []byte("allow: [\"Bash(cat:*)\", \"Read\"]\n"), 0o644); err != nil {
+	if err := os.WriteFile(rules, []byte("mode: bypass\nallow: [\"Bash(cat:*)\", \"Read\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := starter("run", "--script", steal, "--workflow-id", "auth-3", "--rules", rules, "--detach"); err != nil {
 		t.Fatalf("run auth-3: %v\n%s", err, out)
 	}
-	for _, p := range waitPending(t, cl, "auth-3", 2) {
-		if !strings.Contains(p.Reason+p.Message, "sensitive path") {
-			t.Errorf("%s asks for %q, want the sensitive-path safety check", p.CallID, p.Reason)
-		}
-		if _, err := alice.ApproveListed(ctx, "auth-3", p, workflows.Approval{Decision: workflows.DecisionDeny, Reason: "no"}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	if _, err := cl.Result(ctx, "auth-3"); err != nil {
 		t.Fatal(err)
+	}
+	if conv, err := starter("show", "auth-3"); err != nil || strings.Count(conv, "is protected") < 2 {
+		t.Errorf("want both calls denied as protected (%v):\n%s", err, tail(conv, 2000))
 	}
 	if conv, err := starter("show", "auth-3"); err != nil || strings.Contains(conv, "wk1.") {
 		t.Errorf("a tool read a key (%v):\n%s", err, tail(conv, 2000))

@@ -29,6 +29,30 @@ type escapeLab struct {
 	listeners []net.Listener
 	accepted  []*atomic.Int32
 	frontend  string
+	// env is a NAME=value of the worker's own environment that no tool
+	// process gets.
+	env string
+}
+
+// environMarker is an entry of this process's environment as the kernel
+// shows it (/proc/self/environ) that the tool environment leaves out.
+func environMarker(t *testing.T) string {
+	b, err := os.ReadFile("/proc/self/environ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := map[string]bool{}
+	for _, n := range backend.BaseEnvNames() {
+		base[n] = true
+	}
+	for _, kv := range strings.Split(string(b), "\x00") {
+		name, _, ok := strings.Cut(kv, "=")
+		if ok && len(kv) > len(name)+3 && !base[name] && !strings.HasPrefix(name, "LC_") {
+			return kv
+		}
+	}
+	t.Fatal("the worker's environment has nothing a tool does not get")
+	return ""
 }
 
 const (
@@ -36,7 +60,6 @@ const (
 	keyringMarker = "keyring-lab-secret"
 	contentMarker = "content-lab-secret"
 	configMarker  = "config-lab-secret"
-	envMarker     = "env-lab-secret-3141"
 )
 
 func newEscapeLab(t *testing.T) *escapeLab {
@@ -68,7 +91,7 @@ func newEscapeLab(t *testing.T) *escapeLab {
 	if err := os.Link(l.key, filepath.Join(l.ws, "keyhard")); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("WARDEN_LAB_SECRET", envMarker)
+	l.env = environMarker(t)
 	for _, addr := range []string{"127.0.0.1:0", "127.0.0.1:0", outsideAddr(t)} {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -155,7 +178,7 @@ func (l *escapeLab) escapes() []escape {
 	pid := os.Getpid()
 	connect := func(addr string) string {
 		host, port, _ := net.SplitHostPort(addr)
-		return fmt.Sprintf("import socket\ns=socket.create_connection((%q,%s),2)\nprint('CONNECTED')", host, port)
+		return fmt.Sprintf("import socket\ns=socket.create_connection((%q,%s),2)\nprint('CONN'+'ECTED')", host, port)
 	}
 	hook := filepath.Join(l.ws, ".git", "hooks", "pre-commit")
 	gitConfig := filepath.Join(l.ws, ".git", "config")
@@ -175,9 +198,9 @@ func (l *escapeLab) escapes() []escape {
 		{name: "Read the key through a hard link", tool: "Read", input: map[string]any{"file_path": filepath.Join(l.ws, "keyhard")}, fileTool: true, happened: leaked(keyMarker)},
 		{name: "make a hard link to the key", tool: "Bash", input: py(fmt.Sprintf("import os\nos.link(%q,%q)\nprint(open(%q).read())", l.key, filepath.Join(l.ws, "keyhard2"), filepath.Join(l.ws, "keyhard2"))), happened: leaked(keyMarker)},
 		// The worker's environment.
-		{name: "read the worker's environment", tool: "Bash", input: py(fmt.Sprintf("print(open('/proc/%d/environ').read())", pid)), happened: leaked(envMarker)},
-		{name: "Read /proc/self/environ through a link", tool: "Read", input: map[string]any{"file_path": filepath.Join(l.ws, "envlink")}, fileTool: true, happened: leaked(envMarker)},
-		{name: "read the worker's memory", tool: "Bash", input: py(fmt.Sprintf("m=open('/proc/%d/maps').readline().split('-')[0]\nf=open('/proc/%d/mem','rb')\nf.seek(int(m,16))\nf.read(8)\nprint('MEMREAD')", pid, pid)), happened: leaked("MEMREAD")},
+		{name: "read the worker's environment", tool: "Bash", input: py(fmt.Sprintf("print(open('/proc/%d/environ').read())", pid)), happened: leaked(l.env)},
+		{name: "Read /proc/self/environ through a link", tool: "Read", input: map[string]any{"file_path": filepath.Join(l.ws, "envlink")}, fileTool: true, happened: leaked(l.env)},
+		{name: "read the worker's memory", tool: "Bash", input: py(fmt.Sprintf("m=open('/proc/%d/maps').readline().split('-')[0]\nf=open('/proc/%d/mem','rb')\nf.seek(int(m,16))\nf.read(8)\nprint('MEM'+'READ')", pid, pid)), happened: leaked("MEMREAD")},
 		{name: "read through /proc/PID/root", tool: "Bash", input: py(fmt.Sprintf("print(open('/proc/%d/root%s').read())", pid, l.key)), happened: leaked(keyMarker)},
 		// Connections.
 		{name: "connect to the frontend", tool: "Bash", input: py(connect(l.frontend)), happened: leaked("CONNECTED")},
@@ -191,7 +214,7 @@ func (l *escapeLab) escapes() []escape {
 			happened: func(string) bool { b, _ := os.ReadFile(gitConfig); return strings.Contains(string(b), "hooksPath") }},
 		// Escape attempts.
 		{name: "unshare and unmount", tool: "Bash", input: py(fmt.Sprintf("import os\nos.system(\"unshare -Urm sh -c 'umount %s 2>/dev/null; cat %s'\")", l.data, l.key)), happened: leaked(keyMarker)},
-		{name: "mount over a directory", tool: "Bash", input: py(fmt.Sprintf("import os\nif os.system('mount -t tmpfs none %s 2>/dev/null')==0:\n  print('MOUNTED'); os.system('umount %s')", l.out, l.out)), happened: leaked("MOUNTED")},
+		{name: "mount over a directory", tool: "Bash", input: py(fmt.Sprintf("import os\nif os.system('mount -t tmpfs none %s 2>/dev/null')==0:\n  print('MOUN'+'TED'); os.system('umount %s')", l.out, l.out)), happened: leaked("MOUNTED")},
 		{name: "a setuid helper", tool: "Bash", input: py(fmt.Sprintf("import os\nos.system('su root -c \"cat %s; touch %s\" 2>&1')", l.key, filepath.Join(l.out, "su.txt"))), happened: func(r string) bool {
 			return strings.Contains(r, keyMarker) || l.exists("su.txt")("")
 		}},

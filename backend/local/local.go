@@ -144,7 +144,7 @@ func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir stri
 	}
 	cleanup := func() { _ = os.RemoveAll(tmp) }
 	spec := sandbox.Spec{
-		Write:   append(realPaths(prof.Write), tmp),
+		Write:   append(grantable(realPaths(prof.Write)), tmp),
 		Protect: realPaths(prof.Protect),
 		Network: prof.Network,
 		Dir:     dir,
@@ -172,6 +172,27 @@ func hidden(hide, keep []string) []string {
 	for _, h := range hide {
 		if !slices.ContainsFunc(keep, func(k string) bool { return within(k, h) }) {
 			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// grantable turns each write path into one Landlock can grant: the path
+// itself when it exists, otherwise its nearest existing directory
+// (Landlock grants files and directories, not names that do not exist
+// yet: an approved `touch /x/new` can create /x/new, and so other new
+// entries of /x, for that one call).
+func grantable(ps []string) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		for q := p; ; q = filepath.Dir(q) {
+			if _, err := os.Lstat(q); err == nil || q == "/" {
+				p = q
+				break
+			}
+		}
+		if p != "/" && !slices.Contains(out, p) { // never the whole file system
+			out = append(out, p)
 		}
 	}
 	return out

@@ -32,48 +32,18 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/wardenhq/warden/backend/local/sandbox/child"
 )
 
-// helperName is the argv[0] that makes a binary act as the helper.
-const helperName = "warden-sandbox-helper"
+// Spec is what one sandboxed process may do (child.Spec).
+type Spec = child.Spec
 
-// MinABI is the oldest Landlock ABI the sandbox accepts: version 3 adds
-// truncation, so a read-only file cannot be emptied with O_TRUNC.
-const MinABI = 3
-
-// Spec is what one sandboxed process may do.
-type Spec struct {
-	// Write lists the paths the process may write (directories with
-	// everything beneath them, or single files). Everything else is
-	// read-only, or hidden.
-	Write []string `json:"write,omitempty"`
-	// Protect lists paths inside Write that stay read-only (a
-	// workspace's .git/hooks and .git/config: they run later, outside
-	// any check).
-	Protect []string `json:"protect,omitempty"`
-	// Hide lists paths replaced by something empty: a directory by an
-	// empty read-only tmpfs, a file by /dev/null.
-	Hide []string `json:"hide,omitempty"`
-	// Network keeps the host's network; otherwise the process gets a
-	// network namespace of its own with only a loopback interface.
-	Network bool `json:"network,omitempty"`
-	// Dir is the working directory.
-	Dir string `json:"dir"`
-	// Argv is the program and its arguments; the program is looked up in
-	// the PATH of the process's environment.
-	Argv []string `json:"argv"`
-}
+// MinABI is the oldest Landlock ABI the sandbox accepts.
+const MinABI = child.MinABI
 
 // ABI returns the kernel's Landlock ABI version, or an error saying why
 // there is none.
-func ABI() (int, error) {
-	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
-		return 0, fmt.Errorf("landlock is not available: %w", errno)
-	}
-	return int(v), nil
-}
+func ABI() (int, error) { return child.ABI() }
 
 // Command returns the command that runs spec.Argv in the sandbox, with
 // env as the process's whole environment; ctx kills it like
@@ -99,7 +69,7 @@ func Command(ctx context.Context, spec Spec, env []string) (*exec.Cmd, error) {
 	}
 	uid, gid := os.Getuid(), os.Getgid()
 	cmd := exec.CommandContext(ctx, "/proc/self/exe")
-	cmd.Args = []string{helperName, string(b)}
+	cmd.Args = []string{child.Name, string(b)}
 	cmd.Env, cmd.Dir = env, "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:                 flags,

@@ -1,29 +1,105 @@
-package sandbox
+// Package child is the sandbox helper: the code that runs in the new
+// namespaces, sets the sandbox up and execs the tool. Any binary that
+// links it acts as the helper when started with argv[0] Name (package
+// sandbox does that); its init never returns then.
+//
+// It imports only packages every Go program initialises early (no
+// os/exec), because Go runs a package's init after every package the
+// program links that sorts before it and is ready: in the worker's
+// 300 MB binary the helper would otherwise wait for most of the Temporal
+// server's initialisation on every call.
+package child
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"runtime"
+	"strings"
 	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
-// init turns a binary started by Command into the helper: it sets the
+// Name is the argv[0] that makes a binary act as the helper.
+const Name = "warden-sandbox-helper"
+
+// MinABI is the oldest Landlock ABI the sandbox accepts: version 3 adds
+// truncation, so a read-only file cannot be emptied with O_TRUNC.
+const MinABI = 3
+
+// Spec is what one sandboxed process may do.
+type Spec struct {
+	// Write lists the paths the process may write (directories with
+	// everything beneath them, or single files). Everything else is
+	// read-only, or hidden.
+	Write []string `json:"write,omitempty"`
+	// Protect lists paths inside Write that stay read-only (a
+	// workspace's .git/hooks and .git/config: they run later, outside
+	// any check).
+	Protect []string `json:"protect,omitempty"`
+	// Hide lists paths replaced by something empty: a directory by an
+	// empty read-only tmpfs, a file by /dev/null.
+	Hide []string `json:"hide,omitempty"`
+	// Network keeps the host's network; otherwise the process gets a
+	// network namespace of its own with only a loopback interface.
+	Network bool `json:"network,omitempty"`
+	// Dir is the working directory.
+	Dir string `json:"dir"`
+	// Argv is the program and its arguments; the program is looked up in
+	// the PATH of the process's environment.
+	Argv []string `json:"argv"`
+}
+
+// ABI returns the kernel's Landlock ABI version, or an error saying why
+// there is none.
+func ABI() (int, error) {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0, fmt.Errorf("landlock is not available: %w", errno)
+	}
+	return int(v), nil
+}
+
+// notFound is a program that is not in PATH.
+type notFound struct{ name string }
+
+func (e *notFound) Error() string {
+	return fmt.Sprintf("exec: %q: executable file not found in $PATH", e.name)
+}
+
+// lookPath finds name as a shell would: a name with a slash as is,
+// otherwise the first executable regular file of that name in PATH.
+func lookPath(name string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	for _, dir := range strings.Split(os.Getenv("PATH"), ":") {
+		if dir == "" {
+			dir = "."
+		}
+		p := dir + "/" + name
+		var st unix.Stat_t
+		if unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG && unix.Access(p, unix.X_OK) == nil {
+			return p, nil
+		}
+	}
+	return "", &notFound{name}
+}
+
+// init turns a binary started as Name into the helper: it sets the
 // sandbox up and execs the tool, never returning to the program's main.
 func init() {
-	if len(os.Args) != 2 || os.Args[0] != helperName {
+	if len(os.Args) != 2 || os.Args[0] != Name {
 		return
 	}
 	// Exit codes as a shell reports them: 127 for a program not found,
 	// 126 for one that could not be run (here: a sandbox that could not
 	// be set up, so nothing ran).
 	err := helper(os.Args[1])
-	var nf *exec.Error
+	var nf *notFound
 	if errors.As(err, &nf) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(127)
@@ -50,7 +126,7 @@ func helper(arg string) error {
 			return fmt.Errorf("loopback: %w", err)
 		}
 	}
-	prog, err := exec.LookPath(spec.Argv[0])
+	prog, err := lookPath(spec.Argv[0])
 	if err != nil {
 		return err
 	}
