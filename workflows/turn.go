@@ -45,6 +45,12 @@ const versionContentRefs = "content-refs"
 // retries); runs recorded before it replay with the original's.
 const versionEditedNewCall = "edited-new-call"
 
+// versionWaitContinueAsNew marks runs whose wait for answers continues
+// as new as soon as the history passes its bound; runs recorded before
+// it checked the bound only when the wait woke for an answer or a
+// deadline.
+const versionWaitContinueAsNew = "wait-continue-as-new"
+
 // Search attribute keys, typed.
 var (
 	saPendingCalls = temporal.NewSearchAttributeKeyKeywordList(SAPendingCalls)
@@ -509,6 +515,12 @@ func legacyCallHash(tool string, input json.RawMessage, policyVersion int) strin
 // or its deadline passes, then applies the answers to the slots.
 func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 	t.upsertPending(ctx)
+	// Since versionWaitContinueAsNew the wait itself watches the history
+	// bound: every workflow task re-evaluates it, so answers that change
+	// nothing (rejected signals, stale hashes) cannot grow a waiting
+	// turn's history past it. Runs recorded before it checked the bound
+	// only when an answer or a deadline ended the wait.
+	watch := workflow.GetVersion(ctx, versionWaitContinueAsNew, workflow.DefaultVersion, 1) >= 1
 	for {
 		if t.shouldContinueAsNew(ctx) {
 			t.inFlight = slots
@@ -541,7 +553,9 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 			t.upsertPending(ctx)
 			continue
 		}
-		cond := func() bool { return t.recheck || len(t.open()) < n }
+		cond := func() bool {
+			return t.recheck || len(t.open()) < n || (watch && t.shouldContinueAsNew(ctx))
+		}
 		if next.IsZero() {
 			if err := workflow.Await(ctx, cond); err != nil {
 				return fmt.Errorf("waiting for approvals: %w", err)

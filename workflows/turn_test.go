@@ -1244,6 +1244,13 @@ func TestTurnReturnDirectly(t *testing.T) {
 	}
 }
 
+// atNextTask sets the history length a delayed callback's turn sees from
+// the next workflow task on: the one of the signal or update the callback
+// sends next, not the task of the callback's own timer, which runs first.
+func atNextTask(h *harness, length int) {
+	h.env.RegisterDelayedCallback(func() { h.env.SetCurrentHistoryLength(length) }, 0)
+}
+
 func TestTurnContinueAsNew(t *testing.T) {
 	h := newHarness(t)
 	h.prepare = askAll
@@ -1255,9 +1262,9 @@ func TestTurnContinueAsNew(t *testing.T) {
 	in.RunLocal = map[string]json.RawMessage{"k": json.RawMessage(`"v"`)}
 	var first, second *updateOutcome
 	h.env.RegisterDelayedCallback(func() {
-		// The history grew past the bound while waiting; the next
-		// answer wakes the turn, which then continues as new.
-		h.env.SetCurrentHistoryLength(150)
+		// The answer's workflow task finds the history past the bound:
+		// the turn takes the answer and continues as new.
+		atNextTask(h, 150)
 		first = h.update("a", workflows.Approval{CallID: "call_1_1", Hash: h.hash("call_1_1"), Decision: workflows.DecisionAllow, By: "alice"})
 	}, time.Minute)
 	h.env.ExecuteWorkflow(workflows.TurnWorkflow, in)
@@ -1364,9 +1371,9 @@ func TestTurnContinueAsNewKeepsSignal(t *testing.T) {
 	in.ContinueAsNewAfter = 100
 	var up *updateOutcome
 	h.env.RegisterDelayedCallback(func() {
-		h.env.SetCurrentHistoryLength(150)
 		// The signal is buffered without a workflow task of its own: the
-		// update's task sees both.
+		// update's task sees both, and the history past the bound.
+		atNextTask(h, 150)
 		h.env.SignalWorkflowSkippingWorkflowTask(workflows.SignalApprove, workflows.Approval{CallID: "call_1_2", Hash: h.hash("call_1_2"), Decision: workflows.DecisionDeny, Reason: "no"})
 		up = h.update("a", workflows.Approval{CallID: "call_1_1", Hash: h.hash("call_1_1"), Decision: workflows.DecisionAllow})
 	}, time.Minute)
@@ -1560,5 +1567,84 @@ func TestTurnStateTooLargeToContinue(t *testing.T) {
 	var can *workflow.ContinueAsNewError
 	if err == nil || errors.As(err, &can) || !strings.Contains(err.Error(), "cannot continue as new") || !strings.Contains(err.Error(), workflows.ErrTypeStateTooLarge) {
 		t.Fatalf("workflow error = %v, want a StateTooLarge failure", err)
+	}
+}
+
+// TestTurnWaitFloodContinuesAsNew: a waiting turn flooded with 500
+// rejected answers (stale hashes, results for a call that waits for an
+// approval), each costing about five events of history, continues as new
+// as soon as its history passes the bound, while it still waits, not at
+// its deadline 48 hours later. The next run carries the pending entry,
+// with its hash, and takes the real answer.
+func TestTurnWaitFloodContinuesAsNew(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = askAll
+	in := turnInput(step("", call("Bash", map[string]any{"command": "deploy"})), step("deployed"))
+	in.ContinueAsNewAfter = 100
+	in.ApprovalTimeout = 48 * time.Hour
+	start := h.env.Now()
+	var listed []workflows.Pending
+	var canAt time.Time
+	h.env.RegisterDelayedCallback(func() { listed = h.pending() }, 30*time.Second)
+	for i := range 500 {
+		h.env.RegisterDelayedCallback(func() {
+			// The history as the answers before this one left it.
+			h.env.SetCurrentHistoryLength(20 + 5*i)
+			canAt = h.env.Now()
+			if i%2 == 0 {
+				h.env.SignalWorkflow(workflows.SignalApprove, workflows.Approval{CallID: "call_1_1", Hash: "stale", Decision: workflows.DecisionAllow})
+			} else {
+				h.env.SignalWorkflow(workflows.SignalExternalResult, workflows.ExternalResult{CallID: "call_1_1", Hash: "stale", Content: "bogus"})
+			}
+		}, time.Minute+time.Duration(i)*time.Second)
+	}
+	h.env.ExecuteWorkflow(workflows.TurnWorkflow, in)
+	var can *workflow.ContinueAsNewError
+	if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow error = %v, want continue-as-new", err)
+	}
+	// The 16 answers of the first 16 seconds bring the history to the
+	// bound (20 + 16×5 = 100 events): the turn continues as new at the
+	// next workflow task.
+	if got, want := h.env.Now().Sub(start), time.Minute+16*time.Second; got != want || !canAt.Equal(start.Add(want)) {
+		t.Fatalf("continued as new %v after the start, want %v (the answer that passed the bound)", got, want)
+	}
+	if n := len(h.toolCalls()); n != 0 {
+		t.Fatalf("%d tools ran before the answer", n)
+	}
+	var next workflows.TurnInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	st := next.Resume.Step
+	if len(listed) != 1 || st == nil || len(st.Pending) != 1 || len(st.Answers) != 0 || st.Pending[0].Hash != listed[0].Hash {
+		t.Fatalf("carried step = %+v, want the waiting call (listed %+v) without an answer", st, listed)
+	}
+	if rej := eventsOfType(next.Resume.Events, workflows.EventRejected); len(rej) != 16 {
+		t.Fatalf("%d rejected answers recorded before continuing, want 16", len(rej))
+	}
+
+	// The next run waits for the same call and takes the real answer.
+	h2 := newHarness(t)
+	h2.content = h.content
+	h2.prepare = askAll
+	var up *updateOutcome
+	var waiting []workflows.Pending
+	h2.env.RegisterDelayedCallback(func() {
+		waiting = h2.pending()
+		up = h2.update("real", workflows.Approval{CallID: "call_1_1", Hash: listed[0].Hash, Decision: workflows.DecisionAllow, By: "alice"})
+	}, time.Minute)
+	res := h2.run(next)
+	if len(waiting) != 1 || waiting[0].CallID != "call_1_1" {
+		t.Fatalf("pending in the next run = %+v", waiting)
+	}
+	if up == nil || !up.accepted || up.err != nil {
+		t.Fatalf("answer in the next run: %+v", up)
+	}
+	if m := toolMessage(t, res.Messages, "call_1_1"); m.Content != `Bash ran {"command":"deploy"}` || res.Answer != "deployed" {
+		t.Fatalf("result = %q, answer %q", m.Content, res.Answer)
+	}
+	if n := len(h2.toolCalls()); n != 1 {
+		t.Fatalf("the tool ran %d times, want once", n)
 	}
 }
