@@ -2,6 +2,7 @@
 // puts the agent-turn workflow and its activities on a worker you own;
 // package client drives turns and approvals from your services.
 //
+//	if _, err := warden.EnsureSearchAttributes(ctx, c, "default"); err != nil { ... }
 //	w := worker.New(c, "warden", worker.Options{})
 //	if _, err := warden.Register(w, warden.Options{}); err != nil { ... }
 //	err = w.Run(worker.InterruptCh())
@@ -98,6 +99,14 @@ type Options struct {
 
 // Register registers the agent-turn workflow and warden's activities on
 // w and returns the activities (for inspection or tests).
+//
+// Register cannot reach the server: the namespace must also have
+// warden's search attributes (SearchAttributes), or every turn that
+// parks a call fails its workflow tasks with BadSearchAttributes until
+// they exist. Call EnsureSearchAttributes with the worker's client before
+// the worker starts: it creates them when the credentials allow, and
+// otherwise returns the `temporal operator search-attribute create`
+// command an administrator runs.
 func Register(w worker.Registry, o Options) (*activities.Activities, error) {
 	a, err := NewActivities(o)
 	if err != nil {

@@ -6,20 +6,23 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	enumspb "go.temporal.io/api/enums/v1"
 	tclient "go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -99,13 +102,30 @@ func parse(args []string) (flags, config.Config, error) {
 	return f, cfg, err
 }
 
-// SearchAttributes are the custom search attributes warden's workflow sets.
-func searchAttributes() map[string]enumspb.IndexedValueType {
-	return map[string]enumspb.IndexedValueType{
-		workflows.SAPendingCalls: enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-		workflows.SAPendingTools: enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
-		workflows.SAWaitingSince: enumspb.INDEXED_VALUE_TYPE_DATETIME,
+// ensureSearchAttributes checks the namespace's search attributes and
+// creates the missing ones (warden.EnsureSearchAttributes); when the
+// credentials may not, the worker does not start and says which command
+// creates them.
+func ensureSearchAttributes(ctx context.Context, c tclient.Client, cfg config.Config, address string) error {
+	ns := cfg.Namespace()
+	created, err := warden.EnsureSearchAttributes(ctx, c, ns)
+	var missing *warden.MissingSearchAttributesError
+	if errors.As(err, &missing) {
+		hint := "with the TLS or API-key flags an administrator of the cluster uses"
+		if cfg.Temporal.Address == "" || cfg.Temporal.KeyFile != "" {
+			hint = "on a warden server, with --api-key \"$(cat DATA_DIR/auth/operator.key)\" --tls=false"
+		}
+		return fmt.Errorf("namespace %s lacks warden's search attributes %s, and this worker's credentials may not create them: %w\n"+
+			"create them as an administrator of the namespace (%s), then start the worker again:\n  %s",
+			ns, strings.Join(slices.Sorted(maps.Keys(missing.Missing)), ", "), missing.Err, hint, missing.Command(address))
 	}
+	if err != nil {
+		return fmt.Errorf("search attributes: %w", err)
+	}
+	if len(created) > 0 {
+		fmt.Printf("search attrs     created %s in namespace %s\n", strings.Join(created, ", "), ns)
+	}
+	return nil
 }
 
 func run(args []string) error {
@@ -186,6 +206,9 @@ func run(args []string) error {
 		return fmt.Errorf("dial temporal: %w", err)
 	}
 	defer c.Close()
+	if err := ensureSearchAttributes(ctx, c, cfg, copts.HostPort); err != nil {
+		return err
+	}
 
 	workdir, err := filepath.Abs(cfg.Worker.Workdir)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/internal/devserver"
@@ -20,7 +21,7 @@ import (
 func serverOptions(f flags, cfg config.Config) (devserver.Options, error) {
 	o := devserver.Options{
 		DataDir: cfg.Server.DataDir, Port: cfg.Server.Port, UIPort: cfg.Server.UIPort, IP: f.ip,
-		HistoryShards: f.historyShards, Namespace: cfg.Server.Namespace, SearchAttributes: searchAttributes(),
+		HistoryShards: f.historyShards, Namespace: cfg.Server.Namespace, SearchAttributes: warden.SearchAttributes(),
 		DynamicConfig: cfg.Server.DynamicConfig, LogLevel: cfg.Server.LogLevel,
 	}
 	if f.postgres != "" {
