@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -46,6 +47,10 @@ type Backend struct {
 	// sandboxes every process, and a kernel without Landlock or user
 	// namespaces then fails every call.
 	Unsandboxed bool
+
+	// zygote starts the sandboxed processes (started at the first one).
+	mu     sync.Mutex
+	zygote *sandbox.Zygote
 }
 
 // New returns a local backend whose default working directory is workdir.
@@ -77,6 +82,15 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	}
 	// A clean environment: the worker's secrets never reach a tool.
 	env := backend.ToolEnv(os.Environ(), b.Env, req.Env)
+	stdout := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 1)}
+	stderr := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 2)}
+	if !b.Unsandboxed {
+		res, err := b.viaZygote(ctx, req, dir, env, stdout, stderr)
+		if !errors.Is(err, sandbox.ErrSlow) && !errors.Is(err, errNoZygote) {
+			return res, err
+		}
+		// Nothing ran: a sandbox of its own (a re-executed helper).
+	}
 	cmd, cleanup, err := b.command(ctx, req, dir, env)
 	if err != nil {
 		return backend.ExecResult{}, err
@@ -85,8 +99,6 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
-	stdout := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 1)}
-	stderr := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 2)}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Its own process group so a timeout kills its children too, and a
 	// parent-death signal so a killed worker does not leave it running

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -23,7 +24,34 @@ func run(t *testing.T, spec Spec, script string) (string, error) {
 	return string(out), err
 }
 
+// runner runs a script in a sandbox of spec, one way or the other.
+type runner func(t *testing.T, spec Spec, script string) (string, error)
+
+// viaZygote runs scripts through a zygote started for spec.Hide.
+func viaZygote(t *testing.T, hide []string) runner {
+	z, err := StartZygote(hide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { z.Close() })
+	return func(t *testing.T, spec Spec, script string) (string, error) {
+		t.Helper()
+		var out, errs bytes.Buffer
+		res, err := z.Run(context.Background(), Request{Write: spec.Write, Protect: spec.Protect, Network: spec.Network, Dir: spec.Dir,
+			Argv: []string{"/bin/bash", "-c", script}, Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}}, nil, &out, &errs)
+		if err == nil && res.ExitCode != 0 {
+			err = fmt.Errorf("exit %d", res.ExitCode)
+		}
+		return out.String() + errs.String(), err
+	}
+}
+
 func TestSandboxConfinesAProcess(t *testing.T) {
+	t.Run("helper", func(t *testing.T) { testConfines(t, func(Spec) runner { return run }) })
+	t.Run("zygote", func(t *testing.T) { testConfines(t, func(s Spec) runner { return viaZygote(t, s.Hide) }) })
+}
+
+func testConfines(t *testing.T, mk func(Spec) runner) {
 	if _, err := Check(); err != nil {
 		t.Fatalf("the sandbox does not work on this machine: %v", err)
 	}
@@ -47,6 +75,7 @@ func TestSandboxConfinesAProcess(t *testing.T) {
 	defer ln.Close()
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	spec := Spec{Write: []string{work}, Protect: []string{hooks}, Hide: []string{secret, cfg}, Dir: work}
+	run := mk(spec)
 
 	cases := []struct {
 		name, script string
@@ -63,6 +92,8 @@ func TestSandboxConfinesAProcess(t *testing.T) {
 		{"unshare", "unshare -Urm sh -c 'umount /proc' 2>/dev/null && echo ESCAPED", "ESCAPED"},
 		{"mount", "mount -t tmpfs none " + outside + " 2>/dev/null && echo ESCAPED", "ESCAPED"},
 		{"capabilities", "grep CapEff /proc/self/status", "CapEff:\t0000003"},
+		{"signal the worker", fmt.Sprintf("kill -0 %d 2>/dev/null && echo ESCAPED", os.Getpid()), "ESCAPED"},
+		{"own processes visible", "sleep 1 & test -r /proc/$!/stat && echo ok", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

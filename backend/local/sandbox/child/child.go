@@ -72,11 +72,14 @@ func (e *notFound) Error() string {
 
 // lookPath finds name as a shell would: a name with a slash as is,
 // otherwise the first executable regular file of that name in PATH.
-func lookPath(name string) (string, error) {
+func lookPath(name string) (string, error) { return lookPathList(name, os.Getenv("PATH")) }
+
+// lookPathList is lookPath with path as the list of directories.
+func lookPathList(name, path string) (string, error) {
 	if strings.Contains(name, "/") {
 		return name, nil
 	}
-	for _, dir := range strings.Split(os.Getenv("PATH"), ":") {
+	for _, dir := range strings.Split(path, ":") {
 		if dir == "" {
 			dir = "."
 		}
@@ -92,6 +95,14 @@ func lookPath(name string) (string, error) {
 // init turns a binary started as Name into the helper: it sets the
 // sandbox up and execs the tool, never returning to the program's main.
 func init() {
+	if len(os.Args) == 2 && os.Args[0] == ZygoteName {
+		err := zygote(os.Args[1])
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sandbox zygote: %v\n", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if len(os.Args) != 2 || os.Args[0] != Name {
 		return
 	}
