@@ -145,6 +145,16 @@ func autoAllow(ctx context.Context, c Call, pc *permission.Context, v permission
 	if sb.Network || networkRule(ctx, c, pc, sb.NetworkFor) != "" {
 		return v
 	}
+	var in BashInput
+	if json.Unmarshal(c.Input, &in) != nil {
+		return v
+	}
+	a := shell.Analyze(in.Command, shellConfig(&Env{Workdir: c.Workdir, Permission: pc}, cleanHome(c.Home), pc))
+	for _, r := range neverAutoAllowed() {
+		if a.MatchRule(r, permission.Ask) {
+			return v // the sandbox keeps it in the workspace, not from destroying it
+		}
+	}
 	dirs := callDirs(c.Workdir, pc.WorkingDirs)
 	v.Decision = permission.Decision{
 		Behavior: permission.Allow,
@@ -153,4 +163,13 @@ func autoAllow(ctx context.Context, c Call, pc *permission.Context, v permission
 	}
 	v.Layer = permission.LayerSandbox
 	return v
+}
+
+// neverAutoAllowed are the rule contents of Bash commands that
+// sandbox.auto_allow never runs unasked: they destroy work inside the
+// working directories (history-rewriting git), which the sandbox does
+// not prevent.
+func neverAutoAllowed() []string {
+	return []string{"git reset:*", "git clean:*", "git push:*", "git branch -D:*", "git checkout -f:*", "git checkout --:*",
+		"git rebase:*", "git filter-branch:*", "git stash drop:*", "git stash clear:*", "git restore:*", "git rm:*"}
 }
