@@ -54,6 +54,16 @@ const (
 	KindEscalation = "escalation"
 	// KindExecution is a call that ran, with its effective input.
 	KindExecution = "execution"
+	// KindNotification is a webhook notification about a call:
+	// Decision is delivered or undelivered (it failed for good, or its
+	// turn ended while it was in flight), Notification its type.
+	KindNotification = "notification"
+)
+
+// Decisions of notification records.
+const (
+	NotificationDelivered   = "delivered"
+	NotificationUndelivered = "undelivered"
 )
 
 // Paths a decision came by (Record.Path).
@@ -102,6 +112,9 @@ type Record struct {
 	ApprovedInput json.RawMessage `json:"approved_input,omitempty"`
 	// EffectiveInput is the input the tool ran with (execution records).
 	EffectiveInput json.RawMessage `json:"effective_input,omitempty"`
+	// Notification is the type of a notification record
+	// (approval_requested, approval_escalated, external_requested).
+	Notification string `json:"notification,omitempty"`
 	// Sandbox is how the call runs (permission records): its recorded
 	// profile ("write /src/app, network off"), or that the local
 	// sandbox was off. Empty for calls decided before profiles were
@@ -227,6 +240,7 @@ func ExtractChain(workflowID string, runs []Run) ([]Record, error) {
 	for _, run := range runs {
 		x.run = run.ID
 		x.sched = map[int64]scheduled{}
+		x.notes = map[int64]workflows.NotifyInput{}
 		evs := run.Events
 		for i := 0; i < len(evs); i++ {
 			e := evs[i]
@@ -311,7 +325,14 @@ type extractor struct {
 	fresh []*call
 	fired bool // a timer fired since the last workflow task started
 	due   *due
-	out   []Record
+	// notes are the notifications of the current run in flight, by the
+	// event id of their scheduling; carried are those in flight when the
+	// last run (carriedRun) continued as new, at carriedAt.
+	notes      map[int64]workflows.NotifyInput
+	carried    []workflows.NotifyInput
+	carriedAt  time.Time
+	carriedRun string
+	out        []Record
 }
 
 func (x *extractor) decode(p *commonpb.Payloads, v any) error {
@@ -334,6 +355,7 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 		if err := x.decode(e.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err == nil {
 			x.timeout = in.ApprovalTimeout
 		}
+		x.resent(in.Resume)
 	case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
 		x.flushDue()
 		x.now = t
@@ -343,16 +365,38 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 		// The last task continued as new before escalating: the next run
 		// decides.
 		x.due = nil
+		// Notifications in flight: the next run may send them again.
+		x.carried, x.carriedAt, x.carriedRun = x.inFlight(), t, x.run
+	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
+		for _, in := range x.inFlight() {
+			x.notification(t, in, NotificationUndelivered, "the turn ended before it was delivered")
+		}
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED:
+		a := e.GetActivityTaskFailedEventAttributes()
+		x.notifyFailed(t, a.GetScheduledEventId(), a.GetFailure().GetMessage())
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
+		a := e.GetActivityTaskTimedOutEventAttributes()
+		x.notifyFailed(t, a.GetScheduledEventId(), "timed out: "+a.GetFailure().GetMessage())
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
+		x.notifyFailed(t, e.GetActivityTaskCanceledEventAttributes().GetScheduledEventId(), "canceled")
 	case enumspb.EVENT_TYPE_TIMER_FIRED:
 		x.fired = true
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 		a := e.GetActivityTaskScheduledEventAttributes()
 		s := scheduled{name: a.GetActivityType().GetName(), input: a.GetInput()}
 		x.sched[e.GetEventId()] = s
-		if s.name == workflows.ActivityTool {
+		switch s.name {
+		case workflows.ActivityTool:
 			var in workflows.ToolInput
 			if err := x.decode(s.input, &in); err == nil {
 				x.execution(t, in.Call.ID, in.Call.Name, in.Call.Input, "activity")
+			}
+		case workflows.ActivityNotify:
+			var in workflows.NotifyInput
+			if err := x.decode(s.input, &in); err == nil {
+				x.notes[e.GetEventId()] = in
 			}
 		}
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
@@ -382,7 +426,12 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 			if x.verdict(t, c, p, kind) {
 				x.fresh = append(x.fresh, c)
 			}
-		case workflows.ActivityTool, workflows.ActivityNotify:
+		case workflows.ActivityNotify:
+			if in, ok := x.notes[a.GetScheduledEventId()]; ok {
+				delete(x.notes, a.GetScheduledEventId())
+				x.notification(t, in, NotificationDelivered, "")
+			}
+		case workflows.ActivityTool:
 		default:
 			x.modelAnswer(a.GetResult())
 		}
@@ -394,6 +443,61 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 		return x.answer(t, a.GetSignalName(), a.GetInput(), PathSignal)
 	}
 	return nil
+}
+
+// notification records a notification's outcome.
+func (x *extractor) notification(t time.Time, in workflows.NotifyInput, decision, reason string) {
+	p := in.Pending
+	x.record(Record{Time: t, CallID: p.CallID, Tool: p.Tool, Kind: KindNotification, Decision: decision,
+		By: "worker", Reason: reason, Layer: "webhook", Notification: in.Type, ProposedInput: p.Input})
+}
+
+// notifyFailed records a notification activity that failed for good.
+func (x *extractor) notifyFailed(t time.Time, scheduledID int64, why string) {
+	in, ok := x.notes[scheduledID]
+	if !ok {
+		return
+	}
+	delete(x.notes, scheduledID)
+	x.notification(t, in, NotificationUndelivered, why)
+}
+
+// inFlight takes the current run's notifications in flight, in the order
+// they were sent.
+func (x *extractor) inFlight() []workflows.NotifyInput {
+	ids := make([]int64, 0, len(x.notes))
+	for id := range x.notes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	out := make([]workflows.NotifyInput, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, x.notes[id])
+	}
+	clear(x.notes)
+	return out
+}
+
+// resent settles the notifications in flight when the last run
+// continued as new: those the new run carries (r.Notifying) are sent
+// again by it, and their outcome comes from its history; the others were
+// abandoned.
+func (x *extractor) resent(r *workflows.Resume) {
+	for _, in := range x.carried {
+		if r != nil && slices.ContainsFunc(r.Notifying, func(c workflows.NotifyInput) bool { return sameNotification(c, in) }) {
+			continue
+		}
+		run := x.run
+		x.run = x.carriedRun
+		x.notification(x.carriedAt, in, NotificationUndelivered, "the run continued as new before it was delivered")
+		x.run = run
+	}
+	x.carried = nil
+}
+
+func sameNotification(a, b workflows.NotifyInput) bool {
+	return a.Type == b.Type && a.WorkflowID == b.WorkflowID && a.Pending.CallID == b.Pending.CallID &&
+		a.Pending.RequestedAt.Equal(b.Pending.RequestedAt) && a.Pending.Escalated == b.Pending.Escalated
 }
 
 // modelAnswer reads the tool calls of a model activity's result: a

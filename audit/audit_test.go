@@ -4,9 +4,16 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
+	commonpb "go.temporal.io/api/common/v1"
+	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	tclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/wardenhq/warden/workflows"
 )
 
 // load reads a history the integration tests recorded from a real turn.
@@ -76,5 +83,71 @@ func TestExtractRecordedApprovals(t *testing.T) {
 	}
 	if slices.ContainsFunc(recs, func(r Record) bool { return r.CallID == "c" && r.Kind == KindExecution }) {
 		t.Error("the denied call ran")
+	}
+}
+
+// notifyChain builds a two-run chain: the first run sends a notification
+// and continues as new while it is in flight; the second starts with
+// carried (its Resume.Notifying) and, when resend, sends it again and
+// sees it delivered.
+func notifyChain(t *testing.T, carried []workflows.NotifyInput, resend bool) []Run {
+	t.Helper()
+	dc := converter.GetDefaultDataConverter()
+	payloads := func(v any) *commonpb.Payloads {
+		p, err := dc.ToPayloads(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	ev := func(id int64, typ enumspb.EventType) *historypb.HistoryEvent {
+		return &historypb.HistoryEvent{EventId: id, EventType: typ, EventTime: timestamppb.New(at.Add(time.Duration(id) * time.Second))}
+	}
+	started := func(in workflows.TurnInput) *historypb.HistoryEvent {
+		e := ev(1, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED)
+		e.Attributes = &historypb.HistoryEvent_WorkflowExecutionStartedEventAttributes{WorkflowExecutionStartedEventAttributes: &historypb.WorkflowExecutionStartedEventAttributes{Input: payloads(in)}}
+		return e
+	}
+	scheduled := func(id int64, in workflows.NotifyInput) *historypb.HistoryEvent {
+		e := ev(id, enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+		e.Attributes = &historypb.HistoryEvent_ActivityTaskScheduledEventAttributes{ActivityTaskScheduledEventAttributes: &historypb.ActivityTaskScheduledEventAttributes{
+			ActivityType: &commonpb.ActivityType{Name: workflows.ActivityNotify}, Input: payloads(in)}}
+		return e
+	}
+	n := workflows.NotifyInput{Type: workflows.NotifyApprovalRequested, WorkflowID: "turn", Pending: workflows.Pending{CallID: "c1", Tool: "Bash", RequestedAt: at}}
+	run1 := []*historypb.HistoryEvent{started(workflows.TurnInput{}), scheduled(2, n), ev(3, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW)}
+	run2 := []*historypb.HistoryEvent{started(workflows.TurnInput{Resume: &workflows.Resume{Notifying: carried}})}
+	if resend {
+		done := ev(3, enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)
+		done.Attributes = &historypb.HistoryEvent_ActivityTaskCompletedEventAttributes{ActivityTaskCompletedEventAttributes: &historypb.ActivityTaskCompletedEventAttributes{ScheduledEventId: 2}}
+		run2 = append(run2, scheduled(2, n), done)
+	}
+	return []Run{{ID: "run1", Events: run1}, {ID: "run2", Events: run2}}
+}
+
+// TestExtractNotificationsAcrossContinueAsNew: a notification in flight
+// when a run continues as new is reported by the run that delivers it
+// when the next run carries it, and as undelivered when it does not (a
+// run recorded before notifications were carried).
+func TestExtractNotificationsAcrossContinueAsNew(t *testing.T) {
+	t.Parallel()
+	n := workflows.NotifyInput{Type: workflows.NotifyApprovalRequested, WorkflowID: "turn", Pending: workflows.Pending{CallID: "c1", Tool: "Bash",
+		RequestedAt: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}}
+	recs, err := ExtractChain("turn", notifyChain(t, []workflows.NotifyInput{n}, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Kind != KindNotification || recs[0].Decision != NotificationDelivered || recs[0].RunID != "run2" ||
+		recs[0].Notification != workflows.NotifyApprovalRequested || recs[0].CallID != "c1" {
+		t.Fatalf("carried: records = %+v, want one delivered by run2", recs)
+	}
+	recs, err = ExtractChain("turn", notifyChain(t, nil, false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Decision != NotificationUndelivered || recs[0].RunID != "run1" ||
+		recs[0].Reason != "the run continued as new before it was delivered" {
+		t.Fatalf("not carried: records = %+v, want one undelivered by run1", recs)
 	}
 }

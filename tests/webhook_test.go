@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,10 +24,14 @@ var hookSecret = notify.SecretPrefix + base64.StdEncoding.EncodeToString([]byte(
 
 // hookEndpoint is a webhook receiver that follows the documented scheme
 // (notify.Receiver: signature, replay window, seen ids). When failFirst
-// is set, it answers 503 to its first request without verifying it.
+// is set, it answers 503 to its first request without verifying it;
+// failEach does so to the first request of each webhook id, down to
+// every request.
 type hookEndpoint struct {
 	rcv       *notify.Receiver
 	failFirst bool
+	failEach  bool
+	down      bool
 	mu        sync.Mutex
 	requests  int
 	ids       []string
@@ -47,8 +52,10 @@ func (h *hookEndpoint) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.requests++
-	h.ids = append(h.ids, r.Header.Get(notify.HeaderID))
-	if h.failFirst && h.requests == 1 {
+	id := r.Header.Get(notify.HeaderID)
+	first := !slices.Contains(h.ids, id)
+	h.ids = append(h.ids, id)
+	if (h.failFirst && h.requests == 1) || (h.failEach && first) || h.down {
 		http.Error(w, "try later", http.StatusServiceUnavailable)
 		return
 	}

@@ -163,6 +163,7 @@ func compatSamples() []struct {
 				Iterations: 3, ToolCalls: 4, ToolErrors: 1, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
 				ReturnDirectly: []string{"TaskCreate"}, Seq: 9, Events: []workflows.Event{sampleEvent()},
 				Conversation: "9b74c9897bac770ffc029102a200c5de",
+				Notifying:    []workflows.NotifyInput{{Type: "approval_requested", WorkflowID: "turn-1", Pending: samplePending()}},
 				Step: &workflows.StepState{
 					Slots:   []workflows.SlotState{{Call: sampleCall(), Prep: samplePrepared(), Ready: true, Result: func() *tools.Result { r := sampleResult(); return &r }()}},
 					Pending: []workflows.Pending{samplePending()},

@@ -31,6 +31,10 @@ type Resume struct {
 	// Conversation is the stored conversation's head (by-reference turns);
 	// TurnInput.Messages then holds only the messages added since.
 	Conversation string `json:"conversation,omitempty"`
+	// Notifying are webhook notifications the previous run started and
+	// did not see delivered (nor failed for good) when it continued as
+	// new: the next run sends them again, under the same webhook id.
+	Notifying []NotifyInput `json:"notifying,omitempty"`
 }
 
 // StepState is a model step interrupted by continue-as-new.
@@ -75,6 +79,9 @@ func (t *turn) endOrContinue(ctx workflow.Context, err error) (TurnResult, error
 	if !errors.Is(err, errContinueAsNew) {
 		return TurnResult{}, err
 	}
+	// Notifications in flight get their chance to be delivered by this
+	// run; those still in flight after that are carried.
+	t.settleNotifications(ctx)
 	// No answer may be lost in the switch: let the signal coroutine
 	// handle what it already took from its channels, apply signals still
 	// buffered, and let running update handlers finish.
@@ -170,6 +177,7 @@ func (t *turn) carry() TurnInput {
 	next.Prompt = ""
 	next.Messages, next.State, next.Permission, next.RunLocal = t.msgs, t.state, t.perm, t.local
 	r := t.Resume
+	r.Notifying = append(slices.Clone(r.Notifying), t.unsettled()...)
 	if n := len(r.Events); n > carriedEvents {
 		r.Events = r.Events[n-carriedEvents:]
 	}

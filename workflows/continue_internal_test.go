@@ -102,6 +102,8 @@ var (
 		"byRef":       "decided by a version marker in each run",
 		"index":       "the memo is written again by the next run",
 		"roles":       "the registered Workflow's, in each run",
+		"notes":       "futures of this run; those in flight are carried as Resume.Notifying",
+		"settled":     "set once a run ends",
 	}
 )
 

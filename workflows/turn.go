@@ -45,6 +45,20 @@ const versionContentRefs = "content-refs"
 // retries); runs recorded before it replay with the original's.
 const versionEditedNewCall = "edited-new-call"
 
+// Versions of webhook notifications: runs recorded before
+// versionNotifyWebhooks send none, before versionNotifyEscalations none
+// for escalations that end the wait, and before versionNotifyDelivery
+// they end without waiting for notifications in flight.
+const (
+	versionNotifyWebhooks    = "notify-webhooks"
+	versionNotifyEscalations = "notify-escalations"
+	versionNotifyDelivery    = "notify-delivery"
+)
+
+// notifyGrace bounds how long a run that ends waits for its
+// notifications in flight (a first attempt and a few retries).
+const notifyGrace = 30 * time.Second
+
 // versionWaitContinueAsNew marks runs whose wait for answers continues
 // as new as soon as the history passes its bound; runs recorded before
 // it checked the bound only when the wait woke for an answer or a
@@ -95,6 +109,11 @@ type turn struct {
 	index string
 	// roles checks approvers' roles (the registered Workflow's).
 	roles RoleChecker
+	// notes are the notifications this run started; those in flight
+	// when it continues as new are carried as Resume.Notifying.
+	notes []notification
+	// settled is set once the run waited for its notifications.
+	settled bool
 }
 
 // run is the agent-turn workflow: model → permission check → tools →
@@ -105,10 +124,30 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware, rc RoleCheck
 	t := restore(in)
 	t.roles = rc
 	ctx = workflow.WithValue(ctx, turnKey{}, t)
+	res, err := t.loop(ctx, mws)
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) {
+		// However the turn ends, its notifications in flight get their
+		// chance to be delivered (a continue-as-new carries them instead).
+		t.settleNotifications(ctx)
+	}
+	return res, err
+}
+
+// loop is the turn's body (see run).
+func (t *turn) loop(ctx workflow.Context, mws []AgentMiddleware) (TurnResult, error) {
+	in := t.in
 	t.byRef = workflow.GetVersion(ctx, versionContentRefs, workflow.DefaultVersion, 1) >= 1
 	if err := t.registerHandlers(ctx); err != nil {
 		return TurnResult{}, err
 	}
+	// Notifications the previous run started but did not see delivered
+	// are sent again (same webhook id: a receiver that saw one already
+	// knows it).
+	for _, n := range t.Notifying {
+		t.sendNotification(ctx, n)
+	}
+	t.Notifying = nil
 	if in.Resume == nil {
 		if in.Prompt != "" {
 			t.msgs = append(t.msgs, model.Message{Role: model.RoleUser, Content: in.Prompt})
@@ -197,6 +236,7 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware, rc RoleCheck
 			}
 		}
 	}
+	t.settleNotifications(ctx)
 	t.done = true
 	t.emit(ctx, Event{Type: EventFinal, Text: res.Answer})
 	res.Messages, res.Iterations, res.ToolCalls, res.ToolErrors = t.msgs, t.Iterations, t.ToolCalls, t.ToolErrors
@@ -207,6 +247,7 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware, rc RoleCheck
 // fail ends the turn loudly: the reason is an event (what `starter run`
 // and `starter watch` print) and the workflow's failure.
 func (t *turn) fail(ctx workflow.Context, err error) (TurnResult, error) {
+	t.settleNotifications(ctx)
 	if t.byRef {
 		t.done = true
 		t.emit(ctx, Event{Type: EventFailed, Text: "turn stopped: " + rootMessage(err), Error: true})
@@ -467,19 +508,64 @@ func (t *turn) park(ctx workflow.Context, p Pending, now time.Time, timeout time
 	t.notify(ctx, typ, p)
 }
 
-// notify starts a webhook notification activity (durable: retried with
-// backoff) without waiting for it. Turns recorded before notifications
-// existed replay without it.
+// notify starts a webhook notification activity (retried with backoff)
+// without waiting for it; the run keeps its future, so the notification
+// is waited for before the run ends (settleNotifications) and carried
+// into the next run when it continues as new. Turns recorded before
+// notifications existed replay without it.
 func (t *turn) notify(ctx workflow.Context, typ string, p Pending) {
-	if !p.Notify || workflow.GetVersion(ctx, "notify-webhooks", workflow.DefaultVersion, 1) < 1 {
+	if !p.Notify || workflow.GetVersion(ctx, versionNotifyWebhooks, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
+	t.sendNotification(ctx, NotifyInput{Type: typ, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Pending: p})
+}
+
+// notification is a webhook notification this run started.
+type notification struct {
+	in NotifyInput
+	f  workflow.Future
+}
+
+// sendNotification starts the notification activity for in and keeps its
+// future (dropping those of notifications already settled).
+func (t *turn) sendNotification(ctx workflow.Context, in NotifyInput) {
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2,
 			MaximumInterval: 5 * time.Minute, MaximumAttempts: 20},
 	})
-	workflow.ExecuteActivity(actx, ActivityNotify, NotifyInput{Type: typ, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Pending: p})
+	t.notes = slices.DeleteFunc(t.notes, func(n notification) bool { return n.f.IsReady() })
+	t.notes = append(t.notes, notification{in: in, f: workflow.ExecuteActivity(actx, ActivityNotify, in)})
+}
+
+// unsettled lists the notifications of this run still in flight: neither
+// delivered nor failed for good.
+func (t *turn) unsettled() []NotifyInput {
+	var out []NotifyInput
+	for _, n := range t.notes {
+		if !n.f.IsReady() {
+			out = append(out, n.in)
+		}
+	}
+	return out
+}
+
+// settleNotifications lets the notifications in flight finish before the
+// run ends: it waits until each is delivered or failed for good, at most
+// notifyGrace. A run that ends for good then leaves the rest undelivered
+// (the audit reports them); one that continues as new carries them and
+// the next run sends them again. Runs recorded before
+// versionNotifyDelivery ended without waiting (and abandoned them).
+func (t *turn) settleNotifications(ctx workflow.Context) {
+	if t.settled || len(t.unsettled()) == 0 {
+		return
+	}
+	t.settled = true
+	if workflow.GetVersion(ctx, versionNotifyDelivery, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	// An error is the run's cancellation: what is unsettled stays so.
+	_, _ = workflow.AwaitWithTimeout(ctx, notifyGrace, func() bool { return len(t.unsettled()) == 0 })
 }
 
 // CallHash binds an answer to the exact call (tool, input, call id) and
@@ -622,7 +708,7 @@ func (t *turn) escalate(ctx workflow.Context, p Pending) {
 // (allow, or deny on a timed-out approval). Turns that escalated before
 // these notifications existed replay without them.
 func (t *turn) notifyEscalation(ctx workflow.Context, p Pending) {
-	if workflow.GetVersion(ctx, "notify-escalations", workflow.DefaultVersion, 1) >= 1 {
+	if workflow.GetVersion(ctx, versionNotifyEscalations, workflow.DefaultVersion, 1) >= 1 {
 		t.notify(ctx, NotifyApprovalEscalated, p)
 	}
 }

@@ -92,6 +92,9 @@ type harness struct {
 	prepares []workflows.PrepareInput
 	toolsIn  []workflows.ToolInput
 	notifies []workflows.NotifyInput
+	// notifyErr, when set, is the Notify activity's error on an attempt
+	// (nil: delivered).
+	notifyErr func(in workflows.NotifyInput, attempt int32) error
 	// log records tool starts and ends ("start call_1_1", "end call_1_1").
 	log []string
 }
@@ -160,10 +163,14 @@ func newHarness(t *testing.T, mws ...workflows.AgentMiddleware) *harness {
 			return out, err
 		})
 	env.OnActivity(workflows.ActivityNotify, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in workflows.NotifyInput) error {
+		func(ctx context.Context, in workflows.NotifyInput) error {
 			h.mu.Lock()
 			h.notifies = append(h.notifies, in)
+			fail := h.notifyErr
 			h.mu.Unlock()
+			if fail != nil {
+				return fail(in, activity.GetInfo(ctx).Attempt)
+			}
 			return nil
 		})
 	return h
@@ -1646,5 +1653,99 @@ func TestTurnWaitFloodContinuesAsNew(t *testing.T) {
 	}
 	if n := len(h2.toolCalls()); n != 1 {
 		t.Fatalf("the tool ran %d times, want once", n)
+	}
+}
+
+// TestTurnNotificationCarriedAcrossContinueAsNew: a notification still
+// in flight when a waiting turn continues as new (its receiver keeps
+// failing) is waited for at most the grace period, then carried: the
+// next run sends it again, and it is delivered there.
+func TestTurnNotificationCarriedAcrossContinueAsNew(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = func(in workflows.PrepareInput) workflows.Prepared {
+		p := askAll(in)
+		p.Policy.Notify = true
+		return p
+	}
+	h.notifyErr = func(workflows.NotifyInput, int32) error { return errors.New("receiver down") }
+	in := turnInput(step("", call("Bash", map[string]any{"command": "deploy"})), step("deployed"))
+	in.ContinueAsNewAfter = 100
+	start := h.env.Now()
+	h.env.RegisterDelayedCallback(func() {
+		atNextTask(h, 150)
+		h.env.SignalWorkflow(workflows.SignalApprove, workflows.Approval{CallID: "call_1_1", Hash: "stale", Decision: workflows.DecisionAllow})
+	}, time.Minute)
+	h.env.ExecuteWorkflow(workflows.TurnWorkflow, in)
+	var can *workflow.ContinueAsNewError
+	if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow error = %v, want continue-as-new", err)
+	}
+	if got, want := h.env.Now().Sub(start), time.Minute+30*time.Second; got != want {
+		t.Fatalf("continued as new %v after the start, want %v (the bound passed at 1m, then the notification's grace)", got, want)
+	}
+	sent := h.notifyCalls()
+	if len(sent) < 2 || sent[0].Type != workflows.NotifyApprovalRequested {
+		t.Fatalf("notification attempts in the first run = %+v, want retries of approval_requested", sent)
+	}
+	var next workflows.TurnInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if n := next.Resume.Notifying; len(n) != 1 || !reflect.DeepEqual(n[0], sent[0]) {
+		t.Fatalf("carried notifications = %+v, want %+v", n, sent[0])
+	}
+
+	h2 := newHarness(t)
+	h2.content = h.content
+	h2.env.RegisterDelayedCallback(func() {
+		h2.update("real", workflows.Approval{CallID: "call_1_1", Hash: h2.hash("call_1_1"), Decision: workflows.DecisionAllow})
+	}, time.Minute)
+	if res := h2.run(next); res.Answer != "deployed" {
+		t.Fatalf("answer = %q", res.Answer)
+	}
+	if got := h2.notifyCalls(); len(got) != 1 || !reflect.DeepEqual(got[0], sent[0]) {
+		t.Fatalf("notifications sent by the next run = %+v, want the carried one once", got)
+	}
+}
+
+// TestTurnEndWaitsForNotification: a turn whose last step follows an
+// escalation ends only once the escalation's notification, failing twice
+// at its receiver, is delivered by its third attempt (1 s and 2 s of
+// backoff), not while it is in flight.
+func TestTurnEndWaitsForNotification(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = func(in workflows.PrepareInput) workflows.Prepared {
+		p := askAll(in)
+		p.Policy.Notify = true
+		return p
+	}
+	var delivered time.Time
+	h.notifyErr = func(in workflows.NotifyInput, attempt int32) error {
+		if in.Type == workflows.NotifyApprovalEscalated && attempt < 3 {
+			return errors.New("try later")
+		}
+		if in.Type == workflows.NotifyApprovalEscalated {
+			delivered = h.env.Now()
+		}
+		return nil
+	}
+	in := turnInput(step("", call("Bash", map[string]any{"command": "deploy"})), step("over"))
+	in.ApprovalTimeout = time.Hour
+	start := h.env.Now()
+	res := h.run(in)
+	if m := toolMessage(t, res.Messages, "call_1_1"); m.Content != "The user denied this Bash call by deadline: approval timed out" {
+		t.Fatalf("result = %q", m.Content)
+	}
+	var esc int
+	for _, n := range h.notifyCalls() {
+		if n.Type == workflows.NotifyApprovalEscalated {
+			esc++
+		}
+	}
+	if esc != 3 || delivered.IsZero() {
+		t.Fatalf("%d attempts of the escalation's notification (delivered %v), want 3 and delivered", esc, delivered)
+	}
+	if got, want := h.env.Now().Sub(start), time.Hour+3*time.Second; got != want {
+		t.Fatalf("turn ended %v after the start, want %v (after the notification's third attempt)", got, want)
 	}
 }
