@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/permission"
 )
 
@@ -35,8 +37,22 @@ type Variant struct {
 	Direct Stats `json:"direct"`
 	// Ratio is Call.MedianMS / Direct.MedianMS.
 	Ratio float64 `json:"ratio"`
+	// Local is the command run Calls times through the local backend
+	// without its sandbox, and Sandboxed through it with the sandbox, as
+	// a worker runs a tool process, in this process; SandboxAdded is the
+	// difference of their medians and p95s: what the sandbox adds per
+	// call.
+	Local        Stats `json:"local"`
+	Sandboxed    Stats `json:"sandboxed"`
+	SandboxAdded Added `json:"sandbox_added"`
 	// ToolErrors counts calls whose result was an error.
 	ToolErrors int `json:"tool_errors"`
+}
+
+// Added is what one way of running adds to another, in milliseconds.
+type Added struct {
+	MedianMS float64 `json:"median_ms"`
+	P95MS    float64 `json:"p95_ms"`
 }
 
 // OverheadReport is the overhead scenario's result.
@@ -92,7 +108,36 @@ func (r *Runner) Overhead(ctx context.Context, cfg OverheadConfig) (OverheadRepo
 			Call: Summarize(calls), TurnMS: ms(turn), StepMS: ms(turn / time.Duration(n)),
 			Direct: Summarize(ds), ToolErrors: errs}
 		out.Ratio = ratio(out.Call.MedianMS, out.Direct.MedianMS)
+		if out.Local, out.Sandboxed, err = sandboxCost(ctx, dir, v.command, n); err != nil {
+			return rep, fmt.Errorf("overhead %s: %w", v.name, err)
+		}
+		out.SandboxAdded = Added{MedianMS: out.Sandboxed.MedianMS - out.Local.MedianMS, P95MS: out.Sandboxed.P95MS - out.Local.P95MS}
 		rep.Variants = append(rep.Variants, out)
 	}
 	return rep, nil
+}
+
+// sandboxCost runs `/bin/sh -c command` n times through the local
+// backend unsandboxed and n times sandboxed, alternating, in dir.
+func sandboxCost(ctx context.Context, dir, command string, n int) (plain, sandboxed Stats, err error) {
+	off := &local.Backend{Workdir: dir, Unsandboxed: true}
+	on := &local.Backend{Workdir: dir}
+	defer on.Close()
+	var ds [2][]time.Duration
+	for i := range 2 * n {
+		b := off
+		if i%2 == 1 {
+			b = on
+		}
+		t0 := time.Now()
+		res, err := b.Exec(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", command}, Dir: dir})
+		if err != nil {
+			return plain, sandboxed, fmt.Errorf("local exec %q: %w", command, err)
+		}
+		if res.ExitCode != 0 {
+			return plain, sandboxed, fmt.Errorf("local exec %q (sandboxed %v): exit %d: %s", command, i%2 == 1, res.ExitCode, res.Stderr)
+		}
+		ds[i%2] = append(ds[i%2], time.Since(t0))
+	}
+	return Summarize(ds[0]), Summarize(ds[1]), nil
 }

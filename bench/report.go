@@ -33,6 +33,12 @@ func (r *Report) WriteTable(w io.Writer) error {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%.1fx\t%d\n", v.Name, v.Command, v.Mode, v.Calls,
 				v.Call.MedianMS, v.Call.P95MS, v.StepMS, v.Direct.MedianMS, v.Direct.P95MS, v.Ratio, v.ToolErrors)
 		}
+		fmt.Fprintln(tw, "\nsandbox (per process, ms; the local backend in this process, alternating)")
+		fmt.Fprintln(tw, "VARIANT\tCOMMAND\tUNSANDBOXED MEDIAN\tUNSANDBOXED P95\tSANDBOXED MEDIAN\tSANDBOXED P95\tADDED MEDIAN\tADDED P95")
+		for _, v := range o.Variants {
+			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f\t%.2f\t%.2f\t%+.2f\t%+.2f\n", v.Name, v.Command, v.Local.MedianMS, v.Local.P95MS,
+				v.Sandboxed.MedianMS, v.Sandboxed.P95MS, v.SandboxAdded.MedianMS, v.SandboxAdded.P95MS)
+		}
 	}
 	if t := r.Throughput; t != nil {
 		fmt.Fprintln(tw, "\nthroughput")

@@ -34,7 +34,7 @@ func connectEcho(t *testing.T) *mcp.Set {
 			t.Fatalf("build echoserver: %v\n%s", err, out)
 		}
 	}
-	set, err := mcp.Connect(ctxT(t, 30*time.Second), []mcp.ServerConfig{{Name: "echo", Command: bin}})
+	set, err := mcp.ConnectSandboxed(ctxT(t, 30*time.Second), []mcp.ServerConfig{{Name: "echo", Command: bin}}, &mcp.Sandbox{Workdir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -171,10 +171,34 @@ func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir stri
 	return cmd, cleanup, nil
 }
 
-// hide is every path the backend keeps from tools: its Hide list and
-// /run, where the sockets of the machine's daemons (Docker's among them)
-// live.
-func (b *Backend) hide() []string { return append(realPaths(b.Hide), "/run") }
+// hide is every path the backend keeps from tools: its Hide list, the
+// credentials in the home directory (CredentialPaths) and /run, where the
+// sockets of the machine's daemons (Docker's among them) live.
+func (b *Backend) hide() []string {
+	out := append(realPaths(b.Hide), "/run")
+	if home, err := os.UserHomeDir(); err == nil {
+		for _, p := range CredentialPaths(home) {
+			if _, err := os.Lstat(p); err == nil {
+				out = append(out, realPaths([]string{p})...)
+			}
+		}
+	}
+	return out
+}
+
+// CredentialPaths are the credential files and directories under home
+// that tool processes find empty (the default sensitive paths that name
+// a place rather than a pattern): SSH and GnuPG keys, cloud, cluster and
+// registry credentials.
+func CredentialPaths(home string) []string {
+	var out []string
+	for _, p := range []string{".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker/config.json",
+		".npmrc", ".pypirc", ".netrc", ".git-credentials", ".config/gh", ".cargo/credentials", ".cargo/credentials.toml",
+		".terraform.d/credentials.tfrc.json"} {
+		out = append(out, filepath.Join(home, p))
+	}
+	return out
+}
 
 // hidden keeps the paths of hide that hold none of keep (a working
 // directory inside a hidden tree stays visible: the path checks decided

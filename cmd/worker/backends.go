@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/docker"
@@ -19,8 +21,10 @@ import (
 // restarted worker reconnects to it).
 func backends(ctx context.Context, cfg config.Backend, workdir string, hide []string) (map[string]backend.Backend, func(), error) {
 	env := backend.ResolveEnv(cfg.Env, os.Environ()) // backend.env: all that tools get beyond the allowlist
-	out := map[string]backend.Backend{"local": &local.Backend{Workdir: workdir, Env: env, Hide: hide, Unsandboxed: cfg.Local.SandboxOff()}}
+	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Unsandboxed: cfg.Local.SandboxOff()}
+	out := map[string]backend.Backend{"local": lb}
 	var closers []func()
+	closers = append(closers, func() { _ = lb.Close() })
 	closeAll := func() {
 		for _, c := range closers {
 			c()
@@ -68,4 +72,17 @@ func checkSandbox(cfg config.Backend) (string, error) {
 		return "", fmt.Errorf("the local backend cannot sandbox tool processes here (%w); set backend.local.sandbox: off to run them unconfined as the worker's user", err)
 	}
 	return sandbox.Describe(abi), nil
+}
+
+// concretePaths are the patterns of ps that name one absolute path (no
+// glob; a trailing "{,/**}" names a directory): what a sandbox can hide.
+func concretePaths(ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		p = strings.TrimSuffix(p, "{,/**}")
+		if filepath.IsAbs(p) && !strings.ContainsAny(p, "*?[{") {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	return out
 }

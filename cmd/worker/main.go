@@ -219,7 +219,7 @@ func run(args []string) error {
 		return err
 	}
 	fmt.Printf("sandbox          %s\n", sbx)
-	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir, cfg.OwnPaths())
+	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir, append(cfg.OwnPaths(), concretePaths(cfg.Permission.SensitivePaths)...))
 	if err != nil {
 		return err
 	}
@@ -229,7 +229,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	mcpSet, err := mcp.Connect(ctx, cfg.MCP.Servers)
+	var mcpBox *mcp.Sandbox
+	if !cfg.Backend.Local.SandboxOff() {
+		mcpBox = &mcp.Sandbox{Workdir: workdir, Hide: append(cfg.OwnPaths(), concretePaths(cfg.Permission.SensitivePaths)...)}
+	}
+	mcpSet, err := mcp.ConnectSandboxed(ctx, cfg.MCP.Servers, mcpBox)
 	if err != nil {
 		return fmt.Errorf("mcp servers: %w", err)
 	}

@@ -17,13 +17,16 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/local/sandbox"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 )
@@ -52,6 +55,19 @@ type ServerConfig struct {
 	// Authorization) are sent with every request.
 	URL     string            `yaml:"url,omitempty" json:"url,omitempty"`
 	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
+	// Write and Network shape the sandbox a stdio server runs in when
+	// the worker sandboxes local processes (Sandbox): it may write the
+	// worker's workdir, a private temporary directory and these paths,
+	// and has no network unless Network is set.
+	Write   []string `yaml:"write,omitempty" json:"write,omitempty"`
+	Network bool     `yaml:"network,omitempty" json:"network,omitempty"`
+}
+
+// Sandbox runs stdio servers in the local kernel sandbox (package
+// backend/local/sandbox): Workdir is writable, Hide is empty to them.
+type Sandbox struct {
+	Workdir string
+	Hide    []string
 }
 
 // Validate reports a config that names no server, both or neither
@@ -103,7 +119,15 @@ type Set struct {
 
 // Connect connects to every server, in order, and lists its tools. If one
 // fails, the servers already connected are closed and the error names it.
+// Stdio servers run as the worker's user; use ConnectSandboxed to confine
+// them.
 func Connect(ctx context.Context, cfgs []ServerConfig) (*Set, error) {
+	return ConnectSandboxed(ctx, cfgs, nil)
+}
+
+// ConnectSandboxed is Connect with stdio servers started in the local
+// sandbox sb (nil: unconfined).
+func ConnectSandboxed(ctx context.Context, cfgs []ServerConfig, sb *Sandbox) (*Set, error) {
 	seen := map[string]bool{}
 	for _, c := range cfgs {
 		if err := c.Validate(); err != nil {
@@ -118,6 +142,7 @@ func Connect(ctx context.Context, cfgs []ServerConfig) (*Set, error) {
 	names := map[string]string{}
 	for _, c := range cfgs {
 		srv := newServer(c)
+		srv.sandbox = sb
 		s.servers = append(s.servers, srv)
 		cs, err := srv.session(ctx)
 		if err != nil {
@@ -161,10 +186,12 @@ type server struct {
 	cfg    ServerConfig
 	client *sdk.Client
 
-	mu     sync.Mutex
-	cs     *sdk.ClientSession
-	done   chan struct{} // closed when cs ends
-	closed bool
+	mu sync.Mutex
+	cs *sdk.ClientSession
+	// sandbox, when set, confines a stdio server.
+	sandbox *Sandbox
+	done    chan struct{} // closed when cs ends
+	closed  bool
 }
 
 func newServer(cfg ServerConfig) *server {
@@ -177,11 +204,33 @@ func (s *server) transport() sdk.Transport {
 		hc := &http.Client{Transport: headerTransport{headers: s.cfg.Headers, base: http.DefaultTransport}}
 		return &sdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc, DisableStandaloneSSE: true}
 	}
+	env := backend.ToolEnv(os.Environ(), nil, s.cfg.Env)
+	if sb := s.sandbox; sb != nil {
+		tmp, err := os.MkdirTemp("", "warden-mcp-")
+		if err != nil {
+			return failedTransport{fmt.Errorf("mcp: server %q: temporary directory: %w", s.cfg.Name, err)}
+		}
+		spec := sandbox.Spec{Write: append([]string{sb.Workdir, tmp}, s.cfg.Write...), Hide: append(slices.Clone(sb.Hide), "/run"),
+			Network: s.cfg.Network, Dir: sb.Workdir, Argv: append([]string{s.cfg.Command}, s.cfg.Args...)}
+		cmd, err := sandbox.Command(context.Background(), spec, append(env, "TMPDIR="+tmp))
+		if err != nil {
+			return failedTransport{fmt.Errorf("mcp: server %q: %w", s.cfg.Name, err)}
+		}
+		cmd.Stderr = os.Stderr
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+		return &sdk.CommandTransport{Command: cmd}
+	}
 	cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
-	cmd.Env = backend.ToolEnv(os.Environ(), nil, s.cfg.Env)
+	cmd.Env = env
 	cmd.Stderr = os.Stderr
 	return &sdk.CommandTransport{Command: cmd}
 }
+
+// failedTransport is a transport that could not be built.
+type failedTransport struct{ err error }
+
+// Connect implements sdk.Transport.
+func (f failedTransport) Connect(context.Context) (sdk.Connection, error) { return nil, f.err }
 
 // session returns the live session, connecting when there is none or the
 // last one ended.

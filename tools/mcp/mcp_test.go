@@ -332,3 +332,20 @@ func TestToolName(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioSandboxed runs the echo server in the local sandbox: its tools
+// work, and it runs as the only process of a PID namespace of its own
+// (its pid is 1), from the allowlisted environment.
+func TestStdioSandboxed(t *testing.T) {
+	bin := buildEchoServer(t)
+	s, err := ConnectSandboxed(ctxT(t), []ServerConfig{{Name: "echo", Command: bin}}, &Sandbox{Workdir: t.TempDir(), Hide: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	checkTools(t, s, "echo", "echo")
+	checkCalls(t, s, "echo")
+	if i := info(t, s, "echo"); i.PID != 1 {
+		t.Errorf("sandboxed server has pid %d, want 1 (a PID namespace of its own)", i.PID)
+	}
+}
