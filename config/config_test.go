@@ -156,3 +156,35 @@ func TestShippedConfigLoads(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSandboxSettings: backend.local.sandbox is on or off, the worker's
+// own paths are protected, and a bad sandbox rule is refused by name.
+func TestSandboxSettings(t *testing.T) {
+	t.Parallel()
+	if _, err := Parse([]byte("backend:\n  local:\n    sandbox: maybe\n")); err == nil || !strings.Contains(err.Error(), "backend.local.sandbox") {
+		t.Errorf("sandbox: maybe: %v", err)
+	}
+	c, err := Parse([]byte("backend:\n  local:\n    sandbox: \"off\"\n"))
+	if err != nil || !c.Backend.Local.SandboxOff() {
+		t.Errorf("sandbox off: %v %+v", err, c.Backend.Local)
+	}
+	if _, err := Parse([]byte("permission:\n  sandbox:\n    network_for: [\"Bash(\"]\n")); err == nil || !strings.Contains(err.Error(), "network_for") {
+		t.Errorf("bad network_for rule: %v", err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "w.yaml")
+	if err := os.WriteFile(file, []byte("server:\n  data_dir: "+filepath.Join(dir, "data")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err = Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own := c.OwnPaths(); !slices.Contains(own, filepath.Join(dir, "data")) || !slices.Contains(own, file) {
+		t.Errorf("own paths %q", own)
+	}
+	pc, err := c.Permission.Context()
+	if err != nil || !slices.Contains(pc.Protected, filepath.Join(dir, "data")+"{,/**}") || !slices.Contains(pc.Protected, file) {
+		t.Errorf("protected %q %v", pc.Protected, err)
+	}
+}
