@@ -104,6 +104,12 @@ steps:
 	if r := find(recs, "c", audit.KindApproval); r.Path != audit.PathUpdate || r.By != "dave" || r.ApprovedInput != nil {
 		t.Errorf("denial record = %+v", r)
 	}
+	// Each verdict carries the sandbox the call runs in.
+	for _, call := range []string{"ok", "a", "b", "c"} {
+		if r := find(recs, call, audit.KindPermission); !strings.HasPrefix(r.Sandbox, "write ") || !strings.Contains(r.Sandbox, "network off") {
+			t.Errorf("%s: permission record sandbox %q", call, r.Sandbox)
+		}
+	}
 	for call, input := range map[string]string{"ok": "touch ruled", "a": "touch one", "b": "touch two"} {
 		r := find(recs, call, audit.KindExecution)
 		if want := `{"command":"` + input + `"}`; string(r.EffectiveInput) != want || string(r.ProposedInput) != want {

@@ -32,6 +32,7 @@ import (
 // PostgreSQL and the Temporal server, each a process of its own.
 type cluster struct {
 	dir, addr, serverMetrics string
+	pgPort                   int
 	env                      []string
 }
 
@@ -55,16 +56,29 @@ func (cl *cluster) script(args ...string) (string, error) {
 // PostgreSQL and sets it), where that is a failure.
 func startCluster(t *testing.T, workerBin string) *cluster {
 	t.Helper()
+	cl := startPostgres(t, workerBin)
+	out, err := cl.script("server")
+	if err != nil {
+		t.Fatalf("scripts/cluster.sh server: %v\n%s", err, out)
+	}
+	t.Logf("cluster: %s", strings.TrimSpace(out))
+	return cl
+}
+
+// startPostgres starts PostgreSQL alone with scripts/cluster.sh (see
+// startCluster); scripts/cluster.sh down stops it when the test ends.
+func startPostgres(t *testing.T, workerBin string) *cluster {
+	t.Helper()
 	// Not t.TempDir: PostgreSQL runs as the `postgres` user when the test
 	// runs as root, and must be able to enter its directory.
 	dir, err := os.MkdirTemp("", "warden-cluster-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := &cluster{dir: dir, serverMetrics: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	cl := &cluster{dir: dir, serverMetrics: fmt.Sprintf("127.0.0.1:%d", freePort(t)), pgPort: freePort(t)}
 	port := freePort(t)
 	cl.addr = fmt.Sprintf("127.0.0.1:%d", port)
-	cl.env = []string{"WARDEN_CLUSTER_DIR=" + dir, "PGPORT=" + strconv.Itoa(freePort(t)), "PG_FAST=1",
+	cl.env = []string{"WARDEN_CLUSTER_DIR=" + dir, "PGPORT=" + strconv.Itoa(cl.pgPort), "PG_FAST=1",
 		"TEMPORAL_PORT=" + strconv.Itoa(port), "UI_PORT=0", "SERVER_METRICS=" + cl.serverMetrics,
 		"WORKER_BIN=" + workerBin, "SERVER_ARGS=--pprof --log-level error"}
 	t.Cleanup(func() {
@@ -87,11 +101,6 @@ func startCluster(t *testing.T, workerBin string) *cluster {
 		}
 		t.Skip(msg + "\n(install it with scripts/cluster.sh install; scripts/test.sh does, and then requires this test to run)")
 	}
-	out, err := cl.script("server")
-	if err != nil {
-		t.Fatalf("scripts/cluster.sh server: %v\n%s", err, out)
-	}
-	t.Logf("cluster: %s", strings.TrimSpace(out))
 	return cl
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -460,5 +461,14 @@ steps:
 	}
 	if !strings.Contains(html["b1"], `<mark title="this part asked">curl -s http://example.com</mark>`) {
 		t.Errorf("bash entry does not mark the part that asked:\n%s", html["b1"])
+	}
+	// The approver sees how the call will run.
+	for _, p := range ps {
+		if p.Sandbox == "" || !strings.Contains(p.Sandbox, "network off") {
+			t.Errorf("%s: pending sandbox %q", p.CallID, p.Sandbox)
+		}
+		if want := "<b>will run with:</b> " + template.HTMLEscapeString(p.Sandbox); !strings.Contains(html[p.CallID], want) {
+			t.Errorf("%s entry lacks %q:\n%s", p.CallID, want, html[p.CallID])
+		}
 	}
 }

@@ -169,16 +169,19 @@ func TestSearchAttributesAtStart(t *testing.T) {
 }
 
 // procLog collects a process's output (and copies it to the test's
-// stderr).
+// stderr unless quiet).
 type procLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu    sync.Mutex
+	buf   bytes.Buffer
+	quiet bool
 }
 
 func (l *procLog) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	_, _ = os.Stderr.Write(p)
+	if !l.quiet {
+		_, _ = os.Stderr.Write(p)
+	}
 	return l.buf.Write(p)
 }
 
@@ -204,8 +207,16 @@ func (l *procLog) wait(t *testing.T, ctx context.Context, s string) {
 // ends it) and collects its output.
 func startLogged(t *testing.T, bin, dir string, args ...string) (*exec.Cmd, *procLog) {
 	t.Helper()
-	log := &procLog{}
+	return startLoggedEnv(t, false, nil, bin, dir, args...)
+}
+
+// startLoggedEnv is startLogged with variables added to the test's
+// environment, and without copying the output when quiet.
+func startLoggedEnv(t *testing.T, quiet bool, env []string, bin, dir string, args ...string) (*exec.Cmd, *procLog) {
+	t.Helper()
+	log := &procLog{quiet: quiet}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

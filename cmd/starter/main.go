@@ -64,7 +64,10 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&cn.flags.Address, "address", "", "Temporal frontend (default: $TEMPORAL_ADDRESS, else the worker's, 127.0.0.1:PORT from config)")
 	pf.StringVar(&cn.flags.Namespace, "namespace", "", "namespace (default $TEMPORAL_NAMESPACE, else from config)")
 	pf.StringVar(&cn.flags.TaskQueue, "task-queue", "", "task queue (default from config)")
-	pf.StringVar(&cn.flags.APIKey, "api-key", "", "API key for a hosted cluster (default $TEMPORAL_API_KEY)")
+	pf.StringVar(&cn.flags.APIKey, "api-key", "", "API key for a hosted cluster, sent as a bearer token over TLS (default $TEMPORAL_API_KEY)")
+	pf.StringVar(&cn.flags.TLSCert, "tls-cert", "", "client certificate for a cluster that requires one (default $TEMPORAL_TLS_CERT)")
+	pf.StringVar(&cn.flags.TLSKey, "tls-key", "", "client certificate's key (default $TEMPORAL_TLS_KEY)")
+	pf.StringVar(&cn.flags.TLSCA, "tls-ca", "", "CA certificate the cluster's is signed with (default $TEMPORAL_TLS_CA; else the system's)")
 	pf.StringVar(&cn.flags.KeyFile, "key-file", "", "warden key file (default $WARDEN_KEY_FILE, else the operator key in the embedded server's data directory)")
 	root.AddCommand(newRunCmd(cn), newToolsCmd(cn), newPermissionCmd(), newApprovalsCmd(cn), newAuditCmd(cn), newBenchCmd(cn), newWatchCmd(cn),
 		newAskCmd(cn), newExternalCmd(cn), newBatchCmd(cn), newShowCmd(cn), newGCCmd(cn), newKeysCmd(cn))

@@ -31,6 +31,18 @@ func TestPermissionCheck(t *testing.T) {
 	if err != nil || !strings.Contains(out, "Decision:    ASK\nDecided by:  Safety check: dangerous command pattern") {
 		t.Errorf("human: %v\n%s", err, out)
 	}
+	if !strings.Contains(out, "Sandbox:") {
+		// A dangerous pattern asks; the profile is shown with it.
+		t.Errorf("no sandbox line:\n%s", out)
+	}
+	out, err = runPerm(t, "", "check", "--tool", "Bash", "--input", `{"command":"make"}`, "--workdir", wd)
+	if err != nil || !strings.Contains(out, "Sandbox:     write "+wd+" (read-only: "+wd+"/.git/hooks, "+wd+"/.git/config), network off") {
+		t.Errorf("sandbox line: %v\n%s", err, out)
+	}
+	out, err = runPerm(t, "", "check", "--tool", "Bash", "--input", `{"command":"ls"}`, "--workdir", wd)
+	if err != nil || !strings.Contains(out, "Sandbox:     read-only, network off") {
+		t.Errorf("read-only sandbox line: %v\n%s", err, out)
+	}
 	rules := filepath.Join(wd, "rules.yaml")
 	if err := os.WriteFile(rules, []byte("mode: default\nallow: [\"Bash(npm run:*)\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
