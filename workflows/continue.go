@@ -107,10 +107,6 @@ func (t *turn) endOrContinue(ctx workflow.Context, err error) (TurnResult, error
 	return TurnResult{}, workflow.NewContinueAsNewError(ctx, TurnWorkflow, next)
 }
 
-// maxCarriedInput bounds a continue-as-new input, well under the
-// server's 2 MB payload limit.
-const maxCarriedInput = 1536 << 10
-
 // ErrTypeStateTooLarge fails a turn whose state no longer fits a run's input.
 const ErrTypeStateTooLarge = "StateTooLarge"
 

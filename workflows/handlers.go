@@ -91,13 +91,6 @@ func (t *turn) findOpen(callID string) (Pending, error) {
 	return Pending{}, fmt.Errorf("no pending call %q", callID)
 }
 
-// versionBoundAnswers marks runs whose signal handler checks answers as
-// strictly as the Update validator (hash required, approvers checked).
-// Signals are replayed through the handler, so histories recorded before
-// it replay with the old check and keep their outcome. Update validators
-// do not run on replay and need no version.
-const versionBoundAnswers = "bound-answers"
-
 // errListAgain ends every refusal of a missing or stale hash.
 const errListAgain = "list the pending calls again and answer with the hash shown"
 

@@ -8,25 +8,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// versionPendingIndex marks runs that keep their pending entries in the
-// memo (MemoPending) for listings; runs recorded before it replay without
-// the memo upserts, and listings ask those turns with a query instead.
-const versionPendingIndex = "pending-index"
-
 // MemoPending is the memo key under which a waiting turn keeps its
 // PendingIndex. Visibility listings return it with each execution, so a
 // listing of waiting turns needs no query to any of them.
 const MemoPending = "warden_pending"
-
-// Bounds of the pending index a turn keeps in its memo.
-const (
-	// PreviewBytes bounds an entry's input preview (and its message and
-	// reason): inputs up to this size are kept whole.
-	PreviewBytes = 200
-	// maxIndexEntries bounds the entries kept; a turn with more sets
-	// PendingIndex.More and listings ask it for the rest.
-	maxIndexEntries = 50
-)
 
 // PendingIndex is a turn's open entries as its memo keeps them: what a
 // listing shows and the hash an answer must carry. It is upserted in the
@@ -116,7 +101,7 @@ func (t *turn) upsertIndex(ctx workflow.Context, open []Pending) {
 	}
 	idx := NewPendingIndex(open)
 	b, err := json.Marshal(idx)
-	if err != nil || string(b) == t.index {
+	if err != nil || indexUnchanged(b, t.index) {
 		return
 	}
 	t.index = string(b)

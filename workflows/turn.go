@@ -20,50 +20,13 @@ import (
 	"github.com/wardenhq/warden/permission"
 )
 
-// Defaults of a turn.
+// Bounds of a turn's event stream (what it keeps in memory and shows;
+// the change IDs and the bounds replay depends on are in versions.go).
 const (
-	// DefaultMaxIterations bounds model calls of a turn that sets none. It
-	// suits long sessions: the turn continues as new along the way and
-	// keeps its conversation in the content store.
-	DefaultMaxIterations   = 1000
-	DefaultApprovalTimeout = 7 * 24 * time.Hour
-	maxEvents              = 1000
-	// legacyMaxIterations is the bound of runs recorded before content by
-	// reference (their replays must stop where they stopped).
-	legacyMaxIterations = 20
+	maxEvents = 1000
 	// eventTextBytes bounds an event's text and input.
 	eventTextBytes = 2000
 )
-
-// versionContentRefs marks runs that keep their conversation in the
-// content store and call ActivityModelStep; runs recorded before it
-// replay with the conversation inline.
-const versionContentRefs = "content-refs"
-
-// versionEditedNewCall marks runs where an approved edit is a new call:
-// it runs with its own verdict (read-only flag, policy, fast path and
-// retries); runs recorded before it replay with the original's.
-const versionEditedNewCall = "edited-new-call"
-
-// Versions of webhook notifications: runs recorded before
-// versionNotifyWebhooks send none, before versionNotifyEscalations none
-// for escalations that end the wait, and before versionNotifyDelivery
-// they end without waiting for notifications in flight.
-const (
-	versionNotifyWebhooks    = "notify-webhooks"
-	versionNotifyEscalations = "notify-escalations"
-	versionNotifyDelivery    = "notify-delivery"
-)
-
-// notifyGrace bounds how long a run that ends waits for its
-// notifications in flight (a first attempt and a few retries).
-const notifyGrace = 30 * time.Second
-
-// versionWaitContinueAsNew marks runs whose wait for answers continues
-// as new as soon as the history passes its bound; runs recorded before
-// it checked the bound only when the wait woke for an answer or a
-// deadline.
-const versionWaitContinueAsNew = "wait-continue-as-new"
 
 // Search attribute keys, typed.
 var (
@@ -331,17 +294,6 @@ func (t *turn) callModel(ctx workflow.Context) (model.Message, error) {
 	}
 	return model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}, nil
 }
-
-// localModelRun bounds the local model steps in a row: every
-// localModelRun-th step is a regular activity, which ends the workflow
-// task, so the markers of one task stay small and the history length the
-// continue-as-new check reads keeps up.
-const localModelRun = 16
-
-// versionLocalScriptedModel marks runs whose model steps may be local
-// activities (ModelConfig.Local); runs recorded before it replay with
-// regular ones.
-const versionLocalScriptedModel = "local-scripted-model"
 
 // Error types activities return that must not be retried.
 const (

@@ -1,36 +1,24 @@
 package devserver
 
 import (
-	"bytes"
-	"database/sql"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"net/url"
-	"path"
-	"slices"
 	"strconv"
 	"strings"
 
 	"go.temporal.io/server/common/config"
 	"go.temporal.io/server/common/log"
-	"go.temporal.io/server/common/metrics"
-	"go.temporal.io/server/common/persistence"
-	tsql "go.temporal.io/server/common/persistence/sql"
-	"go.temporal.io/server/common/persistence/sql/sqlplugin"
 	postgresplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/postgresql"
-	"go.temporal.io/server/common/resolver"
-	dbschemas "go.temporal.io/server/schema"
 	pgschema "go.temporal.io/server/schema/postgresql/v12"
+	"go.temporal.io/server/tools/common/schema"
+	sqltool "go.temporal.io/server/tools/sql"
 )
 
 // Postgres configures PostgreSQL persistence: one database for the
 // server's own state and one for SQL visibility (the "postgres12"
 // plugin). The databases are created when missing and their schema is
-// set up or upgraded with the versioned schema files embedded in the
-// linked server, as temporal-sql-tool would.
+// set up or upgraded by the server's own SQL schema tool (run in this
+// process) with the versioned schema files embedded in the linked server.
 type Postgres struct {
 	// Addr is host:port of the PostgreSQL server.
 	Addr string
@@ -119,7 +107,11 @@ func (p *Postgres) String() string {
 }
 
 // setupPostgres creates both databases when missing and brings their
-// schema to the version the linked server needs.
+// schema to the version the linked server needs, with the server's own
+// SQL schema tool (go.temporal.io/server/tools/sql, temporal-sql-tool):
+// the same steps as `temporal-sql-tool --db DB create`, `setup-schema -v
+// 0.0` and `update-schema --schema-name postgresql/v12/...`, run in this
+// process on the schema files embedded in the linked server.
 func setupPostgres(p Postgres) error {
 	for _, db := range []struct{ name, schema, version string }{
 		{p.Database, "postgresql/v12/temporal", pgschema.Version},
@@ -132,153 +124,34 @@ func setupPostgres(p Postgres) error {
 	return nil
 }
 
-func adminDB(p Postgres, database string) (sqlplugin.AdminDB, error) {
-	return tsql.NewSQLAdminDB(sqlplugin.DbKindUnknown, p.sqlConfig(database), resolver.NewNoopResolver(),
-		log.NewNoopLogger(), metrics.NoopMetricsHandler)
-}
-
-func setupDatabase(p Postgres, name, schemaDir, target string) error {
-	db, err := adminDB(p, name)
+func setupDatabase(p Postgres, name, schemaName, target string) error {
+	logger := log.NewNoopLogger()
+	conn, err := sqltool.NewConnection(p.sqlConfig(name), logger)
 	if err == nil {
-		defer db.Close()
-		err = db.CreateSchemaVersionTables()
+		if err = conn.CreateSchemaVersionTables(); err != nil {
+			conn.Close()
+		}
 	}
 	if err != nil {
 		// Most likely the database does not exist yet: create it from
-		// the maintenance database and try again.
-		admin, aerr := adminDB(p, "postgres")
-		if aerr != nil {
-			return errors.Join(err, aerr)
-		}
-		cerr := admin.CreateDatabase(name)
-		admin.Close()
-		if cerr != nil {
+		// the maintenance database (the tool's `create`) and connect again.
+		if cerr := sqltool.DoCreateDatabase(p.sqlConfig(name), "postgres", logger); cerr != nil {
 			return fmt.Errorf("create: %w (after: %w)", cerr, err)
 		}
-		if db, err = adminDB(p, name); err != nil {
-			return err
-		}
-		defer db.Close()
-		if err := db.CreateSchemaVersionTables(); err != nil {
-			return fmt.Errorf("schema version tables: %w", err)
+		if conn, err = sqltool.NewConnection(p.sqlConfig(name), logger); err != nil {
+			return fmt.Errorf("connect: %w", err)
 		}
 	}
-	current, err := db.ReadSchemaVersion(name)
-	if errors.Is(err, sql.ErrNoRows) {
-		current, err = "0.0", nil
+	defer conn.Close()
+	// setup-schema -v 0.0: the version tables, and version 0.0 unless the
+	// database already has a later one.
+	if err := schema.NewSetupSchemaTask(conn, &schema.SetupConfig{InitialVersion: "0.0"}, logger).Run(); err != nil {
+		return fmt.Errorf("setup schema: %w", err)
 	}
-	if err != nil {
-		return fmt.Errorf("read schema version: %w", err)
-	}
-	return updateSchema(db, name, schemaDir, current, target)
-}
-
-// manifest is a versioned schema directory's manifest.json.
-type manifest struct {
-	CurrVersion          string
-	MinCompatibleVersion string
-	Description          string
-	SchemaUpdateCqlFiles []string
-	AllowNoCqlFiles      bool
-}
-
-// updateSchema applies every versioned step after current up to target,
-// recording each in the schema tables as temporal-sql-tool does.
-func updateSchema(db sqlplugin.AdminDB, name, schemaDir, current, target string) error {
-	cur, err := parseVersion(current)
-	if err != nil {
-		return err
-	}
-	tgt, err := parseVersion(target)
-	if err != nil {
-		return err
-	}
-	if compareVersions(cur, tgt) > 0 {
-		return fmt.Errorf("schema version %s is newer than this build's %s", current, target)
-	}
-	assets := dbschemas.Assets()
-	dir := path.Join(schemaDir, "versioned")
-	entries, err := fs.ReadDir(assets, dir)
-	if err != nil {
-		return fmt.Errorf("embedded schema: %w", err)
-	}
-	type step struct {
-		v   []int
-		dir string
-	}
-	var steps []step
-	for _, e := range entries {
-		v, err := parseVersion(strings.TrimPrefix(e.Name(), "v"))
-		if !e.IsDir() || err != nil {
-			continue
-		}
-		if compareVersions(v, cur) > 0 && compareVersions(v, tgt) <= 0 {
-			steps = append(steps, step{v, path.Join(dir, e.Name())})
-		}
-	}
-	slices.SortFunc(steps, func(a, b step) int { return compareVersions(a.v, b.v) })
-	for _, s := range steps {
-		raw, err := fs.ReadFile(assets, path.Join(s.dir, "manifest.json"))
-		if err != nil {
-			return fmt.Errorf("embedded schema: %w", err)
-		}
-		var m manifest
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return fmt.Errorf("%s/manifest.json: %w", s.dir, err)
-		}
-		if len(m.SchemaUpdateCqlFiles) == 0 && !m.AllowNoCqlFiles {
-			return fmt.Errorf("%s: no schema files", s.dir)
-		}
-		for _, f := range m.SchemaUpdateCqlFiles {
-			text, err := fs.ReadFile(assets, path.Join(s.dir, f))
-			if err != nil {
-				return fmt.Errorf("embedded schema: %w", err)
-			}
-			stmts, err := persistence.LoadAndSplitQueryFromReaders([]io.Reader{bytes.NewReader(text)})
-			if err != nil {
-				return fmt.Errorf("%s/%s: %w", s.dir, f, err)
-			}
-			for _, stmt := range stmts {
-				if err := db.Exec(stmt); err != nil {
-					return fmt.Errorf("%s/%s: %w", s.dir, f, err)
-				}
-			}
-		}
-		if err := db.UpdateSchemaVersion(name, m.CurrVersion, m.MinCompatibleVersion); err != nil {
-			return fmt.Errorf("record schema version %s: %w", m.CurrVersion, err)
-		}
-		if err := db.WriteSchemaUpdateLog(current, m.CurrVersion, "", m.Description); err != nil {
-			return fmt.Errorf("record schema update %s: %w", m.CurrVersion, err)
-		}
-		current = m.CurrVersion
+	// update-schema: every versioned step after the current version up to
+	// the linked server's.
+	if err := schema.NewUpdateSchemaTask(conn, &schema.UpdateConfig{DBName: name, SchemaName: schemaName, TargetVersion: target}, logger).Run(); err != nil {
+		return fmt.Errorf("update schema: %w", err)
 	}
 	return nil
-}
-
-func parseVersion(s string) ([]int, error) {
-	var v []int
-	for _, part := range strings.Split(s, ".") {
-		n, err := strconv.Atoi(part)
-		if err != nil {
-			return nil, fmt.Errorf("schema version %q: %w", s, err)
-		}
-		v = append(v, n)
-	}
-	return v, nil
-}
-
-func compareVersions(a, b []int) int {
-	for i := 0; i < max(len(a), len(b)); i++ {
-		var x, y int
-		if i < len(a) {
-			x = a[i]
-		}
-		if i < len(b) {
-			y = b[i]
-		}
-		if x != y {
-			return x - y
-		}
-	}
-	return 0
 }
