@@ -91,7 +91,13 @@ func quietLog() sdklog.Logger {
 // returns a client for it.
 func startWorker(t *testing.T, o warden.Options) *client.Client {
 	t.Helper()
-	queue := "tq-" + t.Name()
+	return startWorkerOn(t, "tq-"+t.Name(), o)
+}
+
+// startWorkerOn is startWorker on the given task queue (a test with two
+// differently configured workers).
+func startWorkerOn(t *testing.T, queue string, o warden.Options) *client.Client {
+	t.Helper()
 	if o.Workdir == "" {
 		o.Workdir = t.TempDir()
 	}

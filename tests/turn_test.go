@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,7 +23,9 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/activities"
+	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/permission/roles"
 	"github.com/wardenhq/warden/tools"
@@ -299,10 +302,13 @@ func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
 // TestReplayHistories replays every recorded history in testdata with
 // the current workflow code: a change that breaks determinism for turns
 // already in flight fails here. Histories of older workflow versions are
-// kept (demo_turn_v1.json predates the fast path and call policies; the v1–v3
-// files keep the conversation inline, v4 by reference, v5 with the
-// pending index in the memo). Run
-// with -update to record the current scenarios again.
+// kept (demo_turn_v1.json predates the fast path and call policies; the
+// v1–v3 files keep the conversation inline, v4 by reference, v5 with the
+// pending index in the memo, v6 with webhooks, edited inputs, local model
+// steps and a wait that continues as new). Run with -update to record
+// the current scenarios as a new generation (recordGeneration).
+// TestVersionsRecorded (workflows) checks that every change ID of the
+// code is in one of them.
 func TestReplayHistories(t *testing.T) {
 	if *update {
 		recordScenarios(t)
@@ -322,39 +328,83 @@ func TestReplayHistories(t *testing.T) {
 	}
 }
 
-func saveHistory(t *testing.T, id, file string) {
+// recordGeneration suffixes the files recordScenarios writes
+// (<scenario>_<generation>.json). Bump it before recording the current
+// workflow code again: the recorder adds files and never overwrites one,
+// so the histories of older generations keep replaying the branches
+// their code took.
+const recordGeneration = "v6"
+
+// recordedScenarios are the files one recording writes.
+var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2"}
+
+// historyFile names a scenario's file of this generation.
+func historyFile(scenario string) string { return scenario + "_" + recordGeneration + ".json" }
+
+// saveHistory writes the history of a workflow's latest run.
+func saveHistory(t *testing.T, id, scenario string) { saveRunHistory(t, id, "", scenario) }
+
+// saveRunHistory writes the history of one run (runID "" for the latest)
+// as the scenario's file; it never replaces a file.
+func saveRunHistory(t *testing.T, id, runID, scenario string) {
 	t.Helper()
-	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: history(t, id)})
+	var evs []*historypb.HistoryEvent
+	it := env.c.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		e, err := it.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, e)
+	}
+	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: evs})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join("testdata", file), data, 0o644); err != nil {
+	f, err := os.OpenFile(filepath.Join("testdata", historyFile(scenario)), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		t.Fatalf("%v: bump recordGeneration to record a new generation", err)
+	}
+	defer f.Close()
+	if _, err := f.Write(data); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// recordScenarios records the demo turn and a turn with approvals, a
-// denial, an always-allow and an escalation.
+// recordScenarios records, as generation recordGeneration: the demo
+// turn; a turn with approvals, a denial, an always-allow and an
+// escalation; a turn that continues as new while a call waits (both
+// runs); a turn with webhooks, an edited approval, a deadline denial,
+// local model steps and a notification in flight at its end; and a
+// waiting turn flooded with rejected answers that continues as new while
+// it waits (both runs).
 func recordScenarios(t *testing.T) {
+	for _, sc := range recordedScenarios {
+		if _, err := os.Stat(filepath.Join("testdata", historyFile(sc))); err == nil {
+			t.Fatalf("testdata/%s exists: bump recordGeneration to record a new generation", historyFile(sc))
+		}
+	}
+	suffix := "-" + recordGeneration + "-" + fmt.Sprint(time.Now().UnixNano())
 	s, err := model.LoadScript("../examples/demo.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cl := startWorker(t, warden.Options{Workdir: t.TempDir(),
 		ToolSettings: map[string]activities.ToolSettings{"Write": {ApprovalTimeout: 2 * time.Second, Escalation: workflows.EscalateNotify}}})
-	ctx := ctxT(t, 60*time.Second)
+	ctx := ctxT(t, 120*time.Second)
 	pc := policy(t, permission.Policy{Allow: []string{"Bash(echo:*)", "Bash(go version)"}, Deny: []string{"Bash(rm -rf:*)"}})
-	if _, err := cl.Start(ctx, "demo-record", workflows.TurnInput{Prompt: s.Prompt, Model: workflows.ModelConfig{Provider: "scripted", Script: s}, Permission: pc}); err != nil {
+	id := "demo-record" + suffix
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Prompt: s.Prompt, Model: workflows.ModelConfig{Provider: "scripted", Script: s}, Permission: pc}); err != nil {
 		t.Fatal(err)
 	}
-	dp := waitPending(t, cl, "demo-record", 1)
-	if _, err := cl.Approve(ctx, "demo-record", workflows.Approval{CallID: dp[0].CallID, Decision: workflows.DecisionAllow, By: "recorder", Hash: dp[0].Hash}); err != nil {
+	dp := waitPending(t, cl, id, 1)
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: dp[0].CallID, Decision: workflows.DecisionAllow, By: "recorder", Hash: dp[0].Hash}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := cl.Result(ctx, "demo-record"); err != nil {
+	if _, err := cl.Result(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	saveHistory(t, "demo-record", "demo_turn_v5.json")
+	saveHistory(t, id, "demo_turn")
 
 	as := script(t, `
 steps:
@@ -365,7 +415,7 @@ steps:
       - {id: d, name: Write, input: {file_path: "/tmp/warden-record-x", content: "x"}}
   - text: done
 `)
-	id := "approvals-record"
+	id = "approvals-record" + suffix
 	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: as}}); err != nil {
 		t.Fatal(err)
 	}
@@ -386,7 +436,7 @@ steps:
 	if _, err := cl.Result(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	saveHistory(t, id, "approvals_turn_v5.json")
+	saveHistory(t, id, "approvals_turn")
 
 	// A turn that continues as new while a call waits: both runs.
 	cs := script(t, `
@@ -398,7 +448,7 @@ steps:
   - tool_calls: [{id: w1, name: Bash, input: {command: "touch after-can"}}]
   - text: done across runs
 `)
-	id = "can-record"
+	id = "can-record" + suffix
 	first, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: cs},
 		Permission: permission.Context{Allow: []permission.Rule{{Tool: "TaskCreate", Behavior: permission.Allow}}}, ContinueAsNewAfter: 15})
 	if err != nil {
@@ -411,26 +461,79 @@ steps:
 	if _, err := cl.Result(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	saveRunHistory(t, id, first.GetRunID(), "can_turn_run1_v5.json")
-	saveHistory(t, id, "can_turn_run2_v5.json")
+	saveRunHistory(t, id, first.GetRunID(), "can_turn_run1")
+	saveHistory(t, id, "can_turn_run2")
+
+	recordNotifyScenario(t, ctx)
+	recordFloodScenario(t, ctx, cl, suffix)
 }
 
-func saveRunHistory(t *testing.T, id, runID, file string) {
-	t.Helper()
-	var evs []*historypb.HistoryEvent
-	it := env.c.GetWorkflowHistory(context.Background(), id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-	for it.HasNext() {
-		e, err := it.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, e)
+// recordNotifyScenario records a turn on a worker with webhooks (its
+// receiver refuses each notification's first attempt) and local model
+// steps: of two asks, one is approved with an edited input (a new call),
+// the other times out and is denied (an escalation's notification); the
+// turn then ends while that notification waits for its retry.
+func recordNotifyScenario(t *testing.T, ctx context.Context) {
+	hook := &hookEndpoint{rcv: &notify.Receiver{Secret: hookSecret}, failEach: true}
+	hs := httptest.NewServer(hook)
+	t.Cleanup(hs.Close)
+	cl := startWorkerOn(t, "tq-"+t.Name()+"-notify", warden.Options{Workdir: t.TempDir(),
+		Notifier: &notify.Sender{URLs: []string{hs.URL}, Secret: hookSecret}})
+	ns := script(t, `
+steps:
+  - text: two commands
+    tool_calls:
+      - {id: e1, name: Bash, input: {command: "touch as-asked"}}
+      - {id: e2, name: Bash, input: {command: "touch never"}}
+  - text: done
+`)
+	id := "notify-record-" + recordGeneration + "-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: ns, Local: true},
+		ApprovalTimeout: 3 * time.Second}); err != nil {
+		t.Fatal(err)
 	}
-	data, err := protojson.MarshalOptions{Indent: "  "}.Marshal(&historypb.History{Events: evs})
+	waitPending(t, cl, id, 2)
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "e1", Decision: workflows.DecisionAllow, By: "alice", Hash: hashOf(t, cl, id, "e1"),
+		Input: json.RawMessage(`{"command":"touch as-edited"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, evs, _ := hook.snapshot(); len(evs) != 3 {
+		t.Fatalf("receiver accepted %d notifications, want 3 (two requests, one escalation)", len(evs))
+	}
+	saveHistory(t, id, "notify_turn")
+}
+
+// recordFloodScenario records a waiting turn that continues as new while
+// rejected answers flood it, and the run that takes the real answer.
+func recordFloodScenario(t *testing.T, ctx context.Context, cl *client.Client, suffix string) {
+	fs := script(t, "steps:\n  - tool_calls: [{id: f1, name: Bash, input: {command: \"touch flooded\"}}]\n  - text: done\n")
+	id := "flood-record" + suffix
+	first, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: fs}, ContinueAsNewAfter: 40})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join("testdata", file), data, 0o644); err != nil {
+	waitPending(t, cl, id, 1)
+	// Rejected answers until the turn continues as new (then the next
+	// run stays under its bound until the answer).
+	for len(runIDs(t, id)) == 1 {
+		if err := cl.ApproveSignal(ctx, id, workflows.Approval{CallID: "f1", Hash: "stale", Decision: workflows.DecisionAllow}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ps := waitPending(t, cl, id, 1)
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "f1", Decision: workflows.DecisionAllow, Hash: ps[0].Hash}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if runs := runIDs(t, id); len(runs) != 2 {
+		t.Fatalf("flood turn ran %d runs, want 2", len(runs))
+	}
+	saveRunHistory(t, id, first.GetRunID(), "flood_turn_run1")
+	saveHistory(t, id, "flood_turn_run2")
 }

@@ -1,0 +1,132 @@
+package workflows
+
+import "time"
+
+// This file is the one place of what a recorded turn's replay depends on
+// beyond its code paths: the change IDs of every workflow.GetVersion call,
+// and the constants and comparisons that decide whether, and in which
+// order, the workflow emits commands. A worker replays the history of
+// every turn in flight (a turn may wait for days) with the code it runs
+// now; if that code emits a different command sequence from the one
+// recorded, the turn fails with a nondeterminism error.
+//
+// How to change workflow behaviour safely:
+//
+//   - A change that alters which commands a turn emits, or their order
+//     (an activity, local activity, timer, marker, side effect, search
+//     attribute or memo upsert added, removed or moved; a bound below that
+//     decides when one is emitted), goes behind a new change ID here:
+//     `if workflow.GetVersion(ctx, versionX, workflow.DefaultVersion, 1) >= 1
+//     { new } else { old }`. Runs recorded before it replay the old branch
+//     (GetVersion returns DefaultVersion where their history has no
+//     marker); new runs record the marker and take the new branch. A
+//     change ID is never reused, renamed or removed while runs recorded
+//     without it may still be in flight (or in a history a test replays).
+//   - Do not change a constant below in place. Keep the old value for the
+//     old branch and read the new one only where GetVersion said so, as
+//     legacyMaxIterations does for content-refs.
+//   - Record the new behaviour: bump recordGeneration in tests/turn_test.go
+//     and run `go test ./tests/ -run TestReplayHistories -update`; the
+//     recorder adds new files to tests/testdata and never overwrites the
+//     old ones, which keep replaying the old branches. TestVersionsRecorded
+//     (workflows/versions_test.go) fails while a change ID of the code
+//     appears in no recorded history.
+//
+// What is not compared on replay can change freely: activity inputs and
+// options (timeouts, retry policies), timer durations, the contents of
+// search attribute and memo upserts, event texts, and what activities
+// return (it is read back from history).
+
+// Change IDs, in the order they were introduced.
+const (
+	// versionContentRefs marks runs that keep their conversation in the
+	// content store and call ActivityModelStep; runs recorded before it
+	// replay with the conversation inline (and legacyMaxIterations).
+	versionContentRefs = "content-refs"
+	// versionPendingIndex marks runs that keep their pending entries in
+	// the memo (MemoPending) for listings; runs recorded before it
+	// replay without the memo upserts, and listings ask those turns with
+	// a query instead.
+	versionPendingIndex = "pending-index"
+	// versionBoundAnswers marks runs whose signal handler checks answers
+	// as strictly as the Update validator (hash required, approvers
+	// checked), its outcome recorded as a side effect. Signals are
+	// replayed through the handler, so histories recorded before it
+	// replay with the old check and keep their outcome. Update validators
+	// do not run on replay and need no version.
+	versionBoundAnswers = "bound-answers"
+	// versionNotifyWebhooks: runs recorded before it send no webhook
+	// notifications.
+	versionNotifyWebhooks = "notify-webhooks"
+	// versionNotifyEscalations: runs recorded before it send none for
+	// escalations that end the wait (allow, or deny on timeout).
+	versionNotifyEscalations = "notify-escalations"
+	// versionEditedNewCall marks runs where an approved edit is a new
+	// call: it runs with its own verdict (read-only flag, policy, fast
+	// path and retries); runs recorded before it replay with the
+	// original's.
+	versionEditedNewCall = "edited-new-call"
+	// versionLocalScriptedModel marks runs whose model steps may be
+	// local activities (ModelConfig.Local); runs recorded before it
+	// replay with regular ones.
+	versionLocalScriptedModel = "local-scripted-model"
+	// versionWaitContinueAsNew marks runs whose wait for answers
+	// continues as new as soon as the history passes its bound; runs
+	// recorded before it checked the bound only when the wait woke for an
+	// answer or a deadline.
+	versionWaitContinueAsNew = "wait-continue-as-new"
+	// versionNotifyDelivery marks runs that wait (at most notifyGrace)
+	// for their notifications in flight before they end or continue as
+	// new; runs recorded before it ended without waiting.
+	versionNotifyDelivery = "notify-delivery"
+)
+
+// Bounds that decide when commands are emitted.
+const (
+	// DefaultMaxIterations bounds model calls of a turn that sets none. It
+	// suits long sessions: the turn continues as new along the way and
+	// keeps its conversation in the content store.
+	DefaultMaxIterations = 1000
+	// legacyMaxIterations is the bound of runs recorded before content by
+	// reference (their replays must stop where they stopped).
+	legacyMaxIterations = 20
+	// DefaultApprovalTimeout is an ASK's deadline when neither the turn
+	// nor the call's policy sets one: the deadline is computed again on
+	// replay, and its timer and escalation depend on it.
+	DefaultApprovalTimeout = 7 * 24 * time.Hour
+	// localModelRun bounds the local model steps in a row: every
+	// localModelRun-th step is a regular activity, which ends the
+	// workflow task, so the markers of one task stay small and the
+	// history length the continue-as-new check reads keeps up.
+	localModelRun = 16
+	// maxCarriedInput bounds a continue-as-new input, well under the
+	// server's 2 MB payload limit; a turn whose state is larger fails
+	// instead of continuing.
+	maxCarriedInput = 1536 << 10
+	// notifyGrace bounds how long a run that ends (or continues as new)
+	// waits for its notifications in flight: a first attempt and a few
+	// retries. Only its timer's duration depends on it, which replay does
+	// not compare.
+	notifyGrace = 30 * time.Second
+)
+
+// Bounds of the pending index a turn keeps in its memo. The index is
+// upserted only when its JSON differs from the last one written
+// (indexUnchanged), so whatever changes its encoding decides whether a
+// workflow task emits an UpsertMemo command.
+const (
+	// PreviewBytes bounds an entry's input preview (and its message and
+	// reason): inputs up to this size are kept whole.
+	PreviewBytes = 200
+	// maxIndexEntries bounds the entries kept; a turn with more sets
+	// PendingIndex.More and listings ask it for the rest.
+	maxIndexEntries = 50
+)
+
+// indexUnchanged reports whether the pending index b (its JSON) is the
+// one this run last wrote: then no memo upsert is emitted. The bytes are
+// compared, so the encoding of PendingIndex and IndexEntry (fields, their
+// order and omitempty, PreviewBytes, maxIndexEntries, clipTo) is part of
+// the command sequence: a change to it that makes two indexes differ
+// where they were equal, or the reverse, needs a change ID.
+func indexUnchanged(b []byte, last string) bool { return string(b) == last }
