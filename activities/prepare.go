@@ -22,6 +22,12 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	}
 	info := t.Info()
 	out := workflows.Prepared{Tool: info}
+	if in.ToolFlags {
+		// What the workflow reads of the tool, not its description and
+		// schema (the marker records the verdict).
+		f := workflows.FlagsOf(info)
+		out = workflows.Prepared{Flags: &f}
+	}
 	pc := in.Permission
 	env, err := a.env(in.Env, nil, &pc)
 	if err != nil {

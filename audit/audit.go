@@ -731,6 +731,7 @@ func (x *extractor) markers(evs []*historypb.HistoryEvent) {
 			if x.decode(m.result, &p) != nil {
 				continue
 			}
+			// Verdicts recorded with only the tool's flags name no tool.
 			if c, kind := x.nextPrepared(p.Tool.Name); c != nil && x.verdict(m.t, c, p, kind) {
 				x.fresh = append(x.fresh, c)
 			}
@@ -775,7 +776,7 @@ func (x *extractor) nextPrepared(tool string) (*call, string) {
 		return c, KindRecheck
 	}
 	for _, c := range x.seq {
-		if c.edit && c.tool == tool {
+		if c.edit && (tool == "" || c.tool == tool) {
 			return c, KindEdit
 		}
 	}
@@ -806,7 +807,7 @@ func (x *extractor) verdict(t time.Time, c *call, p workflows.Prepared, kind str
 		switch {
 		case p.Invalid != "" || p.Decision.Behavior == permission.Deny:
 		case p.Decision.Behavior == permission.Allow:
-			if p.Tool.External {
+			if p.ToolFlags().External {
 				c.external = true
 			}
 		default:

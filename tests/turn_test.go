@@ -305,7 +305,8 @@ func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
 // kept (demo_turn_v1.json predates the fast path and call policies; the
 // v1–v3 files keep the conversation inline, v4 by reference, v5 with the
 // pending index in the memo, v6 with webhooks, edited inputs, local model
-// steps and a wait that continues as new). Run with -update to record
+// steps and a wait that continues as new, v7 with verdicts that record
+// only the tool's flags). Run with -update to record
 // the current scenarios as a new generation (recordGeneration).
 // TestVersionsRecorded (workflows) checks that every change ID of the
 // code is in one of them.
@@ -333,7 +334,7 @@ func TestReplayHistories(t *testing.T) {
 // workflow code again: the recorder adds files and never overwrites one,
 // so the histories of older generations keep replaying the branches
 // their code took.
-const recordGeneration = "v6"
+const recordGeneration = "v7"
 
 // recordedScenarios are the files one recording writes.
 var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2"}

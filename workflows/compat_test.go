@@ -201,7 +201,7 @@ func compatSamples() []struct {
 		{"CallEnv", workflows.CallEnv{Backend: "local", Workdir: "/work"}},
 		{"PrepareInput", workflows.PrepareInput{
 			Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"},
-			Permission: samplePermission(), Allowed: []string{"Bash"}, State: ptr(sampleState()),
+			Permission: samplePermission(), Allowed: []string{"Bash"}, State: ptr(sampleState()), ToolFlags: true,
 		}},
 		{"Prepared", samplePrepared()},
 		{"ToolInput", workflows.ToolInput{
@@ -503,6 +503,7 @@ func samplePrepared() workflows.Prepared {
 			Name: "Bash", Description: "Run a command.", InputSchema: json.RawMessage(`{"type":"object"}`),
 			ReadOnly: true, ConcurrencySafe: true, External: true, StateInjected: true,
 		},
+		Flags:    &workflows.ToolFlags{ConcurrencySafe: true, External: true, StateInjected: true},
 		ReadOnly: true,
 		Policy: workflows.CallPolicy{
 			MaxAttempts: 3, InitialInterval: time.Second, BackoffCoefficient: 2, MaxInterval: 30 * time.Second,

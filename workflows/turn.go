@@ -368,8 +368,9 @@ func (t *turn) prepare(ctx workflow.Context, calls []model.ToolCall) ([]Prepared
 	}
 	futs := make([]workflow.Future, len(calls))
 	st := t.state
+	flags := workflow.GetVersion(ctx, versionPrepareFlags, workflow.DefaultVersion, 1) >= 1
 	for i, c := range calls {
-		in := PrepareInput{Call: c, Env: t.env(), Permission: t.perm, Allowed: t.in.Tools}
+		in := PrepareInput{Call: c, Env: t.env(), Permission: t.perm, Allowed: t.in.Tools, ToolFlags: flags}
 		// Only the stamp of the file the call names, as the calls before
 		// it in this step leave the state (a Read then an Edit of the
 		// same file in one step is fine).
@@ -409,7 +410,7 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time, text strin
 	}
 	switch d.Behavior {
 	case permission.Allow:
-		if p.Tool.External {
+		if p.ToolFlags().External {
 			t.park(ctx, Pending{Kind: PendingExternal, CallID: c.ID, Tool: c.Name, Input: s.Call.Input,
 				Message: "waiting for an external result", Notify: p.Policy.Notify,
 				Context: clipTo(text, ContextBytes), Prompt: clipTo(t.in.Prompt, ContextBytes)}, now, -1)
@@ -813,7 +814,10 @@ func (t *turn) execute(ctx workflow.Context, slots []*slot) error {
 	return nil
 }
 
-func parallel(s *slot) bool { return s.Prep.Tool.ConcurrencySafe && !s.Prep.Tool.StateInjected }
+func parallel(s *slot) bool {
+	f := s.Prep.ToolFlags()
+	return f.ConcurrencySafe && !f.StateInjected
+}
 
 func (t *turn) toolInput(ctx workflow.Context, s *slot) ToolInput {
 	in := ToolInput{Key: workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.Call.ID, Call: s.Call, Env: t.env(), State: t.state, ByRef: t.byRef,

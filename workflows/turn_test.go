@@ -1749,3 +1749,66 @@ func TestTurnEndWaitsForNotification(t *testing.T) {
 		t.Fatalf("turn ended %v after the start, want %v (after the notification's third attempt)", got, want)
 	}
 }
+
+// TestTurnReadsToolFlags: verdicts asked for with PrepareInput.ToolFlags
+// carry only the tool's flags (Prepared.Flags, no Info), and the turn
+// reads them: two concurrency-safe Reads run at once, and an external
+// AskUser call waits for its result instead of running.
+func TestTurnReadsToolFlags(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = func(in workflows.PrepareInput) workflows.Prepared {
+		p := allowed(in.Call.Name)
+		if in.ToolFlags {
+			f := workflows.FlagsOf(p.Tool)
+			p.Tool, p.Flags = tools.Info{}, &f
+		}
+		return p
+	}
+	bar := newBarrier(2)
+	var mu sync.Mutex
+	overlapped := 0
+	h.tool = func(ctx context.Context, in workflows.ToolInput) (workflows.ToolOutput, error) {
+		if in.Call.Name == "Read" && bar.wait() {
+			mu.Lock()
+			overlapped++
+			mu.Unlock()
+		}
+		return echoTool(ctx, in)
+	}
+	in := turnInput(
+		step("", call("Read", map[string]any{"path": "/a"}), call("Read", map[string]any{"path": "/b"})),
+		step("", call("AskUser", map[string]any{"question": "colour?"})),
+		step("done"),
+	)
+	var waiting []workflows.Pending
+	var answered bool
+	h.env.RegisterDelayedCallback(func() {
+		waiting = h.pending()
+		if len(waiting) != 1 {
+			return
+		}
+		h.env.UpdateWorkflow(workflows.UpdateExternalResult, "ext", &testsuite.TestUpdateCallback{
+			OnAccept: func() {}, OnReject: func(error) {}, OnComplete: func(_ any, err error) { answered = err == nil },
+		}, workflows.ExternalResult{CallID: waiting[0].CallID, Hash: waiting[0].Hash, Content: "blue"})
+	}, time.Minute)
+	res := h.run(in)
+	for _, p := range h.prepareCalls() {
+		if !p.ToolFlags {
+			t.Fatalf("prepare of %s asked for the whole tool Info", p.Call.ID)
+		}
+	}
+	if overlapped != 2 {
+		t.Fatalf("%d of the two Reads overlapped: the concurrency-safe flag was not read", overlapped)
+	}
+	if len(waiting) != 1 || waiting[0].Kind != workflows.PendingExternal || !answered {
+		t.Fatalf("pending = %+v, answered %v: want AskUser waiting for an external result", waiting, answered)
+	}
+	if m := toolMessage(t, res.Messages, "call_2_1"); m.Content != "blue" {
+		t.Fatalf("AskUser result = %q, want the external answer", m.Content)
+	}
+	for _, c := range h.toolCalls() {
+		if c.Call.Name == "AskUser" {
+			t.Fatal("the external AskUser call ran as a tool")
+		}
+	}
+}

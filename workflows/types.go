@@ -198,6 +198,11 @@ type PrepareInput struct {
 	// same step will leave it (an Edit of a file never read is refused
 	// before anyone is asked). Nil (older runs) skips that check.
 	State *calls.State `json:"state,omitempty"`
+	// ToolFlags asks for the verdict with only what the workflow reads
+	// of the tool (Prepared.Flags) instead of its whole Info
+	// (Prepared.Tool: description and JSON schema), which the verdict's
+	// marker would record and continue-as-new would carry.
+	ToolFlags bool `json:"tool_flags,omitempty"`
 }
 
 // Escalation says what happens when an approval's deadline passes.
@@ -276,9 +281,15 @@ type Prepared struct {
 	// input that fails the schema); no decision was made.
 	Invalid  string              `json:"invalid,omitempty"`
 	Decision permission.Decision `json:"decision"`
-	Tool     calls.Info          `json:"tool"`
-	ReadOnly bool                `json:"read_only"`
-	Policy   CallPolicy          `json:"policy"`
+	// Tool is the tool's whole Info, in verdicts asked for without
+	// PrepareInput.ToolFlags (runs recorded before versionPrepareFlags);
+	// otherwise it is left out and Flags holds what the workflow reads.
+	Tool calls.Info `json:"tool,omitzero"`
+	// Flags are the tool's flags the workflow reads, in verdicts asked
+	// for with PrepareInput.ToolFlags. Read them with ToolFlags.
+	Flags    *ToolFlags `json:"flags,omitempty"`
+	ReadOnly bool       `json:"read_only"`
+	Policy   CallPolicy `json:"policy"`
 	// Preview is what the call would change (tools.Preview), computed
 	// only for calls that ask.
 	Preview string `json:"preview,omitempty"`
@@ -287,6 +298,30 @@ type Prepared struct {
 	// then run with the backend's default (the workdir writable, no
 	// network).
 	Sandbox *calls.Sandbox `json:"sandbox,omitempty"`
+}
+
+// ToolFlags is what the workflow reads of a tool's Info.
+type ToolFlags struct {
+	// ConcurrencySafe calls may run in parallel with each other.
+	ConcurrencySafe bool `json:"concurrency_safe,omitempty"`
+	// External calls wait for a result from outside the worker.
+	External bool `json:"external,omitempty"`
+	// StateInjected calls read and write the turn's state.
+	StateInjected bool `json:"state_injected,omitempty"`
+}
+
+// FlagsOf is the part of a tool's Info the workflow reads.
+func FlagsOf(info calls.Info) ToolFlags {
+	return ToolFlags{ConcurrencySafe: info.ConcurrencySafe, External: info.External, StateInjected: info.StateInjected}
+}
+
+// ToolFlags returns the flags of the call's tool: Flags, or in verdicts
+// recorded with the whole Info, its flags.
+func (p Prepared) ToolFlags() ToolFlags {
+	if p.Flags != nil {
+		return *p.Flags
+	}
+	return FlagsOf(p.Tool)
 }
 
 // ToolInput runs one allowed call.

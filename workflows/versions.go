@@ -79,6 +79,11 @@ const (
 	// for their notifications in flight before they end or continue as
 	// new; runs recorded before it ended without waiting.
 	versionNotifyDelivery = "notify-delivery"
+	// versionPrepareFlags marks runs whose verdicts record only the
+	// tool's flags the workflow reads (Prepared.Flags), not its whole
+	// Info: smaller Prepare markers and continue-as-new inputs. Runs
+	// recorded before it replay reading the flags of the recorded Info.
+	versionPrepareFlags = "prepare-flags"
 )
 
 // Bounds that decide when commands are emitted.
