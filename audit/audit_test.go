@@ -151,3 +151,36 @@ func TestExtractNotificationsAcrossContinueAsNew(t *testing.T) {
 		t.Fatalf("not carried: records = %+v, want one undelivered by run1", recs)
 	}
 }
+
+// TestExtractRecordedNotifyTurn reads a recorded turn whose verdicts
+// carry only the tool's flags (no tool name): an approval with an edited
+// input (whose verdict is matched to its call all the same), a deadline
+// denial, and its three webhook notifications, the last delivered while
+// the turn waited for it before ending.
+func TestExtractRecordedNotifyTurn(t *testing.T) {
+	t.Parallel()
+	recs, err := Extract("notify-record", load(t, "notify_turn_v7.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		t.Logf("%s %-2s %-12s %-12s by=%-8s %s %s", r.Time.Format("15:04:05.000"), r.CallID, r.Kind, r.Decision, r.By, r.Notification, r.Reason)
+	}
+	if r := find(t, recs, "e1", KindEdit); string(r.ApprovedInput) != `{"command":"touch as-edited"}` {
+		t.Errorf("e1 edit verdict = %+v", r)
+	}
+	if r := find(t, recs, "e2", KindEscalation); r.Decision != "deny" {
+		t.Errorf("e2 escalation = %+v", r)
+	}
+	var got []string
+	for _, r := range recs {
+		if r.Kind == KindNotification {
+			got = append(got, r.CallID+" "+r.Notification+" "+r.Decision)
+		}
+	}
+	want := []string{"e1 approval_requested delivered", "e2 approval_escalated delivered", "e2 approval_requested delivered"}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("notification records = %q, want %q", got, want)
+	}
+}
