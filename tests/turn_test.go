@@ -225,7 +225,10 @@ steps:
 		Permission: permission.Context{Mode: permission.ModeBypass}}); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until the second (slow) call has started, then SIGKILL the worker.
+	// Wait until the worker has taken the second (slow) call's activity
+	// task, then SIGKILL it: the attempt has started (the tool_call event
+	// is emitted before the activity is even scheduled).
+	var slow string
 	waitFor(t, ctx, func() bool {
 		page, err := cl.Events(ctx, id, 0)
 		if err != nil {
@@ -233,12 +236,13 @@ steps:
 		}
 		for _, e := range page.Events {
 			if e.Type == workflows.EventToolCall && strings.Contains(e.Input, "sleep 3") {
+				slow = e.CallID
 				return true
 			}
 		}
 		return false
 	})
-	time.Sleep(500 * time.Millisecond)
+	waitFor(t, ctx, func() bool { return toolAttemptStarted(ctx, id, slow) })
 	if err := syscall.Kill(proc.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -260,6 +264,21 @@ steps:
 		t.Fatal(err)
 	}
 	return res, string(data)
+}
+
+// toolAttemptStarted reports whether the tool activity of a call is
+// pending in the started state: a worker took its task.
+func toolAttemptStarted(ctx context.Context, id, callID string) bool {
+	d, err := env.c.DescribeWorkflowExecution(ctx, id, "")
+	if err != nil {
+		return false
+	}
+	for _, a := range d.GetPendingActivities() {
+		if a.GetActivityId() == "tool-"+callID && a.GetState() == enumspb.PENDING_ACTIVITY_STATE_STARTED {
+			return true
+		}
+	}
+	return false
 }
 
 // TestWorkerKilledMidTurnAtMostOnce: a side-effecting call interrupted by
