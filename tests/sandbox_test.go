@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/permission"
@@ -200,6 +201,8 @@ func (l *escapeLab) escapes() []escape {
 		// The worker's environment.
 		{name: "read the worker's environment", tool: "Bash", input: py(fmt.Sprintf("print(open('/proc/%d/environ').read())", pid)), happened: leaked(l.env)},
 		{name: "Read /proc/self/environ through a link", tool: "Read", input: map[string]any{"file_path": filepath.Join(l.ws, "envlink")}, fileTool: true, happened: leaked(l.env)},
+		{name: "Read /proc/self as the worker", tool: "Read", input: map[string]any{"file_path": "/proc/self/status"}, fileTool: true,
+			happened: func(r string) bool { return strings.Contains(r, fmt.Sprintf("Pid:\t%d", pid)) }},
 		{name: "read the worker's memory", tool: "Bash", input: py(fmt.Sprintf("m=open('/proc/%d/maps').readline().split('-')[0]\nf=open('/proc/%d/mem','rb')\nf.seek(int(m,16))\nf.read(8)\nprint('MEM'+'READ')", pid, pid)), happened: leaked("MEMREAD")},
 		{name: "read through /proc/PID/root", tool: "Bash", input: py(fmt.Sprintf("print(open('/proc/%d/root%s').read())", pid, l.key)), happened: leaked(keyMarker)},
 		// Connections.
@@ -224,6 +227,13 @@ func (l *escapeLab) escapes() []escape {
 // runEscapes runs the attempts in one turn of mode on a worker whose
 // local backend is sandboxed or not, and returns each result's text.
 func runEscapes(t *testing.T, l *escapeLab, mode permission.Mode, rules []string, sandboxed bool, es []escape) []string {
+	t.Helper()
+	out, _ := runEscapesID(t, l, mode, rules, sandboxed, es)
+	return out
+}
+
+// runEscapesID is runEscapes that also returns the turn's workflow id.
+func runEscapesID(t *testing.T, l *escapeLab, mode permission.Mode, rules []string, sandboxed bool, es []escape) ([]string, string) {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("steps:\n  - tool_calls:\n")
@@ -257,7 +267,7 @@ func runEscapes(t *testing.T, l *escapeLab, mode permission.Mode, rules []string
 	for i, r := range rs {
 		out[i] = r.Content
 	}
-	return out
+	return out, id
 }
 
 // TestEscapeSuite tries, through real turns on the local backend, to
@@ -290,7 +300,17 @@ func TestEscapeSuite(t *testing.T) {
 	t.Run("sandbox off", func(t *testing.T) {
 		l := newEscapeLab(t)
 		es := l.escapes()
-		res := runEscapes(t, l, permission.ModeBypass, nil, false, es)
+		res, id := runEscapesID(t, l, permission.ModeBypass, nil, false, es)
+		// Every verdict says the call ran without the sandbox.
+		recs, err := audit.Workflow(ctxT(t, time.Minute), env.c, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			if r.Kind == audit.KindPermission && r.Decision == "allow" && !strings.HasPrefix(r.Sandbox, "no sandbox") {
+				t.Errorf("%s: audit sandbox %q, want it to say there was none", r.CallID, r.Sandbox)
+			}
+		}
 		for i, e := range es {
 			if e.fileTool {
 				// The file tools refuse these whatever the sandbox; show
@@ -314,6 +334,9 @@ func TestEscapeSuite(t *testing.T) {
 		// The planted links do lead to the secrets.
 		if b, err := os.ReadFile(filepath.Join(l.ws, "keyhard")); err != nil || string(b) != keyMarker {
 			t.Errorf("the planted hard link does not lead to the key: %v", err)
+		}
+		if b, err := os.ReadFile("/proc/self/status"); err != nil || !strings.Contains(string(b), fmt.Sprintf("Pid:\t%d", os.Getpid())) {
+			t.Errorf("/proc/self/status of the worker: %v", err)
 		}
 	})
 }

@@ -164,3 +164,29 @@ func TestProfile(t *testing.T) {
 		t.Errorf("String() = %q", s)
 	}
 }
+
+// TestProtectedNeverSuggested: a call of a protected path is denied in
+// every mode, bypass included, with no rule suggested for it.
+func TestProtectedNeverSuggested(t *testing.T) {
+	for _, mode := range []permission.Mode{permission.ModeDefault, permission.ModeAcceptEdits, permission.ModeBypass, permission.ModeDontAsk} {
+		pc := &permission.Context{Mode: mode, Protected: []string{"/src/app/.warden{,/**}"},
+			Allow: []permission.Rule{{Tool: "Read", Behavior: permission.Allow}, {Tool: "Bash", Content: "cat:*", Behavior: permission.Allow}}}
+		for _, c := range []struct {
+			tool  Tool
+			input string
+		}{
+			{Read{}, `{"file_path":"/src/app/.warden/auth/operator.key"}`},
+			{Bash{}, `{"command":"cat .warden/auth/operator.key"}`},
+			{Grep{}, `{"pattern":"wk1","path":"/src/app/.warden"}`},
+			{Read{}, `{"file_path":"/proc/self/environ"}`},
+		} {
+			v, err := Decide(context.Background(), Call{Tool: c.tool, Input: json.RawMessage(c.input), Workdir: "/src/app", Home: "/home/dev", Policy: pc})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v.Behavior != permission.Deny || len(v.Suggestions) != 0 {
+				t.Errorf("%s %s %s: %s with suggestions %v, want a deny without any", mode, c.tool.Info().Name, c.input, v.Behavior, v.Suggestions)
+			}
+		}
+	}
+}
