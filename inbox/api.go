@@ -203,10 +203,15 @@ func (s *Server) handlePending(w http.ResponseWriter, r *http.Request) {
 // pending is the listing GET /api/pending answers and GET /api/stream
 // pushes: the entries the query selects, each rendered for user.
 func (s *Server) pending(ctx context.Context, q query, user string) (pendingList, error) {
-	es, err := s.list(ctx, q)
+	es, err := s.lister(ctx, q)
 	if err != nil {
 		return pendingList{}, err
 	}
+	return s.render(es, user)
+}
+
+// render is the listing of es for user.
+func (s *Server) render(es []client.PendingEntry, user string) (pendingList, error) {
 	out := pendingList{User: user, Count: len(es), Items: []pendingItem{}}
 	for _, e := range es {
 		v := s.view(user, e)
@@ -220,8 +225,9 @@ func (s *Server) pending(ctx context.Context, q query, user string) (pendingList
 }
 
 // Server push of GET /api/stream: the listing is read every
-// streamEvery and sent when an entry came or went (or its hash changed),
-// and at least every streamRefresh so the waiting times stay current.
+// streamEvery (once for all the streams of one query) and sent when an
+// entry came or went (or its hash changed), and at least every
+// streamRefresh so the waiting times stay current.
 const (
 	streamEvery   = time.Second
 	streamRefresh = 10 * time.Second
@@ -247,18 +253,28 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
 	last, sent := "", time.Time{}
-	tick := time.NewTicker(streamEvery)
-	defer tick.Stop()
+	sub := s.hub.subscribe(q)
+	defer s.hub.unsubscribe(sub)
 	for {
-		out, err := s.pending(r.Context(), q, user)
+		select {
+		case <-r.Context().Done():
+			return
+		case <-sub.ch:
+		}
+		l := sub.latest()
+		out, err := l.es, l.err
+		var list pendingList
+		if err == nil {
+			list, err = s.render(out, user)
+		}
 		switch {
 		case err != nil && r.Context().Err() == nil:
 			b, _ := json.Marshal(map[string]string{"error": err.Error()})
 			fmt.Fprintf(w, "event: failure\ndata: %s\n\n", b)
 		case err == nil:
-			sig := signature(out)
+			sig := signature(list)
 			if sig != last || time.Since(sent) >= streamRefresh {
-				b, err := json.Marshal(out)
+				b, err := json.Marshal(list)
 				if err != nil {
 					return
 				}
@@ -267,11 +283,6 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		fl.Flush()
-		select {
-		case <-r.Context().Done():
-			return
-		case <-tick.C:
-		}
 	}
 }
 

@@ -85,6 +85,10 @@ type Server struct {
 	unauthorized prometheus.Counter
 	// signinFailures counts refused credentials (see auth.go).
 	signinFailures *prometheus.CounterVec
+	// lister reads a listing (list; tests count the reads).
+	lister func(context.Context, query) ([]client.PendingEntry, error)
+	// hub shares a visibility poller per query among the open streams.
+	hub *streamHub
 }
 
 type namedUser struct {
@@ -114,6 +118,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("inbox: TLS needs both a certificate and a key")
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s.lister = s.list
+	s.hub = newStreamHub(func(ctx context.Context, q query) ([]client.PendingEntry, error) { return s.lister(ctx, q) }, streamEvery)
 	users, err := buildUsers(cfg.Users, cfg.Roles)
 	if err != nil {
 		return nil, err
