@@ -42,6 +42,13 @@ type Backend struct {
 	// find them empty; the file operations refuse them, through links
 	// too.
 	Hide []string
+	// CacheDir is where sandboxed tools keep their build and package
+	// caches (GOCACHE, npm's and pip's caches, XDG_CACHE_HOME point into
+	// it unless the environment sets them): writable by every call that
+	// may write, and never the user's own caches, which a sandboxed
+	// process could poison for builds run outside warden. Empty:
+	// the user cache directory's warden/sandbox.
+	CacheDir string
 	// Unsandboxed runs tool processes as the worker's user with its file
 	// system and network (backend.local.sandbox: off). The zero value
 	// sandboxes every process, and a kernel without Landlock or user
@@ -163,12 +170,48 @@ func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir stri
 		Argv:    req.Argv,
 	}
 	spec.Hide = hidden(b.hide(), append([]string{dir}, spec.Write...))
+	env, cache := b.cacheEnv(env, prof)
+	if cache != "" {
+		spec.Write = append(spec.Write, cache)
+	}
 	cmd, err := sandbox.Command(ctx, spec, append(env, "TMPDIR="+tmp))
 	if err != nil {
 		cleanup()
 		return nil, nil, fmt.Errorf("local exec: %w", err)
 	}
 	return cmd, cleanup, nil
+}
+
+// cacheEnv points the caches of env into the backend's cache directory
+// for a call that may write, and returns the directory to make writable
+// ("" for a read-only call, or when it cannot be created).
+func (b *Backend) cacheEnv(env []string, prof *calls.Sandbox) ([]string, string) {
+	if len(prof.Write) == 0 {
+		return env, ""
+	}
+	dir := b.CacheDir
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return env, ""
+		}
+		dir = filepath.Join(base, "warden", "sandbox")
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return env, ""
+	}
+	set := map[string]bool{}
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		set[name] = true
+	}
+	for _, kv := range []string{"XDG_CACHE_HOME=" + dir, "GOCACHE=" + filepath.Join(dir, "go-build"),
+		"npm_config_cache=" + filepath.Join(dir, "npm"), "PIP_CACHE_DIR=" + filepath.Join(dir, "pip")} {
+		if name, _, _ := strings.Cut(kv, "="); !set[name] {
+			env = append(env, kv)
+		}
+	}
+	return env, dir
 }
 
 // hide is every path the backend keeps from tools: its Hide list, the

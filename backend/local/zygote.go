@@ -77,6 +77,10 @@ func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir st
 		return backend.ExecResult{}, fmt.Errorf("local exec: private temporary directory: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	env, cache := b.cacheEnv(env, prof)
+	if cache != "" {
+		write = append(write, cache)
+	}
 	r := sandbox.Request{
 		Write:   append(write, tmp),
 		Protect: realPaths(prof.Protect),
