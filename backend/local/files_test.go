@@ -88,9 +88,18 @@ func TestSandboxCaches(t *testing.T) {
 	}
 }
 
-func read(ctx context.Context, b *local.Backend, p string) error { _, err := b.ReadFile(ctx, p); return err }
-func stat(ctx context.Context, b *local.Backend, p string) error { _, err := b.Stat(ctx, p); return err }
-func list(ctx context.Context, b *local.Backend, p string) error { _, err := b.ListDir(ctx, p); return err }
+func read(ctx context.Context, b *local.Backend, p string) error {
+	_, err := b.ReadFile(ctx, p)
+	return err
+}
+func stat(ctx context.Context, b *local.Backend, p string) error {
+	_, err := b.Stat(ctx, p)
+	return err
+}
+func list(ctx context.Context, b *local.Backend, p string) error {
+	_, err := b.ListDir(ctx, p)
+	return err
+}
 
 func must(t *testing.T, err error) {
 	t.Helper()
