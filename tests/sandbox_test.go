@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -339,4 +340,75 @@ func TestEscapeSuite(t *testing.T) {
 			t.Errorf("/proc/self/status of the worker: %v", err)
 		}
 	})
+}
+
+// TestWorkerFailsClosedWithoutSandbox runs the worker where the kernel
+// lets it make no user namespace (a user namespace of its own whose
+// limit is 0, standing for a kernel without them): it refuses to start
+// and says how to run unconfined; with backend.local.sandbox: off it
+// starts and says the sandbox is off.
+func TestWorkerFailsClosedWithoutSandbox(t *testing.T) {
+	wbin := buildWorker(t)
+	workdir, cwd := t.TempDir(), t.TempDir()
+	worker := func(cfgText string) *exec.Cmd {
+		cfg := filepath.Join(cwd, "config-"+tag()+".yaml")
+		if err := os.WriteFile(cfg, []byte(contentConfig()+cfgText), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return exec.Command("unshare", "-Ur", "sh", "-c", `echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"`, "sh",
+			wbin, "--config", cfg, "--temporal-address", env.srv.Addr(), "--namespace", "default",
+			"--task-queue", "tq-nosandbox-"+tag(), "--metrics-addr", "off", "--workdir", workdir)
+	}
+	cmd := worker("")
+	cmd.Dir = workdir
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(90 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("the worker did not exit without a sandbox")
+	}
+	if err == nil || !strings.Contains(string(out), "cannot sandbox tool processes here") || !strings.Contains(string(out), "backend.local.sandbox: off") {
+		t.Fatalf("without a sandbox: %v\n%s", err, out)
+	}
+
+	cmd = worker("backend:\n  local:\n    sandbox: \"off\"\n")
+	cmd.Dir = workdir
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	timeout := time.After(90 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the worker with the sandbox off exited")
+			}
+			if strings.HasPrefix(l, "sandbox") {
+				if !strings.Contains(l, "OFF (backend.local.sandbox: off)") {
+					t.Errorf("start-up line %q", l)
+				}
+				return
+			}
+		case <-timeout:
+			t.Fatal("the worker with the sandbox off printed no sandbox line")
+		}
+	}
 }
