@@ -1,6 +1,7 @@
 package client
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -16,7 +17,7 @@ func FormatEvent(e workflows.Event) string {
 		}
 		return "model:   " + indent(e.Text) + "\n"
 	case workflows.EventToolCall:
-		return fmt.Sprintf("call:    %s %s %s\n", e.CallID, e.Tool, e.Input)
+		return fmt.Sprintf("call:    %s %s %s\n", e.CallID, e.Tool, Unescaped(e.Input))
 	case workflows.EventDecision:
 		return fmt.Sprintf("policy:  %s %s\n", e.CallID, e.Text)
 	case workflows.EventWaiting:
@@ -40,6 +41,26 @@ func FormatEvent(e workflows.Event) string {
 	default:
 		return fmt.Sprintf("%s: %s\n", e.Type, e.Text)
 	}
+}
+
+// Unescaped returns the JSON text s as a person reads it: the same value
+// with <, > and & written as themselves, not as the \u003c escapes Go's
+// encoder puts in (objects' keys come out sorted). Text that is not JSON
+// is returned unchanged.
+func Unescaped(s string) string {
+	dec := json.NewDecoder(strings.NewReader(s))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return s
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return s
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n         ") }

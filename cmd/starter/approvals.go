@@ -64,7 +64,7 @@ read, in the server's order (turns started last first).`,
 			fmt.Fprintln(tw, "WORKFLOW\tCALL\tKIND\tTOOL\tWAITING\tHASH\tINPUT\tREASON\tSUGGESTED\tAGENT SAID")
 			for _, e := range entries {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\n", e.WorkflowID, e.CallID, e.Kind, e.Tool,
-					time.Since(e.RequestedAt).Round(time.Second), e.Hash, oneLine(e.Preview, 60), e.Reason, e.Suggestions,
+					time.Since(e.RequestedAt).Round(time.Second), e.Hash, oneLine(e.Preview, 60), why(e), e.Suggestions,
 					oneLine(e.Context, 60))
 			}
 			return tw.Flush()
@@ -183,6 +183,25 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 }
 
 // oneLine shows s on one line of at most n bytes.
+// why says what an entry asks about. Its reason may name only the
+// layer that decided ("Mode: default"); the message then says why ("not
+// read-only: `touch` ..."), without the "Permission required for TOOL"
+// preamble every message starts with.
+func why(e client.PendingEntry) string {
+	msg := e.Message
+	if rest, ok := strings.CutPrefix(msg, "Permission required for "+e.Tool); ok {
+		if _, after, found := strings.Cut(rest, "): "); found && strings.HasPrefix(rest, " (") {
+			msg = after
+		} else {
+			msg = strings.TrimPrefix(rest, ": ")
+		}
+	}
+	if strings.TrimSpace(msg) == "" {
+		return e.Reason
+	}
+	return oneLine(msg, 100)
+}
+
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) > n {

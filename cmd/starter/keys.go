@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -15,6 +17,7 @@ import (
 // changes, so no restart is needed.
 func newKeysCmd(cn *conn) *cobra.Command {
 	var dir string
+	var initRing bool
 	root := &cobra.Command{Use: "keys", Short: "Create, list and revoke the keys of the embedded server's clients"}
 	root.PersistentFlags().StringVar(&dir, "dir", "", "key directory (default server.data_dir/auth)")
 	open := func() (*auth.Keyring, error) {
@@ -27,6 +30,16 @@ func newKeysCmd(cn *conn) *cobra.Command {
 		}
 		if dir == "" {
 			return nil, errors.New("no key directory: set server.data_dir or --dir")
+		}
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, err
+		}
+		dir = abs
+		// A directory without a keyring is one no server reads: creating
+		// one there would print "created" for a key nothing accepts.
+		if _, err := os.Stat(filepath.Join(dir, auth.FileName)); errors.Is(err, os.ErrNotExist) && !initRing {
+			return nil, fmt.Errorf("no keyring in %s (no %s): a server using it would have made one; point --dir or --config at the data directory of the server you mean, or pass --init to start a new keyring there", dir, auth.FileName)
 		}
 		return auth.Open(dir)
 	}
@@ -47,11 +60,13 @@ func newKeysCmd(cn *conn) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "created %s key for %s in %s\nuse it with: starter --key-file %s ...\n", role, args[0], path, path)
+			fmt.Fprintf(cmd.OutOrStdout(), "created %s key for %s in %s (keyring %s)\nuse it with: starter --key-file %s ...\n",
+				role, args[0], path, filepath.Join(dir, auth.FileName), path)
 			return nil
 		},
 	}
 	create.Flags().StringVar(&role, "role", string(auth.RoleApprover), "approver, delegate, reader, worker or admin")
+	create.Flags().BoolVar(&initRing, "init", false, "start a new keyring when the directory has none")
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "List the keys (names, roles, creation times; the keyring holds digests only)",
@@ -85,7 +100,7 @@ func newKeysCmd(cn *conn) *cobra.Command {
 			if err := k.Revoke(args[0]); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s\n", args[0])
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s (keyring %s)\n", args[0], filepath.Join(dir, auth.FileName))
 			return nil
 		},
 	}

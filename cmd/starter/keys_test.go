@@ -1,0 +1,44 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/wardenhq/warden/auth"
+)
+
+func runKeys(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := newKeysCmd(&conn{})
+	var out bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+// TestKeysCreateNeedsAKeyring: creating a key where no keyring exists is
+// refused unless --init, and the keyring changed is named.
+func TestKeysCreateNeedsAKeyring(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "auth")
+	out, err := runKeys(t, "create", "alice", "--dir", dir)
+	if err == nil || !strings.Contains(err.Error(), "no keyring in "+dir) {
+		t.Fatalf("create without a keyring: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "alice.key")); err == nil {
+		t.Fatal("a key was written anyway")
+	}
+	out, err = runKeys(t, "create", "alice", "--dir", dir, "--init")
+	ring := filepath.Join(dir, auth.FileName)
+	if err != nil || !strings.Contains(out, "(keyring "+ring+")") {
+		t.Fatalf("create --init: %v\n%s", err, out)
+	}
+	out, err = runKeys(t, "create", "bob", "--dir", dir)
+	if err != nil || !strings.Contains(out, "created approver key for bob") || !strings.Contains(out, ring) {
+		t.Fatalf("create in an existing keyring: %v\n%s", err, out)
+	}
+}
