@@ -118,13 +118,47 @@ func (Glob) MatchRule(_ context.Context, env *Env, content string, input json.Ra
 	return matchPath(env, content, pat)
 }
 
-// GenerateSuggestions implements Suggester: the searched directory.
+// GenerateSuggestions implements Suggester. A Glob asks only when the
+// directory it searches, or its pattern's base, is outside the working
+// directories; the path rules then consult Read rules, so the suggestion
+// is Read(DIR/**) for that directory: a rule that allows the call and no
+// wider. Inside, the tool-level rule.
 func (Glob) GenerateSuggestions(_ context.Context, env *Env, input json.RawMessage) ([]permission.Rule, error) {
 	in, err := decodeInput[GlobInput]("Glob", input)
 	if err != nil {
 		return nil, err
 	}
-	return searchSuggestion("Glob", env, in.Path), nil
+	base := absPath(env, in.Path)
+	if in.Path == "" {
+		base = absPath(env, ".")
+	}
+	dirs := []string{base}
+	if in.Pattern != "" {
+		pat := in.Pattern
+		if !path.IsAbs(pat) {
+			pat = path.Join(base, pat)
+		}
+		dirs = append(dirs, shell.GlobBase(path.Clean(pat)))
+	}
+	var pc *permission.Context
+	if env != nil {
+		pc = env.Permission
+	}
+	working := workingDirs(env, pc)
+	var out []permission.Rule
+	for _, d := range dirs {
+		if !path.IsAbs(d) || insideDirs(d, working) || d == "/" {
+			continue
+		}
+		r := dirSuggestion("Read", d)[0]
+		if !slices.ContainsFunc(out, func(x permission.Rule) bool { return x.Content == r.Content }) {
+			out = append(out, r)
+		}
+	}
+	if len(out) == 0 {
+		return searchSuggestion("Glob", env, in.Path), nil
+	}
+	return out, nil
 }
 
 // Call implements Tool.

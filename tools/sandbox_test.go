@@ -190,3 +190,29 @@ func TestProtectedNeverSuggested(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobSuggestionCoversTheCall: a Glob that asks is offered a rule
+// that allows it, and no wider than the directory it searches.
+func TestGlobSuggestionCoversTheCall(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct{ input, want string }{
+		{`{"pattern":"**/*.conf","path":"/etc/app"}`, "Read(/etc/app/**)"},
+		{`{"pattern":"/var/log/app/*.log"}`, "Read(/var/log/app/**)"},
+		{`{"pattern":"../other/**/*.go"}`, "Read(/src/other/**)"},
+	} {
+		call := Call{Tool: Glob{}, Input: json.RawMessage(c.input), Workdir: "/src/app", Home: "/home/dev", Policy: &permission.Context{Mode: permission.ModeDefault}}
+		v, err := Decide(ctx, call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Behavior != permission.Ask || len(v.Suggestions) != 1 || v.Suggestions[0].String() != c.want {
+			t.Errorf("%s: %s with %v, want an ask suggesting %s", c.input, v.Behavior, v.Suggestions, c.want)
+			continue
+		}
+		pc := &permission.Context{Mode: permission.ModeDefault, Allow: v.Suggestions}
+		call.Policy = pc
+		if v, err := Decide(ctx, call); err != nil || v.Behavior != permission.Allow {
+			t.Errorf("%s with %s: %s %v, want the suggestion to allow it", c.input, c.want, v.Behavior, err)
+		}
+	}
+}
