@@ -156,7 +156,7 @@ func helper(arg string) error {
 // mounts makes the mount namespace private, hides, protects and mounts
 // a /proc of the new PID namespace.
 func mounts(spec Spec) error {
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("private mounts: %w", err)
 	}
 	for _, p := range spec.Hide {

@@ -62,7 +62,7 @@ func zygote(arg string) error {
 	if err := json.Unmarshal([]byte(arg), &spec); err != nil {
 		return fmt.Errorf("bad spec: %w", err)
 	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("private mounts: %w", err)
 	}
 	for _, p := range spec.Hide {
