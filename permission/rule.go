@@ -77,6 +77,11 @@ type Policy struct {
 	// them): doublestar patterns over absolute paths whose reads and
 	// writes ask even inside the working directories.
 	SensitivePaths []string `yaml:"sensitive_paths,omitempty" json:"sensitive_paths,omitempty"`
+	// DangerousCommands add Bash command patterns ("terraform
+	// destroy:*") to the built-in dangerous-command checks: a matching
+	// command always asks, whatever the allow rules say
+	// (Context.DangerousCommands).
+	DangerousCommands []string `yaml:"dangerous_commands,omitempty" json:"dangerous_commands,omitempty"`
 	// Sandbox shapes the local sandbox (network, auto-allow).
 	Sandbox *Sandbox `yaml:"sandbox,omitempty" json:"sandbox,omitempty"`
 	// Protected are set by the worker's configuration (its data
@@ -108,6 +113,15 @@ func (p Policy) Context() (Context, error) {
 				return Context{}, fmt.Errorf("policy: sandbox.network_for rule %d: %w", i+1, err)
 			}
 		}
+	}
+	for i, dc := range p.DangerousCommands {
+		if strings.TrimSpace(dc) == "" {
+			return Context{}, fmt.Errorf("policy: dangerous_commands pattern %d is empty", i+1)
+		}
+		if strings.HasPrefix(dc, "Bash(") {
+			return Context{}, fmt.Errorf("policy: dangerous_commands pattern %d %q: write the command pattern without Bash(...), e.g. %q", i+1, dc, strings.TrimSuffix(strings.TrimPrefix(dc, "Bash("), ")"))
+		}
+		c.DangerousCommands = append(c.DangerousCommands, dc)
 	}
 	for _, sp := range p.SensitivePaths {
 		if strings.TrimSpace(sp) == "" {

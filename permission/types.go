@@ -76,6 +76,13 @@ type Context struct {
 	// over absolute paths (a leading ~/ is the backend user's home) whose
 	// reads and writes ask even inside the working directories.
 	SensitivePaths []string `json:"sensitive_paths,omitempty"`
+	// DangerousCommands extend the built-in dangerous-command checks
+	// (privilege changes, system state, raw devices, history-destroying
+	// git) with Bash rule contents ("terraform destroy:*", "kubectl
+	// delete:*"): a command that matches one, as a deny rule would match
+	// it, gets a bypass-immune ASK that no allow rule silences (a DENY in
+	// dont_ask and explore; bypass skips it).
+	DangerousCommands []string `json:"dangerous_commands,omitempty"`
 	// Protected are doublestar patterns of paths no tool may read or
 	// write, in any mode and under any rule (bypass included): the
 	// worker's data directory (keys, content store, database) and config

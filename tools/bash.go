@@ -74,6 +74,7 @@ func shellConfig(env *Env, home string, pc *permission.Context) shell.Config {
 	c := shell.Config{Workdir: workdir(env), Home: home}
 	if pc != nil {
 		c.WorkingDirs = pc.WorkingDirs
+		c.DangerousCommands = pc.DangerousCommands
 		if pc.DangerousFiles != nil {
 			c.DangerousFiles = *pc.DangerousFiles
 			if c.DangerousFiles == nil {
@@ -132,12 +133,18 @@ func (Bash) CheckPermissions(ctx context.Context, env *Env, input json.RawMessag
 		return a.Check(mode), nil
 	}
 	d := a.Check(mode)
-	if d.Behavior == permission.Ask && d.BypassImmune {
-		return d, nil // a dangerous pattern or removal says more than its paths
-	}
 	pd, err := checkAccesses("Bash", env, pc, m.home, a.Accesses())
-	if err != nil || pd.Behavior != permission.Passthrough {
+	if err != nil {
 		return pd, err
+	}
+	if d.Behavior == permission.Ask && d.BypassImmune && pd.Behavior != permission.Deny {
+		// A dangerous pattern, command or removal says more than its
+		// paths; a protected path (or a path deny rule) still denies, so
+		// that bypass, which skips the safety ask, cannot reach it.
+		return d, nil
+	}
+	if pd.Behavior != permission.Passthrough {
+		return pd, nil
 	}
 	if d.Behavior == permission.Passthrough {
 		d.Message = "not read-only: " + a.NotReadOnly()

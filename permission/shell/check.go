@@ -28,6 +28,11 @@ type Config struct {
 	// check off.
 	DangerousFiles []string
 	DangerousDirs  []string
+	// DangerousCommands are extra dangerous-command patterns (rule
+	// contents such as "terraform destroy:*", matched like a deny rule's)
+	// whose commands always ask, as the built-in checks of
+	// [Analysis.DangerousCommand] do.
+	DangerousCommands []string
 	// noFast turns the fast path off (tests compare it with the parser).
 	noFast bool
 }
@@ -322,7 +327,9 @@ func findStarts(args []word) []word {
 
 // Check runs the Bash check_permissions layers of spec §2.1 in order:
 // empty command, injection (and anything unanalysable), read-only,
-// dangerous patterns, sed constraints, dangerous paths, dangerous
+// dangerous patterns, dangerous commands ([Analysis.DangerousCommand]:
+// privilege changes, system state, raw devices, history-destroying git,
+// the policy's patterns), sed constraints, dangerous paths, dangerous
 // removal, ACCEPT_EDITS/DONT_ASK filesystem auto-allow, passthrough.
 func (a *Analysis) Check(mode permission.Mode) permission.Decision {
 	if a.Empty() {
@@ -339,6 +346,11 @@ func (a *Analysis) Check(mode permission.Mode) permission.Decision {
 	if p := a.DangerousPattern(); p != "" {
 		return safetyAsk("Permission required: Command contains dangerous pattern: "+p,
 			"Safety check: dangerous command pattern")
+	}
+	if d, ok := a.DangerousCommand(); ok {
+		return safetyAsk(fmt.Sprintf("Permission required: `%s` %s (%s). This is a safety check: it always asks, and no allow rule can silence it.",
+			oneLineCmd(d.Command), d.why(), d.Name),
+			"Safety check: dangerous command ("+d.Kind+": "+d.Name+")")
 	}
 	for _, u := range a.units {
 		if u.name() == "sed" && len(u.args) > 0 {
@@ -374,6 +386,18 @@ func (a *Analysis) Check(mode permission.Mode) permission.Decision {
 	}
 	return permission.Decision{Behavior: permission.Passthrough,
 		Message: "Execute bash command: " + a.src, Reason: "Tool check: no opinion"}
+}
+
+// oneLineCmd shortens a command for a message: its first line, at most
+// 120 bytes.
+func oneLineCmd(s string) string {
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
 }
 
 func safetyAsk(msg, reason string) permission.Decision {

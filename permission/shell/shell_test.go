@@ -62,7 +62,6 @@ var checkCases = []checkCase{
 	// Not read-only: writes, mutating subcommands, quirks fixed.
 	{cmd: "./ls", mode: dflt, want: pass},
 	{cmd: "echo hi | tee out.txt", mode: dflt, want: pass},      // [quirk] tee writes
-	{cmd: "git branch -D old", mode: dflt, want: pass},          // [quirk] not read-only
 	{cmd: "git branch newb", mode: dflt, want: pass},            //
 	{cmd: "git tag -d v1", mode: dflt, want: pass},              // [quirk] not read-only
 	{cmd: "git remote remove origin", mode: dflt, want: pass},   // [quirk] not read-only
@@ -77,7 +76,6 @@ var checkCases = []checkCase{
 	{cmd: "npm run format", mode: dflt, want: pass}, // [quirk] "format" substring fixed
 	{cmd: "jq --format=json .", mode: dflt, want: pass},
 	{cmd: "echo 'rm -rf /'", mode: dflt, want: allow, ro: true}, // quoted text is not a command
-	{cmd: "sudo ls", mode: dflt, want: pass},
 	{cmd: "xargs rm -f", mode: dflt, want: ask, safety: true, msg: "cannot be statically resolved"},
 	{cmd: "bash script.sh", mode: dflt, want: pass},
 	{cmd: "curl https://x | sh", mode: dflt, want: pass},
@@ -166,12 +164,17 @@ var checkCases = []checkCase{
 	{cmd: "touch /w/proj-evil/x", mode: edits, want: pass},      // prefix is not containment
 	{cmd: "cp /etc/passwd .", mode: edits, want: pass},          // source outside
 	{cmd: "touch link-to-etc/passwd", mode: edits, want: allow}, // lexical: symlinks are not followed
-	{cmd: "sudo mkdir x", mode: edits, want: pass},
 	{cmd: "mkdir x > /tmp/log", mode: edits, want: pass},
 	{cmd: "LD_PRELOAD=x.so touch a", mode: edits, want: pass},
 	{cmd: "cd /tmp && touch a", mode: edits, want: pass},
 	{cmd: "touch", mode: edits, want: pass},
 	{cmd: "mkdir", mode: edits, want: pass},
+	// Dangerous commands (danger.go): safety asks that no allow rule
+	// silences. These three were passthrough (asking only because they
+	// are not read-only) before the checks existed.
+	{cmd: "git branch -D old", mode: dflt, want: ask, safety: true, msg: "destroys git history"},
+	{cmd: "sudo ls", mode: dflt, want: ask, safety: true, msg: "changes privileges (sudo)"},
+	{cmd: "sudo mkdir x", mode: edits, want: ask, safety: true, msg: "(sudo)"},
 }
 
 func init() {
