@@ -40,6 +40,14 @@ if [ "${WARDEN_SKIP_POSTGRES:-}" != "1" ]; then
   export WARDEN_REQUIRE_POSTGRES=1
 fi
 
+if [ "${WARDEN_SKIP_STOCK:-}" != "1" ]; then
+  # The stock-server tests run the Temporal CLI's dev server and use the
+  # CLI as a client; once it is installed here, they fail rather than skip.
+  echo "== temporal CLI (stock-server tests; built once with go install, then cached)"
+  WARDEN_TEMPORAL_CLI=$(.ci/temporal-cli.sh)
+  export WARDEN_TEMPORAL_CLI WARDEN_REQUIRE_STOCK=1
+fi
+
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt wants to reformat:"; echo "$unformatted"; exit 1; fi
@@ -70,8 +78,11 @@ echo "== unit tests (-race)"
 go test -race -count=1 $unit
 
 echo "== integration tests (real Temporal server, processes, files)"
-go test -count=1 -timeout 20m -skip '^TestClusterProfile$' ./tests/...
+go test -count=1 -timeout 20m -skip '^(TestClusterProfile$|TestStock)' ./tests/...
 
 echo "== cluster profile (PostgreSQL, Temporal server process, two worker processes, starter)"
 go test -count=1 -timeout 15m -v -run '^TestClusterProfile$' ./tests/
+
+echo "== stock servers (the Temporal CLI's dev server; the official server binary on PostgreSQL with mTLS, then JWT; the CLI against the embedded server)"
+go test -count=1 -timeout 20m -v -run '^TestStock' ./tests/
 echo "== all tests passed"

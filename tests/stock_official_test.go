@@ -229,6 +229,7 @@ func TestStockOfficialServer(t *testing.T) {
 		if err == nil || !strings.Contains(string(out), createCommand(addr, "default")) {
 			t.Fatalf("worker with a writer's token: %v\n%s\nwant it to refuse, printing %q", err, out, createCommand(addr, "default"))
 		}
+		t.Logf("worker with a writer's token:\n%s", tail(string(out), 1200))
 		// The printed command, with an administrator's token, creates them.
 		var command []string
 		for _, line := range strings.Split(string(out), "\n") {
