@@ -17,6 +17,7 @@ import (
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
+	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -92,6 +93,11 @@ type Options struct {
 	// Compaction shrinks conversations that outgrow a model's context
 	// window, by provider name (the context-window middleware).
 	Compaction map[string]compact.Config
+	// Client is the worker's Temporal client: turns that follow a policy
+	// store (TurnInput.LivePolicy) query it through this client, and the
+	// store's workflow signals waiting turns with it. Nil: such turns
+	// fail their permission checks with the reason.
+	Client tclient.Client
 	// Registerer receives warden's metrics; nil records none.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
@@ -113,6 +119,7 @@ func Register(w worker.Registry, o Options) (*activities.Activities, error) {
 		return nil, err
 	}
 	w.RegisterWorkflowWithOptions(workflows.New(roles.Checker{}, o.AgentMiddleware...), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.PolicyStore, workflow.RegisterOptions{Name: workflows.PolicyWorkflow})
 	a.Register(w)
 	return a, nil
 }
@@ -170,7 +177,7 @@ func NewActivities(o Options) (*activities.Activities, error) {
 		ToolDefaults: o.ToolDefaults, ToolSettings: o.ToolSettings, Notifier: o.Notifier, InboxURL: o.InboxURL,
 		ModelMetrics: o.ModelMetrics,
 		Content:      &content.Log{Store: store, CacheBytes: o.ContentCacheBytes}, Compactors: compactors,
-		MaxResultBytes: o.MaxResultBytes, MaxCallInputBytes: o.MaxCallInputBytes,
+		MaxResultBytes: o.MaxResultBytes, MaxCallInputBytes: o.MaxCallInputBytes, Client: o.Client,
 	}
 	for _, m := range o.AgentMiddleware {
 		if w, ok := m.(interface{ WrapModel(model.Model) model.Model }); ok {

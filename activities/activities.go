@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
@@ -79,6 +80,11 @@ type Activities struct {
 	Metrics      *metrics.Tools
 	ModelMetrics *metrics.Models
 	Logger       *slog.Logger
+	// Client reaches the namespace's policy stores: Prepare queries the
+	// store a turn follows, spends single-use remembered approvals, and
+	// PolicyFanout signals waiting turns. Nil: turns that follow a store
+	// fail their permission checks with the reason.
+	Client tclient.Client
 
 	validator tools.Validator
 }
@@ -90,6 +96,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.Prepare, activity.RegisterOptions{Name: workflows.ActivityPrepare})
 	r.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: workflows.ActivityTool})
 	r.RegisterActivityWithOptions(a.Notify, activity.RegisterOptions{Name: workflows.ActivityNotify})
+	r.RegisterActivityWithOptions(a.PolicyFanout, activity.RegisterOptions{Name: workflows.ActivityPolicyFanout})
 }
 
 func (a *Activities) logger() *slog.Logger {

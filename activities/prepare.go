@@ -22,6 +22,7 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	}
 	info := t.Info()
 	out := workflows.Prepared{Tool: info}
+	var err error
 	if in.ToolFlags {
 		// What the workflow reads of the tool, not its description and
 		// schema (the marker records the verdict).
@@ -29,6 +30,16 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 		out = workflows.Prepared{Flags: &f}
 	}
 	pc := in.Permission
+	var live workflows.PolicyState
+	if in.LivePolicy != "" {
+		if live, err = a.policyState(ctx, in.LivePolicy); err != nil {
+			return out, err
+		}
+		if err := livePolicy(&pc, live); err != nil {
+			return out, err
+		}
+		out.PolicyVersion = live.Version
+	}
 	env, err := a.env(in.Env, nil, &pc)
 	if err != nil {
 		return out, err
@@ -51,6 +62,11 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	if invalid != "" {
 		out.Invalid = invalid
 		return out, nil
+	}
+	if in.LivePolicy != "" {
+		if v, out.Remembered, err = a.remembered(ctx, in, live, call, v); err != nil {
+			return out, err
+		}
 	}
 	out.Decision = v.Decision
 	out.ReadOnly = v.ReadOnly

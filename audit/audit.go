@@ -120,6 +120,13 @@ type Record struct {
 	// sandbox was off. Empty for calls decided before profiles were
 	// recorded.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Remembered is the remembered approval of the policy store that
+	// allowed the call (its id), RememberedBy who approved it.
+	Remembered   string `json:"remembered,omitempty"`
+	RememberedBy string `json:"remembered_by,omitempty"`
+	// PolicyVersion is the policy store's version the verdict was
+	// decided under (turns that follow a store).
+	PolicyVersion int `json:"policy_version,omitempty"`
 }
 
 // Workflow reads every run of a workflow's continue-as-new chain, from
@@ -796,6 +803,10 @@ func (x *extractor) verdict(t time.Time, c *call, p workflows.Prepared, kind str
 	} else if p.Sandbox != nil {
 		r.Sandbox = p.Sandbox.String()
 	}
+	if m := p.Remembered; m != nil {
+		r.Remembered, r.RememberedBy = m.ID, m.By
+	}
+	r.PolicyVersion = p.PolicyVersion
 	switch kind {
 	case KindPermission:
 		c.prepared = true

@@ -35,6 +35,9 @@ type Resume struct {
 	// did not see delivered (nor failed for good) when it continued as
 	// new: the next run sends them again, under the same webhook id.
 	Notifying []NotifyInput `json:"notifying,omitempty"`
+	// LiveVersion is the latest policy store version the turn was told
+	// of (SignalPolicyChanged).
+	LiveVersion int `json:"live_version,omitempty"`
 }
 
 // StepState is a model step interrupted by continue-as-new.
@@ -58,6 +61,8 @@ type AnswerState struct {
 	Approval *Approval       `json:"approval,omitempty"`
 	External *ExternalResult `json:"external,omitempty"`
 	Auto     string          `json:"auto,omitempty"`
+	// Denied is why a policy change denied the waiting call.
+	Denied string `json:"denied,omitempty"`
 }
 
 // carriedEvents bounds the events carried into the next run.

@@ -104,6 +104,8 @@ var (
 		"roles":       "the registered Workflow's, in each run",
 		"notes":       "futures of this run; those in flight are carried as Resume.Notifying",
 		"settled":     "set once a run ends",
+		"policyCh":    "the signal channels are drained before continuing",
+		"wfid":        "the same workflow id in every run",
 	}
 )
 

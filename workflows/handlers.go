@@ -57,7 +57,8 @@ func (t *turn) registerHandlers(ctx workflow.Context) error {
 	// workflow validates them here and records rejections as events.
 	approvals := workflow.GetSignalChannel(ctx, SignalApprove)
 	externals := workflow.GetSignalChannel(ctx, SignalExternalResult)
-	t.approvalsCh, t.externalsCh = approvals, externals
+	notices := workflow.GetSignalChannel(ctx, SignalPolicyChanged)
+	t.approvalsCh, t.externalsCh, t.policyCh = approvals, externals, notices
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		for {
 			sel := workflow.NewSelector(ctx)
@@ -70,6 +71,11 @@ func (t *turn) registerHandlers(ctx workflow.Context) error {
 				var r ExternalResult
 				c.Receive(ctx, &r)
 				t.signalExternal(ctx, r)
+			})
+			sel.AddReceive(notices, func(c workflow.ReceiveChannel, _ bool) {
+				var n PolicyNotice
+				c.Receive(ctx, &n)
+				t.policyChanged(ctx, n)
 			})
 			sel.Select(ctx)
 		}
@@ -149,7 +155,14 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 	if err := t.in.Approvers.MayAnswer(t.roles, a.By, p.Tool, p.Input, edited); err != nil {
 		return fmt.Errorf("approver refused for call %s: %w", a.CallID, err)
 	}
-	if a.Decision == DecisionAlwaysAllow {
+	if a.Scope != "" {
+		if err := t.checkRemember(p, a); err != nil {
+			return fmt.Errorf("remembered approval refused for call %s: %w", a.CallID, err)
+		}
+	}
+	// The input scope adds no rule: the exact call, which the approver's
+	// roles cover (MayAnswer).
+	if a.Decision == DecisionAlwaysAllow && a.Scope != ScopeInput {
 		rules := a.Rules
 		if len(rules) == 0 {
 			rules = p.Suggestions
@@ -190,6 +203,10 @@ func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {
 	if a.Decision != DecisionAlwaysAllow {
 		return
 	}
+	if a.Scope != "" && t.in.LivePolicy != "" && workflow.GetVersion(ctx, versionRememberedApprovals, workflow.DefaultVersion, 1) >= 1 {
+		t.remember(ctx, a)
+		return
+	}
 	rules := a.Rules
 	if len(rules) == 0 {
 		p, _ := t.findPending(a.CallID)
@@ -203,9 +220,14 @@ func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {
 		r.Source = "session"
 		t.perm.AddRule(r)
 	}
+	t.policyBumped()
+}
+
+// policyBumped records that the turn's policy changed: every waiting
+// call gets a new hash, so answers given against the old policy are
+// refused (list again), and the waiting calls are decided again.
+func (t *turn) policyBumped() {
 	t.PolicyVersion++
-	// The policy changed: every waiting call gets a new hash, so answers
-	// given against the old policy are refused (list again).
 	for i := range t.pending {
 		t.pending[i].Hash = CallHash(t.pending[i].Tool, t.pending[i].Input, t.pending[i].CallID, t.PolicyVersion)
 	}
@@ -316,5 +338,12 @@ func (t *turn) drainSignals(ctx workflow.Context) {
 			break
 		}
 		t.signalExternal(ctx, r)
+	}
+	for {
+		var n PolicyNotice
+		if !t.policyCh.ReceiveAsync(&n) {
+			break
+		}
+		t.policyChanged(ctx, n)
 	}
 }

@@ -77,6 +77,10 @@ type turn struct {
 	notes []notification
 	// settled is set once the run waited for its notifications.
 	settled bool
+	// policyCh is the policy store's signal channel (SignalPolicyChanged).
+	policyCh workflow.ReceiveChannel
+	// wfid is the turn's workflow id (the validator has no context).
+	wfid string
 }
 
 // run is the agent-turn workflow: model → permission check → tools →
@@ -86,6 +90,7 @@ type turn struct {
 func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware, rc RoleChecker) (TurnResult, error) {
 	t := restore(in)
 	t.roles = rc
+	t.wfid = workflow.GetInfo(ctx).WorkflowExecution.ID
 	ctx = workflow.WithValue(ctx, turnKey{}, t)
 	res, err := t.loop(ctx, mws)
 	var can *workflow.ContinueAsNewError
@@ -370,7 +375,8 @@ func (t *turn) prepare(ctx workflow.Context, calls []model.ToolCall) ([]Prepared
 	st := t.state
 	flags := workflow.GetVersion(ctx, versionPrepareFlags, workflow.DefaultVersion, 1) >= 1
 	for i, c := range calls {
-		in := PrepareInput{Call: c, Env: t.env(), Permission: t.perm, Allowed: t.in.Tools, ToolFlags: flags}
+		in := PrepareInput{Call: c, Env: t.env(), Permission: t.perm, Allowed: t.in.Tools, ToolFlags: flags,
+			LivePolicy: t.in.LivePolicy, WorkflowID: t.wfid, Agent: t.in.Agent}
 		// Only the stamp of the file the call names, as the calls before
 		// it in this step leave the state (a Read then an Edit of the
 		// same file in one step is fine).
@@ -422,7 +428,7 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time, text strin
 	default: // ask, and passthrough treated as ask
 		pend := Pending{Kind: PendingApproval, CallID: c.ID, Tool: c.Name, Input: s.Call.Input,
 			Message: d.Message, Reason: d.Reason, BypassImmune: d.BypassImmune, Diff: p.Preview,
-			Context: clipTo(text, ContextBytes), Prompt: clipTo(t.in.Prompt, ContextBytes)}
+			Context: clipTo(text, ContextBytes), Prompt: clipTo(t.in.Prompt, ContextBytes), LiveVersion: p.PolicyVersion}
 		for _, r := range d.Suggestions {
 			pend.Suggestions = append(pend.Suggestions, r.String())
 		}
@@ -693,6 +699,9 @@ func (t *turn) recheckPending(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
+	if t.in.LivePolicy != "" && workflow.GetVersion(ctx, versionLivePolicy, workflow.DefaultVersion, 1) >= 1 {
+		return t.redecide(ctx, calls, preps)
+	}
 	for i, p := range preps {
 		if p.Invalid == "" && p.Decision.Behavior == permission.Allow {
 			t.answers[calls[i].ID] = AnswerState{CallID: calls[i].ID, Auto: p.Decision.Reason}
@@ -714,6 +723,8 @@ func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a AnswerState) er
 		if r.IsError {
 			s.Result.State = calls.StateError
 		}
+	case a.Denied != "":
+		s.Result = denied(s.Call, a.Denied)
 	case a.Auto != "":
 		s.Ready = true
 	case a.Approval != nil && a.Approval.Decision == DecisionDeny:

@@ -101,6 +101,15 @@ type TurnInput struct {
 	ApprovalTimeout time.Duration `json:"approval_timeout,omitempty"`
 	// State carries tool state into the turn (e.g. across continue-as-new).
 	State calls.State `json:"state,omitempty"`
+	// LivePolicy, when set, is the workflow id of the policy store
+	// (PolicyStore) the turn follows: every call is decided under the
+	// store's live rules and remembered approvals at the time of its
+	// step, and a change of the store re-decides the turn's waiting
+	// calls. Empty: the turn keeps the policy it started with.
+	LivePolicy string `json:"live_policy,omitempty"`
+	// Agent labels the turn for remembered approvals of ScopeAgent
+	// (which also match a prefix of the workflow id).
+	Agent string `json:"agent,omitempty"`
 }
 
 // ModelConfig selects the model provider.
@@ -203,6 +212,11 @@ type PrepareInput struct {
 	// (Prepared.Tool: description and JSON schema), which the verdict's
 	// marker would record and continue-as-new would carry.
 	ToolFlags bool `json:"tool_flags,omitempty"`
+	// LivePolicy is TurnInput.LivePolicy; WorkflowID and Agent say which
+	// remembered approvals of the store apply to the turn.
+	LivePolicy string `json:"live_policy,omitempty"`
+	WorkflowID string `json:"workflow_id,omitempty"`
+	Agent      string `json:"agent,omitempty"`
 }
 
 // Escalation says what happens when an approval's deadline passes.
@@ -298,6 +312,12 @@ type Prepared struct {
 	// then run with the backend's default (the workdir writable, no
 	// network).
 	Sandbox *calls.Sandbox `json:"sandbox,omitempty"`
+	// PolicyVersion is the version of the live policy store the call was
+	// decided under (0: the turn follows none).
+	PolicyVersion int `json:"policy_version,omitempty"`
+	// Remembered is the remembered approval that allowed the call, if
+	// one did (Decision.Reason names it and its approver too).
+	Remembered *Remembered `json:"remembered,omitempty"`
 }
 
 // ToolFlags is what the workflow reads of a tool's Info.
@@ -381,6 +401,21 @@ type Approval struct {
 	// is a delegate's, such as the inbox's, which answers for the users
 	// it signed in). The client library fills it in.
 	Via string `json:"via,omitempty"`
+	// Scope, with always_allow, remembers the approval in the turn's
+	// policy store (TurnInput.LivePolicy) instead of adding rules to the
+	// turn: ScopeInput remembers the exact input; ScopeTurn, ScopeAgent
+	// and ScopeNamespace remember Rules (default: the call's suggested
+	// rules), each of which must cover the call and be no wider than the
+	// call's suggestions, nor than the approver's roles.
+	Scope RememberScope `json:"scope,omitempty"`
+	// Agent is ScopeAgent's turn label or workflow-id prefix (default:
+	// the turn's TurnInput.Agent); it must be the turn's label or a
+	// prefix of its workflow id.
+	Agent string `json:"agent,omitempty"`
+	// TTL ends a remembered approval after this long (0: none);
+	// SingleUse after the first call it allows.
+	TTL       time.Duration `json:"ttl,omitempty"`
+	SingleUse bool          `json:"single_use,omitempty"`
 }
 
 // ExternalResult completes an external call (AskUser answers included).
@@ -444,6 +479,9 @@ type Pending struct {
 	// Sandbox says how the call will run if allowed ("write /src/app,
 	// network off"), from its recorded profile.
 	Sandbox string `json:"sandbox,omitempty"`
+	// LiveVersion is the policy store's version the call was last
+	// decided under (turns that follow a store).
+	LiveVersion int `json:"live_version,omitempty"`
 }
 
 // ContextBytes bounds Pending.Context and Pending.Prompt.

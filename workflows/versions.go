@@ -84,6 +84,16 @@ const (
 	// Info: smaller Prepare markers and continue-as-new inputs. Runs
 	// recorded before it replay reading the flags of the recorded Info.
 	versionPrepareFlags = "prepare-flags"
+	// versionLivePolicy marks runs of turns that follow a policy store
+	// (TurnInput.LivePolicy) whose re-decisions of waiting calls after a
+	// policy change (SignalPolicyChanged, or a rule added) release the
+	// calls the new policy allows, deny those it denies, and record each
+	// re-decision with both store versions (a side effect).
+	versionLivePolicy = "live-policy"
+	// versionRememberedApprovals marks runs where an always_allow with a
+	// scope is remembered in the turn's policy store (a signal to it)
+	// instead of adding rules to the turn.
+	versionRememberedApprovals = "remembered-approvals"
 )
 
 // Bounds that decide when commands are emitted.

@@ -260,6 +260,7 @@ func run(args []string) error {
 		Notifier: cfg.Notify.Sender(), InboxURL: cfg.Inbox.PublicURL(),
 		Content: store, ContentCacheBytes: int64(cfg.Content.CacheMB) << 20, Compaction: cfg.Content.Compaction,
 		MaxResultBytes: cfg.Content.MaxResultBytes, MaxCallInputBytes: cfg.Content.MaxCallInputBytes,
+		Client: c,
 	}); err != nil {
 		return err
 	}

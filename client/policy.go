@@ -1,0 +1,65 @@
+package client
+
+import (
+	"context"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	tclient "go.temporal.io/sdk/client"
+
+	"github.com/wardenhq/warden/workflows"
+)
+
+// StartPolicyStore starts the policy store store (a workflow id; "" for
+// workflows.DefaultPolicyStore) on the client's task queue, or returns
+// the one running.
+func (cl *Client) StartPolicyStore(ctx context.Context, store string) (string, error) {
+	if store == "" {
+		store = workflows.DefaultPolicyStore
+	}
+	opts := tclient.StartWorkflowOptions{
+		ID: store, TaskQueue: cl.taskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+	}
+	if _, err := cl.c.ExecuteWorkflow(ctx, opts, workflows.PolicyWorkflow, workflows.PolicyState{}); err != nil {
+		return store, fmt.Errorf("start policy store %s: %w", store, err)
+	}
+	return store, nil
+}
+
+// SetPolicy replaces the live rules of the policy store (started when it
+// is not running) and returns its new version. The store then signals the
+// waiting turns, and those that follow it decide their waiting calls again.
+func (cl *Client) SetPolicy(ctx context.Context, store string, rules workflows.LiveRules, by string) (int, error) {
+	store, err := cl.StartPolicyStore(ctx, store)
+	if err != nil {
+		return 0, err
+	}
+	return update[int](ctx, cl, store, workflows.UpdateSetPolicy, workflows.PolicyChange{Rules: rules, By: by})
+}
+
+// PolicyState returns the policy store's state: version, live rules and
+// remembered approvals (revoked, used and expired ones included).
+func (cl *Client) PolicyState(ctx context.Context, store string) (workflows.PolicyState, error) {
+	if store == "" {
+		store = workflows.DefaultPolicyStore
+	}
+	v, err := cl.c.QueryWorkflow(ctx, store, "", workflows.QueryPolicy)
+	if err != nil {
+		return workflows.PolicyState{}, fmt.Errorf("query policy store %s: %w", store, Explain(err))
+	}
+	var st workflows.PolicyState
+	if err := v.Get(&st); err != nil {
+		return st, fmt.Errorf("decode policy store %s: %w", store, err)
+	}
+	return st, nil
+}
+
+// Revoke revokes the remembered approval id of the policy store: from
+// then on no call is allowed by it (waiting turns are told).
+func (cl *Client) Revoke(ctx context.Context, store, id, by string) (workflows.Remembered, error) {
+	if store == "" {
+		store = workflows.DefaultPolicyStore
+	}
+	return update[workflows.Remembered](ctx, cl, store, workflows.UpdateRevoke, workflows.RevokeRequest{ID: id, By: by})
+}

@@ -1,0 +1,269 @@
+package tests
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/audit"
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// liveWorker starts a worker with a client (what following a policy
+// store needs) and a policy store of the test's own.
+func liveWorker(t *testing.T) (*client.Client, string, string) {
+	t.Helper()
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir, Client: env.c})
+	store := "policy-" + t.Name() + "-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.StartPolicyStore(ctxT(t, 30*time.Second), store); err != nil {
+		t.Fatal(err)
+	}
+	return cl, store, workdir
+}
+
+// liveTurn starts a scripted turn that follows store.
+func liveTurn(t *testing.T, ctx context.Context, cl *client.Client, id, store, agent, steps string, approvers *workflows.Approvers) {
+	t.Helper()
+	in := workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: script(t, steps)},
+		LivePolicy: store, Agent: agent, Approvers: approvers}
+	if _, err := cl.Start(ctx, id, in); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLivePolicyRedecidesWaitingCalls(t *testing.T) {
+	cl, store, workdir := liveWorker(t)
+	ctx := ctxT(t, 90*time.Second)
+	id := "live-" + fmt.Sprint(time.Now().UnixNano())
+	liveTurn(t, ctx, cl, id, store, "", `
+steps:
+  - tool_calls:
+      - {id: a, name: Bash, input: {command: "touch live-a"}}
+      - {id: b, name: Bash, input: {command: "curl http://example.com"}}
+      - {id: c, name: Bash, input: {command: "touch live-c"}}
+  - text: done
+`, nil)
+	ps := waitPending(t, cl, id, 3)
+	oldC := ps[2].Hash
+	v, err := cl.SetPolicy(ctx, store, workflows.LiveRules{Allow: []string{"Bash(touch live-a:*)"}, Deny: []string{"Bash(curl:*)"}}, "ops")
+	if err != nil || v != 1 {
+		t.Fatalf("set policy: v%d %v", v, err)
+	}
+	// With no answer: a runs, b is denied, c keeps waiting with a new hash.
+	ps = waitPending(t, cl, id, 1)
+	if ps[0].CallID != "c" || ps[0].Hash == oldC || ps[0].LiveVersion != 1 {
+		t.Fatalf("still waiting = %+v (old hash %s)", ps, oldC)
+	}
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "c", Decision: workflows.DecisionAllow, Hash: oldC}); !errors.Is(err, client.ErrRejected) {
+		t.Fatalf("answer with the old hash: %v, want a rejection", err)
+	}
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "c", Decision: workflows.DecisionAllow, Hash: ps[0].Hash}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.Result(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"live-a", "live-c"} {
+		if _, err := os.Stat(filepath.Join(workdir, f)); err != nil {
+			t.Errorf("%s not created: %v", f, err)
+		}
+	}
+	rs := toolResults(res)
+	if len(rs) != 3 || !rs[1].IsError || !strings.Contains(rs[1].Content, "Permission denied") || !strings.Contains(rs[1].Content, "policy v1") {
+		t.Fatalf("tool results = %+v", rs)
+	}
+	page, err := cl.Events(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"policy v0 → v1: allow", "policy v0 → v1: deny", "policy v0 → v1: ask"} {
+		if !slices.ContainsFunc(page.Events, func(e workflows.Event) bool { return strings.Contains(e.Text, want) }) {
+			t.Errorf("no event %q in %+v", want, page.Events)
+		}
+	}
+	// A turn started now is decided under the live rules at once.
+	id2 := "live-next-" + fmt.Sprint(time.Now().UnixNano())
+	liveTurn(t, ctx, cl, id2, store, "", "steps:\n  - tool_calls: [{id: n, name: Bash, input: {command: \"curl http://example.org\"}}]\n  - text: done\n", nil)
+	res, err = cl.Result(ctx, id2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := toolResults(res); len(rs) != 1 || !strings.Contains(rs[0].Content, "Permission denied") {
+		t.Fatalf("later turn: %+v", rs)
+	}
+}
+
+// rememberFirst runs a turn whose call asks and answers it with a
+// remembered always_allow, then waits for the turn to end.
+func rememberFirst(t *testing.T, ctx context.Context, cl *client.Client, store, agent, cmd string, a workflows.Approval) string {
+	t.Helper()
+	id := "remember-" + fmt.Sprint(time.Now().UnixNano())
+	liveTurn(t, ctx, cl, id, store, agent, fmt.Sprintf("steps:\n  - tool_calls: [{id: r, name: Bash, input: {command: %q}}]\n  - text: done\n", cmd), nil)
+	ps := waitPending(t, cl, id, 1)
+	a.CallID, a.Decision, a.Hash = "r", workflows.DecisionAlwaysAllow, ps[0].Hash
+	if _, err := cl.Approve(ctx, id, a); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// asks runs a turn of one call and reports whether it asked (the ask is
+// then denied) or ran without asking.
+func asks(t *testing.T, ctx context.Context, cl *client.Client, store, agent, idPrefix, cmd string) (bool, string) {
+	t.Helper()
+	id := idPrefix + fmt.Sprint(time.Now().UnixNano())
+	liveTurn(t, ctx, cl, id, store, agent, fmt.Sprintf("steps:\n  - tool_calls: [{id: x, name: Bash, input: {command: %q}}]\n  - text: done\n", cmd), nil)
+	for {
+		st, err := cl.State(ctx, id)
+		if err == nil && len(st.Pending) > 0 {
+			if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "x", Decision: workflows.DecisionDeny, Reason: "test", Hash: st.Pending[0].Hash}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := cl.Result(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			return true, id
+		}
+		if err == nil && st.Done {
+			return false, id
+		}
+		if ctx.Err() != nil {
+			t.Fatal(ctx.Err())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestRememberedApprovalReachesLaterTurnsNeverWider(t *testing.T) {
+	cl, store, _ := liveWorker(t)
+	ctx := ctxT(t, 120*time.Second)
+	// A rule wider than the call is refused.
+	id := "remember-wide-" + fmt.Sprint(time.Now().UnixNano())
+	liveTurn(t, ctx, cl, id, store, "", "steps:\n  - tool_calls: [{id: r, name: Bash, input: {command: \"touch one\"}}]\n  - text: done\n", nil)
+	ps := waitPending(t, cl, id, 1)
+	for _, rules := range [][]string{{"Bash(touch:*)"}, {"Bash"}, {"Read"}} {
+		if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "r", Decision: workflows.DecisionAlwaysAllow, Scope: workflows.ScopeNamespace,
+			Rules: rules, Hash: ps[0].Hash, By: "alice"}); !errors.Is(err, client.ErrRejected) {
+			t.Errorf("remember %v: %v, want a rejection", rules, err)
+		}
+	}
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "r", Decision: workflows.DecisionAlwaysAllow, Scope: workflows.ScopeNamespace,
+		Hash: ps[0].Hash, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	st, err := cl.PolicyState(ctx, store)
+	if err != nil || len(st.Remembered) != 1 || st.Remembered[0].Rule != "Bash(touch one:*)" || st.Remembered[0].By != "alice" {
+		t.Fatalf("store = %+v %v", st, err)
+	}
+	rid := st.Remembered[0].ID
+	// The same call in a later turn runs without asking; a wider one asks.
+	asked, later := asks(t, ctx, cl, store, "", "remember-same-", "touch one")
+	if asked {
+		t.Fatal("the remembered call asked again in a later turn")
+	}
+	if asked, _ := asks(t, ctx, cl, store, "", "remember-wider-", "touch two"); !asked {
+		t.Fatal("a wider call ran without asking")
+	}
+	if asked, _ := asks(t, ctx, cl, store, "", "remember-wider-", "touch one && rm -f x"); !asked {
+		t.Fatal("a compound call ran without asking")
+	}
+	// The audit shows which remembered approval allowed it, and who made it.
+	recs, err := audit.Workflow(ctx, env.c, later)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(recs, func(r audit.Record) bool {
+		return r.Kind == audit.KindPermission && r.Decision == "allow" && r.Remembered == rid && r.RememberedBy == "alice"
+	}) {
+		t.Errorf("audit of %s names no remembered approval: %+v", later, recs)
+	}
+	// Revoked: it asks again.
+	if _, err := cl.Revoke(ctx, store, rid, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if asked, _ := asks(t, ctx, cl, store, "", "remember-revoked-", "touch one"); !asked {
+		t.Fatal("a revoked approval still allowed the call")
+	}
+}
+
+func TestRememberedApprovalTTLAndSingleUse(t *testing.T) {
+	cl, store, _ := liveWorker(t)
+	ctx := ctxT(t, 120*time.Second)
+	// The exact input, for 3 seconds.
+	rememberFirst(t, ctx, cl, store, "", "touch ttl", workflows.Approval{Scope: workflows.ScopeInput, TTL: 3 * time.Second, By: "bob"})
+	if asked, _ := asks(t, ctx, cl, store, "", "ttl-in-", "touch ttl"); asked {
+		t.Fatal("asked within the TTL")
+	}
+	if asked, _ := asks(t, ctx, cl, store, "", "ttl-other-", "touch ttl2"); !asked {
+		t.Fatal("another input ran under an exact-input approval")
+	}
+	time.Sleep(3 * time.Second)
+	if asked, _ := asks(t, ctx, cl, store, "", "ttl-out-", "touch ttl"); !asked {
+		t.Fatal("ran after the TTL")
+	}
+	// Single use, for agent "builder": the first later call only.
+	rememberFirst(t, ctx, cl, store, "builder", "touch once", workflows.Approval{Scope: workflows.ScopeAgent, SingleUse: true, By: "bob"})
+	if asked, _ := asks(t, ctx, cl, store, "other", "once-other-", "touch once"); !asked {
+		t.Fatal("an agent-scoped approval allowed another agent's call")
+	}
+	if asked, _ := asks(t, ctx, cl, store, "builder", "once-1-", "touch once"); asked {
+		t.Fatal("the single-use approval was not used")
+	}
+	if asked, _ := asks(t, ctx, cl, store, "builder", "once-2-", "touch once"); !asked {
+		t.Fatal("the single-use approval allowed a second call")
+	}
+	st, err := cl.PolicyState(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var status []string
+	for _, r := range st.Remembered {
+		status = append(status, r.Status(time.Now()))
+	}
+	if !slices.Equal(status, []string{"expired", "used"}) {
+		t.Fatalf("statuses = %v (%+v)", status, st.Remembered)
+	}
+}
+
+func TestRememberedApprovalBoundByRoles(t *testing.T) {
+	cl, store, _ := liveWorker(t)
+	ctx := ctxT(t, 60*time.Second)
+	approvers := &workflows.Approvers{Users: map[string][]string{"dev": {"touch-a"}}, Roles: map[string][]string{"touch-a": {"Bash(touch a)"}}}
+	id := "remember-role-" + fmt.Sprint(time.Now().UnixNano())
+	liveTurn(t, ctx, cl, id, store, "", "steps:\n  - tool_calls: [{id: r, name: Bash, input: {command: \"touch a\"}}]\n  - text: done\n", approvers)
+	ps := waitPending(t, cl, id, 1)
+	// The call's own rule, Bash(touch a:*), is wider than dev's role.
+	for _, scope := range []workflows.RememberScope{workflows.ScopeNamespace, workflows.ScopeTurn} {
+		_, err := cl.Approve(ctx, id, workflows.Approval{CallID: "r", Decision: workflows.DecisionAlwaysAllow, Scope: scope, Hash: ps[0].Hash, By: "dev"})
+		if !errors.Is(err, client.ErrRejected) || !strings.Contains(err.Error(), "wider") {
+			t.Errorf("scope %s: %v, want a rejection (wider than the role)", scope, err)
+		}
+	}
+	// The exact input is within it.
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "r", Decision: workflows.DecisionAlwaysAllow, Scope: workflows.ScopeInput, Hash: ps[0].Hash, By: "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	st, err := cl.PolicyState(ctx, store)
+	if err != nil || len(st.Remembered) != 1 || st.Remembered[0].Scope != workflows.ScopeInput {
+		t.Fatalf("store = %+v %v", st, err)
+	}
+}

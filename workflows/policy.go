@@ -1,0 +1,371 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wardenhq/warden/permission"
+)
+
+// The namespace's live policy is a long-lived workflow (PolicyWorkflow)
+// whose id names the policy store: it holds the live rules, their
+// version, and the remembered approvals. A turn follows it when its
+// TurnInput.LivePolicy names that id: every Prepare of the turn queries
+// the store (QueryPolicy), so each verdict is decided under, and records,
+// the store's version; and when the store changes it signals every
+// waiting turn (SignalPolicyChanged, through the ActivityPolicyFanout
+// activity), which re-decides its waiting calls.
+
+// Names of the policy store's workflow, handlers and activity.
+const (
+	// PolicyWorkflow is the policy store's workflow type.
+	PolicyWorkflow = "WardenPolicy"
+	// DefaultPolicyStore is the workflow id of a namespace's policy
+	// store when none is configured.
+	DefaultPolicyStore = "warden-policy"
+	// QueryPolicy returns the store's PolicyState.
+	QueryPolicy = "policy"
+	// UpdateSetPolicy replaces the live rules (a PolicyChange) and
+	// returns the new version.
+	UpdateSetPolicy = "set-policy"
+	// UpdateRevoke revokes a remembered approval (a RevokeRequest).
+	UpdateRevoke = "revoke"
+	// UpdateUse spends a single-use remembered approval (a UseRequest);
+	// it is refused when another call spent it already.
+	UpdateUse = "use"
+	// SignalRemember adds a remembered approval (a Remembered); turns
+	// send it when an approver answers always_allow with a scope.
+	SignalRemember = "remember"
+	// SignalPolicyChanged tells a turn the store changed (a
+	// PolicyNotice); a turn that follows that store re-decides its
+	// waiting calls.
+	SignalPolicyChanged = "policy-changed"
+	// ActivityPolicyFanout signals the waiting turns of the namespace
+	// after a change.
+	ActivityPolicyFanout = "warden.PolicyFanout"
+)
+
+// LiveRules are the rules of a live policy, written as in the config
+// ("Bash(npm run:*)"). A turn that follows the store is decided with
+// these instead of its own allow, ask and deny rules (the rules its
+// approvers added with always_allow are kept).
+type LiveRules struct {
+	Allow []string `json:"allow,omitempty" yaml:"allow,omitempty"`
+	Ask   []string `json:"ask,omitempty" yaml:"ask,omitempty"`
+	Deny  []string `json:"deny,omitempty" yaml:"deny,omitempty"`
+}
+
+// Parse returns the rules as permission rules (Source "live").
+func (r LiveRules) Parse() (allow, ask, deny []permission.Rule, err error) {
+	parse := func(ss []string, b permission.Behavior) ([]permission.Rule, error) {
+		var out []permission.Rule
+		for _, s := range ss {
+			rule, err := permission.ParseRule(s, b)
+			if err != nil {
+				return nil, fmt.Errorf("%s rule %q: %w", b, s, err)
+			}
+			rule.Source = "live"
+			out = append(out, rule)
+		}
+		return out, nil
+	}
+	if allow, err = parse(r.Allow, permission.Allow); err != nil {
+		return
+	}
+	if ask, err = parse(r.Ask, permission.Ask); err != nil {
+		return
+	}
+	deny, err = parse(r.Deny, permission.Deny)
+	return
+}
+
+// PolicyChange is UpdateSetPolicy's argument.
+type PolicyChange struct {
+	Rules LiveRules `json:"rules"`
+	By    string    `json:"by,omitempty"`
+}
+
+// RememberScope is where a remembered approval applies.
+type RememberScope string
+
+// The scopes of a remembered approval.
+const (
+	// ScopeInput: exactly this tool and input, in any turn that follows
+	// the store.
+	ScopeInput RememberScope = "input"
+	// ScopeTurn: the rule, in this turn only (all its runs).
+	ScopeTurn RememberScope = "turn"
+	// ScopeAgent: the rule, in turns of this agent (Remembered.Agent: a
+	// turn label, or a workflow-id prefix).
+	ScopeAgent RememberScope = "agent"
+	// ScopeNamespace: the rule, in every turn that follows the store.
+	ScopeNamespace RememberScope = "namespace"
+)
+
+// Remembered is a remembered approval: an always_allow answer kept in
+// the policy store. It is derived from the approved call: an exact
+// input (ScopeInput) or a rule that covers the call and is no wider than
+// the call's own suggested rules, nor than the approver's roles.
+type Remembered struct {
+	// ID is assigned by the store ("r1", "r2", ...).
+	ID    string        `json:"id"`
+	Scope RememberScope `json:"scope"`
+	Tool  string        `json:"tool"`
+	// Rule is the allow rule ("Bash(npm test:*)") of the turn, agent and
+	// namespace scopes; Input the exact input of ScopeInput.
+	Rule  string          `json:"rule,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// WorkflowID is the turn of ScopeTurn; Agent the label or prefix of
+	// ScopeAgent.
+	WorkflowID string `json:"workflow_id,omitempty"`
+	Agent      string `json:"agent,omitempty"`
+	// By approved it (Via: the key the answer came with), in the turn
+	// FromWorkflow answering its call CallID.
+	By           string    `json:"by"`
+	Via          string    `json:"via,omitempty"`
+	FromWorkflow string    `json:"from_workflow"`
+	CallID       string    `json:"call_id"`
+	CreatedAt    time.Time `json:"created_at"`
+	// ExpiresAt ends it (zero: no TTL); SingleUse ends it after the
+	// first call it allows (UsedBy: that call, workflow id/call id).
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
+	SingleUse bool      `json:"single_use,omitempty"`
+	UsedBy    string    `json:"used_by,omitempty"`
+	// RevokedBy names who revoked it (RevokedAt when).
+	RevokedBy string    `json:"revoked_by,omitempty"`
+	RevokedAt time.Time `json:"revoked_at,omitzero"`
+}
+
+// Active reports whether the remembered approval may still allow calls
+// at now (key: the call asking, workflow id/call id, which may reuse a
+// single-use approval it already spent).
+func (r Remembered) Active(now time.Time, key string) bool {
+	if !r.RevokedAt.IsZero() || (!r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt)) {
+		return false
+	}
+	return !r.SingleUse || r.UsedBy == "" || r.UsedBy == key
+}
+
+// Status is "active", "expired", "used" or "revoked" at now.
+func (r Remembered) Status(now time.Time) string {
+	switch {
+	case !r.RevokedAt.IsZero():
+		return "revoked"
+	case !r.ExpiresAt.IsZero() && !now.Before(r.ExpiresAt):
+		return "expired"
+	case r.SingleUse && r.UsedBy != "":
+		return "used"
+	}
+	return "active"
+}
+
+// Applies reports whether the approval's scope covers a call of the turn
+// workflowID (labelled agent).
+func (r Remembered) Applies(workflowID, agent string) bool {
+	switch r.Scope {
+	case ScopeInput, ScopeNamespace:
+		return true
+	case ScopeTurn:
+		return r.WorkflowID == workflowID
+	case ScopeAgent:
+		return r.Agent != "" && (r.Agent == agent || (len(workflowID) >= len(r.Agent) && workflowID[:len(r.Agent)] == r.Agent))
+	}
+	return false
+}
+
+// RevokeRequest is UpdateRevoke's argument.
+type RevokeRequest struct {
+	ID string `json:"id"`
+	By string `json:"by,omitempty"`
+}
+
+// UseRequest is UpdateUse's argument: the call (workflow id/call id)
+// that spends the single-use approval ID.
+type UseRequest struct {
+	ID  string `json:"id"`
+	Key string `json:"key"`
+}
+
+// PolicyState is the store's state (QueryPolicy) and what it carries
+// across continue-as-new.
+type PolicyState struct {
+	// Version counts the store's changes: rules set, approvals
+	// remembered, spent or revoked.
+	Version int `json:"version"`
+	// Rules is nil until a policy is set: turns then keep their own rules.
+	Rules *LiveRules `json:"rules,omitempty"`
+	// SetBy and SetAt say who set the rules, and when.
+	SetBy      string       `json:"set_by,omitempty"`
+	SetAt      time.Time    `json:"set_at,omitzero"`
+	Remembered []Remembered `json:"remembered,omitempty"`
+	// NextID numbers remembered approvals.
+	NextID int `json:"next_id"`
+	// Notified is the last version the waiting turns were told about.
+	Notified int `json:"notified"`
+}
+
+// PolicyNotice is SignalPolicyChanged's payload.
+type PolicyNotice struct {
+	Store   string `json:"store"`
+	Version int    `json:"version"`
+}
+
+// PolicyFanoutInput is ActivityPolicyFanout's input.
+type PolicyFanoutInput struct {
+	Store   string `json:"store"`
+	Version int    `json:"version"`
+}
+
+// policyHistoryBound continues the store as new past this many events.
+const policyHistoryBound = 5000
+
+// PolicyStore is the policy store's workflow: it keeps the live rules
+// and remembered approvals, answers QueryPolicy, and after every change
+// runs ActivityPolicyFanout so waiting turns re-decide their calls.
+func PolicyStore(ctx workflow.Context, st PolicyState) error {
+	s := &st
+	if err := workflow.SetQueryHandler(ctx, QueryPolicy, func() (PolicyState, error) { return *s, nil }); err != nil {
+		return fmt.Errorf("policy query: %w", err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSetPolicy,
+		func(ctx workflow.Context, c PolicyChange) (int, error) {
+			rules := c.Rules
+			s.Rules, s.SetBy, s.SetAt = &rules, c.By, workflow.Now(ctx)
+			s.Version++
+			return s.Version, nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(c PolicyChange) error {
+			_, _, _, err := c.Rules.Parse()
+			return err
+		}},
+	); err != nil {
+		return fmt.Errorf("policy update: %w", err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRevoke,
+		func(ctx workflow.Context, r RevokeRequest) (Remembered, error) {
+			i := s.find(r.ID)
+			s.Remembered[i].RevokedBy, s.Remembered[i].RevokedAt = r.By, workflow.Now(ctx)
+			s.Version++
+			return s.Remembered[i], nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(r RevokeRequest) error {
+			i := s.find(r.ID)
+			if i < 0 {
+				return fmt.Errorf("no remembered approval %q", r.ID)
+			}
+			if !s.Remembered[i].RevokedAt.IsZero() {
+				return fmt.Errorf("remembered approval %s is already revoked", r.ID)
+			}
+			return nil
+		}},
+	); err != nil {
+		return fmt.Errorf("revoke update: %w", err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateUse,
+		func(ctx workflow.Context, u UseRequest) (Remembered, error) {
+			i := s.find(u.ID)
+			if s.Remembered[i].UsedBy == "" {
+				s.Remembered[i].UsedBy = u.Key
+				s.Version++
+			}
+			return s.Remembered[i], nil
+		},
+		workflow.UpdateHandlerOptions{Validator: func(u UseRequest) error {
+			i := s.find(u.ID)
+			if i < 0 {
+				return fmt.Errorf("no remembered approval %q", u.ID)
+			}
+			if u.Key == "" {
+				return errors.New("use needs the call's key")
+			}
+			r := s.Remembered[i]
+			if !r.SingleUse {
+				return fmt.Errorf("remembered approval %s is not single-use", u.ID)
+			}
+			if r.UsedBy != "" && r.UsedBy != u.Key {
+				return fmt.Errorf("remembered approval %s was used already (by %s)", u.ID, r.UsedBy)
+			}
+			if !r.RevokedAt.IsZero() {
+				return fmt.Errorf("remembered approval %s was revoked", u.ID)
+			}
+			return nil
+		}},
+	); err != nil {
+		return fmt.Errorf("use update: %w", err)
+	}
+	remember := workflow.GetSignalChannel(ctx, SignalRemember)
+	workflow.Go(ctx, func(ctx workflow.Context) {
+		for {
+			var r Remembered
+			remember.Receive(ctx, &r)
+			s.remember(ctx, r)
+		}
+	})
+	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 5 * time.Minute,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: time.Minute},
+	})
+	id := workflow.GetInfo(ctx).WorkflowExecution.ID
+	for {
+		if err := workflow.Await(ctx, func() bool { return s.Version > s.Notified || s.long(ctx) }); err != nil {
+			return fmt.Errorf("policy store: %w", err)
+		}
+		if s.Version > s.Notified {
+			v := s.Version
+			if err := workflow.ExecuteActivity(actx, ActivityPolicyFanout, PolicyFanoutInput{Store: id, Version: v}).Get(ctx, nil); err != nil {
+				workflow.GetLogger(ctx).Error("policy fan-out failed", "version", v, "error", err)
+			}
+			s.Notified = v
+			continue
+		}
+		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+			return fmt.Errorf("policy store: %w", err)
+		}
+		for {
+			var r Remembered
+			if !remember.ReceiveAsync(&r) {
+				break
+			}
+			s.remember(ctx, r)
+		}
+		return workflow.NewContinueAsNewError(ctx, PolicyWorkflow, *s)
+	}
+}
+
+// long reports whether the store should continue as new.
+func (s *PolicyState) long(ctx workflow.Context) bool {
+	info := workflow.GetInfo(ctx)
+	return info.GetContinueAsNewSuggested() || info.GetCurrentHistoryLength() >= policyHistoryBound
+}
+
+func (s *PolicyState) find(id string) int {
+	for i, r := range s.Remembered {
+		if r.ID == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// remember adds r once (a turn's call is remembered at most once).
+func (s *PolicyState) remember(ctx workflow.Context, r Remembered) {
+	for _, o := range s.Remembered {
+		if o.FromWorkflow == r.FromWorkflow && o.CallID == r.CallID && o.Scope == r.Scope && o.Rule == r.Rule {
+			return
+		}
+	}
+	s.NextID++
+	r.ID = "r" + strconv.Itoa(s.NextID)
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = workflow.Now(ctx)
+	}
+	r.UsedBy, r.RevokedBy, r.RevokedAt = "", "", time.Time{}
+	s.Remembered = append(s.Remembered, r)
+	s.Version++
+}
