@@ -353,10 +353,10 @@ func TestReplayHistories(t *testing.T) {
 // workflow code again: the recorder adds files and never overwrites one,
 // so the histories of older generations keep replaying the branches
 // their code took.
-const recordGeneration = "v7"
+const recordGeneration = "v8"
 
 // recordedScenarios are the files one recording writes.
-var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2"}
+var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn"}
 
 // historyFile names a scenario's file of this generation.
 func historyFile(scenario string) string { return scenario + "_" + recordGeneration + ".json" }
@@ -486,6 +486,51 @@ steps:
 
 	recordNotifyScenario(t, ctx)
 	recordFloodScenario(t, ctx, cl, suffix)
+	recordLiveScenario(t, ctx, suffix)
+}
+
+// recordLiveScenario records a turn that follows a policy store: one
+// call is remembered with a scope (the store tells the turn, which
+// re-decides the others), then a policy change denies another, and the
+// last is answered.
+func recordLiveScenario(t *testing.T, ctx context.Context, suffix string) {
+	cl := startWorkerOn(t, "tq-"+t.Name()+"-live", warden.Options{Workdir: t.TempDir(), Client: env.c})
+	store, err := cl.StartPolicyStore(ctx, "policy-record"+suffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := script(t, `
+steps:
+  - tool_calls:
+      - {id: l1, name: Bash, input: {command: "touch one"}}
+      - {id: l2, name: Bash, input: {command: "touch two"}}
+      - {id: l3, name: Bash, input: {command: "curl http://example.com"}}
+  - text: done
+`)
+	id := "live-record" + suffix
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: ls}, LivePolicy: store}); err != nil {
+		t.Fatal(err)
+	}
+	waitPending(t, cl, id, 3)
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "l1", Decision: workflows.DecisionAlwaysAllow, Scope: workflows.ScopeNamespace,
+		By: "alice", Hash: hashOf(t, cl, id, "l1")}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, func() bool {
+		ps, err := cl.Pending(ctx, id)
+		return err == nil && len(ps) == 2 && ps[0].LiveVersion == 1
+	})
+	if _, err := cl.SetPolicy(ctx, store, workflows.LiveRules{Deny: []string{"Bash(curl:*)"}}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	ps := waitPending(t, cl, id, 1)
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: ps[0].CallID, Decision: workflows.DecisionAllow, By: "bob", Hash: ps[0].Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	saveHistory(t, id, "live_turn")
 }
 
 // recordNotifyScenario records a turn on a worker with webhooks (its

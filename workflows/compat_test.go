@@ -129,7 +129,7 @@ func samplePending() workflows.Pending {
 		Reason: "Mode: default", Suggestions: []string{"Bash(npm run:*)"}, BypassImmune: true,
 		RequestedAt: t0, Deadline: t1, Escalation: workflows.EscalateAllow, Escalated: true, Hash: "3f2a9c", Notify: true,
 		Context: "Let me build it.", Prompt: "Fix the build.", Diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n",
-		Sandbox: "write /work, network off",
+		Sandbox: "write /work, network off", LiveVersion: 2,
 	}
 }
 
@@ -157,18 +157,18 @@ func compatSamples() []struct {
 			ToolQueue:     "docker-host",
 			MaxIterations: 5, ApprovalTimeout: time.Hour, State: sampleState(),
 			ReturnDirectly: []string{"TaskCreate"}, RunLocal: map[string]json.RawMessage{"calls": json.RawMessage(`2`)},
-			ContinueAsNewAfter: 5000,
+			ContinueAsNewAfter: 5000, LivePolicy: "warden-policy", Agent: "builder",
 			Approvers:          &workflows.Approvers{Users: map[string][]string{"alice": nil, "kube": {"k8s"}}, Roles: map[string][]string{"k8s": {"Bash(kubectl:*)"}}},
 			Resume: &workflows.Resume{
 				Iterations: 3, ToolCalls: 4, ToolErrors: 1, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
 				ReturnDirectly: []string{"TaskCreate"}, Seq: 9, Events: []workflows.Event{sampleEvent()},
-				Conversation: "9b74c9897bac770ffc029102a200c5de",
+				Conversation: "9b74c9897bac770ffc029102a200c5de", LiveVersion: 2,
 				Notifying:    []workflows.NotifyInput{{Type: "approval_requested", WorkflowID: "turn-1", Pending: samplePending()}},
 				Step: &workflows.StepState{
 					Slots:   []workflows.SlotState{{Call: sampleCall(), Prep: samplePrepared(), Ready: true, Result: func() *tools.Result { r := sampleResult(); return &r }()}},
 					Pending: []workflows.Pending{samplePending()},
 					Answers: []workflows.AnswerState{{CallID: "call_1_1", Approval: func() *workflows.Approval { a := sampleApproval(); return &a }(),
-						External: func() *workflows.ExternalResult { e := sampleExternal(); return &e }(), Auto: "Rule: Bash(touch:*)"}},
+						External: func() *workflows.ExternalResult { e := sampleExternal(); return &e }(), Auto: "Rule: Bash(touch:*)", Denied: "Rule: Bash(curl:*)"}},
 				},
 			},
 		}},
@@ -202,6 +202,7 @@ func compatSamples() []struct {
 		{"PrepareInput", workflows.PrepareInput{
 			Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"},
 			Permission: samplePermission(), Allowed: []string{"Bash"}, State: ptr(sampleState()), ToolFlags: true,
+			LivePolicy: "warden-policy", WorkflowID: "turn-1", Agent: "builder",
 		}},
 		{"Prepared", samplePrepared()},
 		{"ToolInput", workflows.ToolInput{
@@ -511,7 +512,11 @@ func samplePrepared() workflows.Prepared {
 			ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify, Notify: true,
 		},
 		Preview: "--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+b\n",
-		Sandbox: sampleSandbox(),
+		Sandbox: sampleSandbox(), PolicyVersion: 2,
+		Remembered: &workflows.Remembered{ID: "r1", Scope: workflows.ScopeAgent, Tool: "Bash", Rule: "Bash(npm run:*)",
+			Input: json.RawMessage(`{"command":"npm run build"}`), WorkflowID: "turn-1", Agent: "builder", By: "alice", Via: "inbox",
+			FromWorkflow: "turn-0", CallID: "call_1_1", CreatedAt: t0, ExpiresAt: t1, SingleUse: true, UsedBy: "turn-1/call_1_1",
+			RevokedBy: "ops", RevokedAt: t1},
 	}
 }
 
@@ -520,6 +525,7 @@ func sampleApproval() workflows.Approval {
 		CallID: "call_1_1", Decision: workflows.DecisionAlwaysAllow, Hash: "3f2a9c",
 		Rules: []string{"Bash(npm run:*)"}, Reason: "looks fine",
 		Input: json.RawMessage(`{"command":"npm run test"}`), By: "alice", Via: "inbox",
+		Scope: workflows.ScopeAgent, Agent: "builder", TTL: time.Hour, SingleUse: true,
 	}
 }
 
