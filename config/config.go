@@ -5,6 +5,7 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +22,7 @@ import (
 	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/middleware/std"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/tools/mcp"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -443,6 +445,10 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.Permission.Context(); err != nil {
 		errs = append(errs, fmt.Errorf("permission: %w", err))
+	} else if err := tools.CheckExamples(context.Background(), c.Permission, tools.ExampleOptions{Workdir: c.Worker.Workdir}); err != nil {
+		// A rule whose examples fail does not load: it would not do what
+		// its author meant.
+		errs = append(errs, fmt.Errorf("permission: %w", err))
 	}
 	errs = append(errs, c.validateNotify()...)
 	errs = append(errs, c.validateContent()...)
@@ -458,12 +464,42 @@ func (c Config) Namespace() string {
 }
 
 // LoadPolicy reads a permission policy file (YAML or JSON), the format
-// of temporal-dev.yaml's permission section. Unknown keys are errors.
+// of temporal-dev.yaml's permission section. Unknown keys are errors, and
+// so is a rule whose examples fail (a *tools.ExampleError, wrapped,
+// naming each failing rule and example); relative paths of path rules
+// and examples resolve against the current directory, as `starter
+// permission check` resolves them.
 func LoadPolicy(path string) (permission.Policy, error) {
+	p, err := ReadPolicy(path)
+	if err != nil {
+		return p, err
+	}
+	if err := tools.CheckExamples(context.Background(), p, tools.ExampleOptions{}); err != nil {
+		return p, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// ReadPolicy is LoadPolicy without checking the rules' examples (which
+// `starter policy test` reports one by one). The file is a policy, or a
+// config file whose permission section is read (temporal-dev.yaml).
+func ReadPolicy(path string) (permission.Policy, error) {
 	var p permission.Policy
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return p, fmt.Errorf("policy: %w", err)
+	}
+	var top map[string]yaml.Node
+	if yaml.Unmarshal(data, &top) == nil {
+		if sec, ok := top["permission"]; ok { // a config file
+			if err := sec.Decode(&p); err != nil {
+				return p, fmt.Errorf("policy %s: permission: %w", path, err)
+			}
+			if _, err := p.Context(); err != nil {
+				return p, fmt.Errorf("policy %s: permission: %w", path, err)
+			}
+			return p, nil
+		}
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)

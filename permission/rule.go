@@ -62,7 +62,9 @@ func (c *Context) AddRule(r Rule) {
 
 // Policy is the user-facing rules file format, read from YAML or JSON
 // (the --rules file and the permission: key of temporal-dev.yaml). Rules
-// are written as strings, e.g. "Bash(npm run:*)".
+// are written as strings, e.g. "Bash(npm run:*)", or in the long form
+// with examples, {rule: "Bash(npm run:*)", match: ["npm run build"],
+// not_match: ["npm install"]} (see RuleExamples).
 type Policy struct {
 	Mode        Mode     `yaml:"mode,omitempty" json:"mode,omitempty"`
 	WorkingDirs []string `yaml:"working_dirs,omitempty" json:"working_dirs,omitempty"`
@@ -87,6 +89,10 @@ type Policy struct {
 	// Protected are set by the worker's configuration (its data
 	// directory and config file), never read from a file.
 	Protected []string `yaml:"-" json:"-"`
+	// Examples are the match and not_match examples of the rules written
+	// in the long form ({rule, match, not_match}), read with the policy
+	// (UnmarshalYAML, UnmarshalJSON) and checked by tools.CheckExamples.
+	Examples []RuleExamples `yaml:"-" json:"-"`
 }
 
 // PolicySource is the Source given to rules that come from a Policy.
