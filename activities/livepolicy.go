@@ -170,7 +170,7 @@ func (a *Activities) PolicyFanout(ctx context.Context, in workflows.PolicyFanout
 		}
 		for _, ex := range resp.GetExecutions() {
 			id := ex.GetExecution().GetWorkflowId()
-			err := a.Client.SignalWorkflow(ctx, id, "", workflows.SignalPolicyChanged, workflows.PolicyNotice{Store: in.Store, Version: in.Version})
+			err := a.Client.SignalWorkflow(ctx, id, "", workflows.SignalPolicyChanged, workflows.PolicyNotice(in))
 			var nf *serviceerror.NotFound
 			if err != nil && !errors.As(err, &nf) {
 				return fmt.Errorf("signal %s: %w", id, err)
