@@ -338,6 +338,15 @@ func constGroups() map[string]map[string]any {
 	}
 	return map[string]map[string]any{
 		"workflows.workflow": str("TurnWorkflow", workflows.TurnWorkflow),
+		"workflows.policy": str(
+			"PolicyWorkflow", workflows.PolicyWorkflow, "DefaultPolicyStore", workflows.DefaultPolicyStore,
+			"QueryPolicy", workflows.QueryPolicy, "UpdateSetPolicy", workflows.UpdateSetPolicy,
+			"UpdateRevoke", workflows.UpdateRevoke, "UpdateUse", workflows.UpdateUse,
+			"SignalRemember", workflows.SignalRemember, "SignalPolicyChanged", workflows.SignalPolicyChanged,
+			"ActivityPolicyFanout", workflows.ActivityPolicyFanout,
+			"ScopeInput", string(workflows.ScopeInput), "ScopeTurn", string(workflows.ScopeTurn),
+			"ScopeAgent", string(workflows.ScopeAgent), "ScopeNamespace", string(workflows.ScopeNamespace),
+		),
 		"workflows.messages": str(
 			"UpdateApprove", workflows.UpdateApprove, "SignalApprove", workflows.SignalApprove,
 			"UpdateExternalResult", workflows.UpdateExternalResult, "SignalExternalResult", workflows.SignalExternalResult,
