@@ -81,7 +81,7 @@ func samplePermission() permission.Context {
 		Ask:            []permission.Rule{sampleRule(permission.Ask)},
 		Deny:           []permission.Rule{sampleRule(permission.Deny)},
 		DangerousFiles: &files, DangerousDirs: &dirs, SensitivePaths: []string{"**/secrets/**"},
-		Protected: []string{"/work/.warden{,/**}"},
+		Protected: []string{"/work/.warden{,/**}"}, DangerousCommands: []string{"terraform destroy:*"},
 		Sandbox:   &permission.Sandbox{Network: true, NetworkFor: []string{"Bash(npm install:*)"}, AutoAllow: true},
 	}
 }
