@@ -248,7 +248,7 @@ func TestStockOfficialServer(t *testing.T) {
 		}
 		wc := client.New(c, queue)
 		wc.PollInterval = 50 * time.Millisecond
-		ids := []string{"jwt-" + tag() + "-alice", "jwt-" + tag() + "-forged"}
+		ids := []string{"jwt-" + tag() + "-alice", "jwt-" + tag() + "-forged", "jwt-" + tag() + "-update"}
 		for _, id := range ids {
 			if _, err := wc.Start(ctx, id, clusterTurn(t, id)); err != nil {
 				t.Fatal(err)
@@ -259,20 +259,25 @@ func TestStockOfficialServer(t *testing.T) {
 			})
 		}
 		approve := func(token, id string, extra ...string) (string, error) {
-			return runStarter(t, sbin, p.dir, append([]string{"approvals", "approve", id, "c2", "--signal", "--config", cfg, "--address", addr,
+			return runStarter(t, sbin, p.dir, append([]string{"approvals", "approve", id, "c2", "--config", cfg, "--address", addr,
 				"--namespace", "default", "--task-queue", queue, "--api-key", token, "--tls-ca", ca.path}, extra...)...)
 		}
 		// A reader's token may list but not answer.
-		if out, err := approve(reader, ids[0], "--by", "auditor"); err == nil {
+		if out, err := approve(reader, ids[0], "--by", "auditor", "--signal"); err == nil {
 			t.Errorf("a reader's token answered: %s", out)
 		}
 		// Alice answers as herself; bob answers naming alice: the stock
 		// server checks neither name, only that each token may write.
-		if out, err := approve(alice, ids[0], "--by", "alice"); err != nil {
+		if out, err := approve(alice, ids[0], "--by", "alice", "--signal"); err != nil {
 			t.Fatalf("alice: %v\n%s", err, out)
 		}
-		if out, err := approve(bob, ids[1], "--by", "alice"); err != nil {
+		if out, err := approve(bob, ids[1], "--by", "alice", "--signal"); err != nil {
 			t.Fatalf("bob naming alice: %v\n%s", err, out)
+		}
+		// Alice answers with an Update: its acceptance is written by the
+		// worker's workflow task, under the worker's principal.
+		if out, err := approve(alice, ids[2], "--by", "alice"); err != nil {
+			t.Fatalf("alice's update: %v\n%s", err, out)
 		}
 		for i, id := range ids {
 			if res, err := wc.Result(ctx, id); err != nil || res.Answer != "done "+id {
@@ -287,12 +292,13 @@ func TestStockOfficialServer(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == workflows.SignalApprove {
+				if a := e.GetWorkflowExecutionSignaledEventAttributes(); a != nil && a.GetSignalName() == workflows.SignalApprove ||
+					e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED {
 					principal = e.GetPrincipal().GetType() + ":" + e.GetPrincipal().GetName()
 				}
 			}
-			if want := []string{"jwt:alice", "jwt:bob"}[i]; principal != want {
-				t.Errorf("turn %s: the approving signal's principal is %q, want %q", id, principal, want)
+			if want := []string{"jwt:alice", "jwt:bob", "jwt:warden-worker"}[i]; principal != want {
+				t.Errorf("turn %s: the answer's event records principal %q, want %q", id, principal, want)
 			}
 			// warden's audit records the approver the answer names.
 			out, err := runStarter(t, sbin, p.dir, "audit", "--workflow", id, "--jsonl", "--config", cfg, "--address", addr,

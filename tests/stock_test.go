@@ -189,8 +189,9 @@ func TestStockCLIDevServer(t *testing.T) {
 //  3. a turn's worker is SIGKILLed while its call runs: the turn
 //     completes on the other worker, the call not run again;
 //  4. meanwhile the waiting calls are answered with `starter approvals
-//     approve` and with the Temporal CLI (an Update and a signal); the
-//     killed worker comes back with the inbox, which answers the last;
+//     approve` and with the Temporal CLI (an Update and a signal each),
+//     and through examples/approval-service; the killed worker comes
+//     back with the inbox, which answers the last;
 //  5. a 1,000-job `starter batch` over both workers: one result, one
 //     workflow run and one side effect per job, the listing paged by
 //     the server's visibility cap (1,000 on a stock server).
@@ -253,7 +254,7 @@ func runStockProfile(t *testing.T, p *stockProfile, cli, wbin, sbin string) {
 	// 2. Turns park calls; a third process and the CLI list them.
 	tg := tag()
 	prefix := "stock-" + tg + "-"
-	ids := make([]string, 5)
+	ids := make([]string, 6)
 	for i := range ids {
 		ids[i] = fmt.Sprintf("%s%d", prefix, i)
 		if _, err := wc.Start(ctx, ids[i], clusterTurn(t, ids[i])); err != nil {
@@ -350,6 +351,18 @@ steps:
 		"--input", answer(ids[3])); err != nil {
 		t.Errorf("temporal workflow signal: %v", err)
 	}
+	// And the approval-service example (package client alone), with the
+	// same credentials.
+	base, ok := strings.CutPrefix(startExample(t, "approval-service", true,
+		append([]string{"--address", p.addr, "--namespace", "default", "--listen", "127.0.0.1:0"}, p.creds...)...), "listening on ")
+	if !ok {
+		t.Fatalf("approval-service printed %q, want its address", base)
+	}
+	if code := httpJSON(t, http.MethodPost, base+"/approve", map[string]any{
+		"workflow_id": ids[5], "call_id": "c2", "decision": "allow", "hash": hashes[ids[5]], "by": "ops",
+	}, nil); code != http.StatusOK {
+		t.Errorf("approve %s through the approval service: status %d", ids[5], code)
+	}
 	res, err := wc.Result(ctx, killID)
 	if err != nil {
 		t.Fatal(err)
@@ -358,7 +371,7 @@ steps:
 	if rs := toolResults(res); res.Answer != "survived "+killID || len(rs) != 1 || !rs[0].IsError {
 		t.Errorf("turn %s: answer %q, tool results %+v; want the lost call reported to the model and the turn answered", killID, res.Answer, rs)
 	}
-	for _, id := range ids[:4] {
+	for _, id := range append(ids[:4:4], ids[5]) {
 		if res, err := wc.Result(ctx, id); err != nil || res.Answer != "done "+id {
 			t.Errorf("turn %s: %q, %v", id, res.Answer, err)
 		}

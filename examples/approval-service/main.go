@@ -8,6 +8,7 @@
 //	     stale hash, an unknown or already answered call gives 409.
 //
 //	go run ./examples/approval-service --address 127.0.0.1:7233 --listen 127.0.0.1:8080
+//	go run ./examples/approval-service --address HOST:7233 --tls-cert c.pem --tls-key c.key --tls-ca ca.pem
 //	curl -s localhost:8080/pending
 //	curl -s -d '{"workflow_id":"turn-1","call_id":"c1","decision":"allow","by":"alice"}' localhost:8080/approve
 package main
@@ -46,11 +47,19 @@ func run() error {
 	keyFile := flag.String("key-file", os.Getenv("WARDEN_KEY_FILE"), "warden key file, for a server that requires keys (env WARDEN_KEY_FILE)")
 	namespace := flag.String("namespace", "default", "Temporal namespace")
 	listen := flag.String("listen", "127.0.0.1:8080", "HTTP listen address (port 0 picks a free port)")
+	// For a cluster warden did not build: a client certificate (mTLS), or
+	// an API key or JWT sent as a bearer token over TLS.
+	tlsCert := flag.String("tls-cert", os.Getenv("TEMPORAL_TLS_CERT"), "client certificate (env TEMPORAL_TLS_CERT)")
+	tlsKey := flag.String("tls-key", os.Getenv("TEMPORAL_TLS_KEY"), "client certificate's key (env TEMPORAL_TLS_KEY)")
+	tlsCA := flag.String("tls-ca", os.Getenv("TEMPORAL_TLS_CA"), "CA of the server's certificate (env TEMPORAL_TLS_CA)")
+	apiKey := flag.String("api-key", os.Getenv("TEMPORAL_API_KEY"), "API key or JWT (env TEMPORAL_API_KEY)")
 	flag.Parse()
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	// config.Temporal turns a key file into the client's credentials.
-	conn := config.Temporal{Address: *address, Namespace: *namespace, KeyFile: *keyFile}
+	// config.Temporal turns a key file, certificates or an API key into
+	// the client's credentials.
+	conn := config.Temporal{Address: *address, Namespace: *namespace, KeyFile: *keyFile,
+		TLSCert: *tlsCert, TLSKey: *tlsKey, TLSCA: *tlsCA, APIKey: *apiKey}
 	opts, err := conn.ClientOptions()
 	if err != nil {
 		return err
