@@ -37,6 +37,7 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 // offer the operator service, as on a hosted one). Command gives the
 // Temporal CLI command an administrator of the namespace runs.
 type MissingSearchAttributesError struct {
+	// Namespace is the namespace that lacks them.
 	Namespace string
 	// Missing are the attributes to create, by name and type.
 	Missing map[string]enumspb.IndexedValueType
