@@ -25,10 +25,22 @@ if [ "${WARDEN_SKIP_DOCKER:-}" != "1" ]; then
   export WARDEN_REQUIRE_DOCKER=1
 fi
 
+# Debian packages the tests need, installed in one apt-get run: chromium
+# for the inbox browser tests, ripgrep for TestGrepEnginesAgree (the Go
+# grep engine compared with rg, which fails rather than skips once
+# WARDEN_REQUIRE_RG is set).
+packages=()
 if [ "${WARDEN_SKIP_BROWSER:-}" != "1" ] && ! command -v chromium >/dev/null 2>&1; then
-  echo "== chromium (inbox browser tests)"
+  packages+=(chromium)
+fi
+if [ "${WARDEN_SKIP_RIPGREP:-}" != "1" ]; then
+  command -v rg >/dev/null 2>&1 || packages+=(ripgrep)
+  export WARDEN_REQUIRE_RG=1
+fi
+if [ ${#packages[@]} -gt 0 ]; then
+  echo "== apt-get install ${packages[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
-  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 fi
 
 if [ "${WARDEN_SKIP_POSTGRES:-}" != "1" ]; then

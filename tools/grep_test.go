@@ -42,6 +42,10 @@ func grepTree(t *testing.T) string {
 		"unicode/ünï.txt":      "héllo foo wörld\n",
 		"ctx.txt":              "1\n2\nfoo\n4\n5\n6\n7\nfoo\n9\nfoo\n11\n12\n13\n14\n15\n16\n17\nfoo\n",
 		"sub/deeper/f.test.js": "const foo = 1\n",
+		// An Arabic-Indic digit and a no-break space: \d and \s are
+		// Unicode classes in ripgrep.
+		"unicode/digits.txt": "\u0663 foo\u00a0bar\n",
+		"lines.txt":          "foo\n\n\nfoo\n",
 	}
 	for name, content := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
@@ -64,10 +68,27 @@ func runGrep(t *testing.T, g Grep, env *Env, input string) Result {
 	return r
 }
 
+// haveRipgrep reports whether rg is on PATH. Where WARDEN_REQUIRE_RG is
+// set (scripts/test.sh installs ripgrep and sets it) a missing rg fails
+// the test instead, so the engines are compared wherever CI runs.
+func haveRipgrep(t *testing.T) bool {
+	t.Helper()
+	if _, err := exec.LookPath("rg"); err != nil {
+		if os.Getenv("WARDEN_REQUIRE_RG") != "" {
+			t.Fatalf("WARDEN_REQUIRE_RG is set but rg is not on PATH: %v", err)
+		}
+		return false
+	}
+	return true
+}
+
+// TestGrepEnginesAgree runs each input through ripgrep and the Go engine
+// on the same tree: the outputs must be identical, and for patterns
+// ripgrep refuses both must be tool errors (their messages differ).
 func TestGrepEnginesAgree(t *testing.T) {
 	t.Parallel()
-	if _, err := exec.LookPath("rg"); err != nil {
-		t.Skip("rg is not installed (apt-get install -y ripgrep)")
+	if !haveRipgrep(t) {
+		t.Skip("rg is not installed (apt-get install -y ripgrep; WARDEN_REQUIRE_RG=1 fails instead)")
 	}
 	dir := grepTree(t)
 	env := &Env{Backend: local.New(dir), Workdir: dir}
@@ -105,6 +126,21 @@ func TestGrepEnginesAgree(t *testing.T) {
 		`{"pattern":"-foo"}`,
 		`{"pattern":"y+ foo","output_mode":"content"}`,
 		`{"pattern":"end","output_mode":"content","-B":1,"path":"long.txt"}`,
+		// Perl classes are Unicode in ripgrep, ASCII in Go's regexp.
+		`{"pattern":"w\\w+d","output_mode":"content"}`,
+		`{"pattern":"[^\\w ]","output_mode":"content","path":"unicode"}`,
+		`{"pattern":"\\d foo","output_mode":"content"}`,
+		`{"pattern":"foo\\sbar","output_mode":"content"}`,
+		`{"pattern":"foo\\Sbar","output_mode":"content"}`,
+		`{"pattern":"\\W{2}","output_mode":"count","path":"unicode"}`,
+		// Outside multiline mode each line is searched on its own.
+		`{"pattern":"foo\\z","output_mode":"content"}`,
+		`{"pattern":"\\Afoo","output_mode":"count"}`,
+		`{"pattern":"\\Aone\\ntwo","output_mode":"content","multiline":true}`,
+		// An empty file has no lines; nor is there one after the last
+		// line terminator.
+		`{"pattern":"^$","output_mode":"count"}`,
+		`{"pattern":"^$","multiline":true,"output_mode":"count"}`,
 	}
 	rg := Grep{Engine: GrepRipgrep}
 	gp := Grep{Engine: GrepGo}
@@ -113,6 +149,14 @@ func TestGrepEnginesAgree(t *testing.T) {
 			a, b := runGrep(t, rg, env, in), runGrep(t, gp, env, in)
 			if a.Content != b.Content || a.IsError != b.IsError {
 				t.Errorf("rg:\n%s\n\ngo:\n%s", a.Content, b.Content)
+			}
+		})
+	}
+	for _, in := range []string{`{"pattern":"(?=foo)"}`, `{"pattern":"\\Qfoo\\E"}`, `{"pattern":"(foo"}`} {
+		t.Run(in, func(t *testing.T) {
+			a, b := runGrep(t, rg, env, in), runGrep(t, gp, env, in)
+			if !a.IsError || !b.IsError || !strings.Contains(a.Content, "regex parse error") || !strings.Contains(b.Content, "regex parse error") {
+				t.Errorf("want a regex parse error from both engines\nrg:\n%s\n\ngo:\n%s", a.Content, b.Content)
 			}
 		})
 	}
@@ -139,6 +183,14 @@ func TestGrepGo(t *testing.T) {
 		{`{"pattern":"foo","output_mode":"lines"}`, "output_mode must be", true},
 		{`{"pattern":"foo","path":"a\u0000b"}`, "NUL", true},
 		{`{"pattern":"foo","head_limit":-1}`, "must not be negative", true},
+		// ripgrep's \w and \d are Unicode classes; \A and \z are a line's
+		// start and end outside multiline mode; an empty file has no line.
+		{`{"pattern":"w\\w+d","path":"unicode","output_mode":"count"}`, p("unicode/ünï.txt") + ":1", false},
+		{`{"pattern":"^\\d foo","path":"unicode","output_mode":"count"}`, p("unicode/digits.txt") + ":1", false},
+		{`{"pattern":"foo\\z","path":"b.txt","output_mode":"count"}`, "2", false},
+		{`{"pattern":"^$","path":"empty.txt"}`, "No matches found", false},
+		{`{"pattern":"^$","path":"lines.txt","multiline":true,"output_mode":"count"}`, "2", false},
+		{`{"pattern":"\\Qfoo\\E","path":"b.txt"}`, "unrecognized escape sequence", true},
 	}
 	for _, c := range cases {
 		r := runGrep(t, g, env, c.input)
@@ -220,7 +272,7 @@ func TestGrepSkipsSensitiveFiles(t *testing.T) {
 	}
 	env := &Env{Backend: local.New(dir), Workdir: dir}
 	engines := []Grep{{Engine: GrepGo}}
-	if _, err := exec.LookPath("rg"); err == nil {
+	if haveRipgrep(t) {
 		engines = append(engines, Grep{Engine: GrepRipgrep})
 	}
 	for _, g := range engines {

@@ -129,7 +129,14 @@ func Go(ctx context.Context, b backend.Backend, q Query, timeout time.Duration) 
 	if q.IgnoreCase {
 		expr = strings.Replace(expr, "(?", "(?i", 1)
 	}
-	re, err := regexp.Compile(expr + q.Pattern)
+	if _, err := regexp.Compile(expr + q.Pattern); err != nil {
+		return nil, fmt.Sprintf("ripgrep error (code 2): regex parse error: %v", err), nil
+	}
+	pattern, err := goPattern(q.Pattern, q.Multiline)
+	if err != nil {
+		return nil, fmt.Sprintf("ripgrep error (code 2): %v", err), nil
+	}
+	re, err := regexp.Compile(expr + pattern)
 	if err != nil {
 		return nil, fmt.Sprintf("ripgrep error (code 2): regex parse error: %v", err), nil
 	}
@@ -201,7 +208,9 @@ func Go(ctx context.Context, b backend.Backend, q Query, timeout time.Duration) 
 // searchFile searches one file and returns its output lines.
 func searchFile(ctx context.Context, b backend.Backend, file string, re *regexp.Regexp, q Query) []string {
 	data, err := b.ReadFile(ctx, file)
-	if err != nil || len(data) > maxFileBytes {
+	// An empty file has no lines, not one empty line (ripgrep finds no
+	// match for ^$ in it).
+	if err != nil || len(data) == 0 || len(data) > maxFileBytes {
 		return nil
 	}
 	if bytes.IndexByte(data, 0) >= 0 {
@@ -237,6 +246,11 @@ func searchFile(ctx context.Context, b backend.Backend, file string, re *regexp.
 	if q.Multiline {
 		lastEnd := -1
 		for _, m := range re.FindAllIndex(data, -1) {
+			if m[0] == len(data) && data[len(data)-1] == '\n' {
+				// After the final line terminator there is no line:
+				// ripgrep finds no empty match there.
+				continue
+			}
 			first := lineOf(m[0])
 			endOff := m[1]
 			if endOff > m[0] {
