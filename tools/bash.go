@@ -95,12 +95,15 @@ func shellConfig(env *Env, home string, pc *permission.Context) shell.Config {
 // decision: the first checker method to ask parses it, the others reuse
 // it from the call's memo.
 func analyse(ctx context.Context, env *Env, input json.RawMessage) (*shell.Analysis, *memo, error) {
+	m := memoFrom(ctx)
+	if m != nil && m.analysis != nil && m.raw == string(input) {
+		return m.analysis, m, nil // the same input: neither decoded nor parsed again
+	}
 	in, err := decodeInput[BashInput]("Bash", input)
 	if err != nil {
 		return nil, nil, err
 	}
 	cmd := in.Command
-	m := memoFrom(ctx)
 	if m == nil {
 		var pc *permission.Context
 		if env != nil {
@@ -109,9 +112,10 @@ func analyse(ctx context.Context, env *Env, input json.RawMessage) (*shell.Analy
 		m = &memo{pc: pc}
 	}
 	if m.analysis != nil && m.input == cmd {
+		m.raw = string(input)
 		return m.analysis, m, nil
 	}
-	m.input, m.analysis = cmd, shell.Analyze(cmd, shellConfig(env, m.home, m.pc))
+	m.input, m.raw, m.analysis = cmd, string(input), shell.Analyze(cmd, shellConfig(env, m.home, m.pc))
 	m.parses++
 	return m.analysis, m, nil
 }

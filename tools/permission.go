@@ -114,6 +114,8 @@ type memo struct {
 	pc       *permission.Context
 	input    string
 	analysis *shell.Analysis
+	// raw is the JSON input the analysis is of.
+	raw string
 	// parses counts the analyses made (one per decision).
 	parses int
 }
