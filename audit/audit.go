@@ -132,6 +132,21 @@ type Record struct {
 // Workflow reads every run of a workflow's continue-as-new chain, from
 // the first to the latest, and returns its records oldest first.
 func Workflow(ctx context.Context, c tclient.Client, workflowID string) ([]Record, error) {
+	runs, err := Chain(ctx, c, workflowID)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := ExtractChain(workflowID, runs)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(recs, func(a, b Record) int { return a.Time.Compare(b.Time) })
+	return recs, nil
+}
+
+// Chain reads the histories of every run of a workflow's continue-as-new
+// chain, the first run first.
+func Chain(ctx context.Context, c tclient.Client, workflowID string) ([]Run, error) {
 	var runs []Run
 	for runID := latestRunID(ctx, c, workflowID); ; {
 		evs, err := history(ctx, c, workflowID, runID)
@@ -149,12 +164,7 @@ func Workflow(ctx context.Context, c tclient.Client, workflowID string) ([]Recor
 		runID = prev
 	}
 	slices.Reverse(runs)
-	recs, err := ExtractChain(workflowID, runs)
-	if err != nil {
-		return nil, err
-	}
-	slices.SortStableFunc(recs, func(a, b Record) int { return a.Time.Compare(b.Time) })
-	return recs, nil
+	return runs, nil
 }
 
 func history(ctx context.Context, c tclient.Client, workflowID, runID string) ([]*historypb.HistoryEvent, error) {
@@ -243,6 +253,31 @@ func Extract(workflowID string, evs []*historypb.HistoryEvent) ([]Record, error)
 // open asks after an always-allow, then edited inputs. Verdicts of
 // regular activities (tool-queue turns) name their call.
 func ExtractChain(workflowID string, runs []Run) ([]Record, error) {
+	x, err := extract(workflowID, runs)
+	if err != nil {
+		return nil, err
+	}
+	return x.out, nil
+}
+
+// ExtractCalls reads the same histories as ExtractChain and returns the
+// engine's verdicts on calls (the calls' first verdicts and those on
+// approvers' edits), oldest first, each with what re-deciding it needs
+// (the input, the turn's policy and the rules its approvers added until
+// then, the workdir and sandbox) and what came of it (Decided.Answer).
+func ExtractCalls(workflowID string, runs []Run) ([]Decided, error) {
+	x, err := extract(workflowID, runs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Decided, len(x.decided))
+	for i, d := range x.decided {
+		out[i] = *d
+	}
+	return out, nil
+}
+
+func extract(workflowID string, runs []Run) (*extractor, error) {
 	x := &extractor{wf: workflowID, dc: converter.GetDefaultDataConverter(), calls: map[string]*call{}}
 	for _, run := range runs {
 		x.run = run.ID
@@ -266,7 +301,7 @@ func ExtractChain(workflowID string, runs []Run) ([]Record, error) {
 		}
 		x.flushDue()
 	}
-	return x.out, nil
+	return x, nil
 }
 
 // call is a tool call the turn knows of.
@@ -285,6 +320,11 @@ type call struct {
 	deadline   time.Time
 	escalation workflows.Escalation
 	timeout    time.Duration
+	// dec is the call's latest engine verdict, for what came of it;
+	// suggestions are its first verdict's suggested rules (what an
+	// always-allow without rules adds).
+	dec         *Decided
+	suggestions []string
 }
 
 // effective is the input a call runs with when the tool activity does
@@ -340,6 +380,12 @@ type extractor struct {
 	carriedAt  time.Time
 	carriedRun string
 	out        []Record
+	// turn is the current run's input (its policy, workdir, backend and
+	// tools); session are the rules the turn's approvers added so far;
+	// decided are the engine's verdicts, for ExtractCalls.
+	turn    workflows.TurnInput
+	session []permission.Rule
+	decided []*Decided
 }
 
 func (x *extractor) decode(p *commonpb.Payloads, v any) error {
@@ -361,6 +407,12 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 		var in workflows.TurnInput
 		if err := x.decode(e.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err == nil {
 			x.timeout = in.ApprovalTimeout
+			x.turn = in
+			// A run that continues a turn carries the rules its
+			// approvers added.
+			for _, r := range in.Permission.Allow {
+				x.addSession(r)
+			}
 		}
 		x.resent(in.Resume)
 	case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
@@ -430,7 +482,7 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 			if kind == KindEdit {
 				c.approved = in.Call.Input
 			}
-			if x.verdict(t, c, p, kind) {
+			if x.verdictOf(t, c, p, kind, &in) {
 				x.fresh = append(x.fresh, c)
 			}
 		case workflows.ActivityNotify:
@@ -629,8 +681,12 @@ func (x *extractor) flushDue() {
 			c.answered = true
 			reason = fmt.Sprintf("approval timed out after %s", c.timeout)
 		}
-		x.record(Record{Time: d.at, CallID: c.id, Tool: c.tool, Kind: KindEscalation, Decision: string(action),
-			By: "deadline", Path: PathEscalation, Reason: reason, Layer: "deadline", ProposedInput: c.proposed})
+		r := Record{Time: d.at, CallID: c.id, Tool: c.tool, Kind: KindEscalation, Decision: string(action),
+			By: "deadline", Path: PathEscalation, Reason: reason, Layer: "deadline", ProposedInput: c.proposed}
+		x.record(r)
+		if action != workflows.EscalateNotify {
+			x.answered(c, r)
+		}
 	}
 }
 
@@ -658,8 +714,19 @@ func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, pa
 			}
 		}
 		x.record(r)
+		x.answered(c, r)
 		if a.Decision == workflows.DecisionAlwaysAllow {
 			x.recheck = true
+			rules := a.Rules
+			if len(rules) == 0 {
+				rules = c.suggestions
+			}
+			for _, s := range rules {
+				if rule, err := permission.ParseRule(s, permission.Allow); err == nil {
+					rule.Source = "session"
+					x.addSession(rule)
+				}
+			}
 		}
 	case workflows.UpdateExternalResult:
 		var r workflows.ExternalResult
@@ -793,6 +860,13 @@ func (x *extractor) nextPrepared(tool string) (*call, string) {
 // verdict records the engine's verdict on a call and reports whether the
 // call now waits for an approval (its clock starts when the batch is in).
 func (x *extractor) verdict(t time.Time, c *call, p workflows.Prepared, kind string) bool {
+	return x.verdictOf(t, c, p, kind, nil)
+}
+
+// verdictOf is verdict, with the Prepare activity's input when it is
+// recorded (verdicts of regular activities): the exact policy and
+// workdir the call was decided under.
+func (x *extractor) verdictOf(t time.Time, c *call, p workflows.Prepared, kind string, in *workflows.PrepareInput) bool {
 	if c.tool == "" {
 		c.tool = p.Tool.Name
 	}
@@ -815,6 +889,10 @@ func (x *extractor) verdict(t time.Time, c *call, p workflows.Prepared, kind str
 			c.waiting = p.Decision.UpdatedInput
 		}
 		x.record(r)
+		for _, s := range p.Decision.Suggestions {
+			c.suggestions = append(c.suggestions, s.String())
+		}
+		x.decide(c, r, c.proposed, p, in)
 		switch {
 		case p.Invalid != "" || p.Decision.Behavior == permission.Deny:
 		case p.Decision.Behavior == permission.Allow:
@@ -837,13 +915,87 @@ func (x *extractor) verdict(t time.Time, c *call, p workflows.Prepared, kind str
 		if p.Invalid == "" && p.Decision.Behavior == permission.Allow && c.asked && !c.answered {
 			c.answered = true // resolved by the added rule
 			x.record(r)
+			x.answered(c, r)
 		}
 	case KindEdit:
 		c.edit = false
 		r.ApprovedInput = c.approved
 		x.record(r)
+		x.decide(c, r, c.approved, p, in)
 	}
 	return false
+}
+
+// Decided is one verdict of the permission engine recorded in a turn's
+// history (a permission or edit record), with what re-deciding it needs
+// and what came of it.
+type Decided struct {
+	// Verdict is the verdict's record.
+	Verdict Record `json:"verdict"`
+	// Input is the input decided: the model's, or an approver's edit.
+	Input json.RawMessage `json:"input"`
+	// Policy is the turn's policy as its run recorded it (the Prepare
+	// activity's own, for turns whose checks run on a tool queue).
+	Policy permission.Context `json:"policy"`
+	// Session are the rules the turn's approvers had added (always
+	// allow) when the call was decided.
+	Session []permission.Rule `json:"session,omitempty"`
+	// Workdir and Backend are where the call ran: the workdir the
+	// verdict's sandbox profile names, else the turn's ("" means the
+	// worker's default).
+	Workdir string `json:"workdir,omitempty"`
+	Backend string `json:"backend,omitempty"`
+	// Tools are the tools the turn allows (empty: all).
+	Tools []string `json:"tools,omitempty"`
+	// Sandboxed says the call ran in the local kernel sandbox (its
+	// recorded profile is neither off nor another backend's).
+	Sandboxed bool `json:"sandboxed,omitempty"`
+	// Answer is what came of an ASK: the approval (allow, always_allow,
+	// deny; an edit is an allow with an approved input, and the verdict
+	// on the edited input has that approval too), the escalation at the
+	// deadline, or the re-check an added rule allowed. Nil for calls the
+	// engine decided alone and for asks still waiting.
+	Answer *Record `json:"answer,omitempty"`
+}
+
+// decide keeps the engine's verdict r on c's input for ExtractCalls.
+func (x *extractor) decide(c *call, r Record, input json.RawMessage, p workflows.Prepared, in *workflows.PrepareInput) {
+	r.WorkflowID, r.RunID = x.wf, x.run
+	d := &Decided{Verdict: r, Input: input, Policy: x.turn.Permission, Session: slices.Clone(x.session),
+		Workdir: x.turn.Workdir, Backend: x.turn.Backend, Tools: x.turn.Tools}
+	if in != nil {
+		d.Policy, d.Workdir, d.Backend, d.Tools = in.Permission, in.Env.Workdir, in.Env.Backend, in.Allowed
+	}
+	if s := p.Sandbox; s != nil {
+		if len(s.Dirs) > 0 {
+			d.Workdir = s.Dirs[0]
+		}
+		d.Sandboxed = !s.Off && (s.Backend == "" || s.Backend == "local")
+	}
+	if r.Kind == KindEdit && c.dec != nil && c.dec.Answer != nil {
+		// The edited input runs on the approval that made it.
+		a := *c.dec.Answer
+		d.Answer = &a
+	}
+	c.dec = d
+	x.decided = append(x.decided, d)
+}
+
+// answered records what came of c's latest verdict (the first answer).
+func (x *extractor) answered(c *call, r Record) {
+	if c.dec != nil && c.dec.Answer == nil {
+		r.WorkflowID, r.RunID = x.wf, x.run
+		c.dec.Answer = &r
+	}
+}
+
+// addSession adds a rule the turn's approvers added (source "session"),
+// once.
+func (x *extractor) addSession(r permission.Rule) {
+	if r.Source != "session" || slices.ContainsFunc(x.session, func(s permission.Rule) bool { return s.String() == r.String() }) {
+		return
+	}
+	x.session = append(x.session, r)
 }
 
 // execution records a call that ran (once, even when a fast-path call is

@@ -17,7 +17,7 @@ import (
 )
 
 // load reads a history the integration tests recorded from a real turn.
-func load(t *testing.T, name string) []*historypb.HistoryEvent {
+func load(t testing.TB, name string) []*historypb.HistoryEvent {
 	t.Helper()
 	f, err := os.Open("../tests/testdata/" + name)
 	if err != nil {

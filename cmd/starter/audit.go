@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -55,15 +56,21 @@ func newAuditCmd(cn *conn) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&workflow, "workflow", "", "audit one turn (workflow id)")
-	f.StringVar(&since, "since", "", "audit turns since a duration ago (24h) or a time (RFC 3339)")
+	f.StringVar(&since, "since", "", "audit turns since a duration ago (24h, 7d) or a time (RFC 3339)")
 	f.BoolVar(&asJSON, "jsonl", false, "print one JSON record per line (JSONL)")
 	f.BoolVar(&asJSON, "json", false, "same as --jsonl")
 	_ = f.MarkHidden("json")
 	return cmd
 }
 
-// parseSince reads a duration before now or an RFC 3339 time.
+// parseSince reads a duration before now (24h, or days: 7d) or an
+// RFC 3339 time.
 func parseSince(s string, now time.Time) (time.Time, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.Atoi(days); err == nil && n >= 0 {
+			return now.AddDate(0, 0, -n), nil
+		}
+	}
 	if d, err := time.ParseDuration(s); err == nil {
 		if d < 0 {
 			return time.Time{}, fmt.Errorf("--since %q: negative duration", s)
@@ -72,7 +79,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("--since %q: want a duration (24h) or an RFC 3339 time: %w", s, err)
+		return time.Time{}, fmt.Errorf("--since %q: want a duration (24h, 7d) or an RFC 3339 time: %w", s, err)
 	}
 	return t, nil
 }

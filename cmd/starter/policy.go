@@ -13,13 +13,15 @@ import (
 )
 
 // newPolicyCmd is "starter policy": checking a policy change before it
-// ships (its rules' examples, what it would have decided).
-func newPolicyCmd(_ *conn) *cobra.Command {
+// ships (its rules' examples, what it would have decided), and the live
+// policy store (apply, show, remembered approvals).
+func newPolicyCmd(cn *conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "policy",
 		Short: "Test a permission policy and see what a change would do",
 	}
-	cmd.AddCommand(newPolicyTestCmd())
+	cmd.AddCommand(newPolicyTestCmd(), newPolicyWhatIfCmd(cn))
+	addLivePolicyCmds(cmd, cn)
 	return cmd
 }
 

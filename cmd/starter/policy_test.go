@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/tools"
 )
 
@@ -57,5 +59,48 @@ func TestPolicyTestCommand(t *testing.T) {
 	}
 	if _, err := runPolicy(t, "test", filepath.Join(dir, "missing.yaml")); err == nil {
 		t.Error("a missing file passed")
+	}
+}
+
+// TestParseSinceDays: --since takes days (7d) besides Go durations and
+// RFC 3339 times.
+func TestParseSinceDays(t *testing.T) {
+	now := time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"7d": now.AddDate(0, 0, -7), "0d": now, "36h": now.Add(-36 * time.Hour), "2025-03-01T00:00:00Z": time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		if got, err := parseSince(in, now); err != nil || !got.Equal(want) {
+			t.Errorf("%s: %s %v, want %s", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"-1d", "7days", "d"} {
+		if _, err := parseSince(bad, now); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+// TestWriteWhatIf: the report's table has the summary, the counts per
+// change, rule and tool, and the calls, the one a human denied marked.
+func TestWriteWhatIf(t *testing.T) {
+	w := audit.WhatIf{Turns: 2, Calls: 5, Unchanged: map[string]int{"allow": 2, "deny": 1},
+		ByChange: map[string]int{"ask→allow": 1, "allow→ask": 1}, ByTool: map[string]int{"Bash": 2},
+		ByRule: []audit.RuleChanges{{Rule: "Bash(curl:*)", Now: 1}, {Rule: "Bash(ls:*)", Was: 1}}, DeniedByHuman: 1,
+		Skipped: map[string]int{audit.SkipUnknownTool: 3},
+		Changes: []audit.Change{
+			{WorkflowID: "t1", CallID: "c1", Tool: "Bash", Change: "ask→allow", NowReason: "Rule: Bash(curl:*)", Human: "denied by bob", DeniedByHuman: true, Input: []byte(`{"command":"curl x"}`)},
+			{WorkflowID: "t2", CallID: "c2", Tool: "Bash", Change: "allow→ask", NowReason: "Mode: default", Input: []byte(`{"command":"ls"}`)},
+		}}
+	var out bytes.Buffer
+	if err := writeWhatIf(&out, "p.yaml", w, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"what-if p.yaml: 5 calls of 2 turns re-decided", "2 would change, 3 would not (2 allow, 1 deny)",
+		"skipped 3: tool not known here", "1 change(s) would newly allow a call a human once denied", "ask→allow  1",
+		"Bash(curl:*)  1            0", "Bash(ls:*)    0            1", "Bash  2", "denied by bob  DENIED-BY-HUMAN", `{"command":"ls"}`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q:\n%s", want, s)
+		}
 	}
 }

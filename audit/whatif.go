@@ -1,0 +1,443 @@
+package audit
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/api/workflowservice/v1"
+	tclient "go.temporal.io/sdk/client"
+
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// Query selects the turns whose recorded calls are read.
+type Query struct {
+	// Since, when set, keeps the turns that ran at or after it (started,
+	// closed or still running) and their verdicts not older than it.
+	Since time.Time
+	// Prefix, when set, keeps the turns whose workflow id starts with it.
+	Prefix string
+	// Parallel bounds the histories read at once (0: 8).
+	Parallel int
+}
+
+// query is the visibility query of q.
+func (q Query) query() (string, error) {
+	parts := []string{fmt.Sprintf("WorkflowType = '%s'", workflows.TurnWorkflow)}
+	if q.Prefix != "" {
+		if strings.ContainsAny(q.Prefix, `'"\`) {
+			return "", fmt.Errorf("workflow prefix %q: quotes and backslashes are not allowed", q.Prefix)
+		}
+		parts = append(parts, fmt.Sprintf("WorkflowId STARTS_WITH '%s'", q.Prefix))
+	}
+	if !q.Since.IsZero() {
+		ts := q.Since.UTC().Format(time.RFC3339Nano)
+		parts = append(parts, fmt.Sprintf("(StartTime >= '%s' OR CloseTime >= '%s' OR ExecutionStatus = 'Running')", ts, ts))
+	}
+	return strings.Join(parts, " AND "), nil
+}
+
+// RecordedCalls lists the turns q selects and reads their histories
+// (every run of each chain, q.Parallel at a time), as `starter audit`
+// does, and returns the engine's verdicts on their calls (ExtractCalls),
+// oldest first, and the number of turns read.
+func RecordedCalls(ctx context.Context, c tclient.Client, q Query) ([]Decided, int, error) {
+	qs, err := q.query()
+	if err != nil {
+		return nil, 0, err
+	}
+	var ids []string
+	seen := map[string]bool{}
+	var token []byte
+	for {
+		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: qs, NextPageToken: token, PageSize: 1000})
+		if err != nil {
+			return nil, 0, fmt.Errorf("list turns: %w", err)
+		}
+		for _, ex := range resp.GetExecutions() {
+			id := ex.GetExecution().GetWorkflowId()
+			if !seen[id] && strings.HasPrefix(id, q.Prefix) {
+				seen[id] = true
+				ids = append(ids, id)
+			}
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	n := q.Parallel
+	if n <= 0 {
+		n = 8
+	}
+	per := make([][]Decided, len(ids))
+	errs := make([]error, len(ids))
+	parallel(ctx, len(ids), n, func(i int) {
+		runs, err := Chain(ctx, c, ids[i])
+		if err == nil {
+			per[i], err = ExtractCalls(ids[i], runs)
+		}
+		errs[i] = err
+	})
+	if err := errors.Join(errs...); err != nil {
+		return nil, 0, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, 0, fmt.Errorf("read histories: %w", err)
+	}
+	var out []Decided
+	for _, ds := range per {
+		for _, d := range ds {
+			if q.Since.IsZero() || !d.Verdict.Time.Before(q.Since) {
+				out = append(out, d)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b Decided) int { return a.Verdict.Time.Compare(b.Verdict.Time) })
+	return out, len(ids), nil
+}
+
+// parallel runs f(0..n-1) on at most workers goroutines, stopping early
+// when ctx is done.
+func parallel(ctx context.Context, n, workers int, f func(i int)) {
+	workers = min(workers, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				f(i)
+			}
+		}()
+	}
+	defer wg.Wait()
+	defer close(next)
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// WhatIfOptions are how recorded calls are re-decided.
+type WhatIfOptions struct {
+	// Policy is the proposed policy. Its rules (allow, ask, deny,
+	// dangerous_commands) replace each turn's; each setting it sets
+	// (mode, working_dirs, sensitive_paths, dangerous_files,
+	// dangerous_dirs, sandbox) replaces the turn's, and those it leaves
+	// unset keep the turn's recorded values. The rules a turn's
+	// approvers added (always allow) before a call stay, as they do
+	// under a live policy.
+	Policy permission.Policy
+	// Tools are the tools calls are decided with (nil: tools.Builtins).
+	// A call of another tool (an MCP tool) is skipped.
+	Tools []tools.Tool
+	// Workdir is the workdir of a turn that recorded none (the worker's
+	// default).
+	Workdir string
+	// Home is the backend home ~ resolves to ("" leaves it unknown:
+	// ~ paths ask).
+	Home string
+	// Protected are the worker's protected paths, added to every
+	// decision as the worker adds them.
+	Protected []string
+	// Workers bounds the decisions made at once (0: GOMAXPROCS).
+	Workers int
+}
+
+// Change is a recorded call the proposed policy decides differently.
+type Change struct {
+	Time       time.Time `json:"time"`
+	WorkflowID string    `json:"workflow_id"`
+	CallID     string    `json:"call_id"`
+	Tool       string    `json:"tool"`
+	// Kind is the recorded verdict's kind: permission, or edit (the
+	// verdict on an approver's edited input).
+	Kind  string          `json:"kind"`
+	Input json.RawMessage `json:"input"`
+	// Was and Now are the decisions (allow, ask, deny) recorded and
+	// proposed; Change is "was→now".
+	Was    string `json:"was"`
+	Now    string `json:"now"`
+	Change string `json:"change"`
+	// WasReason and NowReason say what decided; WasRule and NowRule name
+	// the rule, when a rule did.
+	WasReason string `json:"was_reason,omitempty"`
+	NowReason string `json:"now_reason,omitempty"`
+	WasRule   string `json:"was_rule,omitempty"`
+	NowRule   string `json:"now_rule,omitempty"`
+	NowLayer  string `json:"now_layer,omitempty"`
+	// Human is what a human (or the deadline) did with the recorded ASK:
+	// "denied by dave: reason", "allowed by carol", "edited by carol",
+	// "timed out (deny)", "waiting" (empty for calls nobody was asked).
+	Human string `json:"human,omitempty"`
+	// DeniedByHuman marks a change that would newly allow a call a human
+	// once denied.
+	DeniedByHuman bool `json:"denied_by_human,omitempty"`
+}
+
+// RuleChanges counts the changes of one rule: those it decides under the
+// proposed policy and those it decided before.
+type RuleChanges struct {
+	Rule string `json:"rule"`
+	Now  int    `json:"now"`
+	Was  int    `json:"was"`
+}
+
+// WhatIf is the outcome of re-deciding recorded calls under a proposed
+// policy.
+type WhatIf struct {
+	// Turns is the number of turns read; Calls the verdicts re-decided.
+	Turns int `json:"turns"`
+	Calls int `json:"calls"`
+	// Skipped counts the verdicts not re-decided, by why (invalid calls,
+	// tools unknown here).
+	Skipped map[string]int `json:"skipped,omitempty"`
+	// Unchanged counts the calls decided as recorded, by decision.
+	Unchanged map[string]int `json:"unchanged"`
+	// Changes are the calls decided differently, oldest first.
+	Changes []Change `json:"changes"`
+	// ByChange, ByTool and ByRule count the changes ("allow→ask": 3).
+	ByChange map[string]int `json:"by_change"`
+	ByTool   map[string]int `json:"by_tool"`
+	ByRule   []RuleChanges  `json:"by_rule"`
+	// DeniedByHuman counts the changes that would newly allow a call a
+	// human once denied.
+	DeniedByHuman int `json:"denied_by_human"`
+	// Elapsed is the time the decisions took; PerSecond the calls
+	// re-decided per second.
+	Elapsed   time.Duration `json:"elapsed_ns"`
+	PerSecond float64       `json:"calls_per_second"`
+}
+
+// Skip reasons (WhatIf.Skipped).
+const (
+	SkipInvalid     = "invalid when recorded (unknown tool, bad input)"
+	SkipUnknownTool = "tool not known here (an MCP tool)"
+	SkipUndecided   = "no decision recorded"
+)
+
+// Decide re-decides each recorded call with tools.Decide (through
+// tools.DecideOrAsk, as the worker does) under the proposed policy, on
+// o.Workers goroutines (the Bash analysis is most of the cost), and
+// reports those decided differently. A call a remembered approval
+// allowed stays allowed where the proposed policy would ask it the way a
+// remembered approval answers (not a safety check, not an ask rule).
+func Decide(ctx context.Context, calls []Decided, o WhatIfOptions) (WhatIf, error) {
+	base, err := o.Policy.Context()
+	if err != nil {
+		return WhatIf{}, fmt.Errorf("proposed policy: %w", err)
+	}
+	ts := o.Tools
+	if ts == nil {
+		ts = tools.Builtins()
+	}
+	byName := map[string]tools.Tool{}
+	for _, t := range ts {
+		byName[t.Info().Name] = t
+	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	type result struct {
+		skip string
+		ch   *Change
+		same string
+	}
+	res := make([]result, len(calls))
+	val := &tools.Validator{}
+	start := time.Now()
+	parallel(ctx, len(calls), workers, func(i int) {
+		d := &calls[i]
+		was := d.Verdict.Decision
+		switch {
+		case was == "invalid":
+			res[i].skip = SkipInvalid
+			return
+		case was != string(permission.Allow) && was != string(permission.Ask) && was != string(permission.Deny):
+			res[i].skip = SkipUndecided
+			return
+		}
+		t, ok := byName[d.Verdict.Tool]
+		if !ok {
+			res[i].skip = SkipUnknownTool
+			return
+		}
+		pc := proposedContext(base, o, d)
+		wd := d.Workdir
+		if wd == "" {
+			wd = o.Workdir
+		}
+		var v permission.Verdict
+		invalid := ""
+		if len(d.Tools) > 0 && !slices.Contains(d.Tools, t.Info().Name) {
+			invalid = "the tool is not enabled in the turn"
+		} else {
+			v, invalid = tools.DecideOrAsk(ctx, tools.Call{Tool: t, Input: d.Input, Workdir: wd, Home: o.Home, Policy: &pc,
+				Validator: val, Sandboxed: d.Sandboxed})
+		}
+		now, reason, layer, rule := string(v.Behavior), v.Reason, string(v.Layer), ""
+		if v.Rule != nil {
+			rule = v.Rule.String()
+		}
+		if invalid != "" {
+			now, reason, layer = "invalid", invalid, "validation"
+		}
+		if d.Verdict.Remembered != "" && now == string(permission.Ask) && !v.BypassImmune && (v.Rule == nil || v.Rule.Behavior != permission.Ask) {
+			now, reason, layer, rule = string(permission.Allow), d.Verdict.Reason, "remembered", ""
+		}
+		if now == was {
+			res[i].same = now
+			return
+		}
+		ch := &Change{Time: d.Verdict.Time, WorkflowID: d.Verdict.WorkflowID, CallID: d.Verdict.CallID, Tool: d.Verdict.Tool,
+			Kind: d.Verdict.Kind, Input: d.Input, Was: was, Now: now, Change: was + "→" + now,
+			WasReason: d.Verdict.Reason, NowReason: reason, WasRule: ruleOf(d.Verdict.Reason), NowRule: rule, NowLayer: layer}
+		ch.Human, ch.DeniedByHuman = human(d)
+		ch.DeniedByHuman = ch.DeniedByHuman && now == string(permission.Allow)
+		res[i].ch = ch
+	})
+	elapsed := time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return WhatIf{}, fmt.Errorf("what-if: %w", err)
+	}
+	w := WhatIf{Unchanged: map[string]int{}, ByChange: map[string]int{}, ByTool: map[string]int{}, Changes: []Change{},
+		ByRule: []RuleChanges{}, Elapsed: elapsed}
+	rules := map[string]*RuleChanges{}
+	rule := func(r string) *RuleChanges {
+		if rules[r] == nil {
+			rules[r] = &RuleChanges{Rule: r}
+		}
+		return rules[r]
+	}
+	for _, r := range res {
+		switch {
+		case r.skip != "":
+			if w.Skipped == nil {
+				w.Skipped = map[string]int{}
+			}
+			w.Skipped[r.skip]++
+			continue
+		case r.ch == nil:
+			w.Unchanged[r.same]++
+		default:
+			c := *r.ch
+			w.Changes = append(w.Changes, c)
+			w.ByChange[c.Change]++
+			w.ByTool[c.Tool]++
+			if c.NowRule != "" {
+				rule(c.NowRule).Now++
+			}
+			if c.WasRule != "" {
+				rule(c.WasRule).Was++
+			}
+			if c.DeniedByHuman {
+				w.DeniedByHuman++
+			}
+		}
+		w.Calls++
+	}
+	for _, r := range rules {
+		w.ByRule = append(w.ByRule, *r)
+	}
+	slices.SortFunc(w.ByRule, func(a, b RuleChanges) int {
+		return cmp.Or(cmp.Compare(b.Now+b.Was, a.Now+a.Was), strings.Compare(a.Rule, b.Rule))
+	})
+	if s := elapsed.Seconds(); s > 0 {
+		w.PerSecond = float64(w.Calls) / s
+	}
+	return w, nil
+}
+
+// proposedContext is the policy a recorded call is re-decided under: the
+// proposed policy's rules and settings, the turn's settings the proposal
+// leaves unset, the rules the turn's approvers added, and the worker's
+// protected paths.
+func proposedContext(base permission.Context, o WhatIfOptions, d *Decided) permission.Context {
+	pc := base
+	p, turn := o.Policy, d.Policy
+	if p.Mode == "" && turn.Mode != "" {
+		pc.Mode = turn.Mode
+	}
+	if p.WorkingDirs == nil {
+		pc.WorkingDirs = turn.WorkingDirs
+	}
+	if p.SensitivePaths == nil {
+		pc.SensitivePaths = turn.SensitivePaths
+	}
+	if p.DangerousFiles == nil {
+		pc.DangerousFiles = turn.DangerousFiles
+	}
+	if p.DangerousDirs == nil {
+		pc.DangerousDirs = turn.DangerousDirs
+	}
+	if p.Sandbox == nil {
+		pc.Sandbox = turn.Sandbox
+	}
+	pc.Protected = slices.Concat(turn.Protected, base.Protected, o.Protected)
+	pc.Allow = slices.Concat(base.Allow, d.Session)
+	return pc
+}
+
+// ruleOf names the rule a recorded reason says decided ("Rule: X", also
+// inside a dont_ask conversion), or "".
+func ruleOf(reason string) string {
+	i := strings.LastIndex(reason, "Rule: ")
+	if i < 0 {
+		return ""
+	}
+	return strings.TrimSpace(reason[i+len("Rule: "):])
+}
+
+// human describes what came of a recorded ASK, and whether a human
+// denied it.
+func human(d *Decided) (string, bool) {
+	a := d.Answer
+	if d.Verdict.Decision != string(permission.Ask) {
+		return "", false
+	}
+	if a == nil {
+		return "waiting (or the turn ended first)", false
+	}
+	switch a.Kind {
+	case KindApproval:
+		by := a.By
+		if by == "" {
+			by = "an approver"
+		}
+		switch {
+		case a.Decision == string(workflows.DecisionDeny):
+			s := "denied by " + by
+			if a.Reason != "" {
+				s += ": " + a.Reason
+			}
+			return s, true
+		case d.Verdict.Kind == KindEdit:
+			return "edited by " + by + " (this input)", false
+		case len(a.ApprovedInput) > 0 && string(a.ApprovedInput) != string(d.Input):
+			return "edited by " + by, false
+		case a.Decision == string(workflows.DecisionAlwaysAllow):
+			return "always allowed by " + by, false
+		}
+		return "allowed by " + by, false
+	case KindEscalation:
+		return "deadline passed (" + a.Decision + ")", false
+	case KindRecheck:
+		return "allowed by a rule added later (" + ruleOf(a.Reason) + ")", false
+	}
+	return a.Kind + " " + a.Decision, false
+}
