@@ -76,6 +76,8 @@ type ExampleError struct {
 	Failed []ExampleResult
 }
 
+// Error names each failing example: its list, the rule's position, the
+// rule and the example.
 func (e *ExampleError) Error() string {
 	lines := make([]string, len(e.Failed))
 	for i, r := range e.Failed {
