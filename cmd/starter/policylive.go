@@ -3,13 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	"gopkg.in/yaml.v3"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -149,58 +148,14 @@ func addLivePolicyCmds(policy *cobra.Command, cn *conn) {
 // its top level, or under permission: (a config file). Rules in their
 // long form ({rule: ..., match: ...}) are read as their rule.
 func readLiveRules(file string) (workflows.LiveRules, error) {
-	data, err := os.ReadFile(file)
+	// The same reader as the worker's and `starter policy test`'s: a
+	// policy or a config file, long-form rules, and examples that must
+	// hold for the file to load.
+	p, err := config.LoadPolicy(file)
 	if err != nil {
-		return workflows.LiveRules{}, fmt.Errorf("read policy: %w", err)
+		return workflows.LiveRules{}, err
 	}
-	type lists struct {
-		Allow []yaml.Node `yaml:"allow"`
-		Ask   []yaml.Node `yaml:"ask"`
-		Deny  []yaml.Node `yaml:"deny"`
-	}
-	var doc struct {
-		lists      `yaml:",inline"`
-		Permission *lists `yaml:"permission"`
-	}
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return workflows.LiveRules{}, fmt.Errorf("parse %s: %w", file, err)
-	}
-	l := doc.lists
-	if doc.Permission != nil {
-		l = *doc.Permission
-	}
-	conv := func(ns []yaml.Node) ([]string, error) {
-		var out []string
-		for _, n := range ns {
-			var s string
-			if n.Kind == yaml.ScalarNode {
-				s = n.Value
-			} else {
-				var long struct {
-					Rule string `yaml:"rule"`
-				}
-				if err := n.Decode(&long); err != nil {
-					return nil, fmt.Errorf("%s:%d: %w", file, n.Line, err)
-				}
-				s = long.Rule
-			}
-			if s == "" {
-				return nil, fmt.Errorf("%s:%d: empty rule", file, n.Line)
-			}
-			out = append(out, s)
-		}
-		return out, nil
-	}
-	var r workflows.LiveRules
-	if r.Allow, err = conv(l.Allow); err != nil {
-		return r, err
-	}
-	if r.Ask, err = conv(l.Ask); err != nil {
-		return r, err
-	}
-	if r.Deny, err = conv(l.Deny); err != nil {
-		return r, err
-	}
+	r := workflows.LiveRules{Allow: p.Allow, Ask: p.Ask, Deny: p.Deny}
 	if _, _, _, err := r.Parse(); err != nil {
 		return r, fmt.Errorf("%s: %w", file, err)
 	}

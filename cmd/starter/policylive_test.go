@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -24,6 +25,13 @@ func TestReadLiveRules(t *testing.T) {
 	}
 	if _, err := readLiveRules(f); err == nil {
 		t.Fatal("a bad rule was read")
+	}
+	// A live policy whose examples fail is refused, as the worker refuses it.
+	if err := os.WriteFile(f, []byte("allow:\n  - {rule: \"Bash(npm run:*)\", match: [\"npm install\"]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readLiveRules(f); err == nil || !strings.Contains(err.Error(), "npm install") {
+		t.Fatalf("failing example: %v", err)
 	}
 }
 
