@@ -167,6 +167,10 @@ func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out work
 	if env.Sandbox == nil {
 		// Decided before profiles were recorded: the default profile.
 		env.Sandbox = &calls.Sandbox{Write: []string{env.Workdir}, Dirs: []string{env.Workdir}}
+	} else if in.Env.Workdir == "" {
+		// The turn names no workdir: the call runs in this worker's,
+		// which may not be the one of the worker that decided it.
+		env.Sandbox = calls.Rebased(env.Sandbox, env.Workdir)
 	}
 	ctx = backend.WithSandbox(ctx, env.Sandbox)
 	attempt := activity.GetInfo(ctx).Attempt

@@ -64,3 +64,30 @@ func (s *Sandbox) String() string {
 	}
 	return b.String()
 }
+
+// Rebased returns s for a call that runs in the workdir wd rather than
+// in the workdir it was decided in (s.Dirs[0]: a turn that names no
+// workdir runs in each worker's own): what s grants inside the old
+// workdir it grants inside wd. It returns s itself when nothing changes.
+func Rebased(s *Sandbox, wd string) *Sandbox {
+	if s == nil || len(s.Dirs) == 0 || wd == "" || s.Dirs[0] == wd {
+		return s
+	}
+	old := s.Dirs[0]
+	move := func(ps []string) []string {
+		out := make([]string, len(ps))
+		for i, p := range ps {
+			switch {
+			case p == old:
+				p = wd
+			case strings.HasPrefix(p, old+"/"):
+				p = wd + p[len(old):]
+			}
+			out[i] = p
+		}
+		return out
+	}
+	r := *s
+	r.Dirs, r.Write, r.Protect = move(s.Dirs), move(s.Write), move(s.Protect)
+	return &r
+}

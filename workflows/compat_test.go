@@ -82,7 +82,7 @@ func samplePermission() permission.Context {
 		Deny:           []permission.Rule{sampleRule(permission.Deny)},
 		DangerousFiles: &files, DangerousDirs: &dirs, SensitivePaths: []string{"**/secrets/**"},
 		Protected: []string{"/work/.warden{,/**}"}, DangerousCommands: []string{"terraform destroy:*"},
-		Sandbox:   &permission.Sandbox{Network: true, NetworkFor: []string{"Bash(npm install:*)"}, AutoAllow: true},
+		Sandbox: &permission.Sandbox{Network: true, NetworkFor: []string{"Bash(npm install:*)"}, AutoAllow: true},
 	}
 }
 
@@ -158,12 +158,12 @@ func compatSamples() []struct {
 			MaxIterations: 5, ApprovalTimeout: time.Hour, State: sampleState(),
 			ReturnDirectly: []string{"TaskCreate"}, RunLocal: map[string]json.RawMessage{"calls": json.RawMessage(`2`)},
 			ContinueAsNewAfter: 5000, LivePolicy: "warden-policy", Agent: "builder",
-			Approvers:          &workflows.Approvers{Users: map[string][]string{"alice": nil, "kube": {"k8s"}}, Roles: map[string][]string{"k8s": {"Bash(kubectl:*)"}}},
+			Approvers: &workflows.Approvers{Users: map[string][]string{"alice": nil, "kube": {"k8s"}}, Roles: map[string][]string{"k8s": {"Bash(kubectl:*)"}}},
 			Resume: &workflows.Resume{
 				Iterations: 3, ToolCalls: 4, ToolErrors: 1, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
 				ReturnDirectly: []string{"TaskCreate"}, Seq: 9, Events: []workflows.Event{sampleEvent()},
 				Conversation: "9b74c9897bac770ffc029102a200c5de", LiveVersion: 2,
-				Notifying:    []workflows.NotifyInput{{Type: "approval_requested", WorkflowID: "turn-1", Pending: samplePending()}},
+				Notifying: []workflows.NotifyInput{{Type: "approval_requested", WorkflowID: "turn-1", Pending: samplePending()}},
 				Step: &workflows.StepState{
 					Slots:   []workflows.SlotState{{Call: sampleCall(), Prep: samplePrepared(), Ready: true, Result: func() *tools.Result { r := sampleResult(); return &r }()}},
 					Pending: []workflows.Pending{samplePending()},
