@@ -6,6 +6,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# TestUpgradeWhileTurnsWait builds the worker of a pinned earlier commit
+# from a git worktree: the clone needs that commit (a shallow clone does
+# not have it). Fail now rather than at the end of the integration tests.
+upgrade_from=$(sed -n 's/^const upgradeFrom = "\([0-9a-f]*\)"$/\1/p' tests/upgrade_test.go)
+if ! git cat-file -e "${upgrade_from:-none}^{commit}" 2>/dev/null; then
+  echo "the upgrade test's commit ${upgrade_from:-(not found in tests/upgrade_test.go)} is not in this clone" \
+    "(shallow: $(git rev-parse --is-shallow-repository 2>/dev/null || echo 'not a git clone')):" \
+    "clone with full history, or git fetch --unshallow" >&2
+  exit 1
+fi
+
 started_dockerd=""
 cleanup() {
   if [ -n "$started_dockerd" ] && [ -f "$started_dockerd" ]; then
