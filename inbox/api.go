@@ -363,6 +363,12 @@ type ApproveRequest struct {
 	Decision   workflows.Decision `json:"decision"`
 	Rules      []string           `json:"rules,omitempty"`
 	Input      json.RawMessage    `json:"input,omitempty"`
+	// Scope, TTL (a duration such as "24h") and SingleUse remember an
+	// always_allow in the turn's policy store (workflows.Approval.Scope):
+	// input, turn, agent or namespace. Empty: the turn only.
+	Scope     workflows.RememberScope `json:"scope,omitempty"`
+	TTL       string                  `json:"ttl,omitempty"`
+	SingleUse bool                    `json:"single_use,omitempty"`
 }
 
 // DenyRequest is the body of POST /api/deny.
@@ -448,6 +454,10 @@ func (s *Server) handleApprove(r *http.Request) (any, error) {
 	if len(req.Input) > 0 && !json.Valid(req.Input) {
 		return nil, statusErr(http.StatusBadRequest, "edited input is not valid JSON")
 	}
+	ttl, err := rememberOptions(req)
+	if err != nil {
+		return nil, err
+	}
 	p, err := s.authorize(r, req.WorkflowID, req.CallID, workflows.PendingApproval, req.Input)
 	if err != nil {
 		return nil, err
@@ -484,11 +494,36 @@ func (s *Server) handleApprove(r *http.Request) (any, error) {
 		input = b.Bytes()
 	}
 	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, workflows.Approval{
-		CallID: req.CallID, Decision: req.Decision, Hash: req.Hash, Rules: rules, Input: input, By: userFrom(r)})
+		CallID: req.CallID, Decision: req.Decision, Hash: req.Hash, Rules: rules, Input: input, By: userFrom(r),
+		Scope: req.Scope, TTL: ttl, SingleUse: req.SingleUse})
 	if err != nil {
 		return nil, rejected(err)
 	}
 	return ack, nil
+}
+
+// rememberOptions checks the remembered-approval fields of req and
+// returns its TTL.
+func rememberOptions(req ApproveRequest) (time.Duration, error) {
+	switch req.Scope {
+	case "", workflows.ScopeInput, workflows.ScopeTurn, workflows.ScopeAgent, workflows.ScopeNamespace:
+	default:
+		return 0, statusErr(http.StatusBadRequest, "scope %q: want input, turn, agent or namespace", req.Scope)
+	}
+	if req.Scope != "" && req.Decision != workflows.DecisionAlwaysAllow {
+		return 0, statusErr(http.StatusBadRequest, "a scope remembers an always_allow")
+	}
+	if req.Scope == "" && (req.TTL != "" || req.SingleUse) {
+		return 0, statusErr(http.StatusBadRequest, "ttl and single_use need a scope")
+	}
+	if req.TTL == "" {
+		return 0, nil
+	}
+	ttl, err := time.ParseDuration(req.TTL)
+	if err != nil || ttl <= 0 {
+		return 0, statusErr(http.StatusBadRequest, "ttl %q: want a positive duration such as 24h", req.TTL)
+	}
+	return ttl, nil
 }
 
 func (s *Server) handleDeny(r *http.Request) (any, error) {

@@ -6,11 +6,13 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/workflows"
 )
 
 func TestCovers(t *testing.T) {
@@ -245,6 +247,29 @@ func TestAuthentication(t *testing.T) {
 			if c := w.Result().Cookies(); len(c) != 1 || c[0].Value != "tok-a" || !c[0].HttpOnly {
 				t.Errorf("token link cookies = %+v", c)
 			}
+		}
+	}
+}
+
+// TestRememberOptions: the remembered-approval fields of an approval are
+// checked before anything is sent.
+func TestRememberOptions(t *testing.T) {
+	aa := workflows.DecisionAlwaysAllow
+	for _, c := range []struct {
+		req  ApproveRequest
+		ttl  time.Duration
+		fail string
+	}{
+		{ApproveRequest{Decision: aa, Scope: workflows.ScopeNamespace, TTL: "24h", SingleUse: true}, 24 * time.Hour, ""},
+		{ApproveRequest{Decision: aa}, 0, ""},
+		{ApproveRequest{Decision: aa, Scope: "everywhere"}, 0, "scope"},
+		{ApproveRequest{Decision: workflows.DecisionAllow, Scope: workflows.ScopeTurn}, 0, "remembers an always_allow"},
+		{ApproveRequest{Decision: aa, TTL: "1h"}, 0, "need a scope"},
+		{ApproveRequest{Decision: aa, Scope: workflows.ScopeInput, TTL: "soon"}, 0, "positive duration"},
+	} {
+		ttl, err := rememberOptions(c.req)
+		if c.fail == "" && (err != nil || ttl != c.ttl) || c.fail != "" && (err == nil || !strings.Contains(err.Error(), c.fail)) {
+			t.Errorf("%+v: %v %v, want ttl %v error %q", c.req, ttl, err, c.ttl, c.fail)
 		}
 	}
 }

@@ -82,8 +82,9 @@ read, in the server's order (turns started last first).`,
 func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 	var always, all, signal bool
 	var rules []string
-	var by, reason, tool, input, hash string
-	var olderThan time.Duration
+	var by, reason, tool, input, hash, scope, agent string
+	var olderThan, ttl time.Duration
+	var once bool
 	use, short := "approve WORKFLOW CALL", "Allow a pending call (once, or always with --always)"
 	if !allow {
 		use, short = "deny WORKFLOW CALL --reason TEXT", "Deny a pending call with a reason the model will read"
@@ -107,6 +108,20 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 			a := workflows.Approval{Decision: workflows.DecisionAllow, Rules: rules, Reason: reason}
 			if always {
 				a.Decision = workflows.DecisionAlwaysAllow
+			}
+			if scope != "" || ttl != 0 || once || agent != "" {
+				if !always {
+					return errors.New("--scope, --ttl, --once and --agent remember an --always approval: add --always")
+				}
+				if scope == "" {
+					return errors.New("--ttl, --once and --agent need --scope input|turn|agent|namespace")
+				}
+				switch sc := workflows.RememberScope(scope); sc {
+				case workflows.ScopeInput, workflows.ScopeTurn, workflows.ScopeAgent, workflows.ScopeNamespace:
+					a.Scope, a.TTL, a.SingleUse, a.Agent = sc, ttl, once, agent
+				default:
+					return fmt.Errorf("--scope %q: want input, turn, agent or namespace", scope)
+				}
 			}
 			if !allow {
 				a.Decision = workflows.DecisionDeny
@@ -176,6 +191,10 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 		f.BoolVar(&always, "always", false, "also add a rule so similar calls are allowed from now on")
 		f.StringArrayVar(&rules, "rule", nil, "rule to add with --always (default the suggested rules)")
 		f.StringVar(&input, "input", "", "run with this edited JSON input instead (re-checked)")
+		f.StringVar(&scope, "scope", "", "with --always: remember it in the policy store for input (this exact input), turn, agent or namespace, instead of this turn only")
+		f.StringVar(&agent, "agent", "", "with --scope agent: the turn label or workflow-id prefix (default the turn's label)")
+		f.DurationVar(&ttl, "ttl", 0, "with --scope: forget it after this long")
+		f.BoolVar(&once, "once", false, "with --scope: forget it after the first call it allows")
 	} else {
 		f.StringVar(&reason, "reason", "", "why (the model reads it)")
 	}

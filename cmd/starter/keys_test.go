@@ -42,3 +42,22 @@ func TestKeysCreateNeedsAKeyring(t *testing.T) {
 		t.Fatalf("create in an existing keyring: %v\n%s", err, out)
 	}
 }
+
+// TestApproveScopeFlags: the remembered-approval flags are checked before
+// anything is sent.
+func TestApproveScopeFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"approve wf c1 --ttl 1h":                    "add --always",
+		"approve wf c1 --always --once":             "need --scope",
+		"approve wf c1 --always --scope everywhere": `--scope "everywhere"`,
+	} {
+		cmd := newApprovalsCmd(&conn{})
+		var out bytes.Buffer
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		cmd.SetArgs(strings.Fields(args))
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error about %s", args, err, want)
+		}
+	}
+}

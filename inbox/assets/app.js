@@ -48,6 +48,12 @@
       if (!rule) { say("choose or type a rule", true); return; }
       r.decision = "always_allow";
       r.rules = [rule];
+      var scope = li.querySelector(".scope-pick").value, ttl = li.querySelector(".scope-ttl").value.trim();
+      if (scope) {
+        r.scope = scope;
+        if (ttl) { r.ttl = ttl; }
+        r.single_use = li.querySelector(".scope-once").checked;
+      }
       p = post("api/approve", r).then(function () { done(li, "always allowed (" + rule + ")"); });
     } else if (kind === "deny") {
       r.reason = li.querySelector(".deny-reason").value;
