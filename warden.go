@@ -103,6 +103,24 @@ type Options struct {
 	Logger     *slog.Logger
 }
 
+// ModelWrapper is an agent middleware (Options.AgentMiddleware) that also
+// wraps every model call, inside the model activity (retry, failover,
+// response transforms). Assert it where you write one, so that a method
+// with a slightly different signature is a compile error rather than a
+// wrapper that silently never runs:
+//
+//	var _ warden.ModelWrapper = myMiddleware{}
+type ModelWrapper interface {
+	WrapModel(model.Model) model.Model
+}
+
+// ToolWrapper is an agent middleware that also wraps every tool call,
+// inside the tool activity, after Options.ToolMiddleware. Assert it as
+// ModelWrapper's doc shows.
+type ToolWrapper interface {
+	WrapTool(middleware.Handler) middleware.Handler
+}
+
 // Register registers the agent-turn workflow and warden's activities on
 // w and returns the activities (for inspection or tests).
 //
@@ -180,12 +198,10 @@ func NewActivities(o Options) (*activities.Activities, error) {
 		MaxResultBytes: o.MaxResultBytes, MaxCallInputBytes: o.MaxCallInputBytes, Client: o.Client,
 	}
 	for _, m := range o.AgentMiddleware {
-		if w, ok := m.(interface{ WrapModel(model.Model) model.Model }); ok {
+		if w, ok := m.(ModelWrapper); ok {
 			a.ModelWrappers = append(a.ModelWrappers, w.WrapModel)
 		}
-		if w, ok := m.(interface {
-			WrapTool(middleware.Handler) middleware.Handler
-		}); ok {
+		if w, ok := m.(ToolWrapper); ok {
 			a.Middleware = append(a.Middleware, w.WrapTool)
 		}
 	}

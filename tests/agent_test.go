@@ -58,6 +58,12 @@ func (m tracer) AfterAgent(ctx workflow.Context, st *workflows.AgentState) error
 	return workflows.SendEvent(ctx, "trace", fmt.Sprintf("%s.after_agent calls=%d", m.name, n))
 }
 
+// The tracer is both kinds of wrapper; a wrong signature would not compile.
+var (
+	_ warden.ToolWrapper  = tracer{}
+	_ warden.ModelWrapper = tracer{}
+)
+
 // WrapTool wraps tool calls inside the tool activity.
 func (m tracer) WrapTool(next middleware.Handler) middleware.Handler {
 	return middleware.MapChunks(func(_ middleware.Call, ch tools.Chunk) tools.Chunk {

@@ -26,7 +26,8 @@ import (
 // the model activity (retry, failover, response transforms), and one with
 // a WrapTool(middleware.Handler) middleware.Handler method wraps tool
 // calls inside the tool activity; warden.Register installs both, in the
-// same order. Embed BaseAgentMiddleware to implement only what you need.
+// same order (warden.ModelWrapper and warden.ToolWrapper name them: assert
+// them at compile time). Embed BaseAgentMiddleware to implement only what you need.
 type AgentMiddleware interface {
 	// BeforeAgent runs once per turn before the first model call; it may
 	// change the instruction, the tools offered and return-directly tools.
