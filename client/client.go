@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -18,6 +17,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/wardenhq/warden/workflows"
 )
@@ -340,42 +340,22 @@ func (cl *Client) ListPendingPage(ctx context.Context, f Filter, pageSize int, t
 	// Turns without an index are asked, a bounded number at a time. The
 	// first failure stops the others: a page that lacks a turn's entries
 	// is not returned.
-	qctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		sem      = make(chan struct{}, queryConcurrency)
-		wg       sync.WaitGroup
-		errMu    sync.Mutex
-		queryErr error
-	)
+	g, qctx := errgroup.WithContext(ctx)
+	g.SetLimit(queryConcurrency)
 	for _, i := range legacy {
-		if qctx.Err() != nil {
-			break
-		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			id, run := exs[i].GetExecution().GetWorkflowId(), exs[i].GetExecution().GetRunId()
 			ps, finished, err := cl.pendingOfRun(qctx, id, run)
-			if err != nil {
-				errMu.Lock()
-				if queryErr == nil {
-					queryErr = err
-				}
-				errMu.Unlock()
-				cancel()
-				return
-			}
-			if finished {
-				return // ended since the listing: it waits on nothing
+			if err != nil || finished {
+				return err // finished: ended since the listing, it waits on nothing
 			}
 			for _, p := range ps {
 				found[i] = append(found[i], PendingEntry{WorkflowID: id, RunID: run, Pending: p, Preview: workflows.NewPendingIndex([]workflows.Pending{p}).Entries[0].Preview})
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
+	queryErr := g.Wait()
 	if err := ctx.Err(); err != nil {
 		return PendingPage{}, err
 	}

@@ -12,8 +12,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/tools"
@@ -112,23 +113,21 @@ func (s *Server) list(ctx context.Context, q query) ([]client.PendingEntry, erro
 // entry, asked from the turn; an entry answered meanwhile is kept as
 // listed (answering it is refused by the turn).
 func (s *Server) resolve(ctx context.Context, es []client.PendingEntry) []client.PendingEntry {
-	sem := make(chan struct{}, resolveConcurrency)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(resolveConcurrency)
 	for i := range es {
 		if !es[i].Truncated {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
+		g.Go(func() error {
 			p, err := s.cfg.Client.PendingCall(ctx, es[i].WorkflowID, es[i].CallID)
 			if err == nil {
 				es[i].Pending, es[i].Truncated = p, false
 			}
-		}()
+			return nil // an entry answered meanwhile stays as listed
+		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return es
 }
 
