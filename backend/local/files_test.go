@@ -107,3 +107,30 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestSandboxHidesCredentialsAndSockets: a sandboxed process finds the
+// home directory's credentials and /run (the daemons' sockets) empty;
+// without the sandbox the same probe sees both.
+func TestSandboxHidesCredentialsAndSockets(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	t.Setenv("HOME", home)
+	must(t, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
+	must(t, os.WriteFile(filepath.Join(home, ".ssh", "id_rsa"), []byte("PRIVATE-KEY-lab"), 0o600))
+	if es, err := os.ReadDir("/run"); err != nil || len(es) == 0 {
+		t.Fatalf("/run on this machine is empty (%v): the probe would prove nothing", err)
+	}
+	probe := []string{"/bin/sh", "-c", `cat "$HOME/.ssh/id_rsa" 2>/dev/null; echo; echo "run:$(ls -A /run | wc -l)"`}
+	for _, unsandboxed := range []bool{false, true} {
+		b := &local.Backend{Workdir: ws, Unsandboxed: unsandboxed, CacheDir: t.TempDir()}
+		res, err := b.Exec(context.Background(), backend.ExecRequest{Argv: probe, Env: []string{"HOME=" + home}})
+		b.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := string(res.Stdout)
+		key, run := strings.Contains(out, "PRIVATE-KEY-lab"), !strings.Contains(out, "run:0")
+		if key != unsandboxed || run != unsandboxed {
+			t.Errorf("unsandboxed=%v: key seen %v, /run seen %v: %q", unsandboxed, key, run, out)
+		}
+	}
+}

@@ -55,9 +55,11 @@ type Backend struct {
 	// namespaces then fails every call.
 	Unsandboxed bool
 
-	// zygote starts the sandboxed processes (started at the first one).
-	mu     sync.Mutex
-	zygote *sandbox.Zygote
+	// zygote starts the sandboxed processes (started at the first one);
+	// zygoteHidden is what it hides.
+	mu           sync.Mutex
+	zygote       *sandbox.Zygote
+	zygoteHidden []string
 }
 
 // New returns a local backend whose default working directory is workdir.
@@ -150,6 +152,36 @@ func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir stri
 		cmd.Dir, cmd.Env, cmd.SysProcAttr = dir, env, &syscall.SysProcAttr{}
 		return cmd, func() {}, nil
 	}
+	c, cleanup, err := b.confine(ctx, req, env)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec := sandbox.Spec{Write: c.write, Protect: c.protect, Network: c.prof.Network, Dir: dir, Argv: req.Argv}
+	spec.Hide = hidden(b.hide(), append([]string{dir}, spec.Write...))
+	cmd, err := sandbox.Command(ctx, spec, c.env)
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("local exec: %w", err)
+	}
+	return cmd, cleanup, nil
+}
+
+// confinement is what one sandboxed process of a call gets, whichever
+// way it is started.
+type confinement struct {
+	prof *calls.Sandbox
+	// write are the paths it may write, as Landlock can grant them: the
+	// profile's, its private temporary directory and, for a call that
+	// may write, the sandbox cache.
+	write, protect []string
+	// env is its environment, TMPDIR and the caches included.
+	env []string
+}
+
+// confine prepares the sandbox of req: its profile (req.Sandbox, else
+// the call's in ctx, else the workdir writable), a private temporary
+// directory that cleanup removes, and the caches.
+func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, env []string) (confinement, func(), error) {
 	prof := req.Sandbox
 	if prof == nil {
 		prof = backend.SandboxFrom(ctx)
@@ -159,27 +191,15 @@ func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir stri
 	}
 	tmp, err := os.MkdirTemp("", "warden-tool-")
 	if err != nil {
-		return nil, nil, fmt.Errorf("local exec: private temporary directory: %w", err)
+		return confinement{}, nil, fmt.Errorf("local exec: private temporary directory: %w", err)
 	}
-	cleanup := func() { _ = os.RemoveAll(tmp) }
-	spec := sandbox.Spec{
-		Write:   append(grantable(realPaths(prof.Write)), tmp),
-		Protect: realPaths(prof.Protect),
-		Network: prof.Network,
-		Dir:     dir,
-		Argv:    req.Argv,
-	}
-	spec.Hide = hidden(b.hide(), append([]string{dir}, spec.Write...))
+	c := confinement{prof: prof, write: append(grantable(realPaths(prof.Write)), tmp), protect: realPaths(prof.Protect)}
 	env, cache := b.cacheEnv(env, prof)
 	if cache != "" {
-		spec.Write = append(spec.Write, cache)
+		c.write = append(c.write, cache)
 	}
-	cmd, err := sandbox.Command(ctx, spec, append(env, "TMPDIR="+tmp))
-	if err != nil {
-		cleanup()
-		return nil, nil, fmt.Errorf("local exec: %w", err)
-	}
-	return cmd, cleanup, nil
+	c.env = append(env, "TMPDIR="+tmp)
+	return c, func() { _ = os.RemoveAll(tmp) }, nil
 }
 
 // cacheEnv points the caches of env into the backend's cache directory

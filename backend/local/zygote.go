@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local/sandbox"
-	"github.com/wardenhq/warden/calls"
 )
 
 // errNoZygote means the call needs a sandbox of its own.
@@ -34,19 +32,21 @@ func (b *Backend) zygoteHide() []string {
 	return hidden(b.hide(), []string{realPaths([]string{b.Workdir})[0]})
 }
 
-// startedZygote returns the running zygote, starting one if needed.
-func (b *Backend) startedZygote() (*sandbox.Zygote, error) {
+// startedZygote returns the running zygote, starting one if needed, and
+// the paths it hides.
+func (b *Backend) startedZygote() (*sandbox.Zygote, []string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.zygote != nil && b.zygote.Alive() {
-		return b.zygote, nil
+		return b.zygote, b.zygoteHidden, nil
 	}
-	z, err := sandbox.StartZygote(b.zygoteHide())
+	hide := b.zygoteHide()
+	z, err := sandbox.StartZygote(hide)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	b.zygote = z
-	return z, nil
+	b.zygote, b.zygoteHidden = z, hide
+	return z, hide, nil
 }
 
 // viaZygote runs req through the zygote. errNoZygote (or
@@ -54,41 +54,21 @@ func (b *Backend) startedZygote() (*sandbox.Zygote, error) {
 // own: its working directory or a write path lies in a hidden tree the
 // zygote hides, or it may write a path an earlier call protected.
 func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir string, env []string, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
-	prof := req.Sandbox
-	if prof == nil {
-		prof = backend.SandboxFrom(ctx)
+	z, hide, err := b.startedZygote()
+	if err != nil {
+		return backend.ExecResult{}, errNoZygote
 	}
-	if prof == nil {
-		prof = &calls.Sandbox{Write: []string{b.Workdir}, Dirs: []string{b.Workdir}}
+	c, cleanup, err := b.confine(ctx, req, env)
+	if err != nil {
+		return backend.ExecResult{}, err
 	}
-	write := grantable(realPaths(prof.Write))
-	hide := b.zygoteHide()
-	for _, p := range append([]string{dir}, write...) {
+	defer cleanup()
+	for _, p := range append([]string{dir}, c.write...) {
 		if insideAny(p, hide) {
 			return backend.ExecResult{}, errNoZygote
 		}
 	}
-	z, err := b.startedZygote()
-	if err != nil {
-		return backend.ExecResult{}, errNoZygote
-	}
-	tmp, err := os.MkdirTemp("", "warden-tool-")
-	if err != nil {
-		return backend.ExecResult{}, fmt.Errorf("local exec: private temporary directory: %w", err)
-	}
-	defer os.RemoveAll(tmp)
-	env, cache := b.cacheEnv(env, prof)
-	if cache != "" {
-		write = append(write, cache)
-	}
-	r := sandbox.Request{
-		Write:   append(write, tmp),
-		Protect: realPaths(prof.Protect),
-		Network: prof.Network,
-		Dir:     dir,
-		Argv:    req.Argv,
-		Env:     append(env, "TMPDIR="+tmp),
-	}
+	r := sandbox.Request{Write: c.write, Protect: c.protect, Network: c.prof.Network, Dir: dir, Argv: req.Argv, Env: c.env}
 	start := time.Now()
 	out, err := z.Run(ctx, r, req.Stdin, stdout, stderr)
 	res := backend.ExecResult{
