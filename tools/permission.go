@@ -85,7 +85,7 @@ func Decide(ctx context.Context, c Call) (permission.Verdict, error) {
 	if err != nil {
 		return verdict, err
 	}
-	return autoAllow(ctx, c, &pc, verdict), nil
+	return autoAllow(ctx, b, c, &pc, verdict), nil
 }
 
 func cleanHome(h string) string {

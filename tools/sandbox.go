@@ -61,9 +61,14 @@ func Profile(ctx context.Context, c Call, v permission.Verdict) calls.Sandbox {
 		}
 	}
 	if sb := pc.Sandbox; sb != nil {
-		if sb.Network {
+		r := ""
+		if !sb.Network && c.Tool != nil {
+			r = networkRule(ctx, newBound(c, &pc), c.Input, sb.NetworkFor)
+		}
+		switch {
+		case sb.Network:
 			s.Network, s.NetworkBy = true, "the turn's policy: sandbox.network"
-		} else if r := networkRule(ctx, c, &pc, sb.NetworkFor); r != "" {
+		case r != "":
 			s.Network, s.NetworkBy = true, "sandbox.network_for rule "+r
 		}
 	}
@@ -83,6 +88,11 @@ func callDirs(workdir string, working []string) []string {
 		}
 	}
 	return out
+}
+
+// newBound binds c's tool for matching outside Decide.
+func newBound(c Call, pc *permission.Context) bound {
+	return bound{t: c.Tool, env: &Env{Workdir: c.Workdir, Permission: pc}, memo: &memo{home: cleanHome(c.Home), pc: pc}}
 }
 
 // outsideWrites are the resolved paths outside dirs a Bash command
@@ -108,11 +118,9 @@ func outsideWrites(c Call, pc *permission.Context, dirs []string) []string {
 
 // networkRule returns the first of rules (strings like "Bash(npm
 // install:*)") that matches the call, or "".
-func networkRule(ctx context.Context, c Call, pc *permission.Context, rules []string) string {
-	if c.Tool == nil || len(rules) == 0 {
-		return ""
-	}
-	b := bound{t: c.Tool, env: &Env{Workdir: c.Workdir, Permission: pc}, memo: &memo{home: cleanHome(c.Home), pc: pc}}
+// b is the tool bound to the call (its memo keeps the Bash analysis of
+// the decision, so matching does not parse the command again).
+func networkRule(ctx context.Context, b bound, input json.RawMessage, rules []string) string {
 	for _, s := range rules {
 		r, err := permission.ParseRule(s, permission.Allow)
 		if err != nil || r.Tool != b.Name() {
@@ -121,7 +129,7 @@ func networkRule(ctx context.Context, c Call, pc *permission.Context, rules []st
 		if r.Content == "" {
 			return r.String()
 		}
-		if ok, err := b.MatchRule(permission.WithRuleBehavior(ctx, permission.Allow), r.Content, c.Input); err == nil && ok {
+		if ok, err := b.MatchRule(permission.WithRuleBehavior(ctx, permission.Allow), r.Content, input); err == nil && ok {
 			return r.String()
 		}
 	}
@@ -134,7 +142,7 @@ func networkRule(ctx context.Context, c Call, pc *permission.Context, rules []st
 // directories and it has no network. A path outside them, a sensitive
 // path, an ask or deny rule, a safety check or a network rule keeps the
 // ASK.
-func autoAllow(ctx context.Context, c Call, pc *permission.Context, v permission.Verdict) permission.Verdict {
+func autoAllow(ctx context.Context, b bound, c Call, pc *permission.Context, v permission.Verdict) permission.Verdict {
 	sb := pc.Sandbox
 	if !c.Sandboxed || sb == nil || !sb.AutoAllow || c.Tool == nil || c.Tool.Info().Name != "Bash" {
 		return v
@@ -142,14 +150,13 @@ func autoAllow(ctx context.Context, c Call, pc *permission.Context, v permission
 	if v.Behavior != permission.Ask || v.Layer != permission.LayerMode || v.Rule != nil || v.Tool.Behavior != permission.Passthrough {
 		return v
 	}
-	if sb.Network || networkRule(ctx, c, pc, sb.NetworkFor) != "" {
+	if sb.Network || networkRule(ctx, b, c.Input, sb.NetworkFor) != "" {
 		return v
 	}
-	var in BashInput
-	if json.Unmarshal(c.Input, &in) != nil {
+	a, _, err := analyse(b.ctx(ctx), b.env, c.Input) // the decision's analysis, from the memo
+	if err != nil {
 		return v
 	}
-	a := shell.Analyze(in.Command, shellConfig(&Env{Workdir: c.Workdir, Permission: pc}, cleanHome(c.Home), pc))
 	for _, r := range neverAutoAllowed() {
 		if a.MatchRule(r, permission.Ask) {
 			return v // the sandbox keeps it in the workspace, not from destroying it
