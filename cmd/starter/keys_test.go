@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,13 +11,7 @@ import (
 
 func runKeys(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newKeysCmd(&conn{})
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
+	return execute(t, newKeysCmd(&conn{}), "", args...)
 }
 
 // TestKeysCreateNeedsAKeyring: creating a key where no keyring exists is
@@ -51,12 +44,7 @@ func TestApproveScopeFlags(t *testing.T) {
 		"approve wf c1 --always --once":             "need --scope",
 		"approve wf c1 --always --scope everywhere": `--scope "everywhere"`,
 	} {
-		cmd := newApprovalsCmd(&conn{})
-		var out bytes.Buffer
-		cmd.SetOut(&out)
-		cmd.SetErr(&out)
-		cmd.SetArgs(strings.Fields(args))
-		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := execute(t, newApprovalsCmd(&conn{}), "", strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error about %s", args, err, want)
 		}
 	}

@@ -8,12 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/wardenhq/warden/client"
 )
 
-func runPerm(t *testing.T, stdin string, args ...string) (string, error) {
+// execute runs cmd with args and stdin, and returns what it printed
+// (stdout and stderr together).
+func execute(t *testing.T, cmd *cobra.Command, stdin string, args ...string) (string, error) {
 	t.Helper()
-	cmd := newPermissionCmd()
 	var out bytes.Buffer
 	cmd.SetIn(strings.NewReader(stdin))
 	cmd.SetOut(&out)
@@ -21,6 +24,11 @@ func runPerm(t *testing.T, stdin string, args ...string) (string, error) {
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	return out.String(), err
+}
+
+func runPerm(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	return execute(t, newPermissionCmd(), stdin, args...)
 }
 
 // TestPermissionCheck: the command's flags reach tools.Check and

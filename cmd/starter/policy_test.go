@@ -15,13 +15,7 @@ import (
 
 func runPolicy(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newPolicyCmd(&conn{})
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
+	return execute(t, newPolicyCmd(&conn{}), "", args...)
 }
 
 // TestPolicyTestCommand: "policy test" prints every rule with what it
