@@ -188,8 +188,10 @@ type server struct {
 
 	mu sync.Mutex
 	cs *sdk.ClientSession
-	// sandbox, when set, confines a stdio server.
+	// sandbox, when set, confines a stdio server; tmp is its private
+	// temporary directory, made at its first start and removed by close.
 	sandbox *Sandbox
+	tmp     string
 	done    chan struct{} // closed when cs ends
 	closed  bool
 }
@@ -206,10 +208,14 @@ func (s *server) transport() sdk.Transport {
 	}
 	env := backend.ToolEnv(os.Environ(), nil, s.cfg.Env)
 	if sb := s.sandbox; sb != nil {
-		tmp, err := os.MkdirTemp("", "warden-mcp-")
-		if err != nil {
-			return failedTransport{fmt.Errorf("mcp: server %q: temporary directory: %w", s.cfg.Name, err)}
+		if s.tmp == "" {
+			tmp, err := os.MkdirTemp("", "warden-mcp-")
+			if err != nil {
+				return failedTransport{fmt.Errorf("mcp: server %q: temporary directory: %w", s.cfg.Name, err)}
+			}
+			s.tmp = tmp
 		}
+		tmp := s.tmp
 		spec := sandbox.Spec{Write: append([]string{sb.Workdir, tmp}, s.cfg.Write...), Hide: append(slices.Clone(sb.Hide), "/run"),
 			Network: s.cfg.Network, Dir: sb.Workdir, Argv: append([]string{s.cfg.Command}, s.cfg.Args...)}
 		cmd, err := sandbox.Command(context.Background(), spec, append(env, "TMPDIR="+tmp))
@@ -277,6 +283,9 @@ func (s *server) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
+	if s.tmp != "" {
+		defer os.RemoveAll(s.tmp)
+	}
 	if s.cs == nil {
 		return nil
 	}
