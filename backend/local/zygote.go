@@ -88,7 +88,7 @@ func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir st
 		return res, nil
 	case errors.Is(err, sandbox.ErrGone):
 		return res, fmt.Errorf("local exec: %w: %w", backend.ErrUnavailable, err)
-	case err != nil:
+	case err != nil && ctx.Err() == nil:
 		res.ExitCode = 126
 		res.Stderr = append(res.Stderr, []byte(err.Error())...)
 		return res, nil

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // run runs a shell script in a sandbox of spec and returns its combined
@@ -122,5 +123,35 @@ func testConfines(t *testing.T, mk func(Spec) runner) {
 	out, _ := run(t, spec, fmt.Sprintf("(exec 3<>/dev/tcp/127.0.0.1/%s) 2>/dev/null && echo REACHED", port))
 	if !strings.Contains(out, "REACHED") {
 		t.Errorf("with the network on, the loopback probe failed, so it proves nothing: %q", out)
+	}
+}
+
+// TestZygoteCancelled: a call cancelled before or while it runs ends at
+// once: Run returns the cancellation, or the process killed.
+func TestZygoteCancelled(t *testing.T) {
+	z, err := StartZygote(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	dir := t.TempDir()
+	for _, early := range []bool{true, false} {
+		ctx, cancel := context.WithCancel(context.Background())
+		if early {
+			cancel()
+		} else {
+			time.AfterFunc(200*time.Millisecond, cancel)
+		}
+		start := time.Now()
+		var out bytes.Buffer
+		res, err := z.Run(ctx, Request{Write: []string{dir}, Dir: dir, Argv: []string{"/bin/sh", "-c", "sleep 30; touch late"},
+			Env: []string{"PATH=/usr/bin:/bin"}}, nil, &out, &out)
+		if d := time.Since(start); d > 10*time.Second {
+			t.Fatalf("early=%v: Run took %v", early, d)
+		}
+		if err == nil && res.Signal == 0 {
+			t.Errorf("early=%v: the process was not stopped: %+v", early, res)
+		}
+		cancel()
 	}
 }

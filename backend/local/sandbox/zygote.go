@@ -204,7 +204,24 @@ func (z *Zygote) Run(ctx context.Context, req Request, stdin []byte, stdout, std
 		outR.Close()
 		errR.Close()
 	}
-	first, _, err := readReply(replies)
+	type answer struct {
+		r   reply
+		err error
+	}
+	started := make(chan answer, 1)
+	go func() { r, _, err := readReply(replies); started <- answer{r, err} }()
+	var first reply
+	select {
+	case a := <-started:
+		first, err = a.r, a.err
+	case <-ctx.Done():
+		// Cancelled before the process started: the zygote cannot tell
+		// us it started, and then kills it itself.
+		_ = unix.Shutdown(int(replies.Fd()), unix.SHUT_RDWR)
+		<-started
+		finish()
+		return Result{}, ctx.Err()
+	}
 	if err != nil {
 		finish()
 		return Result{}, fmt.Errorf("%w: %w", ErrGone, err)

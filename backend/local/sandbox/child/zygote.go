@@ -96,7 +96,7 @@ func zygote(arg string) error {
 		}
 		var req Request
 		if err := json.Unmarshal(buf[:n], &req); err != nil {
-			reply(fds[3], Reply{Error: "bad request: " + err.Error()}, -1)
+			_ = reply(fds[3], Reply{Error: "bad request: " + err.Error()}, -1)
 			closeAll(fds)
 			continue
 		}
@@ -134,13 +134,13 @@ func closeAll(fds []int) {
 }
 
 // reply sends r on sock, with fd attached when it is not negative.
-func reply(sock int, r Reply, fd int) {
+func reply(sock int, r Reply, fd int) error {
 	b, _ := json.Marshal(r)
 	var oob []byte
 	if fd >= 0 {
 		oob = unix.UnixRights(fd)
 	}
-	_ = unix.Sendmsg(sock, b, oob, nil, 0)
+	return unix.Sendmsg(sock, b, oob, nil, 0)
 }
 
 // serve starts one process, reports it started, waits for it and
@@ -154,7 +154,7 @@ func (z *zygoteState) serve(req Request, fds []int) {
 		if err != nil {
 			msg = err.Error()
 		}
-		reply(sock, Reply{Slow: slow, Error: msg}, -1)
+		_ = reply(sock, Reply{Slow: slow, Error: msg}, -1)
 		return
 	}
 	type started struct {
@@ -173,10 +173,14 @@ func (z *zygoteState) serve(req Request, fds []int) {
 	closeAll(fds[:3])
 	if s.err != nil {
 		var nf *notFound
-		reply(sock, Reply{Error: s.err.Error(), NotFound: errors.As(s.err, &nf)}, -1)
+		_ = reply(sock, Reply{Error: s.err.Error(), NotFound: errors.As(s.err, &nf)}, -1)
 		return
 	}
-	reply(sock, Reply{Started: true}, -1)
+	if err := reply(sock, Reply{Started: true}, -1); err != nil {
+		// The worker stopped waiting (its call was cancelled): nobody
+		// would see the process end, so it does not run on.
+		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+	}
 	go func() {
 		// A message from the worker (a timeout, a cancellation) kills the
 		// process and everything it started in its group.
@@ -198,7 +202,7 @@ func (z *zygoteState) serve(req Request, fds []int) {
 	if ws.Signaled() {
 		r.ExitCode, r.Signal = -1, int(ws.Signal())
 	}
-	reply(sock, r, -1)
+	_ = reply(sock, r, -1)
 }
 
 // protect makes the request's Protect paths read-only in the zygote's
