@@ -143,9 +143,9 @@ func TestZygoteCancelled(t *testing.T) {
 			time.AfterFunc(200*time.Millisecond, cancel)
 		}
 		start := time.Now()
-		var out bytes.Buffer
-		res, err := z.Run(ctx, Request{Write: []string{dir}, Dir: dir, Argv: []string{"/bin/sh", "-c", "sleep 30; touch late"},
-			Env: []string{"PATH=/usr/bin:/bin"}}, nil, &out, &out)
+		var out, errs bytes.Buffer
+		res, err := z.Run(ctx, Request{Write: []string{dir}, Dir: dir, Argv: []string{"/bin/sh", "-c", "sleep 30"},
+			Env: []string{"PATH=/usr/bin:/bin"}}, nil, &out, &errs)
 		if d := time.Since(start); d > 10*time.Second {
 			t.Fatalf("early=%v: Run took %v", early, d)
 		}
