@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"context"
@@ -18,14 +18,14 @@ import (
 
 // serverOptions are the embedded server's options from the config and
 // the server flags (--postgres, --ip, --history-shards).
-func serverOptions(f flags, cfg config.Config) (devserver.Options, error) {
+func serverOptions(f Options, cfg config.Config) (devserver.Options, error) {
 	o := devserver.Options{
-		DataDir: cfg.Server.DataDir, Port: cfg.Server.Port, UIPort: cfg.Server.UIPort, IP: f.ip,
-		HistoryShards: f.historyShards, Namespace: cfg.Server.Namespace, SearchAttributes: warden.SearchAttributes(),
+		DataDir: cfg.Server.DataDir, Port: cfg.Server.Port, UIPort: cfg.Server.UIPort, IP: f.IP,
+		HistoryShards: f.HistoryShards, Namespace: cfg.Server.Namespace, SearchAttributes: warden.SearchAttributes(),
 		DynamicConfig: cfg.Server.DynamicConfig, LogLevel: cfg.Server.LogLevel,
 	}
-	if f.postgres != "" {
-		p, err := devserver.ParsePostgresURL(f.postgres)
+	if f.Postgres != "" {
+		p, err := devserver.ParsePostgresURL(f.Postgres)
 		if err != nil {
 			return o, err
 		}
@@ -37,14 +37,15 @@ func serverOptions(f flags, cfg config.Config) (devserver.Options, error) {
 	return o, nil
 }
 
-// runServer is --server-only: the Temporal server (and its Web UI) as a
-// process of its own, which workers join with --temporal-address. It
-// serves the process's Go metrics (and pprof with --pprof) on the
-// metrics address and runs until SIGINT or SIGTERM.
-func runServer(ctx context.Context, f flags, cfg config.Config) error {
+// RunServer runs only the Temporal server (and its Web UI), in a process
+// of its own that workers join with --temporal-address, until ctx is
+// done. It serves the process's Go metrics (and pprof with o.Pprof) on
+// the metrics address.
+func RunServer(ctx context.Context, cfg config.Config, f Options) error {
 	if cfg.Temporal.Address != "" {
 		return errors.New("--server-only runs a server: drop --temporal-address (or TEMPORAL_ADDRESS)")
 	}
+	tuneGC()
 	start := time.Now()
 	o, err := serverOptions(f, cfg)
 	if err != nil {
@@ -80,7 +81,7 @@ func runServer(ctx context.Context, f flags, cfg config.Config) error {
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	stopMetrics, err := serveMetrics(cfg.Metrics.Addr, reg, f.pprof)
+	stopMetrics, err := serveMetrics(cfg.Metrics.Addr, reg, f.Pprof)
 	if err != nil {
 		return err
 	}

@@ -1,10 +1,7 @@
-package main
+package node
 
 import (
-	"context"
 	"fmt"
-
-	tclient "go.temporal.io/sdk/client"
 
 	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/config"
@@ -58,18 +55,4 @@ func printKeys(keys *auth.Keyring) {
 	default:
 		fmt.Printf("keys             required; operator key %s (starter finds it)\n", keys.KeyPath(auth.OperatorName))
 	}
-}
-
-// inboxClient is the inbox's own connection, with the inbox's delegate
-// key when the embedded server requires keys; otherwise the worker's.
-func inboxClient(ctx context.Context, c tclient.Client, copts tclient.Options, key string) (tclient.Client, error) {
-	if key == "" {
-		return tclient.NewClientFromExisting(c, tclient.Options{Namespace: copts.Namespace})
-	}
-	copts.HeadersProvider = auth.Headers(key)
-	ic, err := tclient.DialContext(ctx, copts)
-	if err != nil {
-		return nil, fmt.Errorf("inbox client: %w", err)
-	}
-	return ic, nil
 }

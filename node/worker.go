@@ -1,0 +1,88 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"go.temporal.io/sdk/worker"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/metrics"
+	"github.com/wardenhq/warden/middleware/std"
+	"github.com/wardenhq/warden/tools/mcp"
+)
+
+// worker builds the SDK worker with warden's workflows and activities:
+// the backends (the local one sandboxed unless the config turns it
+// off), the model providers, MCP servers, the standard middlewares and
+// the content store. It returns the worker, not started, and the
+// default workspace directory.
+func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
+	cfg := n.cfg
+	workdir, err := filepath.Abs(cfg.Worker.Workdir)
+	if err != nil {
+		return nil, "", fmt.Errorf("workdir: %w", err)
+	}
+	sbx, err := checkSandbox(cfg.Backend)
+	if err != nil {
+		return nil, "", err
+	}
+	fmt.Printf("sandbox          %s\n", sbx)
+	hide := append(cfg.OwnPaths(), concretePaths(cfg.Permission.SensitivePaths)...)
+	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir, hide)
+	n.onStop(closeBackends)
+	if err != nil {
+		return nil, "", err
+	}
+	providers, err := models(cfg.Models)
+	if err != nil {
+		return nil, "", err
+	}
+	var mcpBox *mcp.Sandbox
+	if !cfg.Backend.Local.SandboxOff() {
+		mcpBox = &mcp.Sandbox{Workdir: workdir, Hide: hide}
+	}
+	mcpSet, err := mcp.ConnectSandboxed(ctx, cfg.MCP.Servers, mcpBox)
+	if err != nil {
+		return nil, "", fmt.Errorf("mcp servers: %w", err)
+	}
+	n.onStop(func() { _ = mcpSet.Close() })
+	toolMW, err := std.Build(cfg.Middleware, n.reg, n.logger)
+	if err != nil {
+		return nil, "", fmt.Errorf("middleware: %w", err)
+	}
+	store, err := cfg.ContentStore()
+	if err != nil {
+		return nil, "", err
+	}
+	n.store = store
+	n.housekeep(ctx)
+	w := worker.New(n.c, cfg.Worker.TaskQueue, workerOptions(cfg))
+	if _, err := warden.Register(w, warden.Options{
+		ToolMiddleware: toolMW, ModelMetrics: metrics.NewModels(n.reg), Models: providers, Tools: mcpSet.Tools(),
+		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: n.reg, Logger: n.logger,
+		Protected:    cfg.Permission.Protected,
+		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool,
+		Notifier: cfg.Notify.Sender(), InboxURL: cfg.Inbox.PublicURL(),
+		Content: store, ContentCacheBytes: int64(cfg.Content.CacheMB) << 20, Compaction: cfg.Content.Compaction,
+		MaxResultBytes: cfg.Content.MaxResultBytes, MaxCallInputBytes: cfg.Content.MaxCallInputBytes,
+		Client: n.c,
+	}); err != nil {
+		return nil, "", err
+	}
+	return w, workdir, nil
+}
+
+// housekeep starts the node's background loops: the pending-approvals
+// gauge, counted from visibility alone (no turn is queried, however many
+// wait), and the content store's garbage collection.
+func (n *node) housekeep(ctx context.Context) {
+	wc := client.New(n.c, n.cfg.Worker.TaskQueue)
+	go n.approvals.Poll(ctx, func(ctx context.Context) (int, error) {
+		return wc.CountPending(ctx, "")
+	}, 30*time.Second)
+	go wc.GCEvery(ctx, n.store, n.cfg.Content.GCInterval, n.logger)
+}
