@@ -24,6 +24,7 @@ import (
 	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware"
@@ -66,8 +67,8 @@ type Options struct {
 	// ToolDefaults and ToolSettings (by tool name) tune retries (mapped
 	// onto the activity RetryPolicy), timeouts (start-to-close), the
 	// local-activity fast path and approval deadlines.
-	ToolDefaults activities.ToolSettings
-	ToolSettings map[string]activities.ToolSettings
+	ToolDefaults config.ToolSettings
+	ToolSettings map[string]config.ToolSettings
 	// Notifier posts webhook notifications about waiting calls (nil: none);
 	// InboxURL is linked from them.
 	Notifier *notify.Sender

@@ -19,6 +19,7 @@ import (
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/calls"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware"
@@ -57,8 +58,8 @@ type Activities struct {
 	// ToolDefaults and ToolSettings (by tool name, laid over the
 	// defaults) decide retries, timeouts, the fast path and approval
 	// deadlines of calls.
-	ToolDefaults ToolSettings
-	ToolSettings map[string]ToolSettings
+	ToolDefaults config.ToolSettings
+	ToolSettings map[string]config.ToolSettings
 	// Notifier posts webhook notifications about waiting calls; nil sends
 	// none. InboxURL links notifications to the inbox.
 	Notifier *notify.Sender

@@ -3,44 +3,10 @@ package activities
 import (
 	"time"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
-
-// ToolSettings tune how calls of a tool run. Zero fields inherit the
-// defaults described on each field. They are read by Prepare and
-// recorded in history with the call's verdict.
-type ToolSettings struct {
-	// Retry maps onto the tool activity's RetryPolicy.
-	Retry Retry `yaml:"retry" json:"retry,omitempty"`
-	// Timeout is the activity's start-to-close timeout (default 11m: the
-	// longest Bash timeout plus a margin).
-	Timeout time.Duration `yaml:"timeout" json:"timeout,omitempty"`
-	// FastPath runs eligible calls as local activities: default true for
-	// read-only and state-only (Task) calls on the local backend.
-	FastPath *bool `yaml:"fast_path" json:"fast_path,omitempty"`
-	// FastPathTimeout bounds a local-activity run before the call is
-	// rescheduled as a regular activity (default 10s).
-	FastPathTimeout time.Duration `yaml:"fast_path_timeout" json:"fast_path_timeout,omitempty"`
-	// ApprovalTimeout bounds an ASK's wait (default 7 days; negative: none).
-	ApprovalTimeout time.Duration `yaml:"approval_timeout" json:"approval_timeout,omitempty"`
-	// Escalation at the deadline: deny (default), allow or notify.
-	Escalation workflows.Escalation `yaml:"escalation" json:"escalation,omitempty"`
-	// Network gives the tool's processes the host's network in the local
-	// sandbox (default off); the profile records it.
-	Network bool `yaml:"network" json:"network,omitempty"`
-}
-
-// Retry configures retries of a tool's activity. Without MaxAttempts,
-// read-only calls retry up to 3 times and side-effecting calls run at
-// most once (no automatic retry once the activity may have started).
-type Retry struct {
-	MaxAttempts        int32         `yaml:"max_attempts" json:"max_attempts,omitempty"`
-	InitialInterval    time.Duration `yaml:"initial_interval" json:"initial_interval,omitempty"`
-	BackoffCoefficient float64       `yaml:"backoff_coefficient" json:"backoff_coefficient,omitempty"`
-	MaxInterval        time.Duration `yaml:"max_interval" json:"max_interval,omitempty"`
-	NonRetryable       []string      `yaml:"non_retryable" json:"non_retryable,omitempty"`
-}
 
 // Defaults of a call's policy.
 const (
@@ -52,7 +18,7 @@ const (
 // policy resolves the settings for one call: per-tool settings over the
 // defaults over built-in behaviour.
 // settings are the tool's settings laid over the defaults.
-func (a *Activities) settings(tool string) ToolSettings {
+func (a *Activities) settings(tool string) config.ToolSettings {
 	s := a.ToolDefaults
 	if t, ok := a.ToolSettings[tool]; ok {
 		s = merge(s, t)
@@ -71,7 +37,7 @@ func (a *Activities) policy(info tools.Info, readOnly bool, backendName string) 
 		Timeout:            s.Timeout,
 		LocalTimeout:       s.FastPathTimeout,
 		ApprovalTimeout:    s.ApprovalTimeout,
-		Escalation:         s.Escalation,
+		Escalation:         workflows.Escalation(s.Escalation),
 	}
 	if p.MaxAttempts == 0 {
 		p.MaxAttempts = 1
@@ -103,7 +69,7 @@ func (a *Activities) policy(info tools.Info, readOnly bool, backendName string) 
 }
 
 // merge lays t over s field by field.
-func merge(s, t ToolSettings) ToolSettings {
+func merge(s, t config.ToolSettings) config.ToolSettings {
 	if t.Retry.MaxAttempts != 0 {
 		s.Retry.MaxAttempts = t.Retry.MaxAttempts
 	}

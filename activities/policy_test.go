@@ -4,13 +4,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
 
 func TestPolicyPaths(t *testing.T) {
 	t.Parallel()
-	a := &Activities{ToolSettings: map[string]ToolSettings{"Bash": {Retry: Retry{MaxAttempts: 5}, ApprovalTimeout: time.Hour, Escalation: workflows.EscalateNotify}}}
+	a := &Activities{ToolSettings: map[string]config.ToolSettings{"Bash": {Retry: config.Retry{MaxAttempts: 5}, ApprovalTimeout: time.Hour, Escalation: string(workflows.EscalateNotify)}}}
 	infos := map[string]tools.Info{}
 	for _, tl := range tools.Builtins() {
 		infos[tl.Info().Name] = tl.Info()

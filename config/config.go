@@ -1,11 +1,14 @@
-// Package config loads temporal-dev.yaml, the one config file for local
-// use, and applies defaults. Flags and environment variables override it
-// in cmd/worker and cmd/starter.
+// Package config is temporal-dev.yaml, the one config file: its format
+// (every section, sections.go holds those one part of warden reads),
+// defaults, the environment's and the command line's overrides, and the
+// checks that need nothing but the file. It is data only: it imports no
+// package of warden's but permission's types. Package node builds the
+// worker from it, and package client the connection, approvers and
+// content store a client needs.
 package config
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,18 +20,14 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/wardenhq/warden/activities"
-	"github.com/wardenhq/warden/backend"
-	"github.com/wardenhq/warden/inbox"
-	"github.com/wardenhq/warden/middleware/std"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/tools"
-	"github.com/wardenhq/warden/tools/mcp"
-	"github.com/wardenhq/warden/workflows"
 )
 
 // DefaultFile is the config file read when present and none is named.
 const DefaultFile = "temporal-dev.yaml"
+
+// DefaultInboxListen is inbox.listen's default: the inbox on loopback.
+const DefaultInboxListen = "127.0.0.1:8234"
 
 // Config is the whole file.
 type Config struct {
@@ -46,7 +45,7 @@ type Config struct {
 	Notify     Notify            `yaml:"notify"`
 	// Middleware configures the standard tool middlewares (logging,
 	// metrics, per-tool concurrency limits, output reduction).
-	Middleware std.Config `yaml:"middleware"`
+	Middleware Middleware `yaml:"middleware"`
 	// Models configures real model providers by name (the scripted model
 	// is always there). API keys come from the environment only.
 	Models map[string]Model `yaml:"models"`
@@ -136,8 +135,8 @@ const DefaultStickyCacheSize = 256
 // Tools tunes how tool calls run: retries (the activity RetryPolicy),
 // timeouts, the local-activity fast path and approval deadlines.
 type Tools struct {
-	Defaults activities.ToolSettings            `yaml:"defaults"`
-	PerTool  map[string]activities.ToolSettings `yaml:"per_tool"`
+	Defaults ToolSettings            `yaml:"defaults"`
+	PerTool  map[string]ToolSettings `yaml:"per_tool"`
 }
 
 // Model configures one model provider: kind "openai" (any OpenAI-
@@ -155,7 +154,7 @@ type Model struct {
 
 // MCP configures MCP servers (stdio command or streamable HTTP URL).
 type MCP struct {
-	Servers []mcp.ServerConfig `yaml:"servers"`
+	Servers []MCPServer `yaml:"servers"`
 }
 
 // Inbox configures the approvals web page served by the worker.
@@ -169,8 +168,8 @@ type Inbox struct {
 	URL string `yaml:"url"`
 	// Users who may sign in; with none, the worker creates user "admin"
 	// with the token from WARDEN_INBOX_TOKEN or a random one it prints.
-	Users map[string]inbox.User `yaml:"users"`
-	Roles map[string]inbox.Role `yaml:"roles"`
+	Users map[string]InboxUser `yaml:"users"`
+	Roles map[string]InboxRole `yaml:"roles"`
 	// KeyFile is the inbox's delegate key (`starter keys create inbox
 	// --role delegate`) for a worker that joins a warden server with
 	// --temporal-address. An embedded worker gives its inbox a key that
@@ -263,7 +262,7 @@ func Default() Config {
 		Worker:   Worker{TaskQueue: "warden", Workdir: "."},
 		Backend:  Backend{Default: "local", Docker: Docker{Image: "warden-workspace:latest", Network: "none", Session: true}},
 		Metrics:  Metrics{Addr: "127.0.0.1:9464"},
-		Inbox:    Inbox{Listen: inbox.DefaultListen},
+		Inbox:    Inbox{Listen: DefaultInboxListen},
 	}
 }
 
@@ -404,15 +403,12 @@ func (c Config) Validate() error {
 	if s := c.Backend.Local.Sandbox; s != "" && s != "on" && s != "off" {
 		errs = append(errs, fmt.Errorf("backend.local.sandbox: %q is not on or off", s))
 	}
-	if err := backend.ParseEnvSpec(c.Backend.Env); err != nil {
-		errs = append(errs, fmt.Errorf("backend.env: %w", err))
-	}
 	if c.Backend.Docker.Enabled && c.Backend.Docker.Image == "" {
 		errs = append(errs, errors.New("backend.docker.image: required when docker is enabled"))
 	}
-	check := func(key string, s activities.ToolSettings) {
+	check := func(key string, s ToolSettings) {
 		switch s.Escalation {
-		case "", workflows.EscalateDeny, workflows.EscalateAllow, workflows.EscalateNotify:
+		case "", "deny", "allow", "notify":
 		default:
 			errs = append(errs, fmt.Errorf("%s.escalation: %q is not one of deny, allow, notify", key, s.Escalation))
 		}
@@ -445,12 +441,7 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.Permission.Context(); err != nil {
 		errs = append(errs, fmt.Errorf("permission: %w", err))
-	} else if err := tools.CheckExamples(context.Background(), c.Permission, tools.ExampleOptions{Workdir: c.Worker.Workdir}); err != nil {
-		// A rule whose examples fail does not load: it would not do what
-		// its author meant.
-		errs = append(errs, fmt.Errorf("permission: %w", err))
 	}
-	errs = append(errs, c.validateNotify()...)
 	errs = append(errs, c.validateContent()...)
 	return errors.Join(errs...)
 }
@@ -463,26 +454,12 @@ func (c Config) Namespace() string {
 	return c.Server.Namespace
 }
 
-// LoadPolicy reads a permission policy file (YAML or JSON), the format
-// of temporal-dev.yaml's permission section. Unknown keys are errors, and
-// so is a rule whose examples fail (a *tools.ExampleError, wrapped,
-// naming each failing rule and example); relative paths of path rules
-// and examples resolve against the current directory, as `starter
-// permission check` resolves them.
-func LoadPolicy(path string) (permission.Policy, error) {
-	p, err := ReadPolicy(path)
-	if err != nil {
-		return p, err
-	}
-	if err := tools.CheckExamples(context.Background(), p, tools.ExampleOptions{}); err != nil {
-		return p, fmt.Errorf("policy %s: %w", path, err)
-	}
-	return p, nil
-}
-
-// ReadPolicy is LoadPolicy without checking the rules' examples (which
-// `starter policy test` reports one by one). The file is a policy, or a
-// config file whose permission section is read (temporal-dev.yaml).
+// ReadPolicy reads a permission policy file (YAML or JSON), the format
+// of temporal-dev.yaml's permission section: a policy, or a config file
+// whose permission section is read. Unknown keys are errors. It does not
+// check the rules' examples: they need the tools (tools.CheckExamples,
+// which the worker runs at start and `starter policy test` reports one
+// by one).
 func ReadPolicy(path string) (permission.Policy, error) {
 	var p permission.Policy
 	data, err := os.ReadFile(path)

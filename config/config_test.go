@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	tclient "go.temporal.io/sdk/client"
 )
 
 func TestParseDefaultsAndOverrides(t *testing.T) {
@@ -75,55 +73,6 @@ func TestLoadMissingDefaultFileIsDefaults(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(t.TempDir(), "nope.yaml")); err == nil {
 		t.Error("explicit missing file: want error")
-	}
-}
-
-func TestClientOptionsCompression(t *testing.T) {
-	t.Parallel()
-	for addr, none := range map[string]bool{"127.0.0.1:7233": true, "localhost:7233": true, "[::1]:7233": true,
-		"10.0.0.5:7233": false, "temporal.example.com:7233": false} {
-		o, err := Temporal{Address: addr}.ClientOptions()
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, got := o.ConnectionOptions.GrpcCompression.(*tclient.GrpcCompressionNone)
-		if got != none {
-			t.Errorf("%s: compression off = %v, want %v", addr, got, none)
-		}
-	}
-}
-
-func TestClientOptions(t *testing.T) {
-	t.Parallel()
-	o, err := Temporal{Address: "x:7233", Namespace: "ns", APIKey: "k"}.ClientOptions()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.HostPort != "x:7233" || o.Namespace != "ns" || o.Credentials == nil || o.ConnectionOptions.TLS == nil {
-		t.Errorf("options = %+v", o)
-	}
-	if o, err := (Temporal{Address: "x:7233"}).ClientOptions(); err != nil || o.ConnectionOptions.TLS != nil || o.Credentials != nil {
-		t.Errorf("plain options = %+v, %v", o, err)
-	}
-	if _, err := (Temporal{TLSCA: "/nonexistent.pem"}).ClientOptions(); err == nil || !strings.Contains(err.Error(), "temporal.tls_ca") {
-		t.Errorf("missing CA error = %v", err)
-	}
-	if _, err := (Temporal{TLSCert: "/no.pem", TLSKey: "/no.key"}).ClientOptions(); err == nil || !strings.Contains(err.Error(), "temporal.tls_cert") {
-		t.Errorf("missing cert error = %v", err)
-	}
-}
-
-func TestBackendEnv(t *testing.T) {
-	t.Parallel()
-	c, err := Parse([]byte("backend:\n  env: [GOPATH, \"CI=1\"]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(c.Backend.Env) != 2 || c.Backend.Env[0] != "GOPATH" || c.Backend.Env[1] != "CI=1" {
-		t.Errorf("backend.env = %q", c.Backend.Env)
-	}
-	if _, err := Parse([]byte("backend:\n  env: [\"BAD-NAME=x\"]\n")); err == nil || !strings.Contains(err.Error(), "backend.env") {
-		t.Errorf("bad backend.env error = %v", err)
 	}
 }
 

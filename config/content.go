@@ -4,14 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
-
-	"github.com/wardenhq/warden/content"
-	"github.com/wardenhq/warden/content/s3store"
-	"github.com/wardenhq/warden/middleware/compact"
 )
 
 // Content configures the content store that keeps conversations and tool
@@ -21,8 +15,8 @@ type Content struct {
 	// by workers on several machines).
 	Store string `yaml:"store"`
 	// Dir is the fs store's directory (default: server.data_dir/content).
-	Dir string         `yaml:"dir"`
-	S3  s3store.Config `yaml:"s3"`
+	Dir string `yaml:"dir"`
+	S3  S3     `yaml:"s3"`
 	// CacheMB bounds the conversations a worker keeps loaded (default 128).
 	CacheMB int `yaml:"cache_mb"`
 	// MaxResultBytes bounds one tool result (default 4 MiB): a larger
@@ -37,7 +31,7 @@ type Content struct {
 	GCInterval time.Duration `yaml:"gc_interval"`
 	// Compaction configures the context-window middleware per model
 	// provider ("scripted" or a name under models).
-	Compaction map[string]compact.Config `yaml:"compaction"`
+	Compaction map[string]Compaction `yaml:"compaction"`
 }
 
 // Turn sets defaults of the turns `starter` starts.
@@ -65,9 +59,6 @@ func (c Config) validateContent() []error {
 		errs = append(errs, errors.New("content.cache_mb, max_result_bytes, max_call_input_bytes: must not be negative"))
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Content.Compaction)) {
-		if err := c.Content.Compaction[name].Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("content.compaction.%s: %w", name, err))
-		}
 		if _, ok := c.Models[name]; !ok && name != "scripted" {
 			errs = append(errs, fmt.Errorf("content.compaction.%s: no model provider of that name (scripted or one under models)", name))
 		}
@@ -76,27 +67,4 @@ func (c Config) validateContent() []error {
 		errs = append(errs, errors.New("turn.max_iterations, turn.continue_as_new_after: must not be negative"))
 	}
 	return errs
-}
-
-// ContentStore opens the configured store. S3 credentials come from
-// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY only.
-func (c Config) ContentStore() (content.Store, error) {
-	if c.Content.Store == "s3" {
-		cfg := c.Content.S3
-		cfg.AccessKey, cfg.SecretKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
-		s, err := s3store.New(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("content.s3: %w", err)
-		}
-		return s, nil
-	}
-	dir := c.Content.Dir
-	if dir == "" {
-		dir = filepath.Join(c.Server.DataDir, "content")
-	}
-	s, err := content.NewFS(dir)
-	if err != nil {
-		return nil, fmt.Errorf("content.dir: %w", err)
-	}
-	return s, nil
 }

@@ -1,13 +1,13 @@
 package config
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"path/filepath"
-
-	"github.com/wardenhq/warden/auth"
 )
+
+// OperatorKeyFile is the operator key's file name in KeyDir (the
+// keyring of package auth names it after auth.OperatorName).
+const OperatorKeyFile = "operator.key"
 
 // KeyDir is where the embedded server keeps its keyring and key files.
 func (c Config) KeyDir() string {
@@ -32,33 +32,10 @@ func (c *Config) ResolveKeyFile(address string) {
 	if c.Temporal.Address != "" && address == "" || c.KeyDir() == "" {
 		return
 	}
-	p := filepath.Join(c.KeyDir(), auth.OperatorName+".key")
+	p := filepath.Join(c.KeyDir(), OperatorKeyFile)
 	if _, err := os.Stat(p); err == nil {
 		c.Temporal.KeyFile = p
 	}
-}
-
-// Key reads the warden key of Temporal.KeyFile; "" when none is set.
-func (t Temporal) Key() (string, error) {
-	if t.KeyFile == "" {
-		return "", nil
-	}
-	key, err := auth.ReadKeyFile(t.KeyFile)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", errors.New("temporal.key_file " + t.KeyFile + " does not exist: create keys with `starter keys create`, or start the worker once")
-	}
-	return key, err
-}
-
-// KeyName is the name of the warden key in KeyFile ("" without one, or
-// when it cannot be read: ClientOptions reports that error).
-func (t Temporal) KeyName() string {
-	key, err := t.Key()
-	if err != nil || key == "" {
-		return ""
-	}
-	name, _ := auth.NameOf(key)
-	return name
 }
 
 // InboxKeyFile is inbox.key_file, else WARDEN_INBOX_KEY_FILE.

@@ -1,10 +1,7 @@
 package config
 
 import (
-	"fmt"
 	"os"
-
-	"github.com/wardenhq/warden/notify"
 )
 
 // EnvWebhookSecret names the environment variable that, when set,
@@ -18,16 +15,4 @@ func (n Notify) EffectiveSecret() string {
 		return s
 	}
 	return n.Secret
-}
-
-// validateNotify rejects webhooks without a usable secret: nothing is
-// sent unsigned or signed with an empty key.
-func (c Config) validateNotify() []error {
-	if len(c.Notify.Webhooks) == 0 {
-		return nil
-	}
-	if _, err := notify.ParseSecret(c.Notify.EffectiveSecret()); err != nil {
-		return []error{fmt.Errorf("notify.secret: %w: required when notify.webhooks is set (set it or %s)", err, EnvWebhookSecret)}
-	}
-	return nil
 }

@@ -2,15 +2,7 @@ package config
 
 import (
 	"cmp"
-	"context"
-	"errors"
 	"fmt"
-
-	"go.temporal.io/api/serviceerror"
-	tclient "go.temporal.io/sdk/client"
-	sdklog "go.temporal.io/sdk/log"
-
-	"github.com/wardenhq/warden/client"
 )
 
 // Overrides are settings given on a command line or in the environment.
@@ -148,32 +140,4 @@ func (c Config) Frontend(address string) string {
 		return c.Temporal.Address
 	}
 	return fmt.Sprintf("127.0.0.1:%d", c.Server.Port)
-}
-
-// ClientOptions are the Temporal client options for dialing
-// c.Frontend(address) in c's namespace with c's TLS, API key and warden
-// key (Temporal.ClientOptions).
-func (c Config) ClientOptions(address string) (tclient.Options, error) {
-	t := c.Temporal
-	t.Address, t.Namespace = c.Frontend(address), c.Namespace()
-	return t.ClientOptions()
-}
-
-// Dial connects a Temporal client with c.ClientOptions(address) and
-// logger (nil: the SDK's default). A refusal for want of a key says
-// where the key is.
-func (c Config) Dial(ctx context.Context, address string, logger sdklog.Logger) (tclient.Client, error) {
-	opts, err := c.ClientOptions(address)
-	if err != nil {
-		return nil, err
-	}
-	opts.Logger = logger
-	tc, err := tclient.DialContext(ctx, opts)
-	if err != nil {
-		if c.Temporal.KeyFile == "" && errors.As(err, new(*serviceerror.PermissionDenied)) {
-			return nil, fmt.Errorf("dial %s: %w (pass --key-file or set WARDEN_KEY_FILE; the embedded worker writes DATA_DIR/auth/operator.key)", opts.HostPort, client.Explain(err))
-		}
-		return nil, fmt.Errorf("dial %s: %w", opts.HostPort, client.Explain(err))
-	}
-	return tc, nil
 }

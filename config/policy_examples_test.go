@@ -1,50 +1,30 @@
 package config
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/tools"
 )
 
-// TestFailingExampleRefusesToLoad: a config or a policy file whose rule
-// examples fail does not load, and the error names the rule and the
-// example; ReadPolicy (for `starter policy test`) still reads it.
-func TestFailingExampleRefusesToLoad(t *testing.T) {
+// TestReadPolicyKeepsExamples: ReadPolicy reads a policy file with its
+// examples, failing ones included (the tools check them: `starter policy
+// test` reports them one by one, the worker refuses to start).
+func TestReadPolicyKeepsExamples(t *testing.T) {
 	t.Parallel()
 	bad := "allow:\n  - Bash(ls)\n  - rule: Bash(npm run:*)\n    match: [\"npm run build\", \"npm install\"]\n"
-	_, err := Parse([]byte("permission:\n" + indent(bad)))
-	var ee *tools.ExampleError
-	if !errors.As(err, &ee) || !strings.Contains(err.Error(), `permission: 1 rule example(s) fail: allow rule 2 Bash(npm run:*): match example "npm install" does not match`) {
-		t.Errorf("config: %v", err)
-	}
-	dir := t.TempDir()
-	file := filepath.Join(dir, "policy.yaml")
+	file := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := LoadPolicy(file); !errors.As(err, &ee) || !strings.Contains(err.Error(), `"npm install"`) || !strings.Contains(err.Error(), file) {
-		t.Errorf("policy file: %v", err)
-	}
 	p, err := ReadPolicy(file)
-	if err != nil || len(p.Examples) != 1 {
+	if err != nil || len(p.Examples) != 1 || len(p.Examples[0].Match) != 2 {
 		t.Errorf("ReadPolicy: %+v %v", p, err)
 	}
-	good := strings.Replace(bad, `, "npm install"]`, `]`+"\n    not_match: [\"npm install\"]", 1)
-	if err := os.WriteFile(file, []byte(good), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if p, err := LoadPolicy(file); err != nil || len(p.Examples) != 1 || len(p.Examples[0].NotMatch) != 1 {
-		t.Errorf("passing examples: %+v %v", p, err)
-	}
-	// Path examples resolve against worker.workdir in a config.
-	c, err := Parse([]byte("worker: {workdir: /srv/app}\npermission:\n  allow:\n    - {rule: \"Edit(/srv/app/src/**)\", match: [src/main.go]}\n"))
-	if err != nil || len(c.Permission.Examples) != 1 {
-		t.Errorf("workdir-relative example: %v", err)
+	if c, err := Parse([]byte("permission:\n" + indent(bad))); err != nil || len(c.Permission.Examples) != 1 {
+		t.Errorf("config with examples: %v", err)
 	}
 }
 

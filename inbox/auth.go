@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/permission/roles"
 )
@@ -28,7 +29,7 @@ func userFrom(r *http.Request) string {
 	return n
 }
 
-func buildUsers(users map[string]User, roles map[string]Role) ([]namedUser, error) {
+func buildUsers(users map[string]config.InboxUser, roles map[string]config.InboxRole) ([]namedUser, error) {
 	var out []namedUser
 	for name, u := range users {
 		if name == "" || strings.ContainsAny(name, ":\n") {
@@ -156,7 +157,7 @@ func covers(rules []permission.Rule, tool string, input json.RawMessage) bool {
 type Policy struct{ users []namedUser }
 
 // NewPolicy checks users and roles like New does.
-func NewPolicy(users map[string]User, roles map[string]Role) (*Policy, error) {
+func NewPolicy(users map[string]config.InboxUser, roles map[string]config.InboxRole) (*Policy, error) {
 	us, err := buildUsers(users, roles)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/metrics"
 )
 
@@ -45,7 +46,7 @@ func label(m *dto.Metric, name string) string {
 func TestSigninFailuresCounted(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s, err := New(Config{Client: client.New(nil, "unused"), Registerer: reg,
-		Users: map[string]User{"alice": {Token: "tok-a", Password: "pw-a"}}})
+		Users: map[string]config.InboxUser{"alice": {Token: "tok-a", Password: "pw-a"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

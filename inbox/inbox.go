@@ -25,14 +25,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/permission"
 )
 
 // DefaultListen is the address a server listens on when Config.Listen is
-// empty.
-const DefaultListen = "127.0.0.1:8234"
+// empty (inbox.listen's default).
+const DefaultListen = config.DefaultInboxListen
 
 //go:embed assets
 var assets embed.FS
@@ -46,9 +47,9 @@ type Config struct {
 	// TLSCert and TLSKey, when both set, make ListenAndServe serve HTTPS.
 	TLSCert, TLSKey string
 	// Users maps user names to their credentials and roles.
-	Users map[string]User
+	Users map[string]config.InboxUser
 	// Roles maps role names to the calls their members may answer.
-	Roles map[string]Role
+	Roles map[string]config.InboxRole
 	// Registerer receives the server's metrics (nil: not registered).
 	Registerer prometheus.Registerer
 	// Refresh is how often the page polls for changes (default 2 s).
@@ -58,22 +59,6 @@ type Config struct {
 	// Content is the store turns keep their conversations in; with it,
 	// GET /conversation?workflow=ID shows a turn's conversation.
 	Content content.Store
-}
-
-// User is one approver's credentials. A user may log in with the bearer
-// token (header, ?token= link or the cookie it sets) or with basic auth
-// and the password. Both are compared in constant time.
-type User struct {
-	Token    string `json:"token,omitempty" yaml:"token"`
-	Password string `json:"password,omitempty" yaml:"password"`
-	// Roles restrict what the user may answer; none means everything.
-	Roles []string `json:"roles,omitempty" yaml:"roles"`
-}
-
-// Role lists allow-rule patterns ("Bash(kubectl:*)", "Write") of the
-// calls a member may answer.
-type Role struct {
-	Allow []string `json:"allow" yaml:"allow"`
 }
 
 // Server is the inbox web server. It is an http.Handler.
@@ -93,7 +78,7 @@ type Server struct {
 
 type namedUser struct {
 	name  string
-	u     User
+	u     config.InboxUser
 	rules []permission.Rule // nil: unrestricted
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -85,11 +86,11 @@ func TestRolePathsCleaned(t *testing.T) {
 // TestRuleNotWiderThanRoles: an approver may only add always-allow rules
 // its roles already cover.
 func TestRuleNotWiderThanRoles(t *testing.T) {
-	p, err := NewPolicy(map[string]User{
+	p, err := NewPolicy(map[string]config.InboxUser{
 		"admin": {Token: "a"},
 		"kube":  {Token: "k", Roles: []string{"k8s"}},
 		"dev":   {Token: "d", Roles: []string{"src"}},
-	}, map[string]Role{"k8s": {Allow: []string{"Bash(kubectl:*)"}}, "src": {Allow: []string{"Edit(src/**)", "Read"}}})
+	}, map[string]config.InboxRole{"k8s": {Allow: []string{"Bash(kubectl:*)"}}, "src": {Allow: []string{"Edit(src/**)", "Read"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +129,8 @@ func newTestServer(t *testing.T) *Server {
 	t.Helper()
 	s, err := New(Config{
 		Client:     client.New(nil, "unused"),
-		Users:      map[string]User{"alice": {Token: "tok-a", Password: "pw-a"}, "kube": {Token: "tok-k", Roles: []string{"k8s"}}},
-		Roles:      map[string]Role{"k8s": {Allow: []string{"Bash(kubectl:*)"}}},
+		Users:      map[string]config.InboxUser{"alice": {Token: "tok-a", Password: "pw-a"}, "kube": {Token: "tok-k", Roles: []string{"k8s"}}},
+		Roles:      map[string]config.InboxRole{"k8s": {Allow: []string{"Bash(kubectl:*)"}}},
 		Registerer: prometheus.NewRegistry(),
 	})
 	if err != nil {
@@ -145,19 +146,19 @@ func TestNewValidates(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"no client", Config{Users: map[string]User{"a": {Token: "t"}}}, "no warden client"},
+		{"no client", Config{Users: map[string]config.InboxUser{"a": {Token: "t"}}}, "no warden client"},
 		{"no users", Config{Client: cl}, "no users"},
-		{"no credentials", Config{Client: cl, Users: map[string]User{"a": {}}}, "neither a token nor a password"},
-		{"unknown role", Config{Client: cl, Users: map[string]User{"a": {Token: "t", Roles: []string{"x"}}}}, "unknown role"},
-		{"bad rule", Config{Client: cl, Users: map[string]User{"a": {Token: "t", Roles: []string{"x"}}}, Roles: map[string]Role{"x": {Allow: []string{"Bash("}}}}, "role \"x\""},
-		{"half TLS", Config{Client: cl, Users: map[string]User{"a": {Token: "t"}}, TLSCert: "c.pem"}, "TLS"},
+		{"no credentials", Config{Client: cl, Users: map[string]config.InboxUser{"a": {}}}, "neither a token nor a password"},
+		{"unknown role", Config{Client: cl, Users: map[string]config.InboxUser{"a": {Token: "t", Roles: []string{"x"}}}}, "unknown role"},
+		{"bad rule", Config{Client: cl, Users: map[string]config.InboxUser{"a": {Token: "t", Roles: []string{"x"}}}, Roles: map[string]config.InboxRole{"x": {Allow: []string{"Bash("}}}}, "role \"x\""},
+		{"half TLS", Config{Client: cl, Users: map[string]config.InboxUser{"a": {Token: "t"}}, TLSCert: "c.pem"}, "TLS"},
 	}
 	for _, tt := range tests {
 		if _, err := New(tt.cfg); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: New error = %v, want %q", tt.name, err, tt.want)
 		}
 	}
-	s, err := New(Config{Client: cl, Users: map[string]User{"a": {Token: "t"}}})
+	s, err := New(Config{Client: cl, Users: map[string]config.InboxUser{"a": {Token: "t"}}})
 	if err != nil || s.Addr() != DefaultListen {
 		t.Errorf("defaults: %v %q", err, s.Addr())
 	}

@@ -3,13 +3,15 @@ package inbox
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/wardenhq/warden/config"
 )
 
 func TestPolicyAllows(t *testing.T) {
-	p, err := NewPolicy(map[string]User{
+	p, err := NewPolicy(map[string]config.InboxUser{
 		"alice": {Token: "a"},
 		"kube":  {Token: "k", Roles: []string{"k8s"}},
-	}, map[string]Role{"k8s": {Allow: []string{"Bash(kubectl:*)"}}})
+	}, map[string]config.InboxRole{"k8s": {Allow: []string{"Bash(kubectl:*)"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestPolicyAllows(t *testing.T) {
 			t.Errorf("Allows(%s, %s, %s) = %v, want %v", c.user, c.tool, c.input, got, c.want)
 		}
 	}
-	if _, err := NewPolicy(map[string]User{"x": {Token: "t", Roles: []string{"nope"}}}, nil); err == nil {
+	if _, err := NewPolicy(map[string]config.InboxUser{"x": {Token: "t", Roles: []string{"nope"}}}, nil); err == nil {
 		t.Error("unknown role accepted")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -50,7 +51,7 @@ func readStream(ctx context.Context, t *testing.T, url string, got *atomic.Int64
 // another listing gets its own poller; and the pollers stop when their
 // streams close.
 func TestStreamsShareOnePoller(t *testing.T) {
-	s, err := New(Config{Client: client.New(nil, "unused"), Users: map[string]User{"alice": {Token: "tok-a"}}})
+	s, err := New(Config{Client: client.New(nil, "unused"), Users: map[string]config.InboxUser{"alice": {Token: "tok-a"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/auth"
+	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/internal/devserver"
 	"github.com/wardenhq/warden/metrics"
@@ -78,7 +79,7 @@ func (n *node) embedded(ctx context.Context) error {
 // cluster takes the cluster's address and credentials from the config,
 // and the inbox's delegate key from inbox.key_file.
 func (n *node) cluster() error {
-	cluster, err := n.cfg.ClientOptions("")
+	cluster, err := client.ConfigOptions(n.cfg, "")
 	if err != nil {
 		return err
 	}

@@ -83,8 +83,12 @@ func (n *node) stop() {
 // Run runs a worker node until ctx is done: with no temporal.address it
 // first starts the embedded Temporal server (and its Web UI) in the same
 // process, with one it joins that cluster. It serves metrics, the inbox
-// when enabled, and runs the configured demo turn.
+// when enabled, and runs the configured demo turn. A config that fails
+// Check starts nothing.
 func Run(ctx context.Context, cfg config.Config, o Options) error {
+	if err := Check(cfg); err != nil {
+		return err
+	}
 	tuneGC()
 	start := time.Now()
 	// The SDK's workflow cache is shared by every worker of the process

@@ -15,6 +15,7 @@ import (
 
 	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/metrics"
 )
@@ -62,7 +63,7 @@ func (n *node) startInbox(ctx context.Context) (string, error) {
 			}
 			token = hex.EncodeToString(b)
 		}
-		users = map[string]inbox.User{"admin": {Token: token}}
+		users = map[string]config.InboxUser{"admin": {Token: token}}
 		login = "/?token=" + token
 	}
 	srv, err := inbox.New(inbox.Config{Client: cl, Content: n.store, Listen: cfg.Listen, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,

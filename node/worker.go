@@ -54,7 +54,7 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("middleware: %w", err)
 	}
-	store, err := cfg.ContentStore()
+	store, err := client.OpenStore(cfg)
 	if err != nil {
 		return nil, "", err
 	}
@@ -66,8 +66,8 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: n.reg, Logger: n.logger,
 		Protected:    cfg.Permission.Protected,
 		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool,
-		Notifier: cfg.Notify.Sender(), InboxURL: cfg.Inbox.PublicURL(),
-		Content: store, ContentCacheBytes: int64(cfg.Content.CacheMB) << 20, Compaction: cfg.Content.Compaction,
+		Notifier: sender(cfg.Notify), InboxURL: cfg.Inbox.PublicURL(),
+		Content: store, ContentCacheBytes: int64(cfg.Content.CacheMB) << 20, Compaction: compactions(cfg.Content.Compaction),
 		MaxResultBytes: cfg.Content.MaxResultBytes, MaxCallInputBytes: cfg.Content.MaxCallInputBytes,
 		Client: n.c,
 	}); err != nil {

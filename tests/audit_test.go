@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/wardenhq/warden"
-	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/audit"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -380,9 +380,9 @@ steps:
 // allow (it runs without an approver), Write to notify (it keeps waiting
 // until an approver answers). Both escalations are in the audit.
 func TestAuditEscalations(t *testing.T) {
-	cl := startWorker(t, warden.Options{ToolSettings: map[string]activities.ToolSettings{
-		"Bash":  {Escalation: workflows.EscalateAllow},
-		"Write": {Escalation: workflows.EscalateNotify},
+	cl := startWorker(t, warden.Options{ToolSettings: map[string]config.ToolSettings{
+		"Bash":  {Escalation: string(workflows.EscalateAllow)},
+		"Write": {Escalation: string(workflows.EscalateNotify)},
 	}})
 	ctx := ctxT(t, 60*time.Second)
 	dir := t.TempDir()

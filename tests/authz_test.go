@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden"
-	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
@@ -267,7 +267,7 @@ func TestRuleWiderThanRoleRefused(t *testing.T) {
 func TestEditedInputTurnedSideEffectingRunsOnce(t *testing.T) {
 	workdir := t.TempDir()
 	cl := startWorker(t, warden.Options{Workdir: workdir,
-		ToolSettings: map[string]activities.ToolSettings{"Bash": {FastPathTimeout: time.Second}}})
+		ToolSettings: map[string]config.ToolSettings{"Bash": {FastPathTimeout: time.Second}}})
 	ctx := ctxT(t, 120*time.Second)
 	s := script(t, "steps:\n  - tool_calls: [{id: e1, name: Bash, input: {command: \"ls /etc\"}}]\n  - text: done\n")
 	id := "edit-once-" + fmt.Sprint(time.Now().UnixNano())

@@ -170,7 +170,7 @@ func TestClusterProfile(t *testing.T) {
 		}
 	}()
 	// The test drives turns as the operator, whose key the server wrote.
-	opts, err := config.Temporal{Address: cl.addr, Namespace: "default", KeyFile: cl.key(auth.OperatorName)}.ClientOptions()
+	opts, err := client.DialOptions(config.Temporal{Address: cl.addr, Namespace: "default", KeyFile: cl.key(auth.OperatorName)})
 	if err != nil {
 		t.Fatal(err)
 	}

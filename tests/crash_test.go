@@ -96,7 +96,7 @@ func runStarter(t *testing.T, bin, dir string, args ...string) (string, error) {
 // operator key it wrote under its data directory).
 func dialAt(t *testing.T, addr, keyFile string) tclient.Client {
 	t.Helper()
-	o, err := config.Temporal{Address: addr, Namespace: "default", KeyFile: keyFile}.ClientOptions()
+	o, err := client.DialOptions(config.Temporal{Address: addr, Namespace: "default", KeyFile: keyFile})
 	if err != nil {
 		t.Fatal(err)
 	}

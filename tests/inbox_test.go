@@ -23,6 +23,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -36,11 +37,11 @@ func serveInbox(t *testing.T, cl *client.Client) (*httptest.Server, *prometheus.
 	reg := prometheus.NewRegistry()
 	srv, err := inbox.New(inbox.Config{
 		Client: cl,
-		Users: map[string]inbox.User{
+		Users: map[string]config.InboxUser{
 			"alice": {Token: "alice-token", Password: "alice-pw"},
 			"kube":  {Token: "kube-token", Roles: []string{"k8s"}},
 		},
-		Roles:      map[string]inbox.Role{"k8s": {Allow: []string{"Bash(kubectl:*)"}}},
+		Roles:      map[string]config.InboxRole{"k8s": {Allow: []string{"Bash(kubectl:*)"}}},
 		Registerer: reg,
 		Refresh:    time.Second,
 		Content:    env.store,

@@ -21,6 +21,7 @@ import (
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/bench"
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/content/s3store"
 	"github.com/wardenhq/warden/middleware/compact"
@@ -406,7 +407,7 @@ func TestTwoWorkersShareS3Store(t *testing.T) {
 	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
 	defer srv.Close()
 	bucket := "warden-shared"
-	s3c := s3store.Config{Endpoint: srv.URL, Bucket: bucket, PathStyle: true, AccessKey: "k", SecretKey: "s"}
+	s3c := config.S3{Endpoint: srv.URL, Bucket: bucket, PathStyle: true, AccessKey: "k", SecretKey: "s"}
 	store, err := s3store.New(s3c)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools/mcp"
@@ -34,7 +35,7 @@ func connectEcho(t *testing.T) *mcp.Set {
 			t.Fatalf("build echoserver: %v\n%s", err, out)
 		}
 	}
-	set, err := mcp.ConnectSandboxed(ctxT(t, 30*time.Second), []mcp.ServerConfig{{Name: "echo", Command: bin}}, &mcp.Sandbox{Workdir: t.TempDir()})
+	set, err := mcp.ConnectSandboxed(ctxT(t, 30*time.Second), []config.MCPServer{{Name: "echo", Command: bin}}, &mcp.Sandbox{Workdir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -159,7 +159,7 @@ func TestStockOfficialServer(t *testing.T) {
 		p.waitServing(t, ctx, "default")
 		// Without a client certificate the frontend refuses the handshake.
 		noCert := config.Temporal{Address: addr, Namespace: "default", TLSCA: ca.path}
-		if o, err := noCert.ClientOptions(); err != nil {
+		if o, err := client.DialOptions(noCert); err != nil {
 			t.Fatal(err)
 		} else if _, err := dialFor(ctx, o, 5*time.Second); err == nil {
 			t.Error("a client without a certificate was served")
@@ -200,7 +200,7 @@ func TestStockOfficialServer(t *testing.T) {
 		}
 		c := p.waitServing(t, ctx, "default")
 		// No token: refused.
-		if o, err := as("").ClientOptions(); err != nil {
+		if o, err := client.DialOptions(as("")); err != nil {
 			t.Fatal(err)
 		} else if ac, err := dialFor(ctx, o, 10*time.Second); err == nil {
 			_, err = ac.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: "default"})

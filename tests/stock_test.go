@@ -110,7 +110,7 @@ func (p *stockProfile) cli(t *testing.T, bin string, args ...string) (string, er
 
 func (p *stockProfile) dial(t *testing.T) tclient.Client {
 	t.Helper()
-	o, err := p.temporal.ClientOptions()
+	o, err := client.DialOptions(p.temporal)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func (p *stockProfile) dial(t *testing.T) tclient.Client {
 // description (a fresh server takes a few seconds to join its services).
 func (p *stockProfile) waitServing(t *testing.T, ctx context.Context, namespace string) tclient.Client {
 	t.Helper()
-	o, err := p.temporal.ClientOptions()
+	o, err := client.DialOptions(p.temporal)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,8 +22,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/wardenhq/warden"
-	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/permission"
@@ -156,7 +156,7 @@ func toolExecutions(t *testing.T, evs []*historypb.HistoryEvent) (regular, local
 // becomes the activity's RetryPolicy, and the third attempt succeeds.
 func TestToolRetriesThroughRetryPolicy(t *testing.T) {
 	cl := startWorker(t, warden.Options{Tools: []tools.Tool{flaky{}},
-		ToolSettings: map[string]activities.ToolSettings{"Flaky": {Retry: activities.Retry{MaxAttempts: 3, InitialInterval: 100 * time.Millisecond}}}})
+		ToolSettings: map[string]config.ToolSettings{"Flaky": {Retry: config.Retry{MaxAttempts: 3, InitialInterval: 100 * time.Millisecond}}}})
 	ctx := ctxT(t, 60*time.Second)
 	s := script(t, "steps:\n  - tool_calls: [{name: Flaky}]\n  - text: done\n")
 	id := "flaky-" + fmt.Sprint(time.Now().UnixNano())
@@ -410,7 +410,7 @@ func recordScenarios(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := startWorker(t, warden.Options{Workdir: t.TempDir(),
-		ToolSettings: map[string]activities.ToolSettings{"Write": {ApprovalTimeout: 2 * time.Second, Escalation: workflows.EscalateNotify}}})
+		ToolSettings: map[string]config.ToolSettings{"Write": {ApprovalTimeout: 2 * time.Second, Escalation: string(workflows.EscalateNotify)}}})
 	ctx := ctxT(t, 120*time.Second)
 	pc := policy(t, permission.Policy{Allow: []string{"Bash(echo:*)", "Bash(go version)"}, Deny: []string{"Bash(rm -rf:*)"}})
 	id := "demo-record" + suffix

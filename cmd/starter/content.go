@@ -24,7 +24,7 @@ func newShowCmd(cn *conn) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			store, err := cfg.ContentStore()
+			store, err := client.OpenStore(cfg)
 			if err != nil {
 				return err
 			}
@@ -58,7 +58,7 @@ func newGCCmd(cn *conn) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			store, err := cfg.ContentStore()
+			store, err := client.OpenStore(cfg)
 			if err != nil {
 				return err
 			}

@@ -87,16 +87,16 @@ func (cn *conn) dial(ctx context.Context) (tclient.Client, *client.Client, confi
 	if err != nil {
 		return nil, nil, cfg, err
 	}
-	c, err := cfg.Dial(ctx, cn.address, sdklog.NewStructuredLogger(quiet()))
+	c, err := client.Dial(ctx, cfg, cn.address, sdklog.NewStructuredLogger(quiet()))
 	if err != nil {
 		return nil, nil, cfg, err
 	}
 	cl := client.New(c, cfg.Worker.TaskQueue)
-	cn.keyName = cfg.Temporal.KeyName()
+	cn.keyName = client.KeyName(cfg.Temporal)
 	cl.Via = cn.keyName
 	// Turns record the approvers of the config: the workflow checks
 	// every answer against them, whichever client sends it.
-	if cl.Approvers, err = cfg.Inbox.Approvers(); err != nil {
+	if cl.Approvers, err = client.Approvers(cfg.Inbox); err != nil {
 		c.Close()
 		return nil, nil, cfg, err
 	}

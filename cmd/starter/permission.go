@@ -85,7 +85,7 @@ func (f permFlags) options() (tools.CheckOptions, error) {
 	var p permission.Policy
 	if f.rules != "" {
 		var err error
-		if p, err = config.LoadPolicy(f.rules); err != nil {
+		if p, err = loadPolicy(f.rules); err != nil {
 			return tools.CheckOptions{}, err
 		}
 	}

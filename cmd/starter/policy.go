@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -134,4 +135,20 @@ func writeExamples(w io.Writer, name string, p permission.Policy, rs []tools.Exa
 		}
 	}
 	fmt.Fprintf(w, "%s: %d rules, %d examples, %d failed\n", name, rules, len(rs), failed)
+}
+
+// loadPolicy reads a permission policy file (config.ReadPolicy) and
+// refuses one whose rules' examples fail (tools.CheckExamples, a
+// *tools.ExampleError naming each failing rule and example). Relative
+// paths of path rules and examples resolve against the current
+// directory, as `starter permission check` resolves them.
+func loadPolicy(path string) (permission.Policy, error) {
+	p, err := config.ReadPolicy(path)
+	if err != nil {
+		return p, err
+	}
+	if err := tools.CheckExamples(context.Background(), p, tools.ExampleOptions{}); err != nil {
+		return p, fmt.Errorf("policy %s: %w", path, err)
+	}
+	return p, nil
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -151,7 +150,7 @@ func readLiveRules(file string) (workflows.LiveRules, error) {
 	// The same reader as the worker's and `starter policy test`'s: a
 	// policy or a config file, long-form rules, and examples that must
 	// hold for the file to load.
-	p, err := config.LoadPolicy(file)
+	p, err := loadPolicy(file)
 	if err != nil {
 		return workflows.LiveRules{}, err
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
@@ -48,7 +47,7 @@ func newRunCmd(cn *conn) *cobra.Command {
 			defer c.Close()
 			policy := cfg.Permission
 			if rules != "" {
-				if policy, err = config.LoadPolicy(rules); err != nil {
+				if policy, err = loadPolicy(rules); err != nil {
 					return err
 				}
 			}

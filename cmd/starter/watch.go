@@ -43,7 +43,7 @@ func newWatchCmd(cn *conn) *cobra.Command {
 // status says the turn did not finish: 0 means it answered.
 func printResult(ctx context.Context, out io.Writer, cfg config.Config, id string, res workflows.TurnResult, asJSON bool) error {
 	if res.AnswerRef != "" {
-		if store, err := cfg.ContentStore(); err == nil {
+		if store, err := client.OpenStore(cfg); err == nil {
 			if data, err := store.Get(ctx, id, res.AnswerRef); err == nil {
 				res.Answer = string(data)
 			}

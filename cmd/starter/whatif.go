@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/audit"
-	"github.com/wardenhq/warden/config"
 )
 
 func newPolicyWhatIfCmd(cn *conn) *cobra.Command {
@@ -47,7 +46,7 @@ DENIED-BY-HUMAN. Without --since and --workflow it reads the last 7 days.`,
 			if rules == "" {
 				return errors.New("--rules NEW.yaml is required")
 			}
-			p, err := config.LoadPolicy(rules)
+			p, err := loadPolicy(rules)
 			if err != nil {
 				return err
 			}

@@ -18,25 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
 )
-
-// Config locates the bucket.
-type Config struct {
-	// Endpoint is the server's URL (empty: AWS S3 of Region).
-	Endpoint string `yaml:"endpoint"`
-	Region   string `yaml:"region"`
-	Bucket   string `yaml:"bucket"`
-	// Prefix is prepended to every key (e.g. "warden/prod").
-	Prefix string `yaml:"prefix"`
-	// PathStyle addresses the bucket in the path (most self-hosted
-	// servers need it).
-	PathStyle bool `yaml:"path_style"`
-	// AccessKey and SecretKey; empty reads AWS_ACCESS_KEY_ID and
-	// AWS_SECRET_ACCESS_KEY (set by the caller from the environment).
-	AccessKey string `yaml:"-"`
-	SecretKey string `yaml:"-"`
-}
 
 // Store is a content.Store on S3.
 type Store struct {
@@ -47,7 +31,7 @@ type Store struct {
 }
 
 // New returns a store for the bucket. It does not contact the server.
-func New(cfg Config) (*Store, error) {
+func New(cfg config.S3) (*Store, error) {
 	if cfg.Bucket == "" {
 		return nil, errors.New("s3 store: bucket is required")
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/johannesboyne/gofakes3"
 	"github.com/johannesboyne/gofakes3/backend/s3mem"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content/contenttest"
 	"github.com/wardenhq/warden/content/s3store"
 )
@@ -18,7 +19,7 @@ func TestS3(t *testing.T) {
 	t.Parallel()
 	srv := httptest.NewServer(gofakes3.New(s3mem.New()).Server())
 	defer srv.Close()
-	s, err := s3store.New(s3store.Config{Endpoint: srv.URL, Bucket: "warden", Prefix: "ci", PathStyle: true,
+	s, err := s3store.New(config.S3{Endpoint: srv.URL, Bucket: "warden", Prefix: "ci", PathStyle: true,
 		AccessKey: "test", SecretKey: "test"})
 	if err != nil {
 		t.Fatal(err)

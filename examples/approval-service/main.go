@@ -60,7 +60,7 @@ func run() error {
 	// the client's credentials.
 	conn := config.Temporal{Address: *address, Namespace: *namespace, KeyFile: *keyFile,
 		TLSCert: *tlsCert, TLSKey: *tlsKey, TLSCA: *tlsCA, APIKey: *apiKey}
-	opts, err := conn.ClientOptions()
+	opts, err := client.DialOptions(conn)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func run() error {
 	// Answers name the key they are sent with (a delegate key answers
 	// for the people named in "by"; see `starter keys`).
 	cl := client.New(c, "")
-	cl.Via = conn.KeyName()
+	cl.Via = client.KeyName(conn)
 	srv := &http.Server{Handler: newHandler(cl, logger), ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

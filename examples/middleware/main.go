@@ -26,6 +26,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/middleware"
 	"github.com/wardenhq/warden/tools"
@@ -48,7 +49,7 @@ func run() error {
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	// config.Temporal turns a key file into the client's credentials.
 	conn := config.Temporal{Address: *address, Namespace: *namespace, KeyFile: *keyFile}
-	opts, err := conn.ClientOptions()
+	opts, err := client.DialOptions(conn)
 	if err != nil {
 		return err
 	}

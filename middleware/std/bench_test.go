@@ -9,9 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/middleware"
-	"github.com/wardenhq/warden/middleware/logging"
-	"github.com/wardenhq/warden/middleware/reduce"
 	"github.com/wardenhq/warden/tools"
 )
 
@@ -42,11 +41,11 @@ func BenchmarkNoMiddleware(b *testing.B) { runChain(b, nil) }
 // metrics, a concurrency limit and output reduction.
 func BenchmarkFullStack(b *testing.B) {
 	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	mws, err := Build(Config{
-		Logging: &logging.Config{Level: "info"},
+	mws, err := Build(config.Middleware{
+		Logging: &config.Logging{Level: "info"},
 		Metrics: true,
 		Limits:  map[string]int{"*": 16},
-		Reduce:  map[string]reduce.Config{"*": {MaxChars: 30000}},
+		Reduce:  map[string]config.Reduce{"*": {MaxChars: 30000}},
 	}, prometheus.NewRegistry(), logger)
 	if err != nil {
 		b.Fatal(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/middleware"
 	"github.com/wardenhq/warden/middleware/limit"
 	"github.com/wardenhq/warden/middleware/logging"
@@ -18,32 +19,14 @@ import (
 	"github.com/wardenhq/warden/middleware/reduce"
 )
 
-// Config selects and configures the standard middlewares. The zero value
-// builds an empty chain.
-type Config struct {
-	// Logging enables call logging when set.
-	Logging *logging.Config `yaml:"logging"`
-	// Limits caps in-flight calls per tool name ("*": every other tool).
-	Limits map[string]int `yaml:"limits"`
-	// Reduce shortens outputs per tool name ("*": every other tool).
-	Reduce map[string]reduce.Config `yaml:"reduce"`
-	// Metrics records warden_tool_output_bytes (call durations are
-	// recorded by the tool activity, whatever this says).
-	Metrics bool `yaml:"metrics"`
-}
-
-// Build returns the configured middlewares in order, first outermost:
-// logging, metrics, limit, reduce. Metrics register on reg; logging
-// writes to logger unless its config names a logger (nil:
-// slog.Default()).
-func Build(cfg Config, reg prometheus.Registerer, logger *slog.Logger) ([]middleware.Middleware, error) {
+// Build returns the middlewares of the config file's middleware section
+// in order, first outermost: logging, metrics, limit, reduce. The zero
+// value builds an empty chain. Metrics register on reg; logging writes
+// to logger (nil: slog.Default()).
+func Build(cfg config.Middleware, reg prometheus.Registerer, logger *slog.Logger) ([]middleware.Middleware, error) {
 	var out []middleware.Middleware
 	if cfg.Logging != nil {
-		lc := *cfg.Logging
-		if lc.Logger == nil {
-			lc.Logger = logger
-		}
-		mw, err := logging.New(lc)
+		mw, err := logging.New(loggingConfig(*cfg.Logging, logger))
 		if err != nil {
 			return nil, fmt.Errorf("middleware logging: %w", err)
 		}
@@ -67,11 +50,34 @@ func Build(cfg Config, reg prometheus.Registerer, logger *slog.Logger) ([]middle
 		out = append(out, mw)
 	}
 	if len(cfg.Reduce) > 0 {
-		mw, err := reduce.ByTool(cfg.Reduce)
+		mw, err := reduce.ByTool(reduceConfigs(cfg.Reduce))
 		if err != nil {
 			return nil, fmt.Errorf("middleware reduce: %w", err)
 		}
 		out = append(out, mw)
 	}
 	return out, nil
+}
+
+// loggingConfig is the logging middleware's configuration of c, writing
+// to logger.
+func loggingConfig(c config.Logging, logger *slog.Logger) logging.Config {
+	lc := logging.Config{Logger: logger, Level: c.Level, PreviewChars: c.PreviewChars, InputChars: c.InputChars,
+		Secrets: c.Secrets, SecretEnv: c.SecretEnv}
+	if len(c.Tools) > 0 {
+		lc.Tools = make(map[string]logging.ToolConfig, len(c.Tools))
+		for name, t := range c.Tools {
+			lc.Tools[name] = logging.ToolConfig(t)
+		}
+	}
+	return lc
+}
+
+// reduceConfigs are the reduce middleware's per-tool configurations of rs.
+func reduceConfigs(rs map[string]config.Reduce) map[string]reduce.Config {
+	out := make(map[string]reduce.Config, len(rs))
+	for name, r := range rs {
+		out[name] = reduce.Config(r)
+	}
+	return out
 }

@@ -12,10 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"gopkg.in/yaml.v3"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/middleware"
-	"github.com/wardenhq/warden/middleware/logging"
 	"github.com/wardenhq/warden/middleware/middlewaretest"
-	"github.com/wardenhq/warden/middleware/reduce"
 	"github.com/wardenhq/warden/tools"
 )
 
@@ -41,7 +40,7 @@ func TestBuildFromYAML(t *testing.T) {
 	t.Parallel()
 	dec := yaml.NewDecoder(strings.NewReader(sample))
 	dec.KnownFields(true)
-	var cfg Config
+	var cfg config.Middleware
 	if err := dec.Decode(&cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -96,18 +95,18 @@ func TestBuild(t *testing.T) {
 	neg := -1
 	tests := []struct {
 		name    string
-		cfg     Config
+		cfg     config.Middleware
 		reg     bool
 		wantN   int
 		wantErr bool
 	}{
-		{name: "zero", cfg: Config{}, wantN: 0},
-		{name: "logging only", cfg: Config{Logging: &logging.Config{}}, wantN: 1},
-		{name: "metrics without registry", cfg: Config{Metrics: true}, wantErr: true},
-		{name: "metrics", cfg: Config{Metrics: true}, reg: true, wantN: 1},
-		{name: "bad level", cfg: Config{Logging: &logging.Config{Level: "loud"}}, wantErr: true},
-		{name: "negative limit", cfg: Config{Limits: map[string]int{"Bash": neg}}, wantErr: true},
-		{name: "bad reduce", cfg: Config{Reduce: map[string]reduce.Config{"*": {MaxChars: neg}}}, wantErr: true},
+		{name: "zero", cfg: config.Middleware{}, wantN: 0},
+		{name: "logging only", cfg: config.Middleware{Logging: &config.Logging{}}, wantN: 1},
+		{name: "metrics without registry", cfg: config.Middleware{Metrics: true}, wantErr: true},
+		{name: "metrics", cfg: config.Middleware{Metrics: true}, reg: true, wantN: 1},
+		{name: "bad level", cfg: config.Middleware{Logging: &config.Logging{Level: "loud"}}, wantErr: true},
+		{name: "negative limit", cfg: config.Middleware{Limits: map[string]int{"Bash": neg}}, wantErr: true},
+		{name: "bad reduce", cfg: config.Middleware{Reduce: map[string]config.Reduce{"*": {MaxChars: neg}}}, wantErr: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -27,6 +27,7 @@ import (
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local/sandbox"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 )
@@ -38,59 +39,11 @@ const AskMessage = "MCP tools must be explicitly allowed by the user."
 // Prefix starts the name of every MCP tool.
 const Prefix = "mcp__"
 
-// ServerConfig is one MCP server: a command run over stdio, or the URL
-// of a streamable HTTP endpoint.
-type ServerConfig struct {
-	// Name names the server in tool names (mcp__<name>__<tool>).
-	Name string `yaml:"name" json:"name"`
-	// Command, Args and Env run a stdio server. Like a tool process, the
-	// server starts from the allowlist of backend.BaseEnvNames (PATH,
-	// HOME, LANG, ...); Env entries (KEY=VALUE) are added to it. Nothing
-	// else of the worker's environment (model keys, Temporal credentials,
-	// the inbox token) reaches the server.
-	Command string   `yaml:"command,omitempty" json:"command,omitempty"`
-	Args    []string `yaml:"args,omitempty" json:"args,omitempty"`
-	Env     []string `yaml:"env,omitempty" json:"env,omitempty"`
-	// URL and Headers reach a streamable HTTP server; the headers (e.g.
-	// Authorization) are sent with every request.
-	URL     string            `yaml:"url,omitempty" json:"url,omitempty"`
-	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
-	// Write and Network shape the sandbox a stdio server runs in when
-	// the worker sandboxes local processes (Sandbox): it may write the
-	// worker's workdir, a private temporary directory and these paths,
-	// and has no network unless Network is set.
-	Write   []string `yaml:"write,omitempty" json:"write,omitempty"`
-	Network bool     `yaml:"network,omitempty" json:"network,omitempty"`
-}
-
 // Sandbox runs stdio servers in the local kernel sandbox (package
 // backend/local/sandbox): Workdir is writable, Hide is empty to them.
 type Sandbox struct {
 	Workdir string
 	Hide    []string
-}
-
-// Validate reports a config that names no server, both or neither
-// transport, or environment entries without '='.
-func (c ServerConfig) Validate() error {
-	if strings.TrimSpace(c.Name) == "" {
-		return errors.New("mcp: server without a name")
-	}
-	if (c.Command == "") == (c.URL == "") {
-		return fmt.Errorf("mcp: server %q: set exactly one of command and url", c.Name)
-	}
-	for _, e := range c.Env {
-		if !strings.Contains(e, "=") {
-			return fmt.Errorf("mcp: server %q: env entry %q is not KEY=VALUE", c.Name, e)
-		}
-	}
-	if c.URL == "" && len(c.Headers) > 0 {
-		return fmt.Errorf("mcp: server %q: headers need a url", c.Name)
-	}
-	if c.Command == "" && (len(c.Args) > 0 || len(c.Env) > 0) {
-		return fmt.Errorf("mcp: server %q: args and env need a command", c.Name)
-	}
-	return nil
 }
 
 // ToolName is the warden name of tool on server: mcp__<server>__<tool>,
@@ -121,13 +74,13 @@ type Set struct {
 // fails, the servers already connected are closed and the error names it.
 // Stdio servers run as the worker's user; use ConnectSandboxed to confine
 // them.
-func Connect(ctx context.Context, cfgs []ServerConfig) (*Set, error) {
+func Connect(ctx context.Context, cfgs []config.MCPServer) (*Set, error) {
 	return ConnectSandboxed(ctx, cfgs, nil)
 }
 
 // ConnectSandboxed is Connect with stdio servers started in the local
 // sandbox sb (nil: unconfined).
-func ConnectSandboxed(ctx context.Context, cfgs []ServerConfig, sb *Sandbox) (*Set, error) {
+func ConnectSandboxed(ctx context.Context, cfgs []config.MCPServer, sb *Sandbox) (*Set, error) {
 	seen := map[string]bool{}
 	for _, c := range cfgs {
 		if err := c.Validate(); err != nil {
@@ -183,7 +136,7 @@ func (s *Set) Close() error {
 // server holds the session with one MCP server and replaces it when the
 // server dies.
 type server struct {
-	cfg    ServerConfig
+	cfg    config.MCPServer
 	client *sdk.Client
 
 	mu sync.Mutex
@@ -196,7 +149,7 @@ type server struct {
 	closed  bool
 }
 
-func newServer(cfg ServerConfig) *server {
+func newServer(cfg config.MCPServer) *server {
 	return &server{cfg: cfg, client: sdk.NewClient(&sdk.Implementation{Name: "warden", Version: "v1"}, nil)}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/tools/mcp/internal/echoserver"
@@ -188,7 +189,7 @@ func TestStdio(t *testing.T) {
 	// A secret of the worker's environment never reaches an MCP server.
 	t.Setenv("WARDEN_TEST_SECRET", "s3cr3t-worker-value")
 	bin := buildEchoServer(t)
-	s, err := Connect(ctxT(t), []ServerConfig{{Name: "echo", Command: bin, Args: []string{"--flag", "x"}, Env: []string{"ECHO_ENV=from-config"}}})
+	s, err := Connect(ctxT(t), []config.MCPServer{{Name: "echo", Command: bin, Args: []string{"--flag", "x"}, Env: []string{"ECHO_ENV=from-config"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,10 +268,10 @@ func TestStreamableHTTP(t *testing.T) {
 	hs := httptest.NewServer(&sh)
 	t.Cleanup(hs.Close)
 
-	if _, err := Connect(ctxT(t), []ServerConfig{{Name: "web", URL: hs.URL}}); err == nil {
+	if _, err := Connect(ctxT(t), []config.MCPServer{{Name: "web", URL: hs.URL}}); err == nil {
 		t.Fatal("connect without the Authorization header succeeded")
 	}
-	s, err := Connect(ctxT(t), []ServerConfig{{Name: "web.api", URL: hs.URL, Headers: map[string]string{"Authorization": "Bearer t0k"}}})
+	s, err := Connect(ctxT(t), []config.MCPServer{{Name: "web.api", URL: hs.URL, Headers: map[string]string{"Authorization": "Bearer t0k"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,17 +293,17 @@ func TestStreamableHTTP(t *testing.T) {
 func TestServerConfigValidate(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
-		cfg  ServerConfig
+		cfg  config.MCPServer
 		want string
 	}{
-		{ServerConfig{Name: "a", Command: "x"}, ""},
-		{ServerConfig{Name: "a", URL: "http://h", Headers: map[string]string{"K": "v"}}, ""},
-		{ServerConfig{Command: "x"}, "without a name"},
-		{ServerConfig{Name: "a"}, "exactly one"},
-		{ServerConfig{Name: "a", Command: "x", URL: "http://h"}, "exactly one"},
-		{ServerConfig{Name: "a", Command: "x", Env: []string{"NOEQ"}}, "KEY=VALUE"},
-		{ServerConfig{Name: "a", Command: "x", Headers: map[string]string{"K": "v"}}, "headers need a url"},
-		{ServerConfig{Name: "a", URL: "http://h", Args: []string{"-v"}}, "need a command"},
+		{config.MCPServer{Name: "a", Command: "x"}, ""},
+		{config.MCPServer{Name: "a", URL: "http://h", Headers: map[string]string{"K": "v"}}, ""},
+		{config.MCPServer{Command: "x"}, "without a name"},
+		{config.MCPServer{Name: "a"}, "exactly one"},
+		{config.MCPServer{Name: "a", Command: "x", URL: "http://h"}, "exactly one"},
+		{config.MCPServer{Name: "a", Command: "x", Env: []string{"NOEQ"}}, "KEY=VALUE"},
+		{config.MCPServer{Name: "a", Command: "x", Headers: map[string]string{"K": "v"}}, "headers need a url"},
+		{config.MCPServer{Name: "a", URL: "http://h", Args: []string{"-v"}}, "need a command"},
 	}
 	for _, c := range cases {
 		err := c.cfg.Validate()
@@ -310,10 +311,10 @@ func TestServerConfigValidate(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
 		}
 	}
-	if _, err := Connect(ctxT(t), []ServerConfig{{Name: "a", Command: "x"}, {Name: "a", Command: "y"}}); err == nil || !strings.Contains(err.Error(), "duplicate") {
+	if _, err := Connect(ctxT(t), []config.MCPServer{{Name: "a", Command: "x"}, {Name: "a", Command: "y"}}); err == nil || !strings.Contains(err.Error(), "duplicate") {
 		t.Errorf("duplicate server names: %v", err)
 	}
-	if _, err := Connect(ctxT(t), []ServerConfig{{Name: "gone", Command: filepath.Join(t.TempDir(), "missing")}}); err == nil || !strings.Contains(err.Error(), `"gone"`) {
+	if _, err := Connect(ctxT(t), []config.MCPServer{{Name: "gone", Command: filepath.Join(t.TempDir(), "missing")}}); err == nil || !strings.Contains(err.Error(), `"gone"`) {
 		t.Errorf("missing command: %v", err)
 	}
 }
@@ -338,7 +339,7 @@ func TestToolName(t *testing.T) {
 // (its pid is 1), from the allowlisted environment.
 func TestStdioSandboxed(t *testing.T) {
 	bin := buildEchoServer(t)
-	s, err := ConnectSandboxed(ctxT(t), []ServerConfig{{Name: "echo", Command: bin}}, &Sandbox{Workdir: t.TempDir(), Hide: []string{t.TempDir()}})
+	s, err := ConnectSandboxed(ctxT(t), []config.MCPServer{{Name: "echo", Command: bin}}, &Sandbox{Workdir: t.TempDir(), Hide: []string{t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

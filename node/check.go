@@ -1,0 +1,69 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/middleware/compact"
+	"github.com/wardenhq/warden/notify"
+	"github.com/wardenhq/warden/tools"
+)
+
+// Check validates what package config cannot check from the file alone,
+// because it takes the code that runs the part: backend.env's entries,
+// the permission rules' examples (decided against the built-in tools),
+// each content.compaction setting and the webhook secret. Errors name
+// the key. Run calls it before it starts anything.
+func Check(cfg config.Config) error {
+	var errs []error
+	if err := backend.ParseEnvSpec(cfg.Backend.Env); err != nil {
+		errs = append(errs, fmt.Errorf("backend.env: %w", err))
+	}
+	// A rule whose examples fail does not load: it would not do what its
+	// author meant.
+	if err := tools.CheckExamples(context.Background(), cfg.Permission, tools.ExampleOptions{Workdir: cfg.Worker.Workdir}); err != nil {
+		errs = append(errs, fmt.Errorf("permission: %w", err))
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Content.Compaction)) {
+		if err := compaction(cfg.Content.Compaction[name]).Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("content.compaction.%s: %w", name, err))
+		}
+	}
+	if len(cfg.Notify.Webhooks) > 0 {
+		// Nothing is sent unsigned or signed with an empty key.
+		if _, err := notify.ParseSecret(cfg.Notify.EffectiveSecret()); err != nil {
+			errs = append(errs, fmt.Errorf("notify.secret: %w: required when notify.webhooks is set (set it or %s)", err, config.EnvWebhookSecret))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sender is the webhook sender of n, signing with n.Secret (which
+// WARDEN_WEBHOOK_SECRET replaces, config.FromEnv); nil without webhooks.
+func sender(n config.Notify) *notify.Sender {
+	if len(n.Webhooks) == 0 {
+		return nil
+	}
+	return &notify.Sender{URLs: n.Webhooks, Secret: n.Secret, HTTPClient: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// compaction is the context-window middleware's setting of c.
+func compaction(c config.Compaction) compact.Config {
+	return compact.Config(c)
+}
+
+// compactions are the compaction settings by model provider.
+func compactions(cs map[string]config.Compaction) map[string]compact.Config {
+	out := make(map[string]compact.Config, len(cs))
+	for name, c := range cs {
+		out[name] = compaction(c)
+	}
+	return out
+}
