@@ -176,17 +176,6 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 	return nil
 }
 
-// legacyHash reports whether h is the hash an older worker showed for p
-// (without the call id, at any policy version of the turn so far).
-func (t *turn) legacyHash(p Pending, h string) bool {
-	for v := 0; v <= t.PolicyVersion; v++ {
-		if h == legacyCallHash(p.Tool, p.Input, v) {
-			return true
-		}
-	}
-	return false
-}
-
 func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {
 	t.answers[a.CallID] = AnswerState{CallID: a.CallID, Approval: &a}
 	text := string(a.Decision)
