@@ -58,6 +58,10 @@ func parallel(s *slot) bool {
 	return f.ConcurrencySafe && !f.StateInjected
 }
 
+// toolInput is a call's tool activity input: the part of the tool state
+// the call needs, its result's content stored by reference (a run with an
+// inline conversation sends the whole state and gets content inline, see
+// legacy.go).
 func (t *turn) toolInput(ctx workflow.Context, s *slot) ToolInput {
 	in := ToolInput{Key: workflow.GetInfo(ctx).WorkflowExecution.ID + "/" + s.Call.ID, Call: s.Call, Env: t.env(), State: t.state, ByRef: t.byRef,
 		Sandbox: s.Prep.Sandbox}

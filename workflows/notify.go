@@ -20,6 +20,16 @@ func (t *turn) notify(ctx workflow.Context, typ string, p Pending) {
 	t.sendNotification(ctx, NotifyInput{Type: typ, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Pending: p})
 }
 
+// resendNotifications sends again the notifications the previous run
+// started but did not see delivered (same webhook id: a receiver that
+// saw one already knows it).
+func (t *turn) resendNotifications(ctx workflow.Context) {
+	for _, n := range t.Notifying {
+		t.sendNotification(ctx, n)
+	}
+	t.Notifying = nil
+}
+
 // notification is a webhook notification this run started.
 type notification struct {
 	in NotifyInput

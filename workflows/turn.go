@@ -5,6 +5,8 @@ package workflows
 //   - turn.go: the turn's state, run and its loop (model step, tool
 //     calls, until an answer or the iteration bound).
 //   - model.go: calling the model (the middlewares' hooks around it).
+//   - legacy.go: the inline-conversation path of runs recorded before
+//     versionContentRefs.
 //   - step.go: the tool calls of one model step: prepare (validation and
 //     permission check), then wait and execute.
 //   - classify.go: a prepared call becomes a result, a pending entry or a
@@ -110,116 +112,125 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware, rc RoleCheck
 
 // loop is the turn's body (see run).
 func (t *turn) loop(ctx workflow.Context, mws []AgentMiddleware) (TurnResult, error) {
-	in := t.in
 	t.byRef = workflow.GetVersion(ctx, versionContentRefs, workflow.DefaultVersion, 1) >= 1
-	if err := t.registerHandlers(ctx); err != nil {
+	if err := t.start(ctx, mws); err != nil {
 		return TurnResult{}, err
 	}
-	// Notifications the previous run started but did not see delivered
-	// are sent again (same webhook id: a receiver that saw one already
-	// knows it).
-	for _, n := range t.Notifying {
-		t.sendNotification(ctx, n)
-	}
-	t.Notifying = nil
-	if in.Resume == nil {
-		if in.Prompt != "" {
-			t.msgs = append(t.msgs, model.Message{Role: model.RoleUser, Content: in.Prompt})
-		}
-		ac := AgentContext{Instruction: in.Instruction, Tools: in.Tools, ReturnDirectly: in.ReturnDirectly}
-		for _, m := range mws {
-			if err := m.BeforeAgent(ctx, &ac); err != nil {
-				return TurnResult{}, fmt.Errorf("before agent: %w", err)
-			}
-		}
-		t.Instruction, t.Tools, t.ReturnDirectly = ac.Instruction, ac.Tools, ac.ReturnDirectly
-	}
-	max := in.MaxIterations
-	if max <= 0 {
-		max = DefaultMaxIterations
-		if !t.byRef {
-			max = legacyMaxIterations
-		}
-	}
-	res := TurnResult{}
+	var res TurnResult
 	finished := false
 	if t.inFlight != nil {
 		results, err := t.resumeStep(ctx)
 		if err != nil {
 			return t.endOrContinue(ctx, err)
 		}
-		if answer, ok := t.appendResults(results); ok {
-			res.Answer, res.AnswerRef, finished = answer.Content, answer.Ref, true
-		}
+		res, finished = t.appendResults(results)
 	}
-	for !finished && t.Iterations < max {
+	for limit := t.maxIterations(); !finished && t.Iterations < limit; {
 		if t.shouldContinueAsNew(ctx) {
 			return t.endOrContinue(ctx, errContinueAsNew)
 		}
-		t.Iterations++
-		st := AgentState{Messages: t.msgs, Tools: t.Tools}
-		for _, m := range mws {
-			if err := m.BeforeModelRewriteState(ctx, &st); err != nil {
-				return TurnResult{}, fmt.Errorf("before model: %w", err)
-			}
-		}
-		t.msgs, t.Tools = st.Messages, st.Tools
-		asst, err := t.callModel(ctx)
-		if err != nil {
-			return t.fail(ctx, err)
-		}
-		st = AgentState{Messages: append(t.msgs, asst), Tools: t.Tools}
-		for i := len(mws) - 1; i >= 0; i-- {
-			if err := mws[i].AfterModelRewriteState(ctx, &st); err != nil {
-				return TurnResult{}, fmt.Errorf("after model: %w", err)
-			}
-		}
-		t.msgs, t.Tools = st.Messages, st.Tools
-		var last model.Message
-		if n := len(t.msgs); n > 0 {
-			last = t.msgs[n-1]
-			if t.byRef {
-				// The assistant message is stored with the conversation.
-				t.msgs = t.msgs[:n-1]
-			}
-		}
-		if last.Content != "" || len(last.ToolCalls) == 0 {
-			t.emit(ctx, Event{Type: EventModel, Text: last.Content})
-		}
-		if len(last.ToolCalls) == 0 {
-			res.Answer, res.AnswerRef, finished = last.Content, last.Ref, true
-			break
-		}
-		results, err := t.runCalls(ctx, last.ToolCalls, last.Content)
-		if err != nil {
-			return t.endOrContinue(ctx, err)
-		}
-		if answer, ok := t.appendResults(results); ok {
-			res.Answer, res.AnswerRef, finished = answer.Content, answer.Ref, true
+		var err error
+		if res, finished, err = t.step(ctx, mws); err != nil {
+			return TurnResult{}, err
 		}
 	}
 	if !finished {
 		res.Stopped = "max_iterations"
+	} else if err := t.afterAgent(ctx, mws); err != nil {
+		return TurnResult{}, err
 	}
-	if finished {
-		st := AgentState{Messages: t.msgs, Tools: t.Tools}
-		for _, m := range mws {
-			if err := m.AfterAgent(ctx, &st); err != nil {
-				t.emit(ctx, Event{Type: EventRejected, Text: "after agent: " + err.Error()})
-				return TurnResult{}, fmt.Errorf("after agent: %w", err)
-			}
+	return t.finish(ctx, res), nil
+}
+
+// start opens the run: its handlers, the notifications the previous run
+// did not see delivered and, on the turn's first run, the prompt and the
+// middlewares' BeforeAgent hooks.
+func (t *turn) start(ctx workflow.Context, mws []AgentMiddleware) error {
+	if err := t.registerHandlers(ctx); err != nil {
+		return err
+	}
+	t.resendNotifications(ctx)
+	if t.in.Resume != nil {
+		return nil
+	}
+	if t.in.Prompt != "" {
+		t.msgs = append(t.msgs, model.Message{Role: model.RoleUser, Content: t.in.Prompt})
+	}
+	ac := AgentContext{Instruction: t.in.Instruction, Tools: t.in.Tools, ReturnDirectly: t.in.ReturnDirectly}
+	for _, m := range mws {
+		if err := m.BeforeAgent(ctx, &ac); err != nil {
+			return fmt.Errorf("before agent: %w", err)
 		}
 	}
+	t.Instruction, t.Tools, t.ReturnDirectly = ac.Instruction, ac.Tools, ac.ReturnDirectly
+	return nil
+}
+
+// maxIterations bounds the turn's model calls: TurnInput.MaxIterations,
+// else DefaultMaxIterations (legacyMaxIterations for an inline
+// conversation, see legacy.go).
+func (t *turn) maxIterations() int {
+	if t.in.MaxIterations > 0 {
+		return t.in.MaxIterations
+	}
+	if !t.byRef {
+		return legacyMaxIterations
+	}
+	return DefaultMaxIterations
+}
+
+// step is one iteration: a model call, then the tool calls it asks for.
+// finished is set when the step answered the turn (res holds the
+// answer); an error ends the run as it is (a continue-as-new included).
+func (t *turn) step(ctx workflow.Context, mws []AgentMiddleware) (res TurnResult, finished bool, err error) {
+	t.Iterations++
+	last, err := t.modelStep(ctx, mws)
+	if err != nil {
+		return TurnResult{}, false, err
+	}
+	if last.Content != "" || len(last.ToolCalls) == 0 {
+		t.emit(ctx, Event{Type: EventModel, Text: last.Content})
+	}
+	if len(last.ToolCalls) == 0 {
+		return TurnResult{Answer: last.Content, AnswerRef: last.Ref}, true, nil
+	}
+	results, err := t.runCalls(ctx, last.ToolCalls, last.Content)
+	if err != nil {
+		_, err = t.endOrContinue(ctx, err)
+		return TurnResult{}, false, err
+	}
+	res, finished = t.appendResults(results)
+	return res, finished, nil
+}
+
+// afterAgent runs the middlewares' AfterAgent hooks on a finished turn,
+// first to last; the first error fails the turn.
+func (t *turn) afterAgent(ctx workflow.Context, mws []AgentMiddleware) error {
+	st := AgentState{Messages: t.msgs, Tools: t.Tools}
+	for _, m := range mws {
+		if err := m.AfterAgent(ctx, &st); err != nil {
+			t.emit(ctx, Event{Type: EventRejected, Text: "after agent: " + err.Error()})
+			return fmt.Errorf("after agent: %w", err)
+		}
+	}
+	return nil
+}
+
+// finish ends the turn with res: its notifications settle, the final
+// event is emitted, and res gets the turn's conversation, counters and
+// state.
+func (t *turn) finish(ctx workflow.Context, res TurnResult) TurnResult {
 	t.settleNotifications(ctx)
 	t.done = true
 	t.emit(ctx, Event{Type: EventFinal, Text: res.Answer})
 	res.Messages, res.Iterations, res.ToolCalls, res.ToolErrors = t.msgs, t.Iterations, t.ToolCalls, t.ToolErrors
 	res.State, res.Permission, res.Conversation = t.state, t.perm, t.Conversation
-	return res, nil
+	return res
 }
 
 // fail ends the turn loudly: the reason is an event (what `starter run`
-// and `starter watch` print) and the workflow's failure.
+// and `starter watch` print) and the workflow's failure. A run with an
+// inline conversation (legacy.go) ends with the failure alone.
 func (t *turn) fail(ctx workflow.Context, err error) (TurnResult, error) {
 	t.settleNotifications(ctx)
 	if t.byRef {
@@ -230,10 +241,8 @@ func (t *turn) fail(ctx workflow.Context, err error) (TurnResult, error) {
 }
 
 // appendResults adds tool results to the conversation; when one comes from
-// a return-directly tool, it is the turn's answer.
-func (t *turn) appendResults(results []calls.Result) (calls.Result, bool) {
-	var answer calls.Result
-	direct := false
+// a return-directly tool, it is the turn's answer (res holds it).
+func (t *turn) appendResults(results []calls.Result) (res TurnResult, direct bool) {
 	for _, r := range results {
 		t.msgs = append(t.msgs, model.Message{Role: model.RoleTool, Content: r.Content,
 			ToolCallID: r.CallID, ToolName: r.Name, IsError: r.IsError, Ref: r.Ref, Size: r.Size})
@@ -241,8 +250,8 @@ func (t *turn) appendResults(results []calls.Result) (calls.Result, bool) {
 			t.ToolErrors++
 		}
 		if !direct && !r.IsError && slices.Contains(t.ReturnDirectly, r.Name) {
-			answer, direct = r, true
+			res, direct = TurnResult{Answer: r.Content, AnswerRef: r.Ref}, true
 		}
 	}
-	return answer, direct
+	return res, direct
 }
