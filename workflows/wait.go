@@ -48,19 +48,7 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 			break
 		}
 		now := workflow.Now(ctx)
-		var next time.Time
-		for _, p := range open {
-			if p.Deadline.IsZero() {
-				continue
-			}
-			if !p.Deadline.After(now) {
-				t.escalate(ctx, p)
-				continue
-			}
-			if next.IsZero() || p.Deadline.Before(next) {
-				next = p.Deadline
-			}
-		}
+		next := t.escalateDue(ctx, open, now)
 		n := len(t.open())
 		if n == len(open) {
 			// An escalation that keeps waiting changed its entry.
@@ -70,24 +58,58 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 			t.upsertPending(ctx)
 			continue
 		}
-		cond := func() bool {
-			return t.recheck || len(t.open()) < n || (watch && t.shouldContinueAsNew(ctx))
-		}
-		if next.IsZero() {
-			if err := workflow.Await(ctx, cond); err != nil {
-				return fmt.Errorf("waiting for approvals: %w", err)
-			}
-		} else if _, err := workflow.AwaitWithTimeout(ctx, next.Sub(now), cond); err != nil {
-			return fmt.Errorf("waiting for approvals: %w", err)
-		}
-		if t.recheck {
-			t.recheck = false
-			if err := t.recheckPending(ctx); err != nil {
-				return err
-			}
+		if err := t.awaitChange(ctx, n, now, next, watch); err != nil {
+			return err
 		}
 		t.upsertPending(ctx)
 	}
+	return t.applyAnswers(ctx, slots)
+}
+
+// escalateDue escalates the open entries whose deadline passed by now
+// and returns the earliest deadline still ahead (zero: none).
+func (t *turn) escalateDue(ctx workflow.Context, open []Pending, now time.Time) time.Time {
+	var next time.Time
+	for _, p := range open {
+		if p.Deadline.IsZero() {
+			continue
+		}
+		if !p.Deadline.After(now) {
+			t.escalate(ctx, p)
+			continue
+		}
+		if next.IsZero() || p.Deadline.Before(next) {
+			next = p.Deadline
+		}
+	}
+	return next
+}
+
+// awaitChange blocks until fewer than n entries are open, a policy
+// change asks to decide the waiting calls again (then it does), the
+// deadline next passes (zero: no deadline), or, with watch, the history
+// passed its bound.
+func (t *turn) awaitChange(ctx workflow.Context, n int, now, next time.Time, watch bool) error {
+	cond := func() bool {
+		return t.recheck || len(t.open()) < n || (watch && t.shouldContinueAsNew(ctx))
+	}
+	if next.IsZero() {
+		if err := workflow.Await(ctx, cond); err != nil {
+			return fmt.Errorf("waiting for approvals: %w", err)
+		}
+	} else if _, err := workflow.AwaitWithTimeout(ctx, next.Sub(now), cond); err != nil {
+		return fmt.Errorf("waiting for approvals: %w", err)
+	}
+	if t.recheck {
+		t.recheck = false
+		return t.recheckPending(ctx)
+	}
+	return nil
+}
+
+// applyAnswers applies the answers of the step's pending entries to its
+// slots (in the entries' order) and clears the entries.
+func (t *turn) applyAnswers(ctx workflow.Context, slots []*slot) error {
 	bySlot := map[string]*slot{}
 	for _, s := range slots {
 		bySlot[s.Call.ID] = s
