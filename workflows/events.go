@@ -37,3 +37,16 @@ func clip(s string) string {
 	}
 	return s[:cut] + "…"
 }
+
+// eventsPage is the QueryEvents answer: the events kept from cursor on,
+// and the cursor of the next page.
+func (t *turn) eventsPage(cursor int) EventsPage {
+	page := EventsPage{Next: cursor, Done: t.done}
+	for _, e := range t.Events {
+		if e.Seq >= cursor {
+			page.Events = append(page.Events, e)
+			page.Next = e.Seq + 1
+		}
+	}
+	return page
+}
