@@ -12,29 +12,38 @@ import (
 
 // registerHandlers installs the queries, updates and signals of a turn.
 func (t *turn) registerHandlers(ctx workflow.Context) error {
+	if err := t.registerQueries(ctx); err != nil {
+		return err
+	}
+	if err := t.registerUpdates(ctx); err != nil {
+		return err
+	}
+	t.receiveSignals(ctx)
+	return nil
+}
+
+// registerQueries installs the turn's queries: its open entries, its
+// events from a cursor on, and a summary of its state.
+func (t *turn) registerQueries(ctx workflow.Context) error {
 	if err := workflow.SetQueryHandler(ctx, QueryPending, func() ([]Pending, error) {
 		return t.open(), nil
 	}); err != nil {
 		return err
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryEvents, func(cursor int) (EventsPage, error) {
-		page := EventsPage{Next: cursor, Done: t.done}
-		for _, e := range t.Events {
-			if e.Seq >= cursor {
-				page.Events = append(page.Events, e)
-				page.Next = e.Seq + 1
-			}
-		}
-		return page, nil
+		return t.eventsPage(cursor), nil
 	}); err != nil {
 		return err
 	}
-	if err := workflow.SetQueryHandler(ctx, QueryState, func() (Summary, error) {
+	return workflow.SetQueryHandler(ctx, QueryState, func() (Summary, error) {
 		return Summary{Iterations: t.Iterations, ToolCalls: t.ToolCalls, Pending: t.open(),
 			Permission: t.perm, Tasks: t.state.Tasks, Done: t.done}, nil
-	}); err != nil {
-		return err
-	}
+	})
+}
+
+// registerUpdates installs the updates that answer a pending call, each
+// with its validator.
+func (t *turn) registerUpdates(ctx workflow.Context) error {
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateApprove,
 		func(ctx workflow.Context, a Approval) (Ack, error) {
 			t.acceptApproval(ctx, a)
@@ -44,17 +53,19 @@ func (t *turn) registerHandlers(ctx workflow.Context) error {
 	); err != nil {
 		return err
 	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateExternalResult,
+	return workflow.SetUpdateHandlerWithOptions(ctx, UpdateExternalResult,
 		func(ctx workflow.Context, r ExternalResult) (Ack, error) {
 			t.acceptExternal(ctx, r)
 			return Ack{CallID: r.CallID, Status: "completed"}, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(r ExternalResult) error { return t.validateExternal(r) }},
-	); err != nil {
-		return err
-	}
-	// Signals are accepted by the server even while no worker runs; the
-	// workflow validates them here and records rejections as events.
+	)
+}
+
+// receiveSignals starts the coroutine that handles the turn's signals.
+// Signals are accepted by the server even while no worker runs; the
+// workflow validates them here and records rejections as events.
+func (t *turn) receiveSignals(ctx workflow.Context) {
 	approvals := workflow.GetSignalChannel(ctx, SignalApprove)
 	externals := workflow.GetSignalChannel(ctx, SignalExternalResult)
 	notices := workflow.GetSignalChannel(ctx, SignalPolicyChanged)
@@ -80,7 +91,6 @@ func (t *turn) registerHandlers(ctx workflow.Context) error {
 			sel.Select(ctx)
 		}
 	})
-	return nil
 }
 
 // findOpen returns the unanswered pending entry for a call id.
@@ -118,6 +128,24 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 	if p.Kind != PendingApproval {
 		return fmt.Errorf("call %s waits for an external result, not an approval", a.CallID)
 	}
+	if err := t.checkApprovalHash(p, a, strict); err != nil {
+		return err
+	}
+	if err := checkDecision(p, a); err != nil {
+		return err
+	}
+	if len(a.Input) > 0 && !json.Valid(a.Input) {
+		return errors.New("edited input is not valid JSON")
+	}
+	if !strict {
+		return nil
+	}
+	return t.checkApprover(p, a)
+}
+
+// checkApprovalHash checks the hash an approval carries against its
+// entry's; the lax check (strict=false) takes none, or an older worker's.
+func (t *turn) checkApprovalHash(p Pending, a Approval, strict bool) error {
 	switch {
 	case !strict:
 		if a.Hash != "" && a.Hash != p.Hash && !t.legacyHash(p, a.Hash) {
@@ -128,6 +156,12 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 	case a.Hash != p.Hash:
 		return fmt.Errorf("stale hash for call %s: the call or the policy changed since it was listed; %s", a.CallID, errListAgain)
 	}
+	return nil
+}
+
+// checkDecision checks an approval's decision, and the rules an
+// always_allow adds (its own, else the entry's suggestions).
+func checkDecision(p Pending, a Approval) error {
 	switch a.Decision {
 	case DecisionAllow, DecisionDeny:
 	case DecisionAlwaysAllow:
@@ -142,12 +176,13 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 	default:
 		return fmt.Errorf("unknown decision %q (want allow, always_allow or deny)", a.Decision)
 	}
-	if len(a.Input) > 0 && !json.Valid(a.Input) {
-		return errors.New("edited input is not valid JSON")
-	}
-	if !strict {
-		return nil
-	}
+	return nil
+}
+
+// checkApprover checks that the approver may answer the call under the
+// turn's approvers: the call and its edit, what a scope remembers, and
+// the rules an always_allow adds.
+func (t *turn) checkApprover(p Pending, a Approval) error {
 	var edited json.RawMessage
 	if a.Decision != DecisionDeny {
 		edited = a.Input
@@ -174,17 +209,6 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 		}
 	}
 	return nil
-}
-
-// legacyHash reports whether h is the hash an older worker showed for p
-// (without the call id, at any policy version of the turn so far).
-func (t *turn) legacyHash(p Pending, h string) bool {
-	for v := 0; v <= t.PolicyVersion; v++ {
-		if h == legacyCallHash(p.Tool, p.Input, v) {
-			return true
-		}
-	}
-	return false
 }
 
 func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {

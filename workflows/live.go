@@ -126,12 +126,23 @@ func (t *turn) checkRemember(p Pending, a Approval) error {
 	if a.TTL < 0 {
 		return errors.New("negative ttl")
 	}
-	switch a.Scope {
-	case ScopeInput:
+	if a.Scope == ScopeInput {
 		if len(a.Rules) > 0 {
 			return errors.New("the input scope remembers the exact input and takes no rules")
 		}
 		return nil
+	}
+	if err := t.checkRuleScope(a); err != nil {
+		return err
+	}
+	return t.checkRememberedRules(p, a)
+}
+
+// checkRuleScope checks the scope of an always_allow that remembers
+// rules: turn and namespace, or an agent that is the turn's label or a
+// prefix of its workflow id.
+func (t *turn) checkRuleScope(a Approval) error {
+	switch a.Scope {
 	case ScopeTurn, ScopeNamespace:
 	case ScopeAgent:
 		agent := a.Agent
@@ -147,6 +158,13 @@ func (t *turn) checkRemember(p Pending, a Approval) error {
 	default:
 		return fmt.Errorf("unknown scope %q (want input, turn, agent or namespace)", a.Scope)
 	}
+	return nil
+}
+
+// checkRememberedRules checks the rules an always_allow would remember
+// (its own, else the call's suggestions): each is a rule of the call's
+// tool, covers the call and is within one of its suggested rules.
+func (t *turn) checkRememberedRules(p Pending, a Approval) error {
 	var sugg []permission.Rule
 	for _, s := range p.Suggestions {
 		if r, err := permission.ParseRule(s, permission.Allow); err == nil {

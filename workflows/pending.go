@@ -5,6 +5,7 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -12,6 +13,13 @@ import (
 // PendingIndex. Visibility listings return it with each execution, so a
 // listing of waiting turns needs no query to any of them.
 const MemoPending = "warden_pending"
+
+// Search attribute keys, typed.
+var (
+	saPendingCalls = temporal.NewSearchAttributeKeyKeywordList(SAPendingCalls)
+	saPendingTools = temporal.NewSearchAttributeKeyKeywordList(SAPendingTools)
+	saWaitingSince = temporal.NewSearchAttributeKeyTime(SAWaitingSince)
+)
 
 // PendingIndex is a turn's open entries as its memo keeps them: what a
 // listing shows and the hash an answer must carry. It is upserted in the

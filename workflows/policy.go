@@ -230,74 +230,8 @@ const policyHistoryBound = 5000
 // runs ActivityPolicyFanout so waiting turns re-decide their calls.
 func PolicyStore(ctx workflow.Context, st PolicyState) error {
 	s := &st
-	if err := workflow.SetQueryHandler(ctx, QueryPolicy, func() (PolicyState, error) { return *s, nil }); err != nil {
-		return fmt.Errorf("policy query: %w", err)
-	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSetPolicy,
-		func(ctx workflow.Context, c PolicyChange) (int, error) {
-			rules := c.Rules
-			s.Rules, s.SetBy, s.SetAt = &rules, c.By, workflow.Now(ctx)
-			s.Version++
-			return s.Version, nil
-		},
-		workflow.UpdateHandlerOptions{Validator: func(c PolicyChange) error {
-			_, _, _, err := c.Rules.Parse()
-			return err
-		}},
-	); err != nil {
-		return fmt.Errorf("policy update: %w", err)
-	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRevoke,
-		func(ctx workflow.Context, r RevokeRequest) (Remembered, error) {
-			i := s.find(r.ID)
-			s.Remembered[i].RevokedBy, s.Remembered[i].RevokedAt = r.By, workflow.Now(ctx)
-			s.Version++
-			return s.Remembered[i], nil
-		},
-		workflow.UpdateHandlerOptions{Validator: func(r RevokeRequest) error {
-			i := s.find(r.ID)
-			if i < 0 {
-				return fmt.Errorf("no remembered approval %q", r.ID)
-			}
-			if !s.Remembered[i].RevokedAt.IsZero() {
-				return fmt.Errorf("remembered approval %s is already revoked", r.ID)
-			}
-			return nil
-		}},
-	); err != nil {
-		return fmt.Errorf("revoke update: %w", err)
-	}
-	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateUse,
-		func(ctx workflow.Context, u UseRequest) (Remembered, error) {
-			i := s.find(u.ID)
-			if s.Remembered[i].UsedBy == "" {
-				s.Remembered[i].UsedBy = u.Key
-				s.Version++
-			}
-			return s.Remembered[i], nil
-		},
-		workflow.UpdateHandlerOptions{Validator: func(u UseRequest) error {
-			i := s.find(u.ID)
-			if i < 0 {
-				return fmt.Errorf("no remembered approval %q", u.ID)
-			}
-			if u.Key == "" {
-				return errors.New("use needs the call's key")
-			}
-			r := s.Remembered[i]
-			if !r.SingleUse {
-				return fmt.Errorf("remembered approval %s is not single-use", u.ID)
-			}
-			if r.UsedBy != "" && r.UsedBy != u.Key {
-				return fmt.Errorf("remembered approval %s was used already (by %s)", u.ID, r.UsedBy)
-			}
-			if !r.RevokedAt.IsZero() {
-				return fmt.Errorf("remembered approval %s was revoked", u.ID)
-			}
-			return nil
-		}},
-	); err != nil {
-		return fmt.Errorf("use update: %w", err)
+	if err := s.registerHandlers(ctx); err != nil {
+		return err
 	}
 	remember := workflow.GetSignalChannel(ctx, SignalRemember)
 	workflow.Go(ctx, func(ctx workflow.Context) {
@@ -316,26 +250,120 @@ func PolicyStore(ctx workflow.Context, st PolicyState) error {
 		if err := workflow.Await(ctx, func() bool { return s.Version > s.Notified || s.long(ctx) }); err != nil {
 			return fmt.Errorf("policy store: %w", err)
 		}
-		if s.Version > s.Notified {
-			v := s.Version
-			if err := workflow.ExecuteActivity(actx, ActivityPolicyFanout, PolicyFanoutInput{Store: id, Version: v}).Get(ctx, nil); err != nil {
-				workflow.GetLogger(ctx).Error("policy fan-out failed", "version", v, "error", err)
-			}
-			s.Notified = v
-			continue
+		if s.Version <= s.Notified {
+			return s.continueAsNew(ctx, remember)
 		}
-		if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-			return fmt.Errorf("policy store: %w", err)
+		v := s.Version
+		if err := workflow.ExecuteActivity(actx, ActivityPolicyFanout, PolicyFanoutInput{Store: id, Version: v}).Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Error("policy fan-out failed", "version", v, "error", err)
 		}
-		for {
-			var r Remembered
-			if !remember.ReceiveAsync(&r) {
-				break
-			}
-			s.remember(ctx, r)
-		}
-		return workflow.NewContinueAsNewError(ctx, PolicyWorkflow, *s)
+		s.Notified = v
 	}
+}
+
+// registerHandlers installs the store's query and updates.
+func (s *PolicyState) registerHandlers(ctx workflow.Context) error {
+	if err := workflow.SetQueryHandler(ctx, QueryPolicy, func() (PolicyState, error) { return *s, nil }); err != nil {
+		return fmt.Errorf("policy query: %w", err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSetPolicy, s.setRules,
+		workflow.UpdateHandlerOptions{Validator: func(c PolicyChange) error {
+			_, _, _, err := c.Rules.Parse()
+			return err
+		}},
+	); err != nil {
+		return fmt.Errorf("policy update: %w", err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateRevoke, s.revoke,
+		workflow.UpdateHandlerOptions{Validator: s.validateRevoke},
+	); err != nil {
+		return fmt.Errorf("revoke update: %w", err)
+	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateUse, s.use,
+		workflow.UpdateHandlerOptions{Validator: s.validateUse},
+	); err != nil {
+		return fmt.Errorf("use update: %w", err)
+	}
+	return nil
+}
+
+// setRules is UpdateSetPolicy: the store's rules become c's.
+func (s *PolicyState) setRules(ctx workflow.Context, c PolicyChange) (int, error) {
+	rules := c.Rules
+	s.Rules, s.SetBy, s.SetAt = &rules, c.By, workflow.Now(ctx)
+	s.Version++
+	return s.Version, nil
+}
+
+// revoke is UpdateRevoke (validated by validateRevoke).
+func (s *PolicyState) revoke(ctx workflow.Context, r RevokeRequest) (Remembered, error) {
+	i := s.find(r.ID)
+	s.Remembered[i].RevokedBy, s.Remembered[i].RevokedAt = r.By, workflow.Now(ctx)
+	s.Version++
+	return s.Remembered[i], nil
+}
+
+// validateRevoke accepts the revocation of a remembered approval not
+// revoked yet.
+func (s *PolicyState) validateRevoke(r RevokeRequest) error {
+	i := s.find(r.ID)
+	if i < 0 {
+		return fmt.Errorf("no remembered approval %q", r.ID)
+	}
+	if !s.Remembered[i].RevokedAt.IsZero() {
+		return fmt.Errorf("remembered approval %s is already revoked", r.ID)
+	}
+	return nil
+}
+
+// use is UpdateUse (validated by validateUse): the first call to spend a
+// single-use approval records its key; the same call may ask again.
+func (s *PolicyState) use(_ workflow.Context, u UseRequest) (Remembered, error) {
+	i := s.find(u.ID)
+	if s.Remembered[i].UsedBy == "" {
+		s.Remembered[i].UsedBy = u.Key
+		s.Version++
+	}
+	return s.Remembered[i], nil
+}
+
+// validateUse accepts spending a single-use approval that is neither
+// revoked nor used by another call.
+func (s *PolicyState) validateUse(u UseRequest) error {
+	i := s.find(u.ID)
+	if i < 0 {
+		return fmt.Errorf("no remembered approval %q", u.ID)
+	}
+	if u.Key == "" {
+		return errors.New("use needs the call's key")
+	}
+	r := s.Remembered[i]
+	if !r.SingleUse {
+		return fmt.Errorf("remembered approval %s is not single-use", u.ID)
+	}
+	if r.UsedBy != "" && r.UsedBy != u.Key {
+		return fmt.Errorf("remembered approval %s was used already (by %s)", u.ID, r.UsedBy)
+	}
+	if !r.RevokedAt.IsZero() {
+		return fmt.Errorf("remembered approval %s was revoked", u.ID)
+	}
+	return nil
+}
+
+// continueAsNew continues the store as new once its update handlers
+// finished, with the approvals already signalled remembered.
+func (s *PolicyState) continueAsNew(ctx workflow.Context, remember workflow.ReceiveChannel) error {
+	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
+		return fmt.Errorf("policy store: %w", err)
+	}
+	for {
+		var r Remembered
+		if !remember.ReceiveAsync(&r) {
+			break
+		}
+		s.remember(ctx, r)
+	}
+	return workflow.NewContinueAsNewError(ctx, PolicyWorkflow, *s)
 }
 
 // long reports whether the store should continue as new.
