@@ -230,13 +230,13 @@ const (
 	SkipUndecided   = "no decision recorded"
 )
 
-// Decide re-decides each recorded call with tools.Decide (through
+// Redecide re-decides each recorded call with tools.Decide (through
 // tools.DecideOrAsk, as the worker does) under the proposed policy, on
 // o.Workers goroutines (the Bash analysis is most of the cost), and
 // reports those decided differently. A call a remembered approval
 // allowed stays allowed where the proposed policy would ask it the way a
 // remembered approval answers (not a safety check, not an ask rule).
-func Decide(ctx context.Context, calls []Decided, o WhatIfOptions) (WhatIf, error) {
+func Redecide(ctx context.Context, calls []Decided, o WhatIfOptions) (WhatIf, error) {
 	base, err := o.Policy.Context()
 	if err != nil {
 		return WhatIf{}, fmt.Errorf("proposed policy: %w", err)
