@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/wardenhq/warden/inbox"
-	"github.com/wardenhq/warden/permission/roles"
+	"github.com/wardenhq/warden/tools/roles"
 	"github.com/wardenhq/warden/workflows"
 )
 

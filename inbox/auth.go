@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/permission/roles"
+	"github.com/wardenhq/warden/tools/roles"
 )
 
 // cookieName holds a token set by a ?token= link.
