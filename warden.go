@@ -31,8 +31,8 @@ import (
 	"github.com/wardenhq/warden/middleware/compact"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/notify"
-	"github.com/wardenhq/warden/permission/roles"
 	"github.com/wardenhq/warden/tools"
+	"github.com/wardenhq/warden/tools/roles"
 	"github.com/wardenhq/warden/workflows"
 )
 

@@ -230,13 +230,13 @@ const (
 	SkipUndecided   = "no decision recorded"
 )
 
-// Decide re-decides each recorded call with tools.Decide (through
+// Redecide re-decides each recorded call with tools.Decide (through
 // tools.DecideOrAsk, as the worker does) under the proposed policy, on
 // o.Workers goroutines (the Bash analysis is most of the cost), and
 // reports those decided differently. A call a remembered approval
 // allowed stays allowed where the proposed policy would ask it the way a
 // remembered approval answers (not a safety check, not an ask rule).
-func Decide(ctx context.Context, calls []Decided, o WhatIfOptions) (WhatIf, error) {
+func Redecide(ctx context.Context, calls []Decided, o WhatIfOptions) (WhatIf, error) {
 	base, err := o.Policy.Context()
 	if err != nil {
 		return WhatIf{}, fmt.Errorf("proposed policy: %w", err)
@@ -245,76 +245,99 @@ func Decide(ctx context.Context, calls []Decided, o WhatIfOptions) (WhatIf, erro
 	if ts == nil {
 		ts = tools.Builtins()
 	}
-	byName := map[string]tools.Tool{}
+	r := redecider{base: base, o: o, byName: map[string]tools.Tool{}, val: &tools.Validator{}}
 	for _, t := range ts {
-		byName[t.Info().Name] = t
+		r.byName[t.Info().Name] = t
 	}
 	workers := o.Workers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
-	type result struct {
-		skip string
-		ch   *Change
-		same string
-	}
-	res := make([]result, len(calls))
-	val := &tools.Validator{}
+	res := make([]outcome, len(calls))
 	start := time.Now()
-	parallel(ctx, len(calls), workers, func(i int) {
-		d := &calls[i]
-		was := d.Verdict.Decision
-		switch {
-		case was == "invalid":
-			res[i].skip = SkipInvalid
-			return
-		case was != string(permission.Allow) && was != string(permission.Ask) && was != string(permission.Deny):
-			res[i].skip = SkipUndecided
-			return
-		}
-		t, ok := byName[d.Verdict.Tool]
-		if !ok {
-			res[i].skip = SkipUnknownTool
-			return
-		}
-		pc := proposedContext(base, o, d)
-		wd := d.Workdir
-		if wd == "" {
-			wd = o.Workdir
-		}
-		var v permission.Verdict
-		invalid := ""
-		if len(d.Tools) > 0 && !slices.Contains(d.Tools, t.Info().Name) {
-			invalid = "the tool is not enabled in the turn"
-		} else {
-			v, invalid = tools.DecideOrAsk(ctx, tools.Call{Tool: t, Input: d.Input, Workdir: wd, Home: o.Home, Policy: &pc,
-				Validator: val, Sandboxed: d.Sandboxed})
-		}
-		now, reason, layer, rule := string(v.Behavior), v.Reason, string(v.Layer), ""
-		if v.Rule != nil {
-			rule = v.Rule.String()
-		}
-		if invalid != "" {
-			now, reason, layer = "invalid", invalid, "validation"
-		}
-		if d.Verdict.Remembered != "" && now == string(permission.Ask) && !v.BypassImmune && (v.Rule == nil || v.Rule.Behavior != permission.Ask) {
-			now, reason, layer, rule = string(permission.Allow), d.Verdict.Reason, "remembered", ""
-		}
-		if now == was {
-			res[i].same = now
-			return
-		}
-		ch := &Change{Time: d.Verdict.Time, WorkflowID: d.Verdict.WorkflowID, CallID: d.Verdict.CallID, Tool: d.Verdict.Tool,
-			Kind: d.Verdict.Kind, Input: d.Input, Was: was, Now: now, Change: was + "→" + now,
-			WasReason: d.Verdict.Reason, NowReason: reason, WasRule: ruleOf(d.Verdict.Reason), NowRule: rule, NowLayer: layer}
-		ch.Human, ch.DeniedByHuman = human(d)
-		ch.DeniedByHuman = ch.DeniedByHuman && now == string(permission.Allow)
-		res[i].ch = ch
-	})
+	parallel(ctx, len(calls), workers, func(i int) { res[i] = r.redecide(ctx, &calls[i]) })
 	elapsed := time.Since(start)
 	if err := ctx.Err(); err != nil {
 		return WhatIf{}, fmt.Errorf("what-if: %w", err)
 	}
+	return summarize(res, elapsed), nil
+}
+
+// redecider re-decides recorded calls under the proposed policy base;
+// Redecide's goroutines share it.
+type redecider struct {
+	base   permission.Context
+	o      WhatIfOptions
+	byName map[string]tools.Tool
+	val    *tools.Validator
+}
+
+// outcome is what came of re-deciding one call: skipped (why), changed,
+// or decided the same (the decision).
+type outcome struct {
+	skip string
+	ch   *Change
+	same string
+}
+
+// redecide re-decides the recorded call d.
+func (r *redecider) redecide(ctx context.Context, d *Decided) outcome {
+	was := d.Verdict.Decision
+	switch {
+	case was == "invalid":
+		return outcome{skip: SkipInvalid}
+	case was != string(permission.Allow) && was != string(permission.Ask) && was != string(permission.Deny):
+		return outcome{skip: SkipUndecided}
+	}
+	t, ok := r.byName[d.Verdict.Tool]
+	if !ok {
+		return outcome{skip: SkipUnknownTool}
+	}
+	now, reason, layer, rule := r.decide(ctx, t, d)
+	if now == was {
+		return outcome{same: now}
+	}
+	ch := &Change{Time: d.Verdict.Time, WorkflowID: d.Verdict.WorkflowID, CallID: d.Verdict.CallID, Tool: d.Verdict.Tool,
+		Kind: d.Verdict.Kind, Input: d.Input, Was: was, Now: now, Change: was + "→" + now,
+		WasReason: d.Verdict.Reason, NowReason: reason, WasRule: ruleOf(d.Verdict.Reason), NowRule: rule, NowLayer: layer}
+	ch.Human, ch.DeniedByHuman = human(d)
+	ch.DeniedByHuman = ch.DeniedByHuman && now == string(permission.Allow)
+	return outcome{ch: ch}
+}
+
+// decide decides d with t under the proposed policy and returns the
+// decision ("invalid" for an input the tool rejects or a tool the turn
+// did not enable), its reason, its layer and the rule that decided.
+func (r *redecider) decide(ctx context.Context, t tools.Tool, d *Decided) (now, reason, layer, rule string) {
+	pc := proposedContext(r.base, r.o, d)
+	wd := d.Workdir
+	if wd == "" {
+		wd = r.o.Workdir
+	}
+	var v permission.Verdict
+	invalid := ""
+	if len(d.Tools) > 0 && !slices.Contains(d.Tools, t.Info().Name) {
+		invalid = "the tool is not enabled in the turn"
+	} else {
+		v, invalid = tools.DecideOrAsk(ctx, tools.Call{Tool: t, Input: d.Input, Workdir: wd, Home: r.o.Home, Policy: &pc,
+			Validator: r.val, Sandboxed: d.Sandboxed})
+	}
+	now, reason, layer = string(v.Behavior), v.Reason, string(v.Layer)
+	if v.Rule != nil {
+		rule = v.Rule.String()
+	}
+	if invalid != "" {
+		now, reason, layer = "invalid", invalid, "validation"
+	}
+	if d.Verdict.Remembered != "" && now == string(permission.Ask) && !v.BypassImmune && (v.Rule == nil || v.Rule.Behavior != permission.Ask) {
+		now, reason, layer, rule = string(permission.Allow), d.Verdict.Reason, "remembered", ""
+	}
+	return now, reason, layer, rule
+}
+
+// summarize counts the outcomes of re-deciding calls, in the calls'
+// order, that took elapsed.
+func summarize(res []outcome, elapsed time.Duration) WhatIf {
 	w := WhatIf{Unchanged: map[string]int{}, ByChange: map[string]int{}, ByTool: map[string]int{}, Changes: []Change{},
 		ByRule: []RuleChanges{}, Elapsed: elapsed}
 	rules := map[string]*RuleChanges{}
@@ -360,7 +383,7 @@ func Decide(ctx context.Context, calls []Decided, o WhatIfOptions) (WhatIf, erro
 	if s := elapsed.Seconds(); s > 0 {
 		w.PerSecond = float64(w.Calls) / s
 	}
-	return w, nil
+	return w
 }
 
 // proposedContext is the policy a recorded call is re-decided under: the

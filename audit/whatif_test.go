@@ -78,7 +78,7 @@ func TestWhatIfRecorded(t *testing.T) {
 		calls []Decided
 		p     permission.Policy
 	}{"approvals": {approvals, permission.Policy{}}, "demo": {demo, demoPolicy()}} {
-		w, err := Decide(ctx, c.calls, WhatIfOptions{Policy: c.p})
+		w, err := Redecide(ctx, c.calls, WhatIfOptions{Policy: c.p})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestWhatIfRecorded(t *testing.T) {
 	// The demo without "go version", and with touch allowed where the
 	// turn touched a file outside its workdir.
 	p := permission.Policy{Allow: []string{"Bash(echo:*)", "Bash(touch:*)", "Edit(/tmp/warden-demo-*)"}, Deny: []string{"Bash(rm -rf:*)"}}
-	w, err := Decide(ctx, demo, WhatIfOptions{Policy: p})
+	w, err := Redecide(ctx, demo, WhatIfOptions{Policy: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestWhatIfRecorded(t *testing.T) {
 	}
 
 	// Allowing curl would allow the call bob denied.
-	w, err = Decide(ctx, approvals, WhatIfOptions{Policy: permission.Policy{Allow: []string{"Bash(curl:*)"}}})
+	w, err = Redecide(ctx, approvals, WhatIfOptions{Policy: permission.Policy{Allow: []string{"Bash(curl:*)"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestWhatIfRecorded(t *testing.T) {
 		t.Errorf("curl: %+v", w.Changes)
 	}
 	// Denying touch and Write: the approved calls would be denied.
-	w, err = Decide(ctx, approvals, WhatIfOptions{Policy: permission.Policy{Deny: []string{"Bash(touch:*)", "Write"}}})
+	w, err = Redecide(ctx, approvals, WhatIfOptions{Policy: permission.Policy{Deny: []string{"Bash(touch:*)", "Write"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestWhatIfRecorded(t *testing.T) {
 	}
 	// A mode the proposal sets replaces the turn's: dont_ask allows the
 	// touches inside the workdir and denies the rest.
-	w, err = Decide(ctx, approvals, WhatIfOptions{Policy: permission.Policy{Mode: permission.ModeDontAsk}})
+	w, err = Redecide(ctx, approvals, WhatIfOptions{Policy: permission.Policy{Mode: permission.ModeDontAsk}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestWhatIfRecorded(t *testing.T) {
 		t.Errorf("dont_ask: %+v", w.ByChange)
 	}
 	// Calls of tools unknown here are skipped, not guessed.
-	w, err = Decide(ctx, approvals, WhatIfOptions{Policy: permission.Policy{}, Tools: []tools.Tool{tools.Bash{}}})
+	w, err = Redecide(ctx, approvals, WhatIfOptions{Policy: permission.Policy{}, Tools: []tools.Tool{tools.Bash{}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestWhatIfSessionRules(t *testing.T) {
 	later.Session = []permission.Rule{{Tool: "Bash", Content: "touch:*", Behavior: permission.Allow, Source: "session"}}
 	remembered := base
 	remembered.Verdict.CallID, remembered.Verdict.Decision, remembered.Verdict.Remembered, remembered.Answer = "r", "allow", "rem-1", nil
-	w, err := Decide(context.Background(), []Decided{later, remembered}, WhatIfOptions{Policy: permission.Policy{}})
+	w, err := Redecide(context.Background(), []Decided{later, remembered}, WhatIfOptions{Policy: permission.Policy{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func TestWhatIfSessionRules(t *testing.T) {
 	}
 	later.Session = nil
 	remembered.Verdict.Remembered = ""
-	if w, _ := Decide(context.Background(), []Decided{later, remembered}, WhatIfOptions{Policy: permission.Policy{}}); w.ByChange["allow→ask"] != 2 {
+	if w, _ := Redecide(context.Background(), []Decided{later, remembered}, WhatIfOptions{Policy: permission.Policy{}}); w.ByChange["allow→ask"] != 2 {
 		t.Errorf("without the session rule and the remembered approval: %+v", w.ByChange)
 	}
 }
@@ -208,11 +208,11 @@ func benchCalls(b *testing.B, n int) []Decided {
 	return out
 }
 
-// BenchmarkWhatIfDecide measures the calls re-decided per second over
+// BenchmarkRedecide measures the calls re-decided per second over
 // 10,000 recorded verdicts (the recorded turns' calls, their Bash
 // commands drawn from a development session), on one worker and on
 // GOMAXPROCS; BENCHMARKS.md reports the figure.
-func BenchmarkWhatIfDecide(b *testing.B) {
+func BenchmarkRedecide(b *testing.B) {
 	calls := benchCalls(b, 10000)
 	p := permission.Policy{Allow: []string{"Bash(go test:*)", "Bash(make:*)", "Bash(git:*)", "Edit(src/**)"},
 		Ask: []string{"Bash(git push:*)"}, Deny: []string{"Bash(rm -rf:*)", "Read(**/.env)"}}
@@ -220,7 +220,7 @@ func BenchmarkWhatIfDecide(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			total := 0
 			for b.Loop() {
-				w, err := Decide(context.Background(), calls, WhatIfOptions{Policy: p, Workers: workers})
+				w, err := Redecide(context.Background(), calls, WhatIfOptions{Policy: p, Workers: workers})
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -12,7 +12,7 @@ import (
 	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
-	"github.com/wardenhq/warden/permission/roles"
+	"github.com/wardenhq/warden/tools/roles"
 	"github.com/wardenhq/warden/workflows"
 )
 

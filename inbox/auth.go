@@ -11,7 +11,7 @@ import (
 
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/permission/roles"
+	"github.com/wardenhq/warden/tools/roles"
 )
 
 // cookieName holds a token set by a ?token= link.

@@ -6,10 +6,13 @@ import (
 	"fmt"
 )
 
-// Layer names the layer of the engine that decided a call.
+// Layer names the layer of the engine that decided a call, as a verdict
+// records it. Two pairs of the engine's steps record the same layer:
+// "tool deny" and "tool allow" record LayerTool, "explore mode" and
+// "mode" record LayerMode.
 type Layer string
 
-// The layers, in the order they run.
+// The layers a verdict can name.
 const (
 	LayerDenyRule Layer = "deny rule"
 	LayerAskRule  Layer = "ask rule"
@@ -42,45 +45,108 @@ type Verdict struct {
 	// Rule is the rule that decided, for the rule layers.
 	Rule *Rule `json:"rule,omitempty"`
 	// Tool is the tool's own check, as it answered (Passthrough when it
-	// had no opinion).
+	// had no opinion; zero when a rule decided before it was asked).
 	Tool Decision `json:"tool_check"`
 	// Mode and WorkingDirs are the policy the verdict was decided under.
 	Mode        Mode     `json:"mode"`
 	WorkingDirs []string `json:"working_dirs,omitempty"`
 }
 
-// Evaluate is Decide without the verdict's extra fields.
-func Evaluate(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (Decision, error) {
-	v, err := Decide(ctx, pc, t, input)
-	return v.Decision, err
+// Evaluate is the permission engine: it decides whether t may run with
+// input under pc by walking its layers in order - deny rule, ask rule,
+// tool deny, safety check, read-only, explore mode, tool allow, allow
+// rule, mode (see steps) - and the first that decides wins; the verdict
+// records that step's layer. Callers that hold a tool call (the worker,
+// the CLI, the inbox's role check, what-if) go through tools.Decide,
+// which binds the tool to the call's workspace and then runs Evaluate.
+//
+// Before the walk the engine asks t.CheckReadOnly, whose answer every
+// verdict carries. Inside each rule list the first rule for t.Name()
+// that matches wins. A nil pc means a default Context. The verdict's
+// Reason names the layer and what in the call made it decide; Message is
+// the text a human and the model read. On error the Verdict is zero and
+// must be treated as a refusal, never as an allow.
+func Evaluate(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (Verdict, error) {
+	e, err := newEvaluation(ctx, pc, t, input)
+	if err != nil {
+		return Verdict{}, err
+	}
+	for _, s := range steps() {
+		d, ok, err := s.decide(ctx, e)
+		if err != nil {
+			return Verdict{}, err
+		}
+		if ok {
+			return e.verdict(d, s.layer), nil
+		}
+	}
+	// Unreachable: the last step, the mode, always decides.
+	return Verdict{}, fmt.Errorf("permission: %s: no layer decided", e.name)
 }
 
-// Decide decides whether t may run with input under pc. It is the one
-// decision function: the worker, the CLI and the inbox all call it
-// (through tools.Decide, which binds a tool to its workspace). The
-// layers run in this order, and the first one that decides wins:
+// step is one step of the engine's walk: its name (as README.md lists
+// it), the layer a verdict it decides records, and the function that
+// runs it, which returns the decision and true when the step decides,
+// false when it has no opinion.
+type step struct {
+	name   string
+	layer  Layer
+	decide func(ctx context.Context, e *evaluation) (Decision, bool, error)
+}
+
+// steps returns the steps Evaluate walks, in order:
 //
-//  1. deny rules (DENY);
-//  2. ask rules (ASK with suggestions; DENY in ModeDontAsk);
-//  3. the tool's own check, in every mode: DENY is returned as it is; a
-//     bypass-immune (safety) ASK - a sensitive path, a read or write
-//     outside the working directories, a command that cannot be
-//     analysed - is returned with suggestions (DENY in ModeDontAsk and
-//     ModeExplore, ignored in ModeBypass);
-//  4. read-only: t.CheckReadOnly (ALLOW, in every mode);
-//  5. ModeExplore denies everything else;
-//  6. the tool's ALLOW (e.g. accept_edits inside the working
-//     directories);
-//  7. allow rules (ALLOW);
-//  8. the mode's fallback: ASK (default, accept_edits), DENY (explore,
-//     dont_ask) or ALLOW (bypass).
+//  1. deny rule: a deny rule matches (DENY);
+//  2. ask rule: an ask rule matches (ASK with suggestions; DENY in
+//     ModeDontAsk);
+//  3. tool deny: the tool's own check denies (DENY, in every mode);
+//  4. safety check: the tool's own check asks bypass-immune - a
+//     sensitive path, a read or write outside the working directories,
+//     a command that cannot be analysed (ASK with suggestions; DENY in
+//     ModeDontAsk and ModeExplore; skipped in ModeBypass);
+//  5. read-only: t.CheckReadOnly (ALLOW, in every mode);
+//  6. explore mode: ModeExplore denies everything else;
+//  7. tool allow: the tool's own check allows (e.g. accept_edits inside
+//     the working directories);
+//  8. allow rule: an allow rule matches (ALLOW);
+//  9. mode: the mode's fallback, ASK (default, accept_edits), DENY
+//     (dont_ask) or ALLOW (bypass).
 //
-// Inside each rule list the first rule for t.Name() that matches wins.
-// A nil pc means a default Context. The verdict's Reason names the layer
-// and what in the call made it decide; Message is the text a human and
-// the model read. On error the Verdict is zero and must be treated as a
-// refusal, never as an allow.
-func Decide(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (Verdict, error) {
+// Context.RulesOnly skips read-only and tool allow. README.md
+// ("Permissions and threat model") lists the same names in the same
+// order (TestStepsMatchREADME).
+func steps() []step {
+	return []step{
+		{"deny rule", LayerDenyRule, denyRule},
+		{"ask rule", LayerAskRule, askRule},
+		{"tool deny", LayerTool, toolDeny},
+		{"safety check", LayerSafety, safetyCheck},
+		{"read-only", LayerReadOnly, readOnly},
+		{"explore mode", LayerMode, exploreMode},
+		{"tool allow", LayerTool, toolAllow},
+		{"allow rule", LayerAllowRule, allowRule},
+		{"mode", LayerMode, modeFallback},
+	}
+}
+
+// evaluation is what the steps of one Evaluate share: the call, the
+// policy, and what earlier steps found.
+type evaluation struct {
+	pc    *Context
+	t     Tool
+	input json.RawMessage
+	name  string
+	mode  Mode
+	ro    bool
+	// tool is the tool's own check, once a step asked for it.
+	tool *Decision
+	// rule is the rule that decided, for the rule steps.
+	rule *Rule
+}
+
+// newEvaluation resolves the mode of pc (nil: a default Context) and
+// asks t whether the call only reads.
+func newEvaluation(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (*evaluation, error) {
 	if pc == nil {
 		pc = &Context{}
 	}
@@ -89,199 +155,47 @@ func Decide(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (Ve
 		mode = ModeDefault
 	}
 	if !ValidMode(mode) {
-		return Verdict{}, fmt.Errorf("permission: unknown mode %q", pc.Mode)
+		return nil, fmt.Errorf("permission: unknown mode %q", pc.Mode)
 	}
-	name := t.Name()
-	v := Verdict{Mode: mode, WorkingDirs: pc.WorkingDirs}
-	done := func(d Decision, l Layer) (Verdict, error) {
-		v.Decision, v.Layer = d, l
-		return v, nil
-	}
-
+	e := &evaluation{pc: pc, t: t, input: input, name: t.Name(), mode: mode}
 	// The read-only flag is part of every verdict (it decides retries
 	// and the fast path of an approved call), so it is known first.
 	ro, err := t.CheckReadOnly(ctx, input)
 	if err != nil {
-		return Verdict{}, fmt.Errorf("permission: %s read-only check: %w", name, err)
+		return nil, fmt.Errorf("permission: %s read-only check: %w", e.name, err)
 	}
-	v.ReadOnly = ro
-
-	// 1. Deny rules.
-	r, ok, err := firstMatch(ctx, t, pc.Deny, Deny, input)
-	if err != nil {
-		return Verdict{}, err
-	}
-	if ok {
-		v.Rule = &r
-		return done(Decision{
-			Behavior: Deny,
-			Message:  fmt.Sprintf("Permission to use %s has been denied by the deny rule %s", name, r),
-			Reason:   "Rule: " + r.String(),
-		}, LayerDenyRule)
-	}
-
-	// 2. Ask rules.
-	r, ok, err = firstMatch(ctx, t, pc.Ask, Ask, input)
-	if err != nil {
-		return Verdict{}, err
-	}
-	if ok {
-		v.Rule = &r
-		d := Decision{
-			Behavior: Ask,
-			Message:  fmt.Sprintf("Permission required for %s: the ask rule %s matches", name, r),
-			Reason:   "Rule: " + r.String(),
-		}
-		if d.Suggestions, err = suggestions(ctx, t, input); err != nil {
-			return Verdict{}, err
-		}
-		if mode == ModeDontAsk {
-			return done(askToDeny(name, d), LayerAskRule)
-		}
-		return done(d, LayerAskRule)
-	}
-
-	// 3. The tool's own check, in every mode.
-	td, err := t.CheckPermissions(ctx, input, pc)
-	if err != nil {
-		return Verdict{}, fmt.Errorf("permission: %s check: %w", name, err)
-	}
-	v.Tool = td
-	switch {
-	case td.Behavior == Deny:
-		if td.Reason == "" {
-			td.Reason = "Tool check: " + name
-		}
-		return done(td, LayerTool)
-	case td.Behavior == Ask && td.BypassImmune && mode != ModeBypass:
-		if td.Reason == "" {
-			td.Reason = "Safety check: " + name
-		}
-		if td.Suggestions, err = suggestions(ctx, t, input); err != nil {
-			return Verdict{}, err
-		}
-		if mode == ModeDontAsk {
-			return done(askToDeny(name, td), LayerSafety)
-		}
-		if mode == ModeExplore {
-			return done(Decision{Behavior: Deny, Message: fmt.Sprintf("Permission denied for %s (explore mode cannot ask): %s", name, td.Message),
-				Reason: "Explore mode converted ASK to DENY. Original reason: " + td.Reason, Suggestions: td.Suggestions}, LayerSafety)
-		}
-		return done(td, LayerSafety)
-	}
-
-	// 4. Read-only, in every mode.
-	if ro && !pc.RulesOnly {
-		return done(Decision{
-			Behavior: Allow,
-			Message:  fmt.Sprintf("Permission granted for %s (read-only invocation)", name),
-			Reason:   "Read-only: the call only reads",
-		}, LayerReadOnly)
-	}
-
-	// 5. Explore allows nothing else; allow rules cannot break read-only.
-	if mode == ModeExplore {
-		msg := fmt.Sprintf("Permission denied for %s (explore mode is read-only)", name)
-		if td.Message != "" && td.Behavior == Passthrough {
-			msg += ": " + td.Message
-		}
-		return done(Decision{Behavior: Deny, Message: msg, Reason: "Explore mode does not allow modifications"}, LayerMode)
-	}
-
-	// 6. The tool allows.
-	if td.Behavior == Allow && !pc.RulesOnly {
-		if td.Reason == "" {
-			td.Reason = "Tool check: " + name
-		}
-		return done(td, LayerTool)
-	}
-
-	// 7. Allow rules.
-	r, ok, err = firstMatch(ctx, t, pc.Allow, Allow, input)
-	if err != nil {
-		return Verdict{}, err
-	}
-	if ok {
-		v.Rule = &r
-		return done(Decision{
-			Behavior:     Allow,
-			Message:      fmt.Sprintf("Permission granted for %s by the allow rule %s", name, r),
-			Reason:       "Rule: " + r.String(),
-			UpdatedInput: input,
-		}, LayerAllowRule)
-	}
-
-	// 8. Fallback. The tool's message (what about the call is not
-	// read-only) tells the human what they are asked about.
-	why := ""
-	if td.Message != "" && td.Behavior != Allow {
-		why = ": " + td.Message
-	}
-	switch mode {
-	case ModeBypass:
-		return done(Decision{
-			Behavior: Allow,
-			Message:  fmt.Sprintf("Permission granted for %s (bypass mode)", name),
-			Reason:   "Mode: bypass",
-		}, LayerMode)
-	case ModeDontAsk:
-		d := Decision{
-			Behavior: Deny,
-			Message:  fmt.Sprintf("Permission denied for %s (dont_ask mode - user not available; no allow rule matches)%s", name, why),
-			Reason:   "Mode: dont_ask",
-		}
-		if d.Suggestions, err = suggestions(ctx, t, input); err != nil {
-			return Verdict{}, err
-		}
-		return done(d, LayerMode)
-	}
-	d := Decision{
-		Behavior: Ask,
-		Message:  fmt.Sprintf("Permission required for %s (mode %s, no allow rule matches)%s", name, mode, why),
-		Reason:   "Mode: " + string(mode),
-	}
-	if d.Suggestions, err = suggestions(ctx, t, input); err != nil {
-		return Verdict{}, err
-	}
-	return done(d, LayerMode)
+	e.ro = ro
+	return e, nil
 }
 
-// firstMatch returns the first rule of rules for t that matches input.
-func firstMatch(ctx context.Context, t Tool, rules []Rule, b Behavior, input json.RawMessage) (Rule, bool, error) {
-	name := t.Name()
-	mctx := WithRuleBehavior(ctx, b)
-	for _, r := range rules {
-		if r.Tool != name {
-			continue
-		}
-		if r.Content == "" {
-			return r, true, nil
-		}
-		ok, err := t.MatchRule(mctx, r.Content, input)
+// verdict is the Verdict of decision d at layer l.
+func (e *evaluation) verdict(d Decision, l Layer) Verdict {
+	v := Verdict{Decision: d, ReadOnly: e.ro, Layer: l, Rule: e.rule, Mode: e.mode, WorkingDirs: e.pc.WorkingDirs}
+	if e.tool != nil {
+		v.Tool = *e.tool
+	}
+	return v
+}
+
+// toolCheck returns the tool's own check, asking the tool the first
+// time. The returned Decision is a copy the caller may change.
+func (e *evaluation) toolCheck(ctx context.Context) (Decision, error) {
+	if e.tool == nil {
+		td, err := e.t.CheckPermissions(ctx, e.input, e.pc)
 		if err != nil {
-			return Rule{}, false, fmt.Errorf("permission: %s rule %s: %w", b, r, err)
+			return Decision{}, fmt.Errorf("permission: %s check: %w", e.name, err)
 		}
-		if ok {
-			return r, true, nil
-		}
+		e.tool = &td
 	}
-	return Rule{}, false, nil
+	return *e.tool, nil
 }
 
-func suggestions(ctx context.Context, t Tool, input json.RawMessage) ([]Rule, error) {
-	s, err := t.GenerateSuggestions(ctx, input)
+// suggest sets d's suggestions to the tool's for the call.
+func (e *evaluation) suggest(ctx context.Context, d Decision) (Decision, error) {
+	s, err := suggestions(ctx, e.t, e.input)
 	if err != nil {
-		return nil, fmt.Errorf("permission: %s suggestions: %w", t.Name(), err)
+		return Decision{}, err
 	}
-	return s, nil
-}
-
-// askToDeny is AgentScope's _convert_ask_to_deny for ModeDontAsk.
-func askToDeny(name string, d Decision) Decision {
-	return Decision{
-		Behavior:    Deny,
-		Message:     fmt.Sprintf("Permission denied for %s (dont_ask mode - ASK converted to DENY, user not available)", name),
-		Reason:      "DONT_ASK mode converted ASK to DENY. Original reason: " + d.Reason,
-		Suggestions: d.Suggestions,
-	}
+	d.Suggestions = s
+	return d, nil
 }

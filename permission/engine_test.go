@@ -207,7 +207,7 @@ func TestVerdictFields(t *testing.T) {
 	t.Parallel()
 	pc := &Context{Mode: ModeAcceptEdits, WorkingDirs: []string{"/w"},
 		Ask: []Rule{{Tool: "T", Content: "a", Behavior: Ask}}}
-	v, err := Decide(context.Background(), pc, fakeTool{ro: true, check: tPass}, json.RawMessage(`"a"`))
+	v, err := Evaluate(context.Background(), pc, fakeTool{ro: true, check: tPass}, json.RawMessage(`"a"`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +215,7 @@ func TestVerdictFields(t *testing.T) {
 		v.Mode != ModeAcceptEdits || len(v.WorkingDirs) != 1 || len(v.Suggestions) == 0 {
 		t.Errorf("verdict %+v", v)
 	}
-	v, _ = Decide(context.Background(), pc, fakeTool{check: tSafety}, json.RawMessage(`"x"`))
+	v, _ = Evaluate(context.Background(), pc, fakeTool{check: tSafety}, json.RawMessage(`"x"`))
 	if v.Layer != LayerSafety || v.Tool.Behavior != Ask || !v.BypassImmune {
 		t.Errorf("safety verdict %+v", v)
 	}

@@ -359,7 +359,7 @@ func TestWhatIfThroughputOnServer(t *testing.T) {
 		t.Fatalf("read %d turns, %d calls; want %d, %d", n, len(calls), turns, turns*perTurn)
 	}
 	p := permission.Policy{Mode: permission.ModeDefault, Allow: []string{"Bash(go test:*)", "Bash(make:*)", "Bash(git:*)"}, Deny: []string{"Bash(rm -rf:*)"}}
-	w, err := audit.Decide(context.Background(), calls, audit.WhatIfOptions{Policy: p})
+	w, err := audit.Redecide(context.Background(), calls, audit.WhatIfOptions{Policy: p})
 	if err != nil {
 		t.Fatal(err)
 	}

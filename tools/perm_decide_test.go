@@ -28,7 +28,7 @@ func TestDecideParsesOnce(t *testing.T) {
 		in, _ := json.Marshal(map[string]string{"command": cmd})
 		env := &Env{Workdir: "/w/proj", Permission: &pc}
 		m := &memo{home: "/home/u", pc: &pc}
-		if _, err := permission.Decide(context.Background(), &pc, bound{t: Bash{}, env: env, memo: m}, in); err != nil {
+		if _, err := permission.Evaluate(context.Background(), &pc, bound{t: Bash{}, env: env, memo: m}, in); err != nil {
 			t.Fatal(err)
 		}
 		if m.parses != 1 {

@@ -46,8 +46,9 @@ type Call struct {
 // input against the tool's schema (a *ValidationError, wrapped, when it
 // does not fit), runs the tool's own input check (InputChecker: an
 // *InputError, wrapped, when the call would fail without running), and
-// only then runs permission.Decide on the tool bound to the call's
-// workspace, so that no call that cannot succeed is put to a human. The worker's Prepare, "starter permission check" and
+// only then runs the permission engine (permission.Evaluate) on the tool
+// bound to the call's workspace, so that no call that cannot succeed is
+// put to a human. The worker's Prepare, "starter permission check" and
 // the inbox's role check all call it. The tool gets no backend: nothing
 // inside the decision can touch the workspace. A Bash command is parsed
 // once per call, whatever the number of rules.
@@ -81,7 +82,7 @@ func Decide(ctx context.Context, c Call) (permission.Verdict, error) {
 	}
 	env.State = nil // the permission checks do not depend on it
 	b := bound{t: c.Tool, env: env, memo: &memo{home: cleanHome(c.Home), pc: &pc}}
-	verdict, err := permission.Decide(ctx, &pc, b, c.Input)
+	verdict, err := permission.Evaluate(ctx, &pc, b, c.Input)
 	if err != nil {
 		return verdict, err
 	}

@@ -26,8 +26,8 @@ import (
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/permission/roles"
 	"github.com/wardenhq/warden/tools"
+	"github.com/wardenhq/warden/tools/roles"
 	"github.com/wardenhq/warden/workflows"
 )
 

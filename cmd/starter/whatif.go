@@ -80,7 +80,7 @@ DENIED-BY-HUMAN. Without --since and --workflow it reads the last 7 days.`,
 				return err
 			}
 			readTook := time.Since(read)
-			w, err := audit.Decide(ctx, calls, audit.WhatIfOptions{Policy: p, Workdir: workdir, Home: home,
+			w, err := audit.Redecide(ctx, calls, audit.WhatIfOptions{Policy: p, Workdir: workdir, Home: home,
 				Protected: cfg.Permission.Protected, Workers: workers})
 			if err != nil {
 				return err

@@ -47,7 +47,7 @@ func evalCmd(t *testing.T, pc *permission.Context, cmd string) permission.Decisi
 	if err != nil {
 		t.Fatalf("Evaluate(%q): %v", cmd, err)
 	}
-	return d
+	return d.Decision
 }
 
 // FuzzAnalyze checks the analyser's invariants: it never panics; a

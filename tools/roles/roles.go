@@ -1,8 +1,11 @@
-// Package roles is the permission engine's check of approvers' roles:
-// whether a role's allow rules cover a call, and whether a rule an
-// approver adds is no wider than their roles. Checker hands both to the
-// agent-turn workflow (workflows.RoleChecker), which runs them in its
-// Update validator and signal handler; the inbox runs the same check.
+// Package roles checks approvers' roles: whether a role's allow rules
+// cover a call, and whether a rule an approver adds is no wider than
+// their roles. Checker hands both to the agent-turn workflow
+// (workflows.RoleChecker), which runs them in its Update validator and
+// signal handler; the inbox runs the same check. It sits above package
+// tools, not inside package permission: Cover binds the built-in tool
+// the call names and asks tools.Decide, so permission stays free of the
+// tools that use it.
 package roles
 
 import (
@@ -19,8 +22,7 @@ import (
 	"github.com/wardenhq/warden/tools"
 )
 
-// Checker is the engine's role check (workflows.RoleChecker): Cover and
-// Within. It does no I/O and is deterministic, so workflow code may call it.
+// Checker is the role check (workflows.RoleChecker): Cover and Within. It does no I/O and is deterministic, so workflow code may call it.
 type Checker struct{}
 
 // RulesCover is Cover.
