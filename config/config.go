@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -348,102 +347,6 @@ func Parse(data []byte) (Config, error) {
 		return Config{}, err
 	}
 	return c, c.Validate()
-}
-
-// Validate checks values; errors name the key.
-func (c Config) Validate() error {
-	var errs []error
-	port := func(key string, p int, zeroOK bool) {
-		if p < 0 || p > 65535 || (p == 0 && !zeroOK) {
-			errs = append(errs, fmt.Errorf("%s: %d is not a valid port", key, p))
-		}
-	}
-	port("server.port", c.Server.Port, false)
-	port("server.ui_port", c.Server.UIPort, true)
-	if strings.TrimSpace(c.Server.Namespace) == "" {
-		errs = append(errs, errors.New("server.namespace: must not be empty"))
-	}
-	switch c.Server.LogLevel {
-	case "debug", "info", "warn", "error":
-	default:
-		errs = append(errs, fmt.Errorf("server.log_level: %q is not one of debug, info, warn, error", c.Server.LogLevel))
-	}
-	if strings.TrimSpace(c.Worker.TaskQueue) == "" {
-		errs = append(errs, errors.New("worker.task_queue: must not be empty"))
-	}
-	if c.Worker.StickyCacheSize < 0 {
-		errs = append(errs, errors.New("worker.sticky_cache_size: must not be negative"))
-	}
-	if c.Worker.MaxConcurrentActivities < 0 {
-		errs = append(errs, errors.New("worker.max_concurrent_activities: must not be negative"))
-	}
-	if c.Worker.WorkflowTaskPollers < 0 || c.Worker.WorkflowTaskPollers == 1 {
-		errs = append(errs, errors.New("worker.workflow_task_pollers: must be 0 (the default) or at least 2"))
-	}
-	if c.Worker.ActivityTaskPollers < 0 {
-		errs = append(errs, errors.New("worker.activity_task_pollers: must not be negative"))
-	}
-	if c.Worker.PollerAutoscaling && (c.Worker.WorkflowTaskPollers != 0 || c.Worker.ActivityTaskPollers != 0) {
-		errs = append(errs, errors.New("worker.poller_autoscaling: set it or the poller counts, not both"))
-	}
-	switch c.Worker.GRPCCompression {
-	case "", "gzip", "none":
-	default:
-		errs = append(errs, fmt.Errorf("worker.grpc_compression: %q is not one of gzip, none", c.Worker.GRPCCompression))
-	}
-	if (c.Temporal.TLSCert == "") != (c.Temporal.TLSKey == "") {
-		errs = append(errs, errors.New("temporal.tls_cert and temporal.tls_key: set both or neither"))
-	}
-	switch {
-	case c.Backend.Default == "local":
-	case c.Backend.Default == "docker" && c.Backend.Docker.Enabled, c.Backend.Default == "e2b" && c.Backend.E2B.Enabled:
-	default:
-		errs = append(errs, fmt.Errorf("backend.default: backend %q is unknown or not enabled (local, docker or e2b with enabled: true)", c.Backend.Default))
-	}
-	if s := c.Backend.Local.Sandbox; s != "" && s != "on" && s != "off" {
-		errs = append(errs, fmt.Errorf("backend.local.sandbox: %q is not on or off", s))
-	}
-	if c.Backend.Docker.Enabled && c.Backend.Docker.Image == "" {
-		errs = append(errs, errors.New("backend.docker.image: required when docker is enabled"))
-	}
-	check := func(key string, s ToolSettings) {
-		switch s.Escalation {
-		case "", "deny", "allow", "notify":
-		default:
-			errs = append(errs, fmt.Errorf("%s.escalation: %q is not one of deny, allow, notify", key, s.Escalation))
-		}
-		if s.Retry.MaxAttempts < 0 {
-			errs = append(errs, fmt.Errorf("%s.retry.max_attempts: must not be negative", key))
-		}
-		if s.Timeout < 0 {
-			errs = append(errs, fmt.Errorf("%s.timeout: must not be negative", key))
-		}
-	}
-	for name, m := range c.Models {
-		if m.Kind != "openai" && m.Kind != "anthropic" {
-			errs = append(errs, fmt.Errorf("models.%s.kind: %q is not openai or anthropic", name, m.Kind))
-		}
-		if m.Model == "" {
-			errs = append(errs, fmt.Errorf("models.%s.model: required", name))
-		}
-		if name == "scripted" {
-			errs = append(errs, errors.New("models.scripted: the name is reserved for the scripted model"))
-		}
-	}
-	for i, s := range c.MCP.Servers {
-		if err := s.Validate(); err != nil {
-			errs = append(errs, fmt.Errorf("mcp.servers[%d]: %w", i, err))
-		}
-	}
-	check("tools.defaults", c.Tools.Defaults)
-	for name, s := range c.Tools.PerTool {
-		check("tools.per_tool."+name, s)
-	}
-	if _, err := c.Permission.Context(); err != nil {
-		errs = append(errs, fmt.Errorf("permission: %w", err))
-	}
-	errs = append(errs, c.validateContent()...)
-	return errors.Join(errs...)
 }
 
 // Namespace is the namespace workers and clients use.
