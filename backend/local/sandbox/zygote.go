@@ -130,139 +130,171 @@ type Result struct {
 // stderr (each from one goroutine), until it ends or ctx is done, which
 // kills it and everything it started.
 func (z *Zygote) Run(ctx context.Context, req Request, stdin []byte, stdout, stderr io.Writer) (Result, error) {
-	var closers []io.Closer
-	closeAll := func() {
-		for _, c := range closers {
-			c.Close()
+	c, err := openCall()
+	if err != nil {
+		return Result{}, err
+	}
+	defer c.replies.Close()
+	if err := z.send(c, req); err != nil {
+		return Result{}, err
+	}
+	c.stream(stdin, stdout, stderr)
+	defer c.finish()
+	if err := c.awaitStart(ctx); err != nil {
+		return Result{}, err
+	}
+	return c.awaitExit(ctx)
+}
+
+// zcall is one process the zygote runs for Run: the worker's ends of its
+// stdin, stdout and stderr pipes and of its reply socket, and the far
+// ends that go to the zygote with the request.
+type zcall struct {
+	inW, outR, errR *os.File
+	replies         *os.File
+	// far are the zygote's ends: the process's stdin, stdout and stderr
+	// and the reply socket, closed here once sent.
+	far []*os.File
+	// copies are the goroutines copying stdout and stderr.
+	copies sync.WaitGroup
+}
+
+// openCall makes the pipes and the reply socket of one call.
+func openCall() (*zcall, error) {
+	var files []*os.File
+	fail := func(err error) (*zcall, error) {
+		for _, f := range files {
+			f.Close()
 		}
-		closers = nil
+		return nil, err
 	}
-	defer closeAll()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		return Result{}, err
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		return Result{}, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		inR.Close()
-		inW.Close()
-		outR.Close()
-		outW.Close()
-		return Result{}, err
+	for range 3 {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail(err)
+		}
+		files = append(files, r, w)
 	}
 	rs, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return Result{}, err
+		return fail(err)
 	}
 	replies, remote := os.NewFile(uintptr(rs[0]), "zygote-reply"), os.NewFile(uintptr(rs[1]), "zygote-reply")
-	closers = append(closers, replies)
+	return &zcall{inW: files[1], outR: files[2], errR: files[4], replies: replies,
+		far: []*os.File{files[0], files[3], files[5], remote}}, nil
+}
+
+// send hands req and the far ends to the zygote, and closes them here.
+func (z *Zygote) send(c *zcall, req Request) error {
+	defer func() {
+		for _, f := range c.far {
+			f.Close()
+		}
+	}()
 	msg, err := json.Marshal(req)
-	if err != nil {
-		return Result{}, err
+	if err == nil {
+		fds := make([]int, len(c.far))
+		for i, f := range c.far {
+			fds[i] = int(f.Fd())
+		}
+		z.mu.Lock()
+		err = unix.Sendmsg(int(z.ctl.Fd()), msg, unix.UnixRights(fds...), nil, 0)
+		z.mu.Unlock()
+		if err != nil {
+			err = fmt.Errorf("%w: %w", ErrGone, err)
+		}
 	}
-	z.mu.Lock()
-	err = unix.Sendmsg(int(z.ctl.Fd()), msg, unix.UnixRights(int(inR.Fd()), int(outW.Fd()), int(errW.Fd()), int(remote.Fd())), nil, 0)
-	z.mu.Unlock()
-	inR.Close()
-	outW.Close()
-	errW.Close()
-	remote.Close()
 	if err != nil {
-		inW.Close()
-		outR.Close()
-		errR.Close()
-		return Result{}, fmt.Errorf("%w: %w", ErrGone, err)
+		c.inW.Close()
+		c.outR.Close()
+		c.errR.Close()
 	}
-	var copies sync.WaitGroup
-	copies.Add(2)
-	go func() { defer copies.Done(); _, _ = io.Copy(stdout, outR) }()
-	go func() { defer copies.Done(); _, _ = io.Copy(stderr, errR) }()
+	return err
+}
+
+// stream feeds stdin to the process and copies its output, each stream
+// from one goroutine.
+func (c *zcall) stream(stdin []byte, stdout, stderr io.Writer) {
+	c.copies.Add(2)
+	go func() { defer c.copies.Done(); _, _ = io.Copy(stdout, c.outR) }()
+	go func() { defer c.copies.Done(); _, _ = io.Copy(stderr, c.errR) }()
 	go func() {
 		if len(stdin) > 0 {
-			_, _ = inW.Write(stdin)
+			_, _ = c.inW.Write(stdin)
 		}
-		inW.Close()
+		c.inW.Close()
 	}()
-	finish := func() {
-		// Once the process is gone its PID namespace is torn down, so
-		// every writer of the pipes is gone too; a bound stays anyway.
-		done := make(chan struct{})
-		go func() { copies.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(2 * time.Second):
-			outR.Close()
-			errR.Close()
-			<-done
-		}
-		outR.Close()
-		errR.Close()
+}
+
+// finish waits for the output copies and closes the pipes. Once the
+// process is gone its PID namespace is torn down, so every writer of the
+// pipes is gone too; a bound stays anyway.
+func (c *zcall) finish() {
+	done := make(chan struct{})
+	go func() { c.copies.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		c.outR.Close()
+		c.errR.Close()
+		<-done
 	}
+	c.outR.Close()
+	c.errR.Close()
+}
+
+// awaitStart waits for the zygote's first reply: the process started,
+// or why it did not.
+func (c *zcall) awaitStart(ctx context.Context) error {
 	type answer struct {
 		r   reply
 		err error
 	}
 	started := make(chan answer, 1)
-	go func() { r, _, err := readReply(replies); started <- answer{r, err} }()
-	var first reply
+	go func() { r, _, err := readReply(c.replies); started <- answer{r, err} }()
+	var first answer
 	select {
-	case a := <-started:
-		first, err = a.r, a.err
+	case first = <-started:
 	case <-ctx.Done():
 		// Cancelled before the process started: the zygote cannot tell
 		// us it started, and then kills it itself.
-		_ = unix.Shutdown(int(replies.Fd()), unix.SHUT_RDWR)
+		_ = unix.Shutdown(int(c.replies.Fd()), unix.SHUT_RDWR)
 		<-started
-		finish()
-		return Result{}, ctx.Err()
+		return ctx.Err()
 	}
-	if err != nil {
-		finish()
-		return Result{}, fmt.Errorf("%w: %w", ErrGone, err)
+	switch r := first.r; {
+	case first.err != nil:
+		return fmt.Errorf("%w: %w", ErrGone, first.err)
+	case r.Slow:
+		return ErrSlow
+	case r.NotFound:
+		return fmt.Errorf("%w: %s", ErrNotFound, r.Error)
+	case r.Error != "":
+		return errors.New("sandbox: " + r.Error)
 	}
-	switch {
-	case first.Slow:
-		finish()
-		return Result{}, ErrSlow
-	case first.NotFound:
-		finish()
-		return Result{}, fmt.Errorf("%w: %s", ErrNotFound, first.Error)
-	case first.Error != "":
-		finish()
-		return Result{}, errors.New("sandbox: " + first.Error)
+	return nil
+}
+
+// awaitExit waits for the zygote's last reply, how the process ended;
+// when ctx is done first it asks the zygote to kill the process.
+func (c *zcall) awaitExit(ctx context.Context) (Result, error) {
+	type answer struct {
+		r   reply
+		err error
 	}
-	last := make(chan reply, 1)
-	lastErr := make(chan error, 1)
-	go func() {
-		r, _, err := readReply(replies)
-		if err != nil {
-			lastErr <- err
-			return
-		}
-		last <- r
-	}()
-	var r reply
+	last := make(chan answer, 1)
+	go func() { r, _, err := readReply(c.replies); last <- answer{r, err} }()
+	var a answer
 	select {
-	case r = <-last:
-	case err = <-lastErr:
+	case a = <-last:
 	case <-ctx.Done():
-		_ = unix.Sendmsg(int(replies.Fd()), []byte("kill"), nil, nil, 0)
-		select {
-		case r = <-last:
-		case err = <-lastErr:
-		}
+		_ = unix.Sendmsg(int(c.replies.Fd()), []byte("kill"), nil, nil, 0)
+		a = <-last
 	}
-	finish()
-	if err != nil {
-		return Result{}, fmt.Errorf("%w: %w", ErrGone, err)
+	if a.err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrGone, a.err)
 	}
-	return Result{ExitCode: r.ExitCode, Signal: syscall.Signal(r.Signal)}, nil
+	return Result{ExitCode: a.r.ExitCode, Signal: syscall.Signal(a.r.Signal)}, nil
 }
 
 // readReply reads one reply and the descriptor attached to it (-1 when
