@@ -51,53 +51,20 @@ func (a *Activities) ModelStep(ctx context.Context, in workflows.ModelStepInput)
 	if a.Content == nil {
 		return out, temporal.NewNonRetryableApplicationError("this worker has no content store configured", ErrTypeNoContentStore, nil)
 	}
-	m, ok := a.Models[in.Provider]
-	if !ok {
-		return out, temporal.NewNonRetryableApplicationError(
-			fmt.Sprintf("unknown model provider %q", in.Provider), workflows.ErrTypeUnknownModel, nil)
+	m, err := a.stepModel(in.Provider)
+	if err != nil {
+		return out, err
 	}
-	for i := len(a.ModelWrappers) - 1; i >= 0; i-- {
-		m = a.ModelWrappers[i](m)
-	}
-	turn := activity.GetInfo(ctx).WorkflowExecution.ID
 	stop := a.heartbeat(ctx, nil)
 	defer stop()
-
-	// The conversation the model sees: the stored one plus the messages
-	// added since, resolved. They are stored together with the reply, in
-	// one node, once the model has answered.
-	head := in.Conversation
-	msgs, err := a.Content.Load(ctx, turn, head)
+	st := &step{a: a, turn: activity.GetInfo(ctx).WorkflowExecution.ID, head: in.Conversation, pending: in.Append}
+	req, err := st.request(ctx, in)
 	if err != nil {
-		return out, contentError(err)
-	}
-	pending := in.Append
-	base := len(msgs)
-	for _, m := range in.Append {
-		r, err := a.Content.Resolve(ctx, turn, m)
-		if err != nil {
-			return out, contentError(err)
-		}
-		msgs = append(msgs, r)
-	}
-	resolved := msgs[base:]
-	req := model.Request{Instruction: in.Instruction, Messages: msgs, Script: in.Script}
-	for _, info := range a.Tools.Infos(in.Tools...) {
-		req.Tools = append(req.Tools, model.ToolSpec{Name: info.Name, Description: info.Description, InputSchema: info.InputSchema})
+		return out, err
 	}
 	if c := a.Compactors[in.Provider]; c != nil {
-		cm, info, err := c.Compact(ctx, m, req)
-		if err != nil {
-			return out, fmt.Errorf("compact conversation: %w", err)
-		}
-		if info != nil {
-			// The compacted conversation (the added messages included) is a
-			// new root naming the stored head it replaced.
-			info.From = head
-			if head, err = a.Content.Root(ctx, turn, head, cm, info); err != nil {
-				return out, contentError(err)
-			}
-			req.Messages, out.Compaction, pending, resolved = cm, info, nil, nil
+		if req, out.Compaction, err = st.compact(ctx, c, m, req); err != nil {
+			return out, err
 		}
 	}
 	start := time.Now()
@@ -106,31 +73,115 @@ func (a *Activities) ModelStep(ctx context.Context, in workflows.ModelStepInput)
 	if err != nil {
 		return out, err
 	}
+	if err := a.checkCallInputs(resp.ToolCalls); err != nil {
+		return out, err
+	}
+	if out.Conversation, out.Message, err = st.store(ctx, resp); err != nil {
+		return out, err
+	}
+	out.Usage = resp.Usage
+	return out, nil
+}
+
+// stepModel is the provider's model, wrapped by the model wrappers
+// (the first outermost).
+func (a *Activities) stepModel(provider string) (model.Model, error) {
+	m, ok := a.Models[provider]
+	if !ok {
+		return nil, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("unknown model provider %q", provider), workflows.ErrTypeUnknownModel, nil)
+	}
+	for i := len(a.ModelWrappers) - 1; i >= 0; i-- {
+		m = a.ModelWrappers[i](m)
+	}
+	return m, nil
+}
+
+// step is one model step's conversation: the stored head, the messages
+// added since (as the workflow sent them and resolved), stored together
+// with the reply, in one node, once the model has answered.
+type step struct {
+	a        *Activities
+	turn     string
+	head     string
+	pending  []model.Message
+	resolved []model.Message
+}
+
+// request is what the model sees: the stored conversation plus the
+// added messages, resolved, and the turn's tools.
+func (st *step) request(ctx context.Context, in workflows.ModelStepInput) (model.Request, error) {
+	msgs, err := st.a.Content.Load(ctx, st.turn, st.head)
+	if err != nil {
+		return model.Request{}, contentError(err)
+	}
+	base := len(msgs)
+	for _, m := range in.Append {
+		r, err := st.a.Content.Resolve(ctx, st.turn, m)
+		if err != nil {
+			return model.Request{}, contentError(err)
+		}
+		msgs = append(msgs, r)
+	}
+	st.resolved = msgs[base:]
+	req := model.Request{Instruction: in.Instruction, Messages: msgs, Script: in.Script}
+	for _, info := range st.a.Tools.Infos(in.Tools...) {
+		req.Tools = append(req.Tools, model.ToolSpec{Name: info.Name, Description: info.Description, InputSchema: info.InputSchema})
+	}
+	return req, nil
+}
+
+// compact lets c shrink the request. A compacted conversation (the added
+// messages included) is stored as a new root naming the head it
+// replaced, and nothing is pending any more.
+func (st *step) compact(ctx context.Context, c Compactor, m model.Model, req model.Request) (model.Request, *model.Compaction, error) {
+	cm, info, err := c.Compact(ctx, m, req)
+	if err != nil {
+		return req, nil, fmt.Errorf("compact conversation: %w", err)
+	}
+	if info == nil {
+		return req, nil, nil
+	}
+	info.From = st.head
+	if st.head, err = st.a.Content.Root(ctx, st.turn, st.head, cm, info); err != nil {
+		return req, nil, contentError(err)
+	}
+	req.Messages, st.pending, st.resolved = cm, nil, nil
+	return req, info, nil
+}
+
+// store externalizes the reply and stores the added messages and the
+// reply as one node; their resolved forms extend the cache without
+// reading them back. It returns the new head and the reply as recorded.
+func (st *step) store(ctx context.Context, resp model.Response) (string, model.Message, error) {
+	reply := model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}
+	msg, err := st.a.Content.Externalize(ctx, st.turn, reply)
+	if err != nil {
+		return "", msg, contentError(err)
+	}
+	head, err := st.a.Content.AppendResolved(ctx, st.turn, st.head, append(slices.Clip(st.pending), msg),
+		append(slices.Clip(st.resolved), reply))
+	if err != nil {
+		return "", msg, contentError(err)
+	}
+	return head, msg, nil
+}
+
+// checkCallInputs refuses a reply with a tool call whose input is over
+// content.max_call_input_bytes: the turn could not record it.
+func (a *Activities) checkCallInputs(calls []model.ToolCall) error {
 	limit := a.MaxCallInputBytes
 	if limit <= 0 {
 		limit = DefaultMaxCallInputBytes
 	}
-	for _, c := range resp.ToolCalls {
+	for _, c := range calls {
 		if len(c.Input) > limit {
-			return out, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf(
 				"the model asked for %s (call %s) with an input of %d bytes, over the limit of %d bytes for a tool call's input (content.max_call_input_bytes); the turn cannot record it",
 				c.Name, c.ID, len(c.Input), limit), ErrTypeContentTooLarge, nil)
 		}
 	}
-	reply := model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}
-	msg, err := a.Content.Externalize(ctx, turn, reply)
-	if err != nil {
-		return out, contentError(err)
-	}
-	// The added messages and the reply are stored as one node; their
-	// resolved forms extend the cache without reading them back.
-	head, err = a.Content.AppendResolved(ctx, turn, head, append(slices.Clip(pending), msg),
-		append(slices.Clip(resolved), reply))
-	if err != nil {
-		return out, contentError(err)
-	}
-	out.Conversation, out.Message, out.Usage = head, msg, resp.Usage
-	return out, nil
+	return nil
 }
 
 // contentError makes missing content a non-retryable failure that says
