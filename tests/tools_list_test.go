@@ -21,8 +21,8 @@ import (
 
 // TestStarterToolsList: `starter tools list` shows the registry of a
 // real worker, one with an MCP server and a function tool besides the
-// built-ins, each tool with its source and flags; a queue no worker
-// polls is an error that says so.
+// built-ins, each tool with its source and flags, as JSON and as a
+// table.
 func TestStarterToolsList(t *testing.T) {
 	queue := "tq-tools-list-" + tag()
 	lookup, err := tools.Func("Lookup", "Look a key up in the inventory.", func(_ context.Context, in struct {
@@ -40,13 +40,8 @@ func TestStarterToolsList(t *testing.T) {
 		return err == nil && len(resp.GetPollers()) > 0
 	})
 
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sbin := buildStarter(t)
-	args := []string{"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default", "--task-queue", queue, "tools", "list"}
+	dir, sbin := t.TempDir(), buildStarter(t)
+	args := append(starterConn(t, dir), "--task-queue", queue, "tools", "list")
 	out, err := runStarter(t, sbin, dir, append(args, "--json")...)
 	if err != nil {
 		t.Fatalf("tools list --json: %v\n%s", err, out)
@@ -73,11 +68,15 @@ func TestStarterToolsList(t *testing.T) {
 			t.Errorf("output does not match %s:\n%s", re, out)
 		}
 	}
+}
 
-	// No worker polls this queue: the error says so at once.
+// TestStarterToolsListNoWorker: a queue no worker polls is an error
+// that says so at once, without waiting for an answer.
+func TestStarterToolsListNoWorker(t *testing.T) {
+	dir := t.TempDir()
 	start := time.Now()
-	out, err = runStarter(t, sbin, dir, "--config", cfg, "--address", env.srv.Addr(), "--namespace", "default",
-		"--task-queue", "tq-nobody-"+tag(), "tools", "list", "--wait", "30s")
+	args := append(starterConn(t, dir), "--task-queue", "tq-nobody-"+tag(), "tools", "list", "--wait", "30s")
+	out, err := runStarter(t, buildStarter(t), dir, args...)
 	if err == nil || !strings.Contains(err.Error(), `no worker polls task queue "tq-nobody-`) {
 		t.Errorf("tools list on an empty queue: %v\n%s", err, out)
 	}
@@ -86,9 +85,20 @@ func TestStarterToolsList(t *testing.T) {
 	}
 }
 
+// starterConn writes an empty config in dir and returns the starter
+// flags that reach the tests' server with it.
+func starterConn(t *testing.T, dir string) []string {
+	t.Helper()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default"}
+}
+
 // TestStarterToolsListStoppedWorker: the server lists a stopped worker
 // among the queue's pollers for a few minutes; the listing then times
-// out and the error says that no worker took it, naming the poller.
+// out and the error says that no worker took it.
 func TestStarterToolsListStoppedWorker(t *testing.T) {
 	queue := "tq-tools-stopped-" + tag()
 	w := worker.New(env.c, queue, worker.Options{})
