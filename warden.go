@@ -122,8 +122,10 @@ type ToolWrapper interface {
 	WrapTool(middleware.Handler) middleware.Handler
 }
 
-// Register registers the agent-turn workflow and warden's activities on
-// w and returns the activities (for inspection or tests).
+// Register registers the agent-turn workflow, the policy store's
+// workflow, the tools listing (workflows.ToolsWorkflow, which `starter
+// tools list` runs to show this worker's registry) and warden's
+// activities on w, and returns the activities (for inspection or tests).
 //
 // Register cannot reach the server: the namespace must also have
 // warden's search attributes (SearchAttributes), or every turn that
@@ -139,6 +141,7 @@ func Register(w worker.Registry, o Options) (*activities.Activities, error) {
 	}
 	w.RegisterWorkflowWithOptions(workflows.New(roles.Checker{}, o.AgentMiddleware...), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.PolicyStore, workflow.RegisterOptions{Name: workflows.PolicyWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.ListTools, workflow.RegisterOptions{Name: workflows.ToolsWorkflow})
 	a.Register(w)
 	return a, nil
 }

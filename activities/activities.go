@@ -98,6 +98,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: workflows.ActivityTool})
 	r.RegisterActivityWithOptions(a.Notify, activity.RegisterOptions{Name: workflows.ActivityNotify})
 	r.RegisterActivityWithOptions(a.PolicyFanout, activity.RegisterOptions{Name: workflows.ActivityPolicyFanout})
+	r.RegisterActivityWithOptions(a.ListTools, activity.RegisterOptions{Name: workflows.ActivityTools})
 }
 
 func (a *Activities) logger() *slog.Logger {

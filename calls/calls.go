@@ -28,6 +28,17 @@ type Info struct {
 	StateInjected bool `json:"state_injected"`
 }
 
+// Entry is a tool as a worker's registry holds it: its description and
+// where it comes from. In JSON, Info's fields and "source" sit side by
+// side.
+type Entry struct {
+	Info
+	// Source is "builtin", "function", "mcp:SERVER" (the server's config
+	// name) or "custom" (a Tool of the embedding program's own type);
+	// package tools defines the constants.
+	Source string `json:"source"`
+}
+
 // Chunk is one piece of a tool's output.
 type Chunk struct {
 	Text    string `json:"text,omitempty"`

@@ -21,3 +21,41 @@ func Builtins() []Tool {
 		AskUser{},
 	}
 }
+
+// The built-ins say where they come from (Sourcer).
+
+// Source implements Sourcer.
+func (Bash) Source() string { return SourceBuiltin }
+
+// Source implements Sourcer.
+func (PowerShell) Source() string { return SourceBuiltin }
+
+// Source implements Sourcer.
+func (Read) Source() string { return SourceBuiltin }
+
+// Source implements Sourcer.
+func (Write) Source() string { return SourceBuiltin }
+
+// Source implements Sourcer.
+func (Edit) Source() string { return SourceBuiltin }
+
+// Source implements Sourcer.
+func (Glob) Source() string { return SourceBuiltin }
+
+// Source implements Sourcer.
+func (Grep) Source() string { return SourceBuiltin }
+
+// Source implements Sourcer.
+func (TaskCreate) Source() string { return SourceBuiltin }
+
+// Source implements Sourcer.
+func (TaskGet) Source() string { return SourceBuiltin }
+
+// Source implements Sourcer.
+func (TaskList) Source() string { return SourceBuiltin }
+
+// Source implements Sourcer.
+func (TaskUpdate) Source() string { return SourceBuiltin }
+
+// Source implements Sourcer.
+func (AskUser) Source() string { return SourceBuiltin }

@@ -119,6 +119,9 @@ type funcTool[In, Out any] struct {
 // Info implements Tool.
 func (f *funcTool[In, Out]) Info() Info { return f.info }
 
+// Source implements Sourcer.
+func (f *funcTool[In, Out]) Source() string { return SourceFunction }
+
 // CheckPermissions implements PermissionChecker.
 func (f *funcTool[In, Out]) CheckPermissions(context.Context, *Env, json.RawMessage, *permission.Context) (permission.Decision, error) {
 	if f.allow {

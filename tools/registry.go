@@ -61,3 +61,14 @@ func (r *Registry) Infos(names ...string) []Info {
 	}
 	return out
 }
+
+// Entries describes the registered tools in registration order, each
+// with its source (SourceOf).
+func (r *Registry) Entries() []Entry {
+	out := make([]Entry, 0, len(r.order))
+	for _, n := range r.order {
+		t := r.byName[n]
+		out = append(out, Entry{Info: t.Info(), Source: SourceOf(t)})
+	}
+	return out
+}

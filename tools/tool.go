@@ -26,6 +26,38 @@ type Tool interface {
 	Call(ctx context.Context, env *Env, input json.RawMessage) Stream
 }
 
+// Entry is a registered tool's description and source (calls.Entry).
+type Entry = calls.Entry
+
+// Sources of tools (Entry.Source).
+const (
+	// SourceBuiltin marks the tools of Builtins.
+	SourceBuiltin = "builtin"
+	// SourceFunction marks the tools Func makes.
+	SourceFunction = "function"
+	// SourceMCP prefixes the config name of the MCP server a tool comes
+	// from: "mcp:NAME".
+	SourceMCP = "mcp:"
+	// SourceCustom is the source of a tool that does not say (a Tool
+	// type of the embedding program's own).
+	SourceCustom = "custom"
+)
+
+// Sourcer is a tool that says where it comes from (one of the Source
+// constants); the constructor that builds a tool records it.
+type Sourcer interface {
+	Source() string
+}
+
+// SourceOf returns t's source: its Source method's answer, else
+// SourceCustom.
+func SourceOf(t Tool) string {
+	if s, ok := t.(Sourcer); ok && s.Source() != "" {
+		return s.Source()
+	}
+	return SourceCustom
+}
+
 // Stream is the sequence of chunks a call yields. Non-streaming tools
 // yield one chunk.
 type Stream = iter.Seq2[Chunk, error]

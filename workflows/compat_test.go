@@ -226,6 +226,11 @@ func compatSamples() []struct {
 		}},
 		{"client.PendingEntry", client.PendingEntry{WorkflowID: "turn-1", RunID: "run-1", Pending: samplePending(),
 			Preview: `{"command":"npm run`, Truncated: true}},
+		{"ToolsInput", workflows.ToolsInput{Wait: 10 * time.Second}},
+		{"ToolsList", workflows.ToolsList{Tools: []tools.Entry{{Info: tools.Info{
+			Name: "mcp__echo__echo", Description: "Echo the text back.", InputSchema: json.RawMessage(`{"type":"object"}`),
+			ReadOnly: true, ConcurrencySafe: true, External: true, StateInjected: true,
+		}, Source: "mcp:echo"}}}},
 		{"permission.Context", samplePermission()},
 		{"permission.Rule", sampleRule(permission.Allow)},
 		{"permission.Decision", sampleDecision()},
@@ -347,6 +352,10 @@ func constGroups() map[string]map[string]any {
 			"ScopeInput", string(workflows.ScopeInput), "ScopeTurn", string(workflows.ScopeTurn),
 			"ScopeAgent", string(workflows.ScopeAgent), "ScopeNamespace", string(workflows.ScopeNamespace),
 		),
+		"workflows.tools": {
+			"ToolsWorkflow": workflows.ToolsWorkflow, "ActivityTools": workflows.ActivityTools,
+			"ToolsIDPrefix": workflows.ToolsIDPrefix, "DefaultToolsWait": workflows.DefaultToolsWait.String(),
+		},
 		"workflows.messages": str(
 			"UpdateApprove", workflows.UpdateApprove, "SignalApprove", workflows.SignalApprove,
 			"UpdateExternalResult", workflows.UpdateExternalResult, "SignalExternalResult", workflows.SignalExternalResult,

@@ -2,53 +2,123 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/backend/local/sandbox"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/tools"
+	"github.com/wardenhq/warden/workflows"
 )
 
+const toolsListLong = `List the tools a worker of the task queue (--task-queue, default from
+the config) has registered: the built-ins, its function tools and the
+tools of its MCP servers (mcp.servers), with where each comes from
+(builtin, function, mcp:SERVER, custom), its flags and its description:
+what the model sees.
+
+The worker answers through a one-activity workflow, ` + workflows.ToolsWorkflow + `, whose id is
+` + workflows.ToolsIDPrefix + `<UTC time>-<random>. The namespace keeps each closed run for its
+retention period; list them with WorkflowType = '` + workflows.ToolsWorkflow + `'. Starting it
+needs a key that may start workflows (a reader key may use --builtin).
+
+When several workers poll the queue, Temporal gives the listing to one
+of them: the output names it and the others. Workers of one queue should
+register the same tools; run it again to reach another.
+
+--builtin lists the built-in tools of this starter's build, offline.`
+
 func newToolsCmd(cn *conn) *cobra.Command {
-	root := &cobra.Command{Use: "tools", Short: "Inspect the built-in tools"}
-	var asJSON bool
+	root := &cobra.Command{Use: "tools", Short: "Inspect the tools a worker registers"}
+	var asJSON, builtin bool
+	var wait time.Duration
 	list := &cobra.Command{
 		Use:   "list",
-		Short: "List the built-in tools with their schemas and flags",
+		Short: "List a worker's tools with their source, flags and description",
+		Long:  toolsListLong,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			reg, err := tools.NewRegistry(tools.Builtins()...)
-			if err != nil {
-				return err
+			if builtin {
+				return listBuiltins(cmd.OutOrStdout(), cn, asJSON)
 			}
-			infos := reg.Infos()
-			out := cmd.OutOrStdout()
-			if asJSON {
-				enc := newEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(infos)
-			}
-			cfg, err := cn.settings()
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "local backend: %s\n\n", localSandbox(cfg))
-			tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tREAD-ONLY\tCONCURRENT\tEXTERNAL\tSTATE\tDESCRIPTION")
-			for _, i := range infos {
-				desc := i.Description
-				if len(desc) > 60 {
-					desc = desc[:57] + "..."
-				}
-				fmt.Fprintf(tw, "%s\t%v\t%v\t%v\t%v\t%s\n", i.Name, i.ReadOnly, i.ConcurrencySafe, i.External, i.StateInjected, desc)
-			}
-			return tw.Flush()
+			return listWorkerTools(cmd, cn, wait, asJSON)
 		},
 	}
-	list.Flags().BoolVar(&asJSON, "json", false, "print JSON with input schemas")
+	list.Flags().BoolVar(&asJSON, "json", false, "print the tools as JSON, with their input schemas (the answering worker goes to stderr)")
+	list.Flags().BoolVar(&builtin, "builtin", false, "list the built-in tools without asking a worker (no server needed)")
+	list.Flags().DurationVar(&wait, "wait", workflows.DefaultToolsWait, "how long a worker may take to answer")
 	root.AddCommand(list)
 	return root
+}
+
+// listWorkerTools prints the registry of a worker of the task queue,
+// after a line naming it and the queue's other workers.
+func listWorkerTools(cmd *cobra.Command, cn *conn, wait time.Duration, asJSON bool) error {
+	c, cl, _, err := cn.dial(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	wt, err := cl.Tools(cmd.Context(), wait)
+	if err != nil {
+		return err
+	}
+	head := fmt.Sprintf("task queue %s: worker %s answered", wt.TaskQueue, wt.Worker)
+	var others []string
+	for _, p := range wt.Pollers {
+		if p != wt.Worker {
+			others = append(others, p)
+		}
+	}
+	if len(others) > 0 {
+		head += fmt.Sprintf("; %s poll it too and may register other tools", strings.Join(others, ", "))
+	}
+	if asJSON {
+		fmt.Fprintln(cmd.ErrOrStderr(), head)
+		return printEntries(cmd.OutOrStdout(), wt.Tools, true)
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "%s\n\n", head)
+	return printEntries(cmd.OutOrStdout(), wt.Tools, false)
+}
+
+// listBuiltins prints the built-in tools and what protects their
+// processes on the local backend here.
+func listBuiltins(out io.Writer, cn *conn, asJSON bool) error {
+	reg, err := tools.NewRegistry(tools.Builtins()...)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printEntries(out, reg.Entries(), true)
+	}
+	cfg, err := cn.settings()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "local backend: %s\n\n", localSandbox(cfg))
+	return printEntries(out, reg.Entries(), false)
+}
+
+// printEntries prints tools as an indented JSON array or as a table.
+func printEntries(out io.Writer, es []tools.Entry, asJSON bool) error {
+	if asJSON {
+		enc := newEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(es)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSOURCE\tREAD-ONLY\tCONCURRENT\tEXTERNAL\tSTATE\tDESCRIPTION")
+	for _, e := range es {
+		desc, _, _ := strings.Cut(e.Description, "\n")
+		if len(desc) > 60 {
+			desc = desc[:57] + "..."
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%v\t%s\n", e.Name, e.Source, e.ReadOnly, e.ConcurrencySafe, e.External, e.StateInjected, desc)
+	}
+	return tw.Flush()
 }
 
 // localSandbox says what protects tool processes on the local backend

@@ -344,6 +344,9 @@ func inputSchema(v any) (json.RawMessage, error) {
 // Info implements tools.Tool.
 func (t *Tool) Info() tools.Info { return t.info }
 
+// Source implements tools.Sourcer: "mcp:" and the server's config name.
+func (t *Tool) Source() string { return tools.SourceMCP + t.srv.cfg.Name }
+
 // MCP returns the server's config name and the server's name for the
 // tool.
 func (t *Tool) MCP() (server, tool string) { return t.srv.cfg.Name, t.name }

@@ -93,6 +93,13 @@ func checkTools(t *testing.T, s *Set, server, cfgName string) {
 	if srv, tool := ts[p+"write_note"].(interface{ MCP() (string, string) }).MCP(); srv != cfgName || tool != "write_note" {
 		t.Errorf("MCP() = %q, %q", srv, tool)
 	}
+	// The source names the server by its config name, not the
+	// sanitized one of the tool names.
+	for _, tl := range s.Tools() {
+		if got := tools.SourceOf(tl); got != "mcp:"+cfgName {
+			t.Errorf("source of %s = %q, want mcp:%s", tl.Info().Name, got, cfgName)
+		}
+	}
 
 	// The tools' own checks.
 	for name, want := range map[string]permission.Decision{
