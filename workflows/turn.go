@@ -27,6 +27,8 @@ package workflows
 //   - authz.go: who may answer which call (Approvers).
 //   - policy.go: the policy store workflow (live rules, remembered
 //     approvals).
+//   - toolsinfo.go: the workflow that asks a worker for its tool registry
+//     (`starter tools list`).
 //   - types.go: the names and wire types clients use.
 //   - versions.go: the change IDs and bounds replay depends on.
 
