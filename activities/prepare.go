@@ -22,7 +22,6 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	}
 	info := t.Info()
 	out := workflows.Prepared{Tool: info}
-	var err error
 	if in.ToolFlags {
 		// What the workflow reads of the tool, not its description and
 		// schema (the marker records the verdict).
@@ -32,6 +31,7 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	pc := in.Permission
 	var live workflows.PolicyState
 	if in.LivePolicy != "" {
+		var err error
 		if live, err = a.policyState(ctx, in.LivePolicy); err != nil {
 			return out, err
 		}
@@ -40,24 +40,10 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 		}
 		out.PolicyVersion = live.Version
 	}
-	env, err := a.env(in.Env, nil, &pc)
+	env, call, err := a.bind(ctx, in, t, &pc)
 	if err != nil {
 		return out, err
 	}
-	backendName := in.Env.Backend
-	if backendName == "" {
-		backendName = a.DefaultBackend
-	}
-	// The backend's home is resolved outside the decision: backends
-	// resolve it once and keep it (the worker warms it at start), and an
-	// unknown home only makes ~ paths ask.
-	home, _ := env.Backend.Home(ctx)
-	// The worker's own files are protected whatever the turn's policy
-	// says: the turn cannot remove them.
-	pc.Protected = append(slices.Clone(pc.Protected), a.Protected...)
-	sandboxed, off := sandboxOf(env.Backend)
-	call := tools.Call{Tool: t, Input: in.Call.Input, Workdir: env.Workdir, Home: home, Policy: &pc,
-		Validator: &a.validator, State: in.State, Sandboxed: sandboxed}
 	v, invalid := tools.DecideOrAsk(ctx, call)
 	if invalid != "" {
 		out.Invalid = invalid
@@ -68,6 +54,37 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 			return out, err
 		}
 	}
+	a.record(ctx, &out, in, env, call, v)
+	return out, nil
+}
+
+// bind binds the call to its environment and the policy pc, to which it
+// adds the worker's own files: they are protected whatever the turn's
+// policy says, and the turn cannot remove them.
+func (a *Activities) bind(ctx context.Context, in workflows.PrepareInput, t tools.Tool, pc *permission.Context) (*tools.Env, tools.Call, error) {
+	env, err := a.env(in.Env, nil, pc)
+	if err != nil {
+		return nil, tools.Call{}, err
+	}
+	// The backend's home is resolved outside the decision: backends
+	// resolve it once and keep it (the worker warms it at start), and an
+	// unknown home only makes ~ paths ask.
+	home, _ := env.Backend.Home(ctx)
+	pc.Protected = append(slices.Clone(pc.Protected), a.Protected...)
+	sandboxed, _ := sandboxOf(env.Backend)
+	return env, tools.Call{Tool: t, Input: in.Call.Input, Workdir: env.Workdir, Home: home, Policy: pc,
+		Validator: &a.validator, State: in.State, Sandboxed: sandboxed}, nil
+}
+
+// record fills out with the verdict v: the decision, the call's run
+// policy, its sandbox profile and, for a call that waits, the preview
+// its approver reads.
+func (a *Activities) record(ctx context.Context, out *workflows.Prepared, in workflows.PrepareInput, env *tools.Env, call tools.Call, v permission.Verdict) {
+	info := call.Tool.Info()
+	backendName := in.Env.Backend
+	if backendName == "" {
+		backendName = a.DefaultBackend
+	}
 	out.Decision = v.Decision
 	out.ReadOnly = v.ReadOnly
 	out.Policy = a.policy(info, out.ReadOnly, backendName)
@@ -76,7 +93,7 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	if s := a.settings(info.Name); s.Network && !prof.Network {
 		prof.Network, prof.NetworkBy = true, "tools."+info.Name+".network"
 	}
-	prof.Off = off
+	_, prof.Off = sandboxOf(env.Backend)
 	if backendName != "local" {
 		prof.Backend = backendName
 	}
@@ -86,7 +103,6 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 		out.Preview = tools.Preview(backend.WithSandbox(ctx, &prof), env, info.Name, in.Call.Input)
 	}
 	a.Metrics.Decision(info.Name, string(v.Behavior))
-	return out, nil
 }
 
 // sandboxOf says whether calls on b run in the local kernel sandbox, and
