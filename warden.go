@@ -152,8 +152,7 @@ func NewActivities(o Options) (*activities.Activities, error) {
 	if !o.NoBuiltins {
 		all = append(all, tools.Builtins()...)
 	}
-	all = append(all, o.Tools...)
-	reg, err := tools.NewRegistry(all...)
+	reg, err := tools.NewRegistry(append(all, o.Tools...)...)
 	if err != nil {
 		return nil, fmt.Errorf("warden: %w", err)
 	}
@@ -163,35 +162,21 @@ func NewActivities(o Options) (*activities.Activities, error) {
 			return nil, fmt.Errorf("warden: workdir: %w", err)
 		}
 	}
-	backends := map[string]backend.Backend{"local": local.New(wd)}
-	maps.Copy(backends, o.Backends)
-	def := o.DefaultBackend
-	if def == "" {
-		def = "local"
-	}
-	if _, ok := backends[def]; !ok {
-		return nil, fmt.Errorf("warden: default backend %q is not configured", def)
+	backends, def, err := backendsOf(o, wd)
+	if err != nil {
+		return nil, err
 	}
 	models := map[string]model.Model{"scripted": model.Scripted{}}
 	maps.Copy(models, o.Models)
 	store := o.Content
 	if store == nil {
-		fs, err := content.NewFS(filepath.Join(".warden", "content"))
-		if err != nil {
+		if store, err = content.NewFS(filepath.Join(".warden", "content")); err != nil {
 			return nil, fmt.Errorf("warden: %w", err)
 		}
-		store = fs
 	}
-	compactors := map[string]activities.Compactor{}
-	for _, name := range slices.Sorted(maps.Keys(o.Compaction)) {
-		c := o.Compaction[name]
-		if err := c.Validate(); err != nil {
-			return nil, fmt.Errorf("warden: compaction of %s: %w", name, err)
-		}
-		if _, ok := models[name]; !ok {
-			return nil, fmt.Errorf("warden: compaction of %s: no such model provider", name)
-		}
-		compactors[name] = c
+	compactors, err := compactorsOf(o.Compaction, models)
+	if err != nil {
+		return nil, err
 	}
 	a := &activities.Activities{
 		Tools: reg, Backends: backends, DefaultBackend: def, DefaultWorkdir: wd, Protected: slices.Clone(o.Protected),
@@ -213,4 +198,36 @@ func NewActivities(o Options) (*activities.Activities, error) {
 		a.Metrics = metrics.NewTools(o.Registerer)
 	}
 	return a, nil
+}
+
+// backendsOf are the backends of o by name, "local" in wd among them,
+// and the name of the default one.
+func backendsOf(o Options, wd string) (map[string]backend.Backend, string, error) {
+	backends := map[string]backend.Backend{"local": local.New(wd)}
+	maps.Copy(backends, o.Backends)
+	def := o.DefaultBackend
+	if def == "" {
+		def = "local"
+	}
+	if _, ok := backends[def]; !ok {
+		return nil, "", fmt.Errorf("warden: default backend %q is not configured", def)
+	}
+	return backends, def, nil
+}
+
+// compactorsOf checks each compaction setting and that it names one of
+// models.
+func compactorsOf(cs map[string]compact.Config, models map[string]model.Model) (map[string]activities.Compactor, error) {
+	compactors := map[string]activities.Compactor{}
+	for _, name := range slices.Sorted(maps.Keys(cs)) {
+		c := cs[name]
+		if err := c.Validate(); err != nil {
+			return nil, fmt.Errorf("warden: compaction of %s: %w", name, err)
+		}
+		if _, ok := models[name]; !ok {
+			return nil, fmt.Errorf("warden: compaction of %s: no such model provider", name)
+		}
+		compactors[name] = c
+	}
+	return compactors, nil
 }
