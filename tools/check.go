@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/wardenhq/warden/calls"
@@ -102,51 +103,13 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 	if !json.Valid(req.Input) {
 		return CheckResult{}, errors.New("input is not valid JSON")
 	}
-	pc := o.Base
-	pc.Allow = append([]permission.Rule(nil), o.Base.Allow...)
-	pc.Ask = append([]permission.Rule(nil), o.Base.Ask...)
-	pc.Deny = append([]permission.Rule(nil), o.Base.Deny...)
-	if req.Mode != "" {
-		if !permission.ValidMode(req.Mode) {
-			return CheckResult{}, fmt.Errorf("unknown mode %q", req.Mode)
-		}
-		pc.Mode = req.Mode
-	}
-	lists := []struct {
-		b  permission.Behavior
-		rs []string
-	}{{permission.Allow, req.Rules.Allow}, {permission.Ask, req.Rules.Ask}, {permission.Deny, req.Rules.Deny}}
-	for _, l := range lists {
-		for _, s := range l.rs {
-			r, err := permission.ParseRule(s, l.b)
-			if err != nil {
-				return CheckResult{}, err
-			}
-			r.Source = "request"
-			pc.AddRule(r)
-		}
-	}
-	workdirs := o.Workdirs
-	if len(req.Workdirs) > 0 {
-		workdirs = req.Workdirs
-	}
-	wd := ""
-	if len(workdirs) > 0 {
-		wd = workdirs[0]
-	} else {
-		var err error
-		if wd, err = os.Getwd(); err != nil {
-			return CheckResult{}, fmt.Errorf("workdir: %w", err)
-		}
-	}
-	wd, err := filepath.Abs(wd)
+	pc, err := req.policy(o.Base)
 	if err != nil {
-		return CheckResult{}, fmt.Errorf("workdir: %w", err)
+		return CheckResult{}, err
 	}
-	for _, d := range workdirs {
-		if a, err := filepath.Abs(d); err == nil {
-			pc.WorkingDirs = append(pc.WorkingDirs, a)
-		}
+	wd, err := checkWorkdirs(&pc, req.Workdirs, o.Workdirs)
+	if err != nil {
+		return CheckResult{}, err
 	}
 	home := o.Home
 	if home == "" {
@@ -183,6 +146,65 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 		res.Suggestions = append(res.Suggestions, s.String())
 	}
 	return res, nil
+}
+
+// policy is base with the request's mode and rules (source "request")
+// on top; base's rule lists are not changed.
+func (req CheckRequest) policy(base permission.Context) (permission.Context, error) {
+	pc := base
+	pc.Allow = slices.Clone(base.Allow)
+	pc.Ask = slices.Clone(base.Ask)
+	pc.Deny = slices.Clone(base.Deny)
+	if req.Mode != "" {
+		if !permission.ValidMode(req.Mode) {
+			return pc, fmt.Errorf("unknown mode %q", req.Mode)
+		}
+		pc.Mode = req.Mode
+	}
+	lists := []struct {
+		b  permission.Behavior
+		rs []string
+	}{{permission.Allow, req.Rules.Allow}, {permission.Ask, req.Rules.Ask}, {permission.Deny, req.Rules.Deny}}
+	for _, l := range lists {
+		for _, s := range l.rs {
+			r, err := permission.ParseRule(s, l.b)
+			if err != nil {
+				return pc, err
+			}
+			r.Source = "request"
+			pc.AddRule(r)
+		}
+	}
+	return pc, nil
+}
+
+// checkWorkdirs adds the request's working directories (else the
+// options') to pc and returns the call's workdir: the first of them, or
+// the current directory.
+func checkWorkdirs(pc *permission.Context, reqDirs, defDirs []string) (string, error) {
+	workdirs := defDirs
+	if len(reqDirs) > 0 {
+		workdirs = reqDirs
+	}
+	wd := ""
+	if len(workdirs) > 0 {
+		wd = workdirs[0]
+	} else {
+		var err error
+		if wd, err = os.Getwd(); err != nil {
+			return "", fmt.Errorf("workdir: %w", err)
+		}
+	}
+	wd, err := filepath.Abs(wd)
+	if err != nil {
+		return "", fmt.Errorf("workdir: %w", err)
+	}
+	for _, d := range workdirs {
+		if a, err := filepath.Abs(d); err == nil {
+			pc.WorkingDirs = append(pc.WorkingDirs, a)
+		}
+	}
+	return wd, nil
 }
 
 // CheckJSONL reads one CheckRequest per non-blank line of in (unknown
