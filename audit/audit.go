@@ -404,17 +404,7 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 	t := e.GetEventTime().AsTime()
 	switch e.GetEventType() {
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
-		var in workflows.TurnInput
-		if err := x.decode(e.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err == nil {
-			x.timeout = in.ApprovalTimeout
-			x.turn = in
-			// A run that continues a turn carries the rules its
-			// approvers added.
-			for _, r := range in.Permission.Allow {
-				x.addSession(r)
-			}
-		}
-		x.resent(in.Resume)
+		x.started(e)
 	case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
 		x.flushDue()
 		x.now = t
@@ -443,57 +433,9 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 	case enumspb.EVENT_TYPE_TIMER_FIRED:
 		x.fired = true
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-		a := e.GetActivityTaskScheduledEventAttributes()
-		s := scheduled{name: a.GetActivityType().GetName(), input: a.GetInput()}
-		x.sched[e.GetEventId()] = s
-		switch s.name {
-		case workflows.ActivityTool:
-			var in workflows.ToolInput
-			if err := x.decode(s.input, &in); err == nil {
-				x.execution(t, in.Call.ID, in.Call.Name, in.Call.Input, "activity")
-			}
-		case workflows.ActivityNotify:
-			var in workflows.NotifyInput
-			if err := x.decode(s.input, &in); err == nil {
-				x.notes[e.GetEventId()] = in
-			}
-		}
+		x.activityScheduled(t, e)
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-		a := e.GetActivityTaskCompletedEventAttributes()
-		s, ok := x.sched[a.GetScheduledEventId()]
-		if !ok {
-			return nil
-		}
-		switch s.name {
-		case workflows.ActivityPrepare:
-			var in workflows.PrepareInput
-			var p workflows.Prepared
-			if x.decode(s.input, &in) != nil || x.decode(a.GetResult(), &p) != nil {
-				return nil
-			}
-			c := x.calls[in.Call.ID]
-			if c == nil {
-				c = x.newCall(in.Call)
-			}
-			if i := slices.Index(x.batch, c); i >= 0 {
-				x.batch = slices.Delete(x.batch, i, i+1)
-			}
-			kind := x.kindOf(c)
-			if kind == KindEdit {
-				c.approved = in.Call.Input
-			}
-			if x.verdictOf(t, c, p, kind, &in) {
-				x.fresh = append(x.fresh, c)
-			}
-		case workflows.ActivityNotify:
-			if in, ok := x.notes[a.GetScheduledEventId()]; ok {
-				delete(x.notes, a.GetScheduledEventId())
-				x.notification(t, in, NotificationDelivered, "")
-			}
-		case workflows.ActivityTool:
-		default:
-			x.modelAnswer(a.GetResult())
-		}
+		x.activityCompleted(t, e.GetActivityTaskCompletedEventAttributes())
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
 		req := e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest()
 		return x.answer(t, req.GetInput().GetName(), req.GetInput().GetArgs(), PathUpdate)
@@ -502,6 +444,84 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 		return x.answer(t, a.GetSignalName(), a.GetInput(), PathSignal)
 	}
 	return nil
+}
+
+// started reads the turn's input: its approval timeout, and the rules
+// its approvers added, which a run that continues a turn carries.
+func (x *extractor) started(e *historypb.HistoryEvent) {
+	var in workflows.TurnInput
+	if err := x.decode(e.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err == nil {
+		x.timeout = in.ApprovalTimeout
+		x.turn = in
+		for _, r := range in.Permission.Allow {
+			x.addSession(r)
+		}
+	}
+	x.resent(in.Resume)
+}
+
+// activityScheduled records a scheduled activity: a tool activity is an
+// execution, a notification is sent.
+func (x *extractor) activityScheduled(t time.Time, e *historypb.HistoryEvent) {
+	a := e.GetActivityTaskScheduledEventAttributes()
+	s := scheduled{name: a.GetActivityType().GetName(), input: a.GetInput()}
+	x.sched[e.GetEventId()] = s
+	switch s.name {
+	case workflows.ActivityTool:
+		var in workflows.ToolInput
+		if err := x.decode(s.input, &in); err == nil {
+			x.execution(t, in.Call.ID, in.Call.Name, in.Call.Input, "activity")
+		}
+	case workflows.ActivityNotify:
+		var in workflows.NotifyInput
+		if err := x.decode(s.input, &in); err == nil {
+			x.notes[e.GetEventId()] = in
+		}
+	}
+}
+
+// activityCompleted reads a completed activity's result: a verdict, a
+// delivered notification or a model's answer.
+func (x *extractor) activityCompleted(t time.Time, a *historypb.ActivityTaskCompletedEventAttributes) {
+	s, ok := x.sched[a.GetScheduledEventId()]
+	if !ok {
+		return
+	}
+	switch s.name {
+	case workflows.ActivityPrepare:
+		x.prepared(t, s, a)
+	case workflows.ActivityNotify:
+		if in, ok := x.notes[a.GetScheduledEventId()]; ok {
+			delete(x.notes, a.GetScheduledEventId())
+			x.notification(t, in, NotificationDelivered, "")
+		}
+	case workflows.ActivityTool:
+	default:
+		x.modelAnswer(a.GetResult())
+	}
+}
+
+// prepared records a call's verdict from its Prepare activity.
+func (x *extractor) prepared(t time.Time, s scheduled, a *historypb.ActivityTaskCompletedEventAttributes) {
+	var in workflows.PrepareInput
+	var p workflows.Prepared
+	if x.decode(s.input, &in) != nil || x.decode(a.GetResult(), &p) != nil {
+		return
+	}
+	c := x.calls[in.Call.ID]
+	if c == nil {
+		c = x.newCall(in.Call)
+	}
+	if i := slices.Index(x.batch, c); i >= 0 {
+		x.batch = slices.Delete(x.batch, i, i+1)
+	}
+	kind := x.kindOf(c)
+	if kind == KindEdit {
+		c.approved = in.Call.Input
+	}
+	if x.verdictOf(t, c, p, kind, &in) {
+		x.fresh = append(x.fresh, c)
+	}
 }
 
 // notification records a notification's outcome.
