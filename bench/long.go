@@ -13,6 +13,7 @@ import (
 
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/workflows"
 )
 
 // LongConfig sizes the long-session scenario.
@@ -76,68 +77,20 @@ func (r *Runner) Long(ctx context.Context, cfg LongConfig) (LongReport, error) {
 		return rep, fmt.Errorf("long: %w", err)
 	}
 	defer os.RemoveAll(dir)
-	size := cfg.OutputKB * 1024
-	s := &model.Script{}
-	for i := range cfg.Steps {
-		var b strings.Builder
-		for j := 0; b.Len() < size; j++ {
-			fmt.Fprintf(&b, "step %06d line %06d %s\n", i, j, strings.Repeat("x", 72))
-		}
-		file := filepath.Join(dir, fmt.Sprintf("output-%06d.txt", i))
-		if err := os.WriteFile(file, []byte(b.String()[:size]), 0o644); err != nil {
-			return rep, fmt.Errorf("long: %w", err)
-		}
-		s.Steps = append(s.Steps, model.Step{ToolCalls: []model.ScriptedCall{{Name: "Read", Input: map[string]any{"file_path": file}}}})
+	s, err := longScript(dir, cfg.Steps, cfg.OutputKB*1024)
+	if err != nil {
+		return rep, fmt.Errorf("long: %w", err)
 	}
-	s.Steps = append(s.Steps, model.Step{Text: "done"})
 	in := r.turnInput(s, permission.ModeDefault)
 	in.MaxIterations = cfg.Steps + 1
 	in.ContinueAsNewAfter = cfg.ContinueAsNewAfter
-	before := dirSize(cfg.DataDir)
-	mem := sample(r.WorkerPID)
-	id := r.prefix() + "-long"
-	start := time.Now()
-	run, err := r.Client.Start(ctx, id, in)
+	id, runID, err := r.runLong(ctx, cfg, in, &rep)
 	if err != nil {
-		mem.finish()
 		return rep, err
 	}
-	r.logf("long: %d steps × %d KB started as %s", cfg.Steps, cfg.OutputKB, id)
-	res, err := r.Client.Result(ctx, id)
-	rep.WallMS = ms(time.Since(start))
-	rep.Worker = mem.finish()
+	times, inputs, err := r.walkLong(ctx, id, runID, &rep)
 	if err != nil {
-		return rep, fmt.Errorf("long session: %w", err)
-	}
-	if res.ToolCalls != cfg.Steps {
-		return rep, fmt.Errorf("long session made %d calls, want %d (stopped: %q)", res.ToolCalls, cfg.Steps, res.Stopped)
-	}
-	if cfg.DataDir != "" {
-		rep.DataDirGrowth = dirSize(cfg.DataDir) - before
-		rep.DataDirPerStep = float64(rep.DataDirGrowth) / float64(cfg.Steps)
-	}
-	// Walk every run of the turn.
-	var times []time.Time
-	var inputs []int
-	for runID := run.GetRunID(); runID != ""; {
-		rep.Runs++
-		next := ""
-		it := r.Temporal.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
-		for it.HasNext() {
-			ev, err := it.Next()
-			if err != nil {
-				return rep, fmt.Errorf("history: %w", err)
-			}
-			rep.HistoryBytes += int64(ev.Size())
-			if m, ok := ModelStepOf(ev); ok {
-				times = append(times, m.Time)
-				inputs = append(inputs, m.Bytes)
-			}
-			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
-				next = a.GetNewExecutionRunId()
-			}
-		}
-		runID = next
+		return rep, err
 	}
 	rep.HistoryBytesPerStep = float64(rep.HistoryBytes) / float64(cfg.Steps)
 	if len(inputs) > 1 {
@@ -151,6 +104,82 @@ func (r *Runner) Long(ctx context.Context, cfg LongConfig) (LongReport, error) {
 		rep.FirstTenth, rep.LastTenth = Summarize(steps[:tenth]), Summarize(steps[len(steps)-tenth:])
 	}
 	return rep, nil
+}
+
+// longScript writes one file of size bytes per step into dir and returns
+// the script that reads them in order, then answers "done".
+func longScript(dir string, steps, size int) (*model.Script, error) {
+	s := &model.Script{}
+	for i := range steps {
+		var b strings.Builder
+		for j := 0; b.Len() < size; j++ {
+			fmt.Fprintf(&b, "step %06d line %06d %s\n", i, j, strings.Repeat("x", 72))
+		}
+		file := filepath.Join(dir, fmt.Sprintf("output-%06d.txt", i))
+		if err := os.WriteFile(file, []byte(b.String()[:size]), 0o644); err != nil {
+			return nil, err
+		}
+		s.Steps = append(s.Steps, model.Step{ToolCalls: []model.ScriptedCall{{Name: "Read", Input: map[string]any{"file_path": file}}}})
+	}
+	s.Steps = append(s.Steps, model.Step{Text: "done"})
+	return s, nil
+}
+
+// runLong runs the session's turn to its result, recording wall time,
+// worker memory and data directory growth in rep, and returns the turn's
+// workflow ID and first run ID.
+func (r *Runner) runLong(ctx context.Context, cfg LongConfig, in workflows.TurnInput, rep *LongReport) (id, runID string, err error) {
+	before := dirSize(cfg.DataDir)
+	mem := sample(r.WorkerPID)
+	id = r.prefix() + "-long"
+	start := time.Now()
+	run, err := r.Client.Start(ctx, id, in)
+	if err != nil {
+		mem.finish()
+		return id, "", err
+	}
+	r.logf("long: %d steps × %d KB started as %s", cfg.Steps, cfg.OutputKB, id)
+	res, err := r.Client.Result(ctx, id)
+	rep.WallMS = ms(time.Since(start))
+	rep.Worker = mem.finish()
+	if err != nil {
+		return id, "", fmt.Errorf("long session: %w", err)
+	}
+	if res.ToolCalls != cfg.Steps {
+		return id, "", fmt.Errorf("long session made %d calls, want %d (stopped: %q)", res.ToolCalls, cfg.Steps, res.Stopped)
+	}
+	if cfg.DataDir != "" {
+		rep.DataDirGrowth = dirSize(cfg.DataDir) - before
+		rep.DataDirPerStep = float64(rep.DataDirGrowth) / float64(cfg.Steps)
+	}
+	return id, run.GetRunID(), nil
+}
+
+// walkLong reads the history of every run of turn id from runID on
+// (continue-as-new), counting runs and history bytes in rep, and returns
+// each model step's time and recorded input size.
+func (r *Runner) walkLong(ctx context.Context, id, runID string, rep *LongReport) (times []time.Time, inputs []int, err error) {
+	for runID != "" {
+		rep.Runs++
+		next := ""
+		it := r.Temporal.GetWorkflowHistory(ctx, id, runID, false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+		for it.HasNext() {
+			ev, err := it.Next()
+			if err != nil {
+				return times, inputs, fmt.Errorf("history: %w", err)
+			}
+			rep.HistoryBytes += int64(ev.Size())
+			if m, ok := ModelStepOf(ev); ok {
+				times = append(times, m.Time)
+				inputs = append(inputs, m.Bytes)
+			}
+			if a := ev.GetWorkflowExecutionContinuedAsNewEventAttributes(); a != nil {
+				next = a.GetNewExecutionRunId()
+			}
+		}
+		runID = next
+	}
+	return times, inputs, nil
 }
 
 // dirSize is the total size of the files under dir (0 when dir is empty

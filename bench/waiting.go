@@ -117,33 +117,15 @@ func (r *Runner) listWaiting(ctx context.Context, pageSize int) Listing {
 // mode), measures memory and ListPending while they wait, approves a
 // sample timing each, and terminates the rest so the worker is left idle.
 func (r *Runner) Waiting(ctx context.Context, cfg WaitingConfig) (rep WaitingReport, err error) {
-	w, s, conc := cfg.Turns, cfg.Sample, cfg.Concurrency
-	if w <= 0 {
-		w = 10000
-	}
-	if s <= 0 {
-		s = 50
-	}
-	s = min(s, w)
-	if conc <= 0 {
-		conc = 32
-	}
-	timeout := cfg.Timeout
-	if timeout <= 0 {
-		timeout = 30 * time.Minute
-	}
-	rep.Turns = w
+	wt := newWaitingRun(r, cfg, &rep)
+	rep.Turns = wt.turns
 	base, err := r.countWaiting(ctx)
 	if err != nil {
 		return rep, fmt.Errorf("waiting: %w", err)
 	}
-	ids := make([]string, w)
-	for i := range ids {
-		ids[i] = fmt.Sprintf("%s-waiting-%d", r.prefix(), i)
-	}
-	done := map[string]bool{}
+	wt.nameTurns()
 	defer func() {
-		n, d, cerr := r.terminate(context.WithoutCancel(ctx), ids, done, conc)
+		n, d, cerr := r.terminate(context.WithoutCancel(ctx), wt.ids, wt.done, wt.conc)
 		rep.Terminated, rep.CleanupMS = n, ms(d)
 		if err == nil && cerr != nil {
 			err = fmt.Errorf("waiting: cleanup: %w", cerr)
@@ -151,36 +133,12 @@ func (r *Runner) Waiting(ctx context.Context, cfg WaitingConfig) (rep WaitingRep
 	}()
 
 	ws, ss := sample(r.WorkerPID), sample(r.ServerPID)
-	in := r.turnInput(bashScript("touch x", 1), permission.ModeDefault)
-	r.logf("waiting: starting %d turns", w)
-	t0 := time.Now()
-	err = pool(ctx, w, conc, func(ctx context.Context, i int) error {
-		_, err := r.Client.Start(ctx, ids[i], in)
-		return err
-	})
-	start := time.Since(t0)
-	rep.StartMS, rep.StartsPerSec = ms(start), math.Round(float64(w)/start.Seconds()*10)/10
+	t0, err := wt.startAll(ctx)
 	if err != nil {
-		return rep, fmt.Errorf("waiting: start: %w", err)
+		return rep, err
 	}
-	r.logf("waiting: started in %s; waiting until all are pending", start.Round(time.Millisecond))
-	wctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	last := time.Now()
-	for {
-		n, err := r.countWaiting(wctx)
-		if err == nil && n-base >= int64(w) {
-			break
-		}
-		if time.Since(last) > 10*time.Second {
-			r.logf("waiting: %d of %d pending", n-base, w)
-			last = time.Now()
-		}
-		select {
-		case <-wctx.Done():
-			return rep, fmt.Errorf("waiting: %d of %d turns pending: %w", n-base, w, wctx.Err())
-		case <-time.After(200 * time.Millisecond):
-		}
+	if err := wt.awaitPending(ctx, base); err != nil {
+		return rep, err
 	}
 	rep.AllPendingMS = ms(time.Since(t0))
 	rep.Worker = ws.finish()
@@ -188,6 +146,104 @@ func (r *Runner) Waiting(ctx context.Context, cfg WaitingConfig) (rep WaitingRep
 		rep.Server = &sm
 	}
 
+	wt.measureListing(ctx)
+	if err := wt.approveSample(ctx); err != nil {
+		return rep, err
+	}
+	r.logf("waiting: terminating the other %d", wt.turns-len(wt.done))
+	return rep, nil
+}
+
+// waitingRun is the state one Waiting run shares between its steps.
+type waitingRun struct {
+	r *Runner
+	// turns, sampled and conc are WaitingConfig's Turns, Sample and
+	// Concurrency with defaults applied.
+	turns, sampled, conc int
+	timeout              time.Duration
+	// ids are the turns' workflow IDs; done holds those that completed.
+	ids  []string
+	done map[string]bool
+	rep  *WaitingReport
+}
+
+// newWaitingRun applies cfg's defaults.
+func newWaitingRun(r *Runner, cfg WaitingConfig, rep *WaitingReport) *waitingRun {
+	wt := &waitingRun{r: r, turns: cfg.Turns, sampled: cfg.Sample, conc: cfg.Concurrency,
+		timeout: cfg.Timeout, done: map[string]bool{}, rep: rep}
+	if wt.turns <= 0 {
+		wt.turns = 10000
+	}
+	if wt.sampled <= 0 {
+		wt.sampled = 50
+	}
+	wt.sampled = min(wt.sampled, wt.turns)
+	if wt.conc <= 0 {
+		wt.conc = 32
+	}
+	if wt.timeout <= 0 {
+		wt.timeout = 30 * time.Minute
+	}
+	return wt
+}
+
+// nameTurns sets the turns' workflow IDs.
+func (wt *waitingRun) nameTurns() {
+	wt.ids = make([]string, wt.turns)
+	for i := range wt.ids {
+		wt.ids[i] = fmt.Sprintf("%s-waiting-%d", wt.r.prefix(), i)
+	}
+}
+
+// startAll starts every turn, recording the time it took, and returns
+// when the first start began.
+func (wt *waitingRun) startAll(ctx context.Context) (time.Time, error) {
+	r, w := wt.r, wt.turns
+	in := r.turnInput(bashScript("touch x", 1), permission.ModeDefault)
+	r.logf("waiting: starting %d turns", w)
+	t0 := time.Now()
+	err := pool(ctx, w, wt.conc, func(ctx context.Context, i int) error {
+		_, err := r.Client.Start(ctx, wt.ids[i], in)
+		return err
+	})
+	start := time.Since(t0)
+	wt.rep.StartMS, wt.rep.StartsPerSec = ms(start), math.Round(float64(w)/start.Seconds()*10)/10
+	if err != nil {
+		return t0, fmt.Errorf("waiting: start: %w", err)
+	}
+	r.logf("waiting: started in %s; waiting until all are pending", start.Round(time.Millisecond))
+	return t0, nil
+}
+
+// awaitPending polls the visibility store until it counts every turn as
+// waiting beyond the base already waiting before the run, or the timeout.
+func (wt *waitingRun) awaitPending(ctx context.Context, base int64) error {
+	r, w := wt.r, int64(wt.turns)
+	wctx, cancel := context.WithTimeout(ctx, wt.timeout)
+	defer cancel()
+	last := time.Now()
+	for {
+		n, err := r.countWaiting(wctx)
+		if err == nil && n-base >= w {
+			return nil
+		}
+		if time.Since(last) > 10*time.Second {
+			r.logf("waiting: %d of %d pending", n-base, w)
+			last = time.Now()
+		}
+		select {
+		case <-wctx.Done():
+			return fmt.Errorf("waiting: %d of %d turns pending: %w", n-base, w, wctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// measureListing times the visibility listings, ListPending and the
+// first ListPendingPage over the waiting turns. Their failures are
+// findings recorded in the report, not reasons to stop measuring.
+func (wt *waitingRun) measureListing(ctx context.Context) {
+	r, rep := wt.r, wt.rep
 	r.logf("waiting: all pending after %s; listing", time.Duration(rep.AllPendingMS*1e6).Round(time.Millisecond))
 	for _, size := range []int{1000, 100} {
 		rep.VisibilityList = append(rep.VisibilityList, r.listWaiting(ctx, size))
@@ -196,7 +252,6 @@ func (r *Runner) Waiting(ctx context.Context, cfg WaitingConfig) (rep WaitingRep
 	entries, err := r.Client.ListPending(ctx, client.Filter{})
 	rep.ListPendingMS, rep.ListPendingEntries = ms(time.Since(t1)), len(entries)
 	if err != nil {
-		// A failure here is a finding, not a reason to stop measuring.
 		rep.ListPendingErr = err.Error()
 		r.logf("waiting: list pending: %v", err)
 	}
@@ -207,43 +262,61 @@ func (r *Runner) Waiting(ctx context.Context, cfg WaitingConfig) (rep WaitingRep
 	if err != nil {
 		rep.FirstPageErr = err.Error()
 	}
+}
 
-	r.logf("waiting: approving %d, one at a time", s)
-	var appr, toTool, toRes []time.Duration
-	for i := range s {
-		ps, err := r.Client.Pending(ctx, ids[i])
-		if err != nil {
-			return rep, fmt.Errorf("waiting: %s: %w", ids[i], err)
-		}
-		if len(ps) != 1 {
-			return rep, fmt.Errorf("waiting: %s has %d pending entries, want 1", ids[i], len(ps))
-		}
-		e := client.PendingEntry{WorkflowID: ids[i], Pending: ps[0]}
-		t0 := time.Now()
-		if _, err := r.Client.Approve(ctx, e.WorkflowID, workflows.Approval{
-			CallID: e.CallID, Decision: workflows.DecisionAllow, Hash: e.Hash, By: cmp.Or(r.By, "bench")}); err != nil {
-			return rep, fmt.Errorf("waiting: approve %s: %w", e.WorkflowID, err)
-		}
-		ta := time.Now()
-		if _, err := r.Client.Result(ctx, e.WorkflowID); err != nil {
-			return rep, fmt.Errorf("waiting: result %s: %w", e.WorkflowID, err)
-		}
-		toRes = append(toRes, time.Since(ta))
-		appr = append(appr, ta.Sub(t0))
-		done[e.WorkflowID] = true
-		evs, err := r.events(ctx, e.WorkflowID)
-		if err != nil {
-			return rep, fmt.Errorf("waiting: %w", err)
-		}
-		for _, ev := range evs {
-			if ev.Type == workflows.EventResult && ev.CallID == e.CallID {
-				toTool = append(toTool, ev.Time.Sub(ta))
-			}
+// approvalTimes collects the timings of the sampled approvals.
+type approvalTimes struct {
+	approve, toTool, toResult []time.Duration
+}
+
+// approveSample approves the first sampled turns one at a time and
+// summarizes their timings into the report.
+func (wt *waitingRun) approveSample(ctx context.Context) error {
+	wt.r.logf("waiting: approving %d, one at a time", wt.sampled)
+	var at approvalTimes
+	for _, id := range wt.ids[:wt.sampled] {
+		if err := wt.approveOne(ctx, id, &at); err != nil {
+			return err
 		}
 	}
-	rep.Approve, rep.ApproveToTool, rep.ApproveToResult = Summarize(appr), Summarize(toTool), Summarize(toRes)
-	r.logf("waiting: terminating the other %d", w-len(done))
-	return rep, nil
+	wt.rep.Approve, wt.rep.ApproveToTool, wt.rep.ApproveToResult = Summarize(at.approve), Summarize(at.toTool), Summarize(at.toResult)
+	return nil
+}
+
+// approveOne approves turn id's single pending call, waits for the
+// turn's result, and adds the timings to at.
+func (wt *waitingRun) approveOne(ctx context.Context, id string, at *approvalTimes) error {
+	r := wt.r
+	ps, err := r.Client.Pending(ctx, id)
+	if err != nil {
+		return fmt.Errorf("waiting: %s: %w", id, err)
+	}
+	if len(ps) != 1 {
+		return fmt.Errorf("waiting: %s has %d pending entries, want 1", id, len(ps))
+	}
+	e := client.PendingEntry{WorkflowID: id, Pending: ps[0]}
+	t0 := time.Now()
+	if _, err := r.Client.Approve(ctx, e.WorkflowID, workflows.Approval{
+		CallID: e.CallID, Decision: workflows.DecisionAllow, Hash: e.Hash, By: cmp.Or(r.By, "bench")}); err != nil {
+		return fmt.Errorf("waiting: approve %s: %w", e.WorkflowID, err)
+	}
+	ta := time.Now()
+	if _, err := r.Client.Result(ctx, e.WorkflowID); err != nil {
+		return fmt.Errorf("waiting: result %s: %w", e.WorkflowID, err)
+	}
+	at.toResult = append(at.toResult, time.Since(ta))
+	at.approve = append(at.approve, ta.Sub(t0))
+	wt.done[e.WorkflowID] = true
+	evs, err := r.events(ctx, e.WorkflowID)
+	if err != nil {
+		return fmt.Errorf("waiting: %w", err)
+	}
+	for _, ev := range evs {
+		if ev.Type == workflows.EventResult && ev.CallID == e.CallID {
+			at.toTool = append(at.toTool, ev.Time.Sub(ta))
+		}
+	}
+	return nil
 }
 
 // terminate ends the turns of ids not in done, returning how many it

@@ -326,102 +326,135 @@ func js(v any) string {
 	return string(b)
 }
 
+// toolSuite is the state the Tools subtests share: one backend and
+// workspace, the tools' Env (so their read state carries over between
+// calls), and the built-in tools by name. The subtests run in order;
+// Grep searches the files Glob wrote.
+type toolSuite struct {
+	b      backend.Backend
+	wd     string
+	env    *tools.Env
+	byName map[string]tools.Tool
+	file   string // the file WriteReadEdit works on
+}
+
 func testTools(t *testing.T, nb func(t *testing.T) (backend.Backend, string)) {
 	b, wd := nb(t)
-	env := &tools.Env{Backend: b, Workdir: wd, State: &tools.State{}}
-	byName := map[string]tools.Tool{}
-	for _, tl := range tools.Builtins() {
-		byName[tl.Info().Name] = tl
+	ts := &toolSuite{
+		b: b, wd: wd, env: &tools.Env{Backend: b, Workdir: wd, State: &tools.State{}},
+		byName: map[string]tools.Tool{}, file: path.Join(wd, "src", "main.go"),
 	}
-	file := path.Join(wd, "src", "main.go")
+	for _, tl := range tools.Builtins() {
+		ts.byName[tl.Info().Name] = tl
+	}
+	t.Run("Bash", ts.testBash)
+	t.Run("WriteReadEdit", ts.testWriteReadEdit)
+	t.Run("Glob", ts.testGlob)
+	t.Run("Grep", ts.testGrep)
+	t.Run("Tasks", ts.testTasks)
+	t.Run("PowerShell", ts.testPowerShell)
+}
 
-	t.Run("Bash", func(t *testing.T) {
-		mustOK(t, call(t, byName["Bash"], env, `{"command":"pwd; echo hi >&2"}`), wd+"\n\nhi")
-		mustFail(t, call(t, byName["Bash"], env, `{"command":"exit 4"}`), "Exit code: 4")
-		mustFail(t, call(t, byName["Bash"], env, `{"command":"sleep 5","timeout":200}`), "Command timed out after 200ms")
-	})
-	t.Run("WriteReadEdit", func(t *testing.T) {
-		r := call(t, byName["Write"], env, js(map[string]string{"file_path": file, "content": "package main\n\nfunc main() {}\n"}))
-		mustOK(t, r, "has been written successfully (4 lines)")
-		if d, _ := r.Metadata["diff"].(string); !strings.Contains(d, "--- /dev/null") || !strings.Contains(d, "+package main") {
-			t.Errorf("diff %q", d)
-		}
-		// Overwriting without a Read fails; so does Edit.
-		mustFail(t, call(t, byName["Write"], env, js(map[string]string{"file_path": file, "content": "x"})), "has not been read yet")
-		mustFail(t, call(t, byName["Edit"], env, js(map[string]string{"file_path": file, "old_string": "main()", "new_string": "run()"})), "you must first read it")
+// call runs the built-in tool name with input.
+func (ts *toolSuite) call(t *testing.T, name, input string) tools.Result {
+	t.Helper()
+	return call(t, ts.byName[name], ts.env, input)
+}
 
-		mustOK(t, call(t, byName["Read"], env, js(map[string]string{"file_path": file})), "     1\tpackage main\n     2\t\n     3\tfunc main() {}")
-		r = call(t, byName["Edit"], env, js(map[string]string{"file_path": file, "old_string": "func main() {}", "new_string": "func main() { run() }"}))
-		mustOK(t, r, "Successfully replaced 1 occurrence in "+file)
-		if d, _ := r.Metadata["diff"].(string); !strings.Contains(d, "-func main() {}\n+func main() { run() }") {
-			t.Errorf("edit diff %q", d)
-		}
-		// The edit changed the file: a second edit needs a fresh Read.
-		mustFail(t, call(t, byName["Edit"], env, js(map[string]string{"file_path": file, "old_string": "run()", "new_string": "go()"})), "you must first read it")
-		call(t, byName["Read"], env, js(map[string]string{"file_path": file}))
-		// A change made behind the tools' back (through Exec) is noticed.
-		sh(t.Context(), t, b, wd, "sleep 0.01; echo '// more' >> src/main.go")
-		mustFail(t, call(t, byName["Write"], env, js(map[string]string{"file_path": file, "content": "x"})), "has not been read yet")
-		mustOK(t, call(t, byName["Read"], env, js(map[string]any{"file_path": file, "offset": 4})), "     4\t// more")
-		mustOK(t, call(t, byName["Write"], env, js(map[string]string{"file_path": file, "content": "package main\n"})), "(2 lines)")
-		got, err := b.ReadFile(t.Context(), file)
-		if err != nil || string(got) != "package main\n" {
-			t.Errorf("file is %q, %v", got, err)
-		}
-		mustFail(t, call(t, byName["Read"], env, js(map[string]string{"file_path": path.Join(wd, "nope.txt")})), "File does not exist")
-		// A relative path is refused by the schema (before any approval)
-		// and, called anyway, by the tool itself.
-		rel := js(map[string]string{"file_path": "relative.txt"})
-		if err := tools.Validate(byName["Read"].Info(), json.RawMessage(rel)); err == nil {
-			t.Error("Read's schema accepted a relative path")
-		}
-		r, err = tools.Collect(byName["Read"].Call(t.Context(), env, json.RawMessage(rel)))
-		if err != nil {
+func (ts *toolSuite) testBash(t *testing.T) {
+	mustOK(t, ts.call(t, "Bash", `{"command":"pwd; echo hi >&2"}`), ts.wd+"\n\nhi")
+	mustFail(t, ts.call(t, "Bash", `{"command":"exit 4"}`), "Exit code: 4")
+	mustFail(t, ts.call(t, "Bash", `{"command":"sleep 5","timeout":200}`), "Command timed out after 200ms")
+}
+
+func (ts *toolSuite) testWriteReadEdit(t *testing.T) {
+	b, wd, file := ts.b, ts.wd, ts.file
+	r := ts.call(t, "Write", js(map[string]string{"file_path": file, "content": "package main\n\nfunc main() {}\n"}))
+	mustOK(t, r, "has been written successfully (4 lines)")
+	if d, _ := r.Metadata["diff"].(string); !strings.Contains(d, "--- /dev/null") || !strings.Contains(d, "+package main") {
+		t.Errorf("diff %q", d)
+	}
+	// Overwriting without a Read fails; so does Edit.
+	mustFail(t, ts.call(t, "Write", js(map[string]string{"file_path": file, "content": "x"})), "has not been read yet")
+	mustFail(t, ts.call(t, "Edit", js(map[string]string{"file_path": file, "old_string": "main()", "new_string": "run()"})), "you must first read it")
+
+	mustOK(t, ts.call(t, "Read", js(map[string]string{"file_path": file})), "     1\tpackage main\n     2\t\n     3\tfunc main() {}")
+	r = ts.call(t, "Edit", js(map[string]string{"file_path": file, "old_string": "func main() {}", "new_string": "func main() { run() }"}))
+	mustOK(t, r, "Successfully replaced 1 occurrence in "+file)
+	if d, _ := r.Metadata["diff"].(string); !strings.Contains(d, "-func main() {}\n+func main() { run() }") {
+		t.Errorf("edit diff %q", d)
+	}
+	// The edit changed the file: a second edit needs a fresh Read.
+	mustFail(t, ts.call(t, "Edit", js(map[string]string{"file_path": file, "old_string": "run()", "new_string": "go()"})), "you must first read it")
+	ts.call(t, "Read", js(map[string]string{"file_path": file}))
+	// A change made behind the tools' back (through Exec) is noticed.
+	sh(t.Context(), t, b, wd, "sleep 0.01; echo '// more' >> src/main.go")
+	mustFail(t, ts.call(t, "Write", js(map[string]string{"file_path": file, "content": "x"})), "has not been read yet")
+	mustOK(t, ts.call(t, "Read", js(map[string]any{"file_path": file, "offset": 4})), "     4\t// more")
+	mustOK(t, ts.call(t, "Write", js(map[string]string{"file_path": file, "content": "package main\n"})), "(2 lines)")
+	got, err := b.ReadFile(t.Context(), file)
+	if err != nil || string(got) != "package main\n" {
+		t.Errorf("file is %q, %v", got, err)
+	}
+	mustFail(t, ts.call(t, "Read", js(map[string]string{"file_path": path.Join(wd, "nope.txt")})), "File does not exist")
+	// A relative path is refused by the schema (before any approval)
+	// and, called anyway, by the tool itself.
+	rel := js(map[string]string{"file_path": "relative.txt"})
+	if err := tools.Validate(ts.byName["Read"].Info(), json.RawMessage(rel)); err == nil {
+		t.Error("Read's schema accepted a relative path")
+	}
+	r, err = tools.Collect(ts.byName["Read"].Call(t.Context(), ts.env, json.RawMessage(rel)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustFail(t, r, "must be an absolute path")
+}
+
+func (ts *toolSuite) testGlob(t *testing.T) {
+	b, wd := ts.b, ts.wd
+	for i, name := range []string{"a/x.txt", "a/b/y.txt", "c/z.md"} {
+		if err := b.WriteFile(t.Context(), path.Join(wd, "g", name), []byte("hello "+name)); err != nil {
 			t.Fatal(err)
 		}
-		mustFail(t, r, "must be an absolute path")
-	})
-	t.Run("Glob", func(t *testing.T) {
-		for i, name := range []string{"a/x.txt", "a/b/y.txt", "c/z.md"} {
-			if err := b.WriteFile(t.Context(), path.Join(wd, "g", name), []byte("hello "+name)); err != nil {
-				t.Fatal(err)
-			}
-			// Distinct mtimes: newest last.
-			sh(t.Context(), t, b, wd, fmt.Sprintf("touch -d '2020-01-0%d 00:00:00' %q", i+1, path.Join(wd, "g", name)))
-		}
-		r := call(t, byName["Glob"], env, `{"pattern":"**/*.txt","path":"g"}`)
-		mustOK(t, r, path.Join(wd, "g/a/b/y.txt")+"\n"+path.Join(wd, "g/a/x.txt"))
-		mustOK(t, call(t, byName["Glob"], env, `{"pattern":"*.nothing","path":"g"}`), "No files found matching pattern: *.nothing")
-		mustFail(t, call(t, byName["Glob"], env, `{"pattern":"*","path":"no-such-dir"}`), "Directory not found")
-	})
-	t.Run("Grep", func(t *testing.T) {
-		r := call(t, byName["Grep"], env, `{"pattern":"hello","path":"g","glob":"*.txt"}`)
-		mustOK(t, r, path.Join(wd, "g/a/b/y.txt")+"\n"+path.Join(wd, "g/a/x.txt"))
-		go_ := tools.Grep{Engine: tools.GrepGo}
-		r2 := call(t, go_, env, `{"pattern":"hello","path":"g","glob":"*.txt"}`)
-		if r.Content != r2.Content {
-			t.Errorf("engines differ: %q vs %q", r.Content, r2.Content)
-		}
-		mustOK(t, call(t, go_, env, `{"pattern":"HELLO","-i":true,"path":"g","output_mode":"content"}`), path.Join(wd, "g/c/z.md")+":1:hello c/z.md")
-		mustOK(t, call(t, byName["Grep"], env, `{"pattern":"zzz-not-there","path":"g"}`), "No matches found for pattern: zzz-not-there")
-	})
-	t.Run("Tasks", func(t *testing.T) {
-		mustOK(t, call(t, byName["TaskCreate"], env, `{"subject":"Write tests","description":"all of them"}`), "Task (id=1) created successfully: Write tests")
-		mustOK(t, call(t, byName["TaskCreate"], env, `{"subject":"Ship","description":"release"}`), "Task (id=2)")
-		mustOK(t, call(t, byName["TaskUpdate"], env, `{"task_id":"2","add_blocked_by":["1"],"status":"in_progress"}`), "Update task (id=2) blocked_by, status.")
-		mustOK(t, call(t, byName["TaskList"], env, `{}`), "1 [pending] Write tests\n2 [in_progress] Ship [blocked by 1]")
-		mustOK(t, call(t, byName["TaskGet"], env, `{"task_id":"1"}`), "Blocks: #2")
-		mustOK(t, call(t, byName["TaskUpdate"], env, `{"task_id":"1","status":"deleted"}`), "Task (id=1) has been deleted.")
-		mustOK(t, call(t, byName["TaskList"], env, `{}`), "2 [in_progress] Ship")
-		mustFail(t, call(t, byName["TaskGet"], env, `{"task_id":"1"}`), "Task not found")
-	})
-	t.Run("PowerShell", func(t *testing.T) {
-		r := call(t, byName["PowerShell"], env, `{"command":"Write-Output hi"}`)
-		if r.IsError && !strings.Contains(r.Content, "PowerShell is not available") {
-			t.Errorf("PowerShell: %q", r.Content)
-		}
-		if !r.IsError && !strings.Contains(r.Content, "hi") {
-			t.Errorf("PowerShell output %q", r.Content)
-		}
-	})
+		// Distinct mtimes: newest last.
+		sh(t.Context(), t, b, wd, fmt.Sprintf("touch -d '2020-01-0%d 00:00:00' %q", i+1, path.Join(wd, "g", name)))
+	}
+	r := ts.call(t, "Glob", `{"pattern":"**/*.txt","path":"g"}`)
+	mustOK(t, r, path.Join(wd, "g/a/b/y.txt")+"\n"+path.Join(wd, "g/a/x.txt"))
+	mustOK(t, ts.call(t, "Glob", `{"pattern":"*.nothing","path":"g"}`), "No files found matching pattern: *.nothing")
+	mustFail(t, ts.call(t, "Glob", `{"pattern":"*","path":"no-such-dir"}`), "Directory not found")
+}
+
+func (ts *toolSuite) testGrep(t *testing.T) {
+	wd, env := ts.wd, ts.env
+	r := ts.call(t, "Grep", `{"pattern":"hello","path":"g","glob":"*.txt"}`)
+	mustOK(t, r, path.Join(wd, "g/a/b/y.txt")+"\n"+path.Join(wd, "g/a/x.txt"))
+	go_ := tools.Grep{Engine: tools.GrepGo}
+	r2 := call(t, go_, env, `{"pattern":"hello","path":"g","glob":"*.txt"}`)
+	if r.Content != r2.Content {
+		t.Errorf("engines differ: %q vs %q", r.Content, r2.Content)
+	}
+	mustOK(t, call(t, go_, env, `{"pattern":"HELLO","-i":true,"path":"g","output_mode":"content"}`), path.Join(wd, "g/c/z.md")+":1:hello c/z.md")
+	mustOK(t, ts.call(t, "Grep", `{"pattern":"zzz-not-there","path":"g"}`), "No matches found for pattern: zzz-not-there")
+}
+
+func (ts *toolSuite) testTasks(t *testing.T) {
+	mustOK(t, ts.call(t, "TaskCreate", `{"subject":"Write tests","description":"all of them"}`), "Task (id=1) created successfully: Write tests")
+	mustOK(t, ts.call(t, "TaskCreate", `{"subject":"Ship","description":"release"}`), "Task (id=2)")
+	mustOK(t, ts.call(t, "TaskUpdate", `{"task_id":"2","add_blocked_by":["1"],"status":"in_progress"}`), "Update task (id=2) blocked_by, status.")
+	mustOK(t, ts.call(t, "TaskList", `{}`), "1 [pending] Write tests\n2 [in_progress] Ship [blocked by 1]")
+	mustOK(t, ts.call(t, "TaskGet", `{"task_id":"1"}`), "Blocks: #2")
+	mustOK(t, ts.call(t, "TaskUpdate", `{"task_id":"1","status":"deleted"}`), "Task (id=1) has been deleted.")
+	mustOK(t, ts.call(t, "TaskList", `{}`), "2 [in_progress] Ship")
+	mustFail(t, ts.call(t, "TaskGet", `{"task_id":"1"}`), "Task not found")
+}
+
+func (ts *toolSuite) testPowerShell(t *testing.T) {
+	r := ts.call(t, "PowerShell", `{"command":"Write-Output hi"}`)
+	if r.IsError && !strings.Contains(r.Content, "PowerShell is not available") {
+		t.Errorf("PowerShell: %q", r.Content)
+	}
+	if !r.IsError && !strings.Contains(r.Content, "hi") {
+		t.Errorf("PowerShell output %q", r.Content)
+	}
 }

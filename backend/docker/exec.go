@@ -92,44 +92,17 @@ func (b *Backend) procEnv(req backend.ExecRequest) []string {
 func (b *Backend) plainExec(ctx context.Context, id string, req backend.ExecRequest) (backend.ExecResult, error) {
 	start := time.Now()
 	mark := nonce()
-	created, err := b.cli.ExecCreate(ctx, id, client.ExecCreateOptions{
-		User:         b.cfg.User,
-		AttachStdin:  req.Stdin != nil,
-		AttachStdout: true,
-		AttachStderr: true,
-		Env:          append(b.procEnv(req), markerVar+"="+mark),
-		WorkingDir:   req.Dir,
-		Cmd:          req.Argv,
-	})
+	execID, att, err := b.createPlain(ctx, id, req, mark)
 	if err != nil {
-		return backend.ExecResult{}, fmt.Errorf("docker exec create: %w", err)
-	}
-	att, err := b.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
-	if err != nil {
-		return backend.ExecResult{}, fmt.Errorf("docker exec attach: %w", err)
+		return backend.ExecResult{}, err
 	}
 	defer att.Close()
 
 	stdout := &backend.CappedBuffer{Max: req.MaxOutput}
 	stderr := &backend.CappedBuffer{Max: req.MaxOutput}
-	done := make(chan error, 1)
-	go func() {
-		if req.Stdin != nil {
-			go func() {
-				_, _ = io.Copy(att.Conn, bytes.NewReader(req.Stdin))
-				_ = att.CloseWrite()
-			}()
-		}
-		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
-		done <- err
-	}()
-
-	var timeout <-chan time.Time
-	if req.Timeout > 0 {
-		t := time.NewTimer(req.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
+	done := demux(&att, req.Stdin, stdout, stderr)
+	timeout, stop := timeoutAfter(req.Timeout)
+	defer stop()
 	select {
 	case err := <-done:
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -148,36 +121,96 @@ func (b *Backend) plainExec(ctx context.Context, id string, req backend.ExecRequ
 		_ = b.killMarked(context.WithoutCancel(ctx), id, mark)
 		return result(stdout, stderr, start), fmt.Errorf("docker exec: %w", ctx.Err())
 	}
-	res := result(stdout, stderr, start)
-	// The stream ends when the process's outputs close; the exit code may
-	// lag behind it by a moment.
+	return b.awaitExit(ctx, id, execID, result(stdout, stderr, start))
+}
+
+// createPlain creates the exec of req in container id, its environment
+// carrying markerVar=mark, and attaches to it.
+func (b *Backend) createPlain(ctx context.Context, id string, req backend.ExecRequest, mark string) (string, client.ExecAttachResult, error) {
+	created, err := b.cli.ExecCreate(ctx, id, client.ExecCreateOptions{
+		User:         b.cfg.User,
+		AttachStdin:  req.Stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+		Env:          append(b.procEnv(req), markerVar+"="+mark),
+		WorkingDir:   req.Dir,
+		Cmd:          req.Argv,
+	})
+	if err != nil {
+		return "", client.ExecAttachResult{}, fmt.Errorf("docker exec create: %w", err)
+	}
+	att, err := b.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return "", client.ExecAttachResult{}, fmt.Errorf("docker exec attach: %w", err)
+	}
+	return created.ID, att, nil
+}
+
+// demux feeds stdin, unless nil, to the attached exec and splits its
+// multiplexed output into stdout and stderr. The channel receives the
+// copy's error once the output ends.
+func demux(att *client.ExecAttachResult, stdin []byte, stdout, stderr io.Writer) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		if stdin != nil {
+			go func() {
+				_, _ = io.Copy(att.Conn, bytes.NewReader(stdin))
+				_ = att.CloseWrite()
+			}()
+		}
+		_, err := stdcopy.StdCopy(stdout, stderr, att.Reader)
+		done <- err
+	}()
+	return done
+}
+
+// timeoutAfter returns a channel that receives once d has passed (nil,
+// never ready, when d is not positive) and the function that stops it.
+func timeoutAfter(d time.Duration) (<-chan time.Time, func()) {
+	if d <= 0 {
+		return nil, func() {}
+	}
+	t := time.NewTimer(d)
+	return t.C, func() { t.Stop() }
+}
+
+// awaitExit sets res's exit code from exec execID of container id. The
+// stream ends when the process's outputs close; the exit code may lag
+// behind it by a moment.
+func (b *Backend) awaitExit(ctx context.Context, id, execID string, res backend.ExecResult) (backend.ExecResult, error) {
 	for range 200 {
-		ins, err := b.cli.ExecInspect(ctx, created.ID, client.ExecInspectOptions{})
+		ins, err := b.cli.ExecInspect(ctx, execID, client.ExecInspectOptions{})
 		if err != nil {
 			return res, fmt.Errorf("docker exec inspect: %w", err)
 		}
 		if !ins.Running {
 			res.ExitCode = ins.ExitCode
 			startFailure(&res)
-			// A container being removed may still read as running for a
-			// moment after the exec failed: look again for up to 2 s.
-			if res.ExitCode >= 126 && b.goneSoon(context.WithoutCancel(ctx), id) {
-				if res.ExitCode == 126 {
-					// The runtime could not start the process in a
-					// container being removed: nothing ran, so recovery
-					// (a new container) may run it (retry's "is not running").
-					return res, fmt.Errorf("docker exec: container %s is not running (exit 126 before the process started)", short(id))
-				}
-				// The container died under the process: not the command's
-				// own failure, and it may have run in part.
-				return res, fmt.Errorf("docker exec: container %s went away during the call (exit %d): %w",
-					short(id), res.ExitCode, backend.ErrUnavailable)
-			}
-			return res, nil
+			return res, b.containerFailure(ctx, id, res.ExitCode)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
 	return res, errors.New("docker exec: output closed but the process is still running")
+}
+
+// containerFailure returns the error of an exec that exited with code
+// because container id went away, or nil when the code is the command's.
+func (b *Backend) containerFailure(ctx context.Context, id string, code int) error {
+	// A container being removed may still read as running for a moment
+	// after the exec failed: look again for up to 2 s.
+	if code < 126 || !b.goneSoon(context.WithoutCancel(ctx), id) {
+		return nil
+	}
+	if code == 126 {
+		// The runtime could not start the process in a container being
+		// removed: nothing ran, so recovery (a new container) may run it
+		// (retry's "is not running").
+		return fmt.Errorf("docker exec: container %s is not running (exit 126 before the process started)", short(id))
+	}
+	// The container died under the process: not the command's own
+	// failure, and it may have run in part.
+	return fmt.Errorf("docker exec: container %s went away during the call (exit %d): %w",
+		short(id), code, backend.ErrUnavailable)
 }
 
 // startFailure rewrites the result of an exec the runtime could not start

@@ -179,6 +179,34 @@ func (b *Backend) gone(ctx context.Context, id string) bool {
 func (b *Backend) runOnSession(ctx context.Context, s *session, req backend.ExecRequest) (res backend.ExecResult, started bool, err error) {
 	start := time.Now()
 	n, mark := nonce(), nonce()
+	if _, err := io.WriteString(s.att.Conn, b.sessionCommand(req, n, mark)); err != nil {
+		return res, false, fmt.Errorf("docker session: send: %w", err)
+	}
+	c := &sessionCall{s: s, mark: mark, start: start, done: make(chan sessionReply, 1)}
+	go func() {
+		r, st, err := s.read(n)
+		c.done <- sessionReply{r, st, err}
+	}()
+	timeout, stop := timeoutAfter(req.Timeout)
+	defer stop()
+	select {
+	case r := <-c.done:
+		r.res.Duration = time.Since(start)
+		return r.res, r.started, r.err
+	case <-timeout:
+		return b.killSessionCall(ctx, c, true)
+	case <-ctx.Done():
+		// started=true: a cancelled command must not run a second time.
+		// A nil error means the session survived the kill.
+		res, _, err := b.killSessionCall(ctx, c, false)
+		return res, true, err
+	}
+}
+
+// sessionCommand is the script that runs req on the session and frames
+// its result with nonce n; the command's environment carries
+// markerVar=mark.
+func (b *Backend) sessionCommand(req backend.ExecRequest, n, mark string) string {
 	var cmd strings.Builder
 	// Recreate the private directory if a command removed it.
 	cmd.WriteString(`[ -d "$d" ] || (umask 077 && mkdir -p "$d")` + "\n")
@@ -206,56 +234,45 @@ head -c "$no" "$d/o" 2>/dev/null; head -c "$ne" "$d/e" 2>/dev/null
 printf 'WARDEN-END-%[1]s\n'
 rm -f "$d/o" "$d/e"
 `, n)
-	if _, err := io.WriteString(s.att.Conn, cmd.String()); err != nil {
-		return res, false, fmt.Errorf("docker session: send: %w", err)
-	}
+	return cmd.String()
+}
 
-	type reply struct {
-		res     backend.ExecResult
-		started bool
-		err     error
-	}
-	done := make(chan reply, 1)
-	go func() {
-		r, st, err := s.read(n)
-		done <- reply{r, st, err}
-	}()
-	var timeout <-chan time.Time
-	if req.Timeout > 0 {
-		t := time.NewTimer(req.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	finish := func(timedOut bool) (backend.ExecResult, bool, error) {
-		kerr := b.killMarked(context.WithoutCancel(ctx), s.id, mark)
-		var r reply
-		select {
-		case r = <-done:
-		case <-time.After(10 * time.Second):
-			r = reply{err: errors.New("docker session: no result after kill")}
-		}
-		if r.err != nil {
-			return r.res, r.started, errors.Join(r.err, kerr)
-		}
-		r.res.Duration = time.Since(start)
-		if timedOut {
-			r.res.ExitCode, r.res.TimedOut = -1, true
-			return r.res, true, nil
-		}
-		return r.res, true, kerr
-	}
+// sessionCall is one command sent to a session whose result is being
+// read.
+type sessionCall struct {
+	s     *session
+	mark  string // the command's markerVar value
+	start time.Time
+	done  chan sessionReply // receives the result read
+}
+
+// sessionReply is what reading a command's result gave.
+type sessionReply struct {
+	res     backend.ExecResult
+	started bool
+	err     error
+}
+
+// killSessionCall kills c's processes and waits (up to 10 s) for the
+// shell to report the result, so the session stays in step. A timed-out
+// command's result has ExitCode -1 and TimedOut set.
+func (b *Backend) killSessionCall(ctx context.Context, c *sessionCall, timedOut bool) (backend.ExecResult, bool, error) {
+	kerr := b.killMarked(context.WithoutCancel(ctx), c.s.id, c.mark)
+	var r sessionReply
 	select {
-	case r := <-done:
-		r.res.Duration = time.Since(start)
-		return r.res, r.started, r.err
-	case <-timeout:
-		return finish(true)
-	case <-ctx.Done():
-		// started=true: a cancelled command must not run a second time.
-		// A nil error means the session survived the kill.
-		res, _, err := finish(false)
-		return res, true, err
+	case r = <-c.done:
+	case <-time.After(10 * time.Second):
+		r = sessionReply{err: errors.New("docker session: no result after kill")}
 	}
+	if r.err != nil {
+		return r.res, r.started, errors.Join(r.err, kerr)
+	}
+	r.res.Duration = time.Since(c.start)
+	if timedOut {
+		r.res.ExitCode, r.res.TimedOut = -1, true
+		return r.res, true, nil
+	}
+	return r.res, true, kerr
 }
 
 // read parses one command's result framed by nonce n.
