@@ -90,22 +90,3 @@ func TestRunningFor(t *testing.T) {
 		}
 	}
 }
-
-// TestApprovalsWhy: the REASON column says why a call asks, not only the
-// layer that decided.
-func TestApprovalsWhy(t *testing.T) {
-	e := client.PendingEntry{}
-	e.Tool, e.Reason = "Bash", "Mode: default"
-	e.Message = "Permission required for Bash (mode default, no allow rule matches): not read-only: `touch` changes files (in `touch made.txt`)"
-	if got := why(e); got != "not read-only: `touch` changes files (in `touch made.txt`)" {
-		t.Errorf("why = %q", got)
-	}
-	e.Message = "Permission required for Bash: the write of /etc/x is outside the working directories"
-	if got := why(e); got != "the write of /etc/x is outside the working directories" {
-		t.Errorf("why = %q", got)
-	}
-	e.Message = ""
-	if got := why(e); got != "Mode: default" {
-		t.Errorf("why without a message = %q", got)
-	}
-}
