@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,7 +50,7 @@ func newAuditCmd(cn *conn) *cobra.Command {
 			if asJSON {
 				return writeAuditJSON(cmd.OutOrStdout(), recs)
 			}
-			return writeAuditTable(cmd.OutOrStdout(), recs)
+			return audit.WriteTable(cmd.OutOrStdout(), recs)
 		},
 	}
 	f := cmd.Flags()
@@ -90,30 +89,6 @@ func writeAuditJSON(w io.Writer, recs []audit.Record) error {
 		if err := enc.Encode(r); err != nil {
 			return fmt.Errorf("write record: %w", err)
 		}
-	}
-	return nil
-}
-
-func writeAuditTable(w io.Writer, recs []audit.Record) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tWORKFLOW\tCALL\tTOOL\tKIND\tDECISION\tBY\tPATH\tLAYER\tSANDBOX\tREASON")
-	for _, r := range recs {
-		reason := r.Reason
-		if len(r.Rules) > 0 {
-			reason = strings.TrimSpace("rules " + strings.Join(r.Rules, ", ") + " " + reason)
-		}
-		sbx := r.Sandbox
-		if sbx == "" {
-			sbx = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"),
-			r.WorkflowID, r.CallID, r.Tool, r.Kind, r.Decision, r.By, r.Path, r.Layer, sbx, reason)
-	}
-	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("write table: %w", err)
-	}
-	if len(recs) == 0 {
-		fmt.Fprintln(w, "no decisions found")
 	}
 	return nil
 }

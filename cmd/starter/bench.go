@@ -2,9 +2,7 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,12 +22,7 @@ type benchFlags struct {
 	waitTimeout                                                        time.Duration
 }
 
-func newBenchCmd(cn *conn) *cobra.Command {
-	var f benchFlags
-	cmd := &cobra.Command{
-		Use:   "bench overhead|throughput|waiting|docker|long|all",
-		Short: "Measure tool-call overhead, throughput and parked-turn cost on a running worker",
-		Long: `bench runs scenarios against a running worker and prints a table (or,
+const benchLong = `bench runs scenarios against a running worker and prints a table (or,
 with --json, one JSON document). Run it on the worker's machine: memory
 figures read /proc, the default workspace is a local temporary directory,
 and direct runs of the same commands give the ratios.
@@ -43,85 +36,24 @@ and direct runs of the same commands give the ratios.
   long        one session of --steps steps, each reading --output-kb KB:
               history and data-directory bytes per step, step latency at
               the first and last tenth, worker RSS (not part of all)
-  all         all of the above but long`,
+  all         all of the above but long`
+
+func newBenchCmd(cn *conn) *cobra.Command {
+	var f benchFlags
+	cmd := &cobra.Command{
+		Use:       "bench overhead|throughput|waiting|docker|long|all",
+		Short:     "Measure tool-call overhead, throughput and parked-turn cost on a running worker",
+		Long:      benchLong,
 		Args:      cobra.MatchAll(cobra.ExactArgs(1), cobra.OnlyValidArgs),
 		ValidArgs: []string{"overhead", "throughput", "waiting", "docker", "long", "all"},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx := cmd.Context()
-			which := args[0]
-			rep := bench.Report{Machine: bench.ThisMachine(), Started: time.Now().UTC()}
-			r := &bench.Runner{Workdir: f.workdir, Backend: f.backend, WorkerPID: f.workerPID, RegularModel: f.regularModel,
-				ServerPID: f.serverPID, Progress: cmd.ErrOrStderr()}
-			if which != "docker" {
-				c, cl, cfg, err := cn.dial(ctx)
-				if err != nil {
-					return err
-				}
-				defer c.Close()
-				r.Temporal, r.Client, r.By = c, cl, cn.by("")
-				rep.Address = cfg.Frontend(cn.address)
-				if r.WorkerPID == 0 {
-					r.WorkerPID = listenerPID(rep.Address)
-				}
-				if r.Workdir == "" {
-					dir, err := os.MkdirTemp("", "warden-bench-")
-					if err != nil {
-						return fmt.Errorf("workdir: %w", err)
-					}
-					defer os.RemoveAll(dir)
-					r.Workdir = dir
-				}
-			}
-			all := which == "all"
-			if all || which == "overhead" {
-				o, err := r.Overhead(ctx, bench.OverheadConfig{Calls: f.calls})
-				if err != nil {
-					return err
-				}
-				rep.Overhead = &o
-			}
-			if all || which == "throughput" {
-				t, err := r.Throughput(ctx, bench.ThroughputConfig{Turns: f.turns, Calls: f.turnCalls, Command: f.command})
-				if err != nil {
-					return err
-				}
-				rep.Throughput = &t
-			}
-			if all || which == "waiting" {
-				w, err := r.Waiting(ctx, bench.WaitingConfig{Turns: f.waiting, Sample: f.sample,
-					Concurrency: f.concurrency, Timeout: f.waitTimeout})
-				if err != nil {
-					return err
-				}
-				rep.Waiting = &w
-			}
-			if which == "long" {
-				dataDir := f.dataDir
-				if dataDir == "" && cn.address == "" {
-					dataDir = cfg0(cn).Server.DataDir
-				}
-				l, err := r.Long(ctx, bench.LongConfig{Steps: f.steps, OutputKB: f.outputKB, DataDir: dataDir, ContinueAsNewAfter: f.canAfter})
-				if err != nil {
-					return err
-				}
-				rep.Long = &l
-			}
-			if all || which == "docker" {
-				d, err := r.Docker(ctx, bench.DockerConfig{Image: f.image, Calls: f.dockerCalls})
-				if err != nil {
-					return err
-				}
-				rep.Docker = &d
-			}
-			out := cmd.OutOrStdout()
-			if f.asJSON {
-				enc := newEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
-			}
-			return rep.WriteTable(out)
-		},
+		RunE:      func(cmd *cobra.Command, args []string) error { return f.run(cmd, cn, args[0]) },
 	}
+	f.declare(cmd)
+	return cmd
+}
+
+// declare declares the flags on cmd.
+func (f *benchFlags) declare(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.IntVar(&f.calls, "calls", 50, "overhead: sequential calls per variant (N)")
 	fl.IntVar(&f.turns, "turns", 20, "throughput: concurrent turns (M)")
@@ -143,28 +75,62 @@ and direct runs of the same commands give the ratios.
 	fl.IntVar(&f.outputKB, "output-kb", 60, "long: KB each step's tool reads")
 	fl.IntVar(&f.canAfter, "continue-as-new-after", 0, "long: history events before the turn continues as new (0: the server's suggestion)")
 	fl.StringVar(&f.dataDir, "data-dir", "", "long: the worker's data directory, measured for growth (default server.data_dir when the worker is local)")
-	return cmd
+}
+
+// run connects (every scenario but docker needs the worker), runs the
+// scenario which and prints the report.
+func (f benchFlags) run(cmd *cobra.Command, cn *conn, which string) error {
+	ctx := cmd.Context()
+	rep := bench.Report{Machine: bench.ThisMachine(), Started: time.Now().UTC()}
+	r := &bench.Runner{Workdir: f.workdir, Backend: f.backend, WorkerPID: f.workerPID, RegularModel: f.regularModel,
+		ServerPID: f.serverPID, Progress: cmd.ErrOrStderr()}
+	if which != "docker" {
+		c, cl, cfg, err := cn.dial(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		r.Temporal, r.Client, r.By = c, cl, cn.by("")
+		rep.Address = cfg.Frontend(cn.address)
+		if r.WorkerPID == 0 {
+			r.WorkerPID = bench.ListenerPIDAt(rep.Address)
+		}
+		if r.Workdir == "" {
+			dir, err := os.MkdirTemp("", "warden-bench-")
+			if err != nil {
+				return fmt.Errorf("workdir: %w", err)
+			}
+			defer os.RemoveAll(dir)
+			r.Workdir = dir
+		}
+	}
+	if err := r.Run(ctx, which, f.plan(cn, which), &rep); err != nil {
+		return err
+	}
+	if f.asJSON {
+		return jsonEncoder(cmd.OutOrStdout()).Encode(rep)
+	}
+	return rep.WriteTable(cmd.OutOrStdout())
+}
+
+// plan sizes the scenarios; long measures the data directory of
+// --data-dir, else that of the config when the worker is local.
+func (f benchFlags) plan(cn *conn, which string) bench.Plan {
+	dataDir := f.dataDir
+	if which == "long" && dataDir == "" && cn.address == "" {
+		dataDir = cfg0(cn).Server.DataDir
+	}
+	return bench.Plan{
+		Overhead:   bench.OverheadConfig{Calls: f.calls},
+		Throughput: bench.ThroughputConfig{Turns: f.turns, Calls: f.turnCalls, Command: f.command},
+		Waiting:    bench.WaitingConfig{Turns: f.waiting, Sample: f.sample, Concurrency: f.concurrency, Timeout: f.waitTimeout},
+		Long:       bench.LongConfig{Steps: f.steps, OutputKB: f.outputKB, DataDir: dataDir, ContinueAsNewAfter: f.canAfter},
+		Docker:     bench.DockerConfig{Image: f.image, Calls: f.dockerCalls},
+	}
 }
 
 // cfg0 reads the config for defaults, ignoring errors (dial reports them).
 func cfg0(cn *conn) config.Config {
 	cfg, _ := cn.settings()
 	return cfg
-}
-
-// listenerPID finds the local process serving addr, or 0.
-func listenerPID(addr string) int {
-	_, p, err := net.SplitHostPort(addr)
-	if err != nil {
-		return 0
-	}
-	port, err := strconv.Atoi(p)
-	if err != nil {
-		return 0
-	}
-	pid, err := bench.ListenerPID(port)
-	if err != nil {
-		return 0
-	}
-	return pid
 }

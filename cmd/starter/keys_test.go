@@ -34,6 +34,14 @@ func TestKeysCreateNeedsAKeyring(t *testing.T) {
 	if err != nil || !strings.Contains(out, "created approver key for bob") || !strings.Contains(out, ring) {
 		t.Fatalf("create in an existing keyring: %v\n%s", err, out)
 	}
+	out, err = runKeys(t, "revoke", "alice", "--dir", dir)
+	if err != nil || out != "revoked alice (keyring "+ring+")\n" {
+		t.Fatalf("revoke: %v\n%s", err, out)
+	}
+	out, err = runKeys(t, "list", "--dir", dir)
+	if err != nil || !strings.HasPrefix(out, "NAME  ROLE      CREATED\nbob   approver  ") || strings.Contains(out, "alice") {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
 }
 
 // TestApproveScopeFlags: the remembered-approval flags are checked before

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
@@ -48,7 +50,7 @@ and writes one JSON result (or {"error":...}) per request, in order.
 --rules, --mode and --workdir give defaults the requests extend.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o, err := f.options()
+			o, err := f.options(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -81,18 +83,8 @@ and writes one JSON result (or {"error":...}) per request, in order.
 }
 
 // options builds the check's options from --rules, --mode and --workdir.
-func (f permFlags) options() (tools.CheckOptions, error) {
-	var p permission.Policy
-	if f.rules != "" {
-		var err error
-		if p, err = loadPolicy(f.rules); err != nil {
-			return tools.CheckOptions{}, err
-		}
-	}
-	if f.mode != "" {
-		p.Mode = permission.Mode(f.mode)
-	}
-	base, err := p.Context()
+func (f permFlags) options(ctx context.Context) (tools.CheckOptions, error) {
+	base, err := client.PolicyContext(ctx, permission.Policy{}, f.rules, permission.Mode(f.mode))
 	if err != nil {
 		return tools.CheckOptions{}, err
 	}

@@ -6,11 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/spf13/cobra"
-
-	"github.com/wardenhq/warden/client"
 )
 
 // execute runs cmd with args and stdin, and returns what it printed
@@ -72,40 +69,5 @@ func TestPermissionCheck(t *testing.T) {
 		if _, err := runPerm(t, "", args...); err == nil {
 			t.Errorf("%q accepted", args)
 		}
-	}
-}
-
-func TestRunningFor(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	for _, c := range []struct {
-		rc   client.RunningCall
-		want string
-	}{
-		{client.RunningCall{}, "waiting for a worker"},
-		{client.RunningCall{Started: now.Add(-42 * time.Second), Attempt: 1}, "running for 42s"},
-		{client.RunningCall{Started: now.Add(-3 * time.Second), Attempt: 2}, "running for 3s (attempt 2)"},
-	} {
-		if got := runningFor(c.rc, now); got != c.want {
-			t.Errorf("runningFor(%+v) = %q, want %q", c.rc, got, c.want)
-		}
-	}
-}
-
-// TestApprovalsWhy: the REASON column says why a call asks, not only the
-// layer that decided.
-func TestApprovalsWhy(t *testing.T) {
-	e := client.PendingEntry{}
-	e.Tool, e.Reason = "Bash", "Mode: default"
-	e.Message = "Permission required for Bash (mode default, no allow rule matches): not read-only: `touch` changes files (in `touch made.txt`)"
-	if got := why(e); got != "not read-only: `touch` changes files (in `touch made.txt`)" {
-		t.Errorf("why = %q", got)
-	}
-	e.Message = "Permission required for Bash: the write of /etc/x is outside the working directories"
-	if got := why(e); got != "the write of /etc/x is outside the working directories" {
-		t.Errorf("why = %q", got)
-	}
-	e.Message = ""
-	if got := why(e); got != "Mode: default" {
-		t.Errorf("why without a message = %q", got)
 	}
 }

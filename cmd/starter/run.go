@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
@@ -15,91 +17,109 @@ import (
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// runFlags are the flags of `starter run`.
+type runFlags struct {
+	script, id, mode, rules, workdir, backend, toolQueue, provider, modelName, prompt, instruction string
+	asJSON, detach                                                                                 bool
+	maxIter                                                                                        int
+}
+
 func newRunCmd(cn *conn) *cobra.Command {
-	var script, id, mode, rules, workdir, backend, toolQueue, provider, modelName, prompt, instruction string
-	var asJSON, detach bool
-	var maxIter int
+	var f runFlags
 	cmd := &cobra.Command{
 		Use:   "run --script FILE | --provider NAME --prompt TEXT",
 		Short: "Start an agent turn and print its progress and final answer",
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			mc := workflows.ModelConfig{Provider: provider, Name: modelName}
-			if provider == "scripted" {
-				if script == "" {
-					return fmt.Errorf("--script is required with the scripted model (or give --provider)")
-				}
-				s, err := model.LoadScript(script)
-				if err != nil {
-					return err
-				}
-				mc.Script = s
-				if prompt == "" {
-					prompt = s.Prompt
-				}
-			} else if prompt == "" {
-				return fmt.Errorf("--prompt is required with --provider %s", provider)
-			}
-			c, cl, cfg, err := cn.dial(ctx)
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			policy := cfg.Permission
-			if rules != "" {
-				if policy, err = loadPolicy(rules); err != nil {
-					return err
-				}
-			}
-			if mode != "" {
-				policy.Mode = permission.Mode(mode)
-			}
-			pc, err := policy.Context()
-			if err != nil {
-				return err
-			}
-			if id == "" {
-				id = fmt.Sprintf("turn-%d", time.Now().UnixNano())
-			}
-			if maxIter == 0 {
-				maxIter = cfg.Turn.MaxIterations
-			}
-			in := workflows.TurnInput{Prompt: prompt, Model: mc, Instruction: instruction,
-				Permission: pc, Workdir: workdir, Backend: backend, ToolQueue: toolQueue, MaxIterations: maxIter,
-				ContinueAsNewAfter: cfg.Turn.ContinueAsNewAfter}
-			run, err := cl.Start(ctx, id, in)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			if detach {
-				fmt.Fprintf(out, "started %s (run %s)\n", run.GetID(), run.GetRunID())
-				return nil
-			}
-			if !asJSON {
-				fmt.Fprintf(out, "turn %s (run %s)\n", run.GetID(), run.GetRunID())
-			}
-			res, err := follow(ctx, cl, id, out, asJSON)
-			if err != nil {
-				return err
-			}
-			return printResult(ctx, out, cfg, id, res, asJSON)
-		},
+		RunE:  func(cmd *cobra.Command, _ []string) error { return f.run(cmd, cn) },
 	}
-	f := cmd.Flags()
-	f.StringVar(&script, "script", "", "scripted model file (YAML)")
-	f.StringVar(&provider, "provider", "scripted", "model provider configured on the worker (models: in temporal-dev.yaml)")
-	f.StringVar(&modelName, "model", "", "model name passed to the provider")
-	f.StringVar(&prompt, "prompt", "", "the user's message (default the script's prompt)")
-	f.StringVar(&instruction, "instruction", "", "system instruction")
-	f.StringVar(&id, "workflow-id", "", "workflow id (default generated); starting a running id attaches to it")
-	f.BoolVar(&asJSON, "json", false, "print events and the result as JSON lines")
-	f.BoolVar(&detach, "detach", false, "start the turn and return without waiting")
-	f.StringVar(&mode, "mode", "", "permission mode (default from config)")
-	f.StringVar(&rules, "rules", "", "policy file replacing the config's permission section")
-	f.StringVar(&workdir, "workdir", "", "workspace directory (default the worker's)")
-	f.StringVar(&backend, "backend", "", "backend name: local, docker, e2b (default the worker's)")
-	f.StringVar(&toolQueue, "tool-queue", "", "run tool calls on the workers of this task queue (e.g. a Docker host's)")
-	f.IntVar(&maxIter, "max-iterations", 0, "model call bound (default turn.max_iterations, else 1000)")
+	fl := cmd.Flags()
+	fl.StringVar(&f.script, "script", "", "scripted model file (YAML)")
+	fl.StringVar(&f.provider, "provider", "scripted", "model provider configured on the worker (models: in temporal-dev.yaml)")
+	fl.StringVar(&f.modelName, "model", "", "model name passed to the provider")
+	fl.StringVar(&f.prompt, "prompt", "", "the user's message (default the script's prompt)")
+	fl.StringVar(&f.instruction, "instruction", "", "system instruction")
+	fl.StringVar(&f.id, "workflow-id", "", "workflow id (default generated); starting a running id attaches to it")
+	fl.BoolVar(&f.asJSON, "json", false, "print events and the result as JSON lines")
+	fl.BoolVar(&f.detach, "detach", false, "start the turn and return without waiting")
+	fl.StringVar(&f.mode, "mode", "", "permission mode (default from config)")
+	fl.StringVar(&f.rules, "rules", "", "policy file replacing the config's permission section")
+	fl.StringVar(&f.workdir, "workdir", "", "workspace directory (default the worker's)")
+	fl.StringVar(&f.backend, "backend", "", "backend name: local, docker, e2b (default the worker's)")
+	fl.StringVar(&f.toolQueue, "tool-queue", "", "run tool calls on the workers of this task queue (e.g. a Docker host's)")
+	fl.IntVar(&f.maxIter, "max-iterations", 0, "model call bound (default turn.max_iterations, else 1000)")
 	return cmd
+}
+
+// run starts the turn and, unless --detach, follows it to its answer.
+func (f runFlags) run(cmd *cobra.Command, cn *conn) error {
+	ctx := cmd.Context()
+	mc, prompt, err := f.model()
+	if err != nil {
+		return err
+	}
+	c, cl, cfg, err := cn.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	pc, err := client.PolicyContext(ctx, cfg.Permission, f.rules, permission.Mode(f.mode))
+	if err != nil {
+		return err
+	}
+	id, in := f.input(cfg, mc, prompt, pc)
+	run, err := cl.Start(ctx, id, in)
+	if err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if f.detach {
+		fmt.Fprintf(out, "started %s (run %s)\n", run.GetID(), run.GetRunID())
+		return nil
+	}
+	if !f.asJSON {
+		fmt.Fprintf(out, "turn %s (run %s)\n", run.GetID(), run.GetRunID())
+	}
+	res, err := follow(ctx, cl, id, out, f.asJSON)
+	if err != nil {
+		return err
+	}
+	return printResult(ctx, out, cfg, id, res, f.asJSON)
+}
+
+// model is the model the turn calls, and its prompt: --prompt, or the
+// script's with the scripted model.
+func (f runFlags) model() (workflows.ModelConfig, string, error) {
+	mc := workflows.ModelConfig{Provider: f.provider, Name: f.modelName}
+	if f.provider != "scripted" {
+		if f.prompt == "" {
+			return mc, "", fmt.Errorf("--prompt is required with --provider %s", f.provider)
+		}
+		return mc, f.prompt, nil
+	}
+	if f.script == "" {
+		return mc, "", fmt.Errorf("--script is required with the scripted model (or give --provider)")
+	}
+	s, err := model.LoadScript(f.script)
+	if err != nil {
+		return mc, "", err
+	}
+	mc.Script = s
+	if f.prompt == "" {
+		return mc, s.Prompt, nil
+	}
+	return mc, f.prompt, nil
+}
+
+// input is the turn's workflow id (--workflow-id, else generated) and
+// input, the bounds the flags leave unset taken from the config.
+func (f runFlags) input(cfg config.Config, mc workflows.ModelConfig, prompt string, pc permission.Context) (string, workflows.TurnInput) {
+	id, maxIter := f.id, f.maxIter
+	if id == "" {
+		id = fmt.Sprintf("turn-%d", time.Now().UnixNano())
+	}
+	if maxIter == 0 {
+		maxIter = cfg.Turn.MaxIterations
+	}
+	return id, workflows.TurnInput{Prompt: prompt, Model: mc, Instruction: f.instruction,
+		Permission: pc, Workdir: f.workdir, Backend: f.backend, ToolQueue: f.toolQueue, MaxIterations: maxIter,
+		ContinueAsNewAfter: cfg.Turn.ContinueAsNewAfter}
 }

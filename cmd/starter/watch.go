@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -42,13 +41,7 @@ func newWatchCmd(cn *conn) *cobra.Command {
 // stopped early (the iteration bound) is an error, so the command's exit
 // status says the turn did not finish: 0 means it answered.
 func printResult(ctx context.Context, out io.Writer, cfg config.Config, id string, res workflows.TurnResult, asJSON bool) error {
-	if res.AnswerRef != "" {
-		if store, err := client.OpenStore(cfg); err == nil {
-			if data, err := store.Get(ctx, id, res.AnswerRef); err == nil {
-				res.Answer = string(data)
-			}
-		}
-	}
+	res.Answer = client.FullAnswer(ctx, cfg, id, res)
 	stopped := error(nil)
 	if res.Stopped != "" {
 		stopped = fmt.Errorf("turn %s stopped before answering: %s after %d model calls", id, res.Stopped, res.Iterations)
@@ -80,25 +73,6 @@ func follow(ctx context.Context, cl *client.Client, id string, out io.Writer, as
 				"attempt": rc.Attempt, "started": rc.Started}})
 			return
 		}
-		if fresh == "" {
-			fmt.Fprintf(out, "  %s │ … %s\n", rc.CallID, runningFor(rc, time.Now()))
-			return
-		}
-		for _, line := range strings.Split(strings.TrimRight(fresh, "\n"), "\n") {
-			fmt.Fprintf(out, "  %s │ %s\n", rc.CallID, line)
-		}
+		fmt.Fprint(out, client.FormatOutput(rc, fresh, time.Now()))
 	})
-}
-
-// runningFor says how long a quiet call has been running, and which
-// attempt it is when it is a retry.
-func runningFor(rc client.RunningCall, now time.Time) string {
-	s := "waiting for a worker"
-	if !rc.Started.IsZero() {
-		s = fmt.Sprintf("running for %s", now.Sub(rc.Started).Round(time.Second))
-	}
-	if rc.Attempt > 1 {
-		s += fmt.Sprintf(" (attempt %d)", rc.Attempt)
-	}
-	return s
 }

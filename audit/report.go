@@ -1,0 +1,148 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	tclient "go.temporal.io/sdk/client"
+)
+
+// WriteTable writes records as an aligned table, one line per record
+// (local times, the rules an answer added before its reason, "-" for a
+// call without a recorded sandbox profile), and "no decisions found"
+// when there are none.
+func WriteTable(w io.Writer, recs []Record) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tWORKFLOW\tCALL\tTOOL\tKIND\tDECISION\tBY\tPATH\tLAYER\tSANDBOX\tREASON")
+	for _, r := range recs {
+		reason := r.Reason
+		if len(r.Rules) > 0 {
+			reason = strings.TrimSpace("rules " + strings.Join(r.Rules, ", ") + " " + reason)
+		}
+		sbx := r.Sandbox
+		if sbx == "" {
+			sbx = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"),
+			r.WorkflowID, r.CallID, r.Tool, r.Kind, r.Decision, r.By, r.Path, r.Layer, sbx, reason)
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(w, "no decisions found")
+	}
+	return nil
+}
+
+// WhatIfOf reads the recorded calls q selects (RecordedCalls) and
+// re-decides them under o (Redecide). It returns the report, with the
+// number of turns read, and how long reading the histories took.
+func WhatIfOf(ctx context.Context, c tclient.Client, q Query, o WhatIfOptions) (WhatIf, time.Duration, error) {
+	start := time.Now()
+	calls, turns, err := RecordedCalls(ctx, c, q)
+	if err != nil {
+		return WhatIf{}, 0, err
+	}
+	read := time.Since(start)
+	w, err := Redecide(ctx, calls, o)
+	if err != nil {
+		return WhatIf{}, read, err
+	}
+	w.Turns = turns
+	return w, read, nil
+}
+
+// WriteReport writes the report as text: a summary naming the proposed
+// policy (name) and how long reading the histories took (read), the
+// counts per change, rule and tool, and the changed calls, those that
+// would newly allow a call a human denied marked DENIED-BY-HUMAN.
+func (r WhatIf) WriteReport(w io.Writer, name string, read time.Duration) error {
+	r.writeSummary(w, name, read)
+	if len(r.Changes) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	r.writeCounts(tw)
+	r.writeChanges(tw)
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+// writeSummary writes the report's first lines: what was re-decided,
+// how many calls would change, what was skipped and why.
+func (r WhatIf) writeSummary(w io.Writer, name string, read time.Duration) {
+	same := 0
+	var parts []string
+	for _, d := range []string{"allow", "ask", "deny", "invalid"} {
+		if n := r.Unchanged[d]; n > 0 {
+			same += n
+			parts = append(parts, fmt.Sprintf("%d %s", n, d))
+		}
+	}
+	fmt.Fprintf(w, "what-if %s: %d calls of %d turns re-decided in %s (%.0f calls/s; histories read in %s)\n",
+		name, r.Calls, r.Turns, r.Elapsed.Round(time.Microsecond), r.PerSecond, read.Round(time.Millisecond))
+	fmt.Fprintf(w, "%d would change, %d would not", len(r.Changes), same)
+	if len(parts) > 0 {
+		fmt.Fprintf(w, " (%s)", strings.Join(parts, ", "))
+	}
+	fmt.Fprintln(w)
+	for _, why := range slices.Sorted(maps.Keys(r.Skipped)) {
+		fmt.Fprintf(w, "skipped %d: %s\n", r.Skipped[why], why)
+	}
+	if r.DeniedByHuman > 0 {
+		fmt.Fprintf(w, "%d change(s) would newly allow a call a human once denied (DENIED-BY-HUMAN below)\n", r.DeniedByHuman)
+	}
+}
+
+// writeCounts writes the tables of changes per change, rule and tool.
+func (r WhatIf) writeCounts(tw io.Writer) {
+	fmt.Fprintln(tw, "\nCHANGE\tCALLS")
+	for _, k := range slices.Sorted(maps.Keys(r.ByChange)) {
+		fmt.Fprintf(tw, "%s\t%d\n", k, r.ByChange[k])
+	}
+	if len(r.ByRule) > 0 {
+		fmt.Fprintln(tw, "\nRULE\tNOW DECIDES\tDECIDED BEFORE")
+		for _, rc := range r.ByRule {
+			fmt.Fprintf(tw, "%s\t%d\t%d\n", rc.Rule, rc.Now, rc.Was)
+		}
+	}
+	fmt.Fprintln(tw, "\nTOOL\tCHANGES")
+	for _, k := range slices.Sorted(maps.Keys(r.ByTool)) {
+		fmt.Fprintf(tw, "%s\t%d\n", k, r.ByTool[k])
+	}
+}
+
+// writeChanges writes the table of changed calls, their reasons and
+// inputs cut short.
+func (r WhatIf) writeChanges(tw io.Writer) {
+	fmt.Fprintln(tw, "\nTIME\tWORKFLOW\tCALL\tTOOL\tCHANGE\tNOW DECIDED BY\tHUMAN\tMARK\tINPUT")
+	for _, c := range r.Changes {
+		mark := ""
+		if c.DeniedByHuman {
+			mark = "DENIED-BY-HUMAN"
+		}
+		human := c.Human
+		if human == "" {
+			human = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Time.Local().Format("2006-01-02 15:04:05"), c.WorkflowID, c.CallID,
+			c.Tool, c.Change, cut(c.NowReason, 80), human, mark, cut(string(c.Input), 100))
+	}
+}
+
+// cut shortens s to its first n bytes and an ellipsis when it is longer.
+func cut(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

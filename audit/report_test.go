@@ -1,0 +1,66 @@
+package audit
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestWriteReport: the report's text has the summary, the counts per
+// change, rule and tool, and the calls, the one a human denied marked.
+func TestWriteReport(t *testing.T) {
+	w := WhatIf{Turns: 2, Calls: 5, Unchanged: map[string]int{"allow": 2, "deny": 1},
+		ByChange: map[string]int{"ask→allow": 1, "allow→ask": 1}, ByTool: map[string]int{"Bash": 2},
+		ByRule: []RuleChanges{{Rule: "Bash(curl:*)", Now: 1}, {Rule: "Bash(ls:*)", Was: 1}}, DeniedByHuman: 1,
+		Skipped: map[string]int{SkipUnknownTool: 3},
+		Changes: []Change{
+			{WorkflowID: "t1", CallID: "c1", Tool: "Bash", Change: "ask→allow", NowReason: "Rule: Bash(curl:*)", Human: "denied by bob", DeniedByHuman: true, Input: []byte(`{"command":"curl x"}`)},
+			{WorkflowID: "t2", CallID: "c2", Tool: "Bash", Change: "allow→ask", NowReason: "Mode: default", Input: []byte(`{"command":"` + strings.Repeat("x", 120) + `"}`)},
+		}}
+	var out bytes.Buffer
+	if err := w.WriteReport(&out, "p.yaml", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"what-if p.yaml: 5 calls of 2 turns re-decided", "histories read in 1s)\n",
+		"2 would change, 3 would not (2 allow, 1 deny)\n", "skipped 3: tool not known here", "1 change(s) would newly allow a call a human once denied",
+		"CHANGE     CALLS\nallow→ask  1\nask→allow  1\n", "Bash(curl:*)  1            0", "Bash(ls:*)    0            1", "TOOL  CHANGES\nBash  2\n",
+		"denied by bob  DENIED-BY-HUMAN", "Mode: default       -", `{"command":"` + strings.Repeat("x", 88) + "…"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("report lacks %q:\n%s", want, s)
+		}
+	}
+	// Without changes the report is its summary alone.
+	out.Reset()
+	if err := (WhatIf{Calls: 1, Unchanged: map[string]int{"ask": 1}}).WriteReport(&out, "p.yaml", 0); err != nil {
+		t.Fatal(err)
+	}
+	if s := out.String(); !strings.HasSuffix(s, "0 would change, 1 would not (1 ask)\n") || strings.Contains(s, "CHANGE") {
+		t.Errorf("report without changes:\n%s", s)
+	}
+}
+
+// TestWriteTable: one line per record, the rules an answer added before
+// its reason and "-" for no sandbox profile; an empty list says so.
+func TestWriteTable(t *testing.T) {
+	recs := []Record{
+		{WorkflowID: "t1", CallID: "c1", Tool: "Bash", Kind: "permission", Decision: "ask", By: "policy", Layer: "mode", Reason: "Mode: default", Sandbox: "read-only, network off"},
+		{WorkflowID: "t1", CallID: "c1", Tool: "Bash", Kind: "approval", Decision: "always_allow", By: "carol", Path: PathUpdate, Rules: []string{"Bash(ls:*)"}},
+	}
+	var out bytes.Buffer
+	if err := WriteTable(&out, recs); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 3 || !strings.HasPrefix(lines[0], "TIME ") {
+		t.Fatalf("table:\n%s", out.String())
+	}
+	if !strings.Contains(lines[1], "read-only, network off  Mode: default") || !strings.HasSuffix(strings.Join(strings.Fields(lines[2]), " "), "carol update - rules Bash(ls:*)") {
+		t.Errorf("rows:\n%s", out.String())
+	}
+	out.Reset()
+	if err := WriteTable(&out, nil); err != nil || !strings.HasSuffix(out.String(), "no decisions found\n") {
+		t.Errorf("empty table: %v\n%s", err, out.String())
+	}
+}

@@ -1,0 +1,58 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// FormatOutput renders what a running call printed since it was last
+// shown (fresh) as lines for a terminal, each marked with the call's id;
+// with nothing fresh, one line says how long the call has been running
+// at now, or that it waits for a worker, and which attempt it is.
+func FormatOutput(rc RunningCall, fresh string, now time.Time) string {
+	if fresh == "" {
+		return fmt.Sprintf("  %s │ … %s\n", rc.CallID, runningFor(rc, now))
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(strings.TrimRight(fresh, "\n"), "\n") {
+		fmt.Fprintf(&b, "  %s │ %s\n", rc.CallID, line)
+	}
+	return b.String()
+}
+
+// runningFor says how long a quiet call has been running, and which
+// attempt it is when it is a retry.
+func runningFor(rc RunningCall, now time.Time) string {
+	s := "waiting for a worker"
+	if !rc.Started.IsZero() {
+		s = fmt.Sprintf("running for %s", now.Sub(rc.Started).Round(time.Second))
+	}
+	if rc.Attempt > 1 {
+		s += fmt.Sprintf(" (attempt %d)", rc.Attempt)
+	}
+	return s
+}
+
+// FullAnswer is the answer of the finished turn workflowID: res.Answer,
+// or, when the result holds only its preview (AnswerRef), the whole
+// answer read from the content store of cfg. The preview stays when the
+// store cannot be read.
+func FullAnswer(ctx context.Context, cfg config.Config, workflowID string, res workflows.TurnResult) string {
+	if res.AnswerRef == "" {
+		return res.Answer
+	}
+	store, err := OpenStore(cfg)
+	if err != nil {
+		return res.Answer
+	}
+	data, err := store.Get(ctx, workflowID, res.AnswerRef)
+	if err != nil {
+		return res.Answer
+	}
+	return string(data)
+}
