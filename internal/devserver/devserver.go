@@ -144,85 +144,14 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if o.Namespace == "" {
 		return nil, errors.New("devserver: namespace is required")
 	}
-	if o.IP == "" {
-		o.IP = "127.0.0.1"
-	}
-	if o.LogLevel == "" {
-		o.LogLevel = "warn"
-	}
-	if o.Retention == 0 {
-		o.Retention = 72 * time.Hour
-	}
-	var err error
-	if o.Port == 0 {
-		if o.Port, err = freePort(o.IP); err != nil {
-			return nil, err
-		}
-	}
-	httpPort, err := freePort(o.IP)
+	o, httpPort, err := o.resolved()
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{addr: net.JoinHostPort(localIP(o.IP), strconv.Itoa(o.Port)), namspace: o.Namespace}
-
-	stores, err := s.stores(o)
+	srv, dyn, err := s.newTemporal(o, httpPort)
 	if err != nil {
 		return nil, err
-	}
-	conf, hosts, err := serverConfig(o, httpPort, stores)
-	if err != nil {
-		return nil, err
-	}
-	if ife, ok := conf.Services[string(primitives.InternalFrontendService)]; ok {
-		s.internalAddr = net.JoinHostPort(localIP(o.IP), strconv.Itoa(ife.RPC.GRPCPort))
-	}
-	level := zapcore.WarnLevel
-	if err := level.Set(o.LogLevel); err != nil {
-		return nil, fmt.Errorf("devserver: log level %q: %w", o.LogLevel, err)
-	}
-	zcfg := zap.NewProductionConfig()
-	zcfg.Level = zap.NewAtomicLevelAt(level)
-	zcfg.Sampling = nil
-	zl, err := zcfg.Build()
-	if err != nil {
-		return nil, fmt.Errorf("devserver: logger: %w", err)
-	}
-	logger := log.NewZapLogger(zl)
-	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
-	if err != nil {
-		return nil, fmt.Errorf("devserver: authorizer: %w", err)
-	}
-	claimMapper, err := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, logger)
-	if err != nil {
-		return nil, fmt.Errorf("devserver: claim mapper: %w", err)
-	}
-	services := temporal.DefaultServices
-	dc := dynamicconfig.StaticClient{}
-	for k, v := range defaultDynamicConfig() {
-		dc[dynamicconfig.MakeKey(k)] = v
-	}
-	if o.Auth != nil {
-		authorizer, claimMapper = keyAuthorizer{*o.Auth}, keyClaimMapper{*o.Auth}
-		services = append(slices.Clone(services), string(primitives.InternalFrontendService))
-		// Signals and starts are stamped in history with the principal
-		// whose key sent them.
-		dc[dynamicconfig.MakeKey("frontend.enablePrincipalPropagation")] = true
-	}
-	for k, v := range o.DynamicConfig {
-		dc[dynamicconfig.MakeKey(k)] = v
-	}
-	dyn := newDynConfig(dc)
-	srv, err := temporal.NewServer(
-		temporal.WithConfig(conf),
-		temporal.ForServices(services),
-		temporal.WithStaticHosts(hosts),
-		temporal.WithLogger(logger),
-		temporal.WithAuthorizer(authorizer),
-		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
-		temporal.WithDynamicConfigClient(dyn),
-	)
-	if err != nil {
-		return nil, fmt.Errorf("devserver: new server: %w", err)
 	}
 	if err := srv.Start(); err != nil {
 		return nil, fmt.Errorf("devserver: start: %w", err)
@@ -235,29 +164,161 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	}
 	dyn.registered(added)
 	if o.UIPort > 0 {
-		s.uiAddr = net.JoinHostPort(localIP(o.IP), strconv.Itoa(o.UIPort))
-		uiOpts := []uiopts.ServerOption{uiopts.WithConfigProvider(&uiconfig.Config{
-			Host:                o.IP,
-			Port:                o.UIPort,
-			TemporalGRPCAddress: s.addr,
-			EnableUI:            true,
-			CORS:                uiconfig.CORS{CookieInsecure: true},
-			HideLogs:            true,
-		})}
-		if o.Auth != nil {
-			uiOpts = append(uiOpts, uiopts.WithAPIMiddleware([]uiapi.Middleware{uiMiddleware(o.Auth.UIKey)}))
-		}
-		s.ui = uiserver.NewServer(uiOpts...)
-		uiErr := make(chan error, 1)
-		go func() { uiErr <- s.ui.Start() }()
-		select {
-		case err := <-uiErr:
+		if err := s.startUI(o); err != nil {
 			s.Stop()
-			return nil, fmt.Errorf("devserver: web ui on %s: %w", s.uiAddr, err)
-		case <-time.After(200 * time.Millisecond):
+			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// resolved returns o with its defaults filled in and a frontend port
+// picked when o has none, and a free port for the frontend's HTTP API.
+func (o Options) resolved() (Options, int, error) {
+	if o.IP == "" {
+		o.IP = "127.0.0.1"
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = "warn"
+	}
+	if o.Retention == 0 {
+		o.Retention = 72 * time.Hour
+	}
+	var err error
+	if o.Port == 0 {
+		if o.Port, err = freePort(o.IP); err != nil {
+			return o, 0, err
+		}
+	}
+	httpPort, err := freePort(o.IP)
+	if err != nil {
+		return o, 0, err
+	}
+	return o, httpPort, nil
+}
+
+// newTemporal sets up the stores and builds the (not yet started)
+// server with its config, logger, authorization and dynamic config.
+func (s *Server) newTemporal(o Options, httpPort int) (temporal.Server, *dynConfig, error) {
+	stores, err := s.stores(o)
+	if err != nil {
+		return nil, nil, err
+	}
+	conf, hosts, err := serverConfig(o, httpPort, stores)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ife, ok := conf.Services[string(primitives.InternalFrontendService)]; ok {
+		s.internalAddr = net.JoinHostPort(localIP(o.IP), strconv.Itoa(ife.RPC.GRPCPort))
+	}
+	logger, err := newLogger(o.LogLevel)
+	if err != nil {
+		return nil, nil, err
+	}
+	authorizer, claimMapper, err := authorizers(conf, logger, o.Auth)
+	if err != nil {
+		return nil, nil, err
+	}
+	dyn := newDynConfig(staticConfig(o))
+	srv, err := temporal.NewServer(
+		temporal.WithConfig(conf),
+		temporal.ForServices(services(o)),
+		temporal.WithStaticHosts(hosts),
+		temporal.WithLogger(logger),
+		temporal.WithAuthorizer(authorizer),
+		temporal.WithClaimMapper(func(*config.Config) authorization.ClaimMapper { return claimMapper }),
+		temporal.WithDynamicConfigClient(dyn),
+	)
+	if err != nil {
+		return nil, nil, fmt.Errorf("devserver: new server: %w", err)
+	}
+	return srv, dyn, nil
+}
+
+// newLogger is the server's log, at level, to stderr.
+func newLogger(level string) (log.Logger, error) {
+	l := zapcore.WarnLevel
+	if err := l.Set(level); err != nil {
+		return nil, fmt.Errorf("devserver: log level %q: %w", level, err)
+	}
+	zcfg := zap.NewProductionConfig()
+	zcfg.Level = zap.NewAtomicLevelAt(l)
+	zcfg.Sampling = nil
+	zl, err := zcfg.Build()
+	if err != nil {
+		return nil, fmt.Errorf("devserver: logger: %w", err)
+	}
+	return log.NewZapLogger(zl), nil
+}
+
+// authorizers returns the frontend's authorizer and claim mapper: the
+// key-based ones with Auth, else those conf configures.
+func authorizers(conf *config.Config, logger log.Logger, a *Auth) (authorization.Authorizer, authorization.ClaimMapper, error) {
+	authorizer, err := authorization.GetAuthorizerFromConfig(&conf.Global.Authorization)
+	if err != nil {
+		return nil, nil, fmt.Errorf("devserver: authorizer: %w", err)
+	}
+	claimMapper, err := authorization.GetClaimMapperFromConfig(&conf.Global.Authorization, logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("devserver: claim mapper: %w", err)
+	}
+	if a != nil {
+		return keyAuthorizer{*a}, keyClaimMapper{*a}, nil
+	}
+	return authorizer, claimMapper, nil
+}
+
+// services are the server's services: the defaults, and with Auth the
+// internal frontend its system workers use.
+func services(o Options) []string {
+	if o.Auth == nil {
+		return temporal.DefaultServices
+	}
+	return append(slices.Clone(temporal.DefaultServices), string(primitives.InternalFrontendService))
+}
+
+// staticConfig is the server's dynamic config: the tuned defaults, the
+// principal propagation Auth needs, then o's overrides.
+func staticConfig(o Options) dynamicconfig.StaticClient {
+	dc := dynamicconfig.StaticClient{}
+	for k, v := range defaultDynamicConfig() {
+		dc[dynamicconfig.MakeKey(k)] = v
+	}
+	if o.Auth != nil {
+		// Signals and starts are stamped in history with the principal
+		// whose key sent them.
+		dc[dynamicconfig.MakeKey("frontend.enablePrincipalPropagation")] = true
+	}
+	for k, v := range o.DynamicConfig {
+		dc[dynamicconfig.MakeKey(k)] = v
+	}
+	return dc
+}
+
+// startUI starts the Web UI on o.UIPort and gives it a moment to fail
+// (a port already taken).
+func (s *Server) startUI(o Options) error {
+	s.uiAddr = net.JoinHostPort(localIP(o.IP), strconv.Itoa(o.UIPort))
+	uiOpts := []uiopts.ServerOption{uiopts.WithConfigProvider(&uiconfig.Config{
+		Host:                o.IP,
+		Port:                o.UIPort,
+		TemporalGRPCAddress: s.addr,
+		EnableUI:            true,
+		CORS:                uiconfig.CORS{CookieInsecure: true},
+		HideLogs:            true,
+	})}
+	if o.Auth != nil {
+		uiOpts = append(uiOpts, uiopts.WithAPIMiddleware([]uiapi.Middleware{uiMiddleware(o.Auth.UIKey)}))
+	}
+	s.ui = uiserver.NewServer(uiOpts...)
+	uiErr := make(chan error, 1)
+	go func() { uiErr <- s.ui.Start() }()
+	select {
+	case err := <-uiErr:
+		return fmt.Errorf("devserver: web ui on %s: %w", s.uiAddr, err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	return nil
 }
 
 // Addr is the frontend's host:port.
@@ -380,6 +441,32 @@ func localIP(ip string) string {
 }
 
 func serverConfig(o Options, httpPort int, p storeSet) (*config.Config, map[primitives.ServiceName]static.Hosts, error) {
+	conf := baseConfig(o, httpPort, p)
+	names := []primitives.ServiceName{primitives.FrontendService, primitives.HistoryService, primitives.MatchingService, primitives.WorkerService}
+	if o.Auth != nil {
+		tlsConf, err := internodeTLS()
+		if err != nil {
+			return nil, nil, err
+		}
+		conf.Global.TLS.Internode = tlsConf
+		names = append(names, primitives.InternalFrontendService)
+	}
+	hosts := map[primitives.ServiceName]static.Hosts{}
+	local := localIP(o.IP)
+	for _, name := range names {
+		svc, err := serviceConfig(name, o, httpPort)
+		if err != nil {
+			return nil, nil, err
+		}
+		conf.Services[string(name)] = svc
+		hosts[name] = static.SingleLocalHost(net.JoinHostPort(local, strconv.Itoa(svc.RPC.GRPCPort)))
+	}
+	return conf, hosts, nil
+}
+
+// baseConfig is the server's config without its services' TLS and
+// ports: membership, persistence, the one cluster, archival off.
+func baseConfig(o Options, httpPort int, p storeSet) *config.Config {
 	local := localIP(o.IP)
 	var conf config.Config
 	conf.Global.Membership.MaxJoinDuration = 30 * time.Second
@@ -404,40 +491,6 @@ func serverConfig(o Options, httpPort int, p storeSet) (*config.Config, map[prim
 	}
 	conf.DCRedirectionPolicy.Policy = "noop"
 	conf.Services = map[string]config.Service{}
-	hosts := map[primitives.ServiceName]static.Hosts{}
-	names := []primitives.ServiceName{primitives.FrontendService, primitives.HistoryService, primitives.MatchingService, primitives.WorkerService}
-	if o.Auth != nil {
-		tlsConf, err := internodeTLS()
-		if err != nil {
-			return nil, nil, err
-		}
-		conf.Global.TLS.Internode = tlsConf
-		names = append(names, primitives.InternalFrontendService)
-	}
-	for _, name := range names {
-		var svc config.Service
-		svc.RPC.BindOnIP = local
-		if name == primitives.FrontendService {
-			svc.RPC.BindOnIP = o.IP
-			svc.RPC.GRPCPort = o.Port
-			svc.RPC.HTTPPort = httpPort
-		} else {
-			port, err := freePort(local)
-			if err != nil {
-				return nil, nil, err
-			}
-			svc.RPC.GRPCPort = port
-		}
-		if name == primitives.InternalFrontendService {
-			port, err := freePort(local)
-			if err != nil {
-				return nil, nil, err
-			}
-			svc.RPC.HTTPPort = port
-		}
-		conf.Services[string(name)] = svc
-		hosts[name] = static.SingleLocalHost(net.JoinHostPort(local, strconv.Itoa(svc.RPC.GRPCPort)))
-	}
 	conf.Archival.History.State = "disabled"
 	conf.Archival.Visibility.State = "disabled"
 	conf.NamespaceDefaults.Archival.History.State = "disabled"
@@ -446,7 +499,35 @@ func serverConfig(o Options, httpPort int, p storeSet) (*config.Config, map[prim
 		// With Auth the system workers find the internal frontend.
 		conf.PublicClient.HostPort = net.JoinHostPort(local, strconv.Itoa(o.Port))
 	}
-	return &conf, hosts, nil
+	return &conf
+}
+
+// serviceConfig is one service's RPC config: the frontend on o's
+// address and ports, the others on loopback (for an unspecified o.IP)
+// and free ports, the internal frontend with an HTTP port as well.
+func serviceConfig(name primitives.ServiceName, o Options, httpPort int) (config.Service, error) {
+	local := localIP(o.IP)
+	var svc config.Service
+	svc.RPC.BindOnIP = local
+	if name == primitives.FrontendService {
+		svc.RPC.BindOnIP = o.IP
+		svc.RPC.GRPCPort = o.Port
+		svc.RPC.HTTPPort = httpPort
+	} else {
+		port, err := freePort(local)
+		if err != nil {
+			return svc, err
+		}
+		svc.RPC.GRPCPort = port
+	}
+	if name == primitives.InternalFrontendService {
+		port, err := freePort(local)
+		if err != nil {
+			return svc, err
+		}
+		svc.RPC.HTTPPort = port
+	}
+	return svc, nil
 }
 
 // ensureNamespace waits for the frontend and registers search attributes

@@ -210,44 +210,51 @@ func (s *Server) sandboxAction(w http.ResponseWriter, r *http.Request, id, actio
 	}
 }
 
-func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	states := map[string]bool{"running": true, "paused": true}
+// listQuery is the filter and page of a GET /v2/sandboxes.
+type listQuery struct {
+	states    map[string]bool
+	metadata  url.Values // every key must match its one value
+	limit     int
+	nextToken string
+}
+
+// parseListQuery reads a list query, or returns the 400 message.
+func parseListQuery(q url.Values) (listQuery, string) {
+	lq := listQuery{states: map[string]bool{"running": true, "paused": true}, limit: 100, nextToken: q.Get("nextToken")}
 	if st := q.Get("state"); st != "" {
-		states = map[string]bool{}
+		lq.states = map[string]bool{}
 		for _, v := range strings.Split(st, ",") {
 			if v != "running" && v != "paused" {
-				apiError(w, http.StatusBadRequest, "invalid state "+strconv.Quote(v))
-				return
+				return lq, "invalid state " + strconv.Quote(v)
 			}
-			states[v] = true
+			lq.states[v] = true
 		}
 	}
-	var want url.Values
 	if md := q.Get("metadata"); md != "" {
 		var err error
-		if want, err = url.ParseQuery(md); err != nil {
-			apiError(w, http.StatusBadRequest, "Error when parsing metadata: "+err.Error())
-			return
+		if lq.metadata, err = url.ParseQuery(md); err != nil {
+			return lq, "Error when parsing metadata: " + err.Error()
 		}
 	}
-	limit := 100
 	if l := q.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n < 1 || n > 100 {
-			apiError(w, http.StatusBadRequest, "limit must be between 1 and 100")
-			return
+			return lq, "limit must be between 1 and 100"
 		}
-		limit = n
+		lq.limit = n
 	}
-	s.mu.Lock()
+	return lq, ""
+}
+
+// matchLocked returns the sandboxes lq selects, sorted by id.
+func (s *Server) matchLocked(lq listQuery) []*Sandbox {
 	var match []*Sandbox
 	for _, sb := range s.sandboxes {
-		if !states[sb.State] {
+		if !lq.states[sb.State] {
 			continue
 		}
 		ok := true
-		for k, vs := range want {
+		for k, vs := range lq.metadata {
 			ok = ok && len(vs) == 1 && sb.Metadata[k] == vs[0]
 		}
 		if ok {
@@ -255,11 +262,22 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sort.Slice(match, func(i, j int) bool { return match[i].ID < match[j].ID })
-	start := 0
-	if tok := q.Get("nextToken"); tok != "" {
-		start = sort.Search(len(match), func(i int) bool { return match[i].ID >= tok })
+	return match
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	lq, msg := parseListQuery(r.URL.Query())
+	if msg != "" {
+		apiError(w, http.StatusBadRequest, msg)
+		return
 	}
-	end := min(start+limit, len(match))
+	s.mu.Lock()
+	match := s.matchLocked(lq)
+	start := 0
+	if lq.nextToken != "" {
+		start = sort.Search(len(match), func(i int) bool { return match[i].ID >= lq.nextToken })
+	}
+	end := min(start+lq.limit, len(match))
 	page := []map[string]any{}
 	running := 0
 	for _, sb := range match {

@@ -2,6 +2,7 @@ package e2bfake
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"io/fs"
 	"mime"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -79,6 +81,30 @@ func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
+	sb, ok := s.admit(w, r)
+	if !ok {
+		return
+	}
+	if r.URL.Path == "/files" {
+		s.serveFiles(w, r)
+		return
+	}
+	if !admitConnect(w, r) {
+		return
+	}
+	proc := strings.TrimPrefix(r.URL.Path, "/")
+	if proc == "process.Process/Start" {
+		s.start(w, r, &sb)
+		return
+	}
+	s.serveUnary(w, r, proc)
+}
+
+// admit checks what the proxy and envd check before routing a request:
+// the sandbox is running and addressed on envd's port, the client is not
+// the legacy connect-python one, and the access token matches. It returns
+// a copy of the sandbox, or false when it has written the error.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (Sandbox, bool) {
 	// The proxy routes by header when the host is localhost or an IP.
 	id := r.Header.Get("E2b-Sandbox-Id")
 	s.mu.Lock()
@@ -93,43 +119,46 @@ func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusBadGateway)
 		_ = json.NewEncoder(w).Encode(map[string]any{"sandboxId": id, "message": "The sandbox was not found", "code": 502})
-		return
+		return Sandbox{}, false
 	}
 	if r.Header.Get("User-Agent") == "connect-python" {
 		plainError(w, http.StatusBadRequest, "e2bfake: the legacy connect-python conversion path is not supported")
-		return
+		return Sandbox{}, false
 	}
 	if sbCopy.AccessToken != "" && r.Header.Get("X-Access-Token") != sbCopy.AccessToken {
 		plainError(w, http.StatusUnauthorized, "unauthorized access, please provide a valid access token or method signing if supported")
-		return
+		return Sandbox{}, false
 	}
-	if r.URL.Path == "/files" {
-		s.serveFiles(w, r)
-		return
-	}
+	return sbCopy, true
+}
+
+// admitConnect checks what every Connect RPC needs: POST, the sandbox
+// user and Connect-Protocol-Version 1. It returns false when it has
+// written the error.
+func admitConnect(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		plainError(w, http.StatusMethodNotAllowed, "method not allowed")
-		return
+		return false
 	}
 	if u, ok := basicUser(r); !ok {
 		writeConnectError(w, cerr("unauthenticated", "invalid authorization header"))
-		return
+		return false
 	} else if u != User {
 		writeConnectError(w, cerr("unauthenticated", "invalid username: '%s'", u))
-		return
+		return false
 	}
 	if r.Header.Get("Connect-Protocol-Version") != "1" {
 		// connect-go can be configured to require it; the fake always does.
 		writeConnectError(w, cerr("invalid_argument", "missing required header: set Connect-Protocol-Version to \"1\""))
-		return
+		return false
 	}
-	proc := strings.TrimPrefix(r.URL.Path, "/")
-	if proc == "process.Process/Start" {
-		s.start(w, r, &sbCopy)
-		return
-	}
-	unary := map[string]func([]byte) (any, *connectError){
+	return true
+}
+
+// unaryHandler returns the handler of a unary RPC, or nil.
+func (s *Server) unaryHandler(proc string) func([]byte) (any, *connectError) {
+	return map[string]func([]byte) (any, *connectError){
 		"process.Process/SendSignal":    s.sendSignal,
 		"filesystem.Filesystem/Stat":    s.stat,
 		"filesystem.Filesystem/ListDir": s.listDir,
@@ -137,6 +166,11 @@ func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request) {
 		"filesystem.Filesystem/Move":    s.move,
 		"filesystem.Filesystem/Remove":  s.remove,
 	}[proc]
+}
+
+// serveUnary serves a unary Connect RPC with a JSON body.
+func (s *Server) serveUnary(w http.ResponseWriter, r *http.Request, proc string) {
+	unary := s.unaryHandler(proc)
 	if unary == nil {
 		writeConnectError(w, cerr("unimplemented", "%s is not implemented", r.URL.Path))
 		return
@@ -151,9 +185,9 @@ func (s *Server) serveEnvd(w http.ResponseWriter, r *http.Request) {
 		writeConnectError(w, cerr("internal", "read body: %v", err))
 		return
 	}
-	out, cerr := unary(body)
-	if cerr != nil {
-		writeConnectError(w, cerr)
+	out, e := unary(body)
+	if e != nil {
+		writeConnectError(w, e)
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -207,6 +241,9 @@ func (s *Server) resolve(p string) string {
 
 // ---- process ----
 
+// startReq is a Start request. Process stays an unnamed struct: a JSON
+// type error names the enclosing struct type, so naming it would change
+// the error text the fake sends.
 type startReq struct {
 	Process struct {
 		Cmd  string            `json:"cmd"`
@@ -240,30 +277,12 @@ func endStreamFrame(e *connectError) []byte {
 	return frame(0x02, b)
 }
 
+// start serves process.Process/Start, a server stream: it starts the
+// process and relays its output, exit, keepalives and deadline.
 func (s *Server) start(w http.ResponseWriter, r *http.Request, sb *Sandbox) {
-	if ct := r.Header.Get("Content-Type"); ct != "application/connect+json" {
-		w.Header().Set("Accept-Post", "application/connect+json, application/connect+proto")
-		w.WriteHeader(http.StatusUnsupportedMediaType)
+	opts, ok := streamHeaders(w, r)
+	if !ok {
 		return
-	}
-	if enc := r.Header.Get("Connect-Content-Encoding"); enc != "" && enc != "identity" {
-		writeConnectError(w, cerr("unimplemented", "unknown compression %q", enc))
-		return
-	}
-	var timeout time.Duration
-	if v := r.Header.Get("Connect-Timeout-Ms"); v != "" {
-		ms, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || ms < 0 || len(v) > 10 {
-			writeConnectError(w, cerr("invalid_argument", "protocol error: invalid timeout %q", v))
-			return
-		}
-		timeout = time.Duration(ms) * time.Millisecond
-	}
-	keepalive := 90 * time.Second
-	if v := r.Header.Get("Keepalive-Ping-Interval"); v != "" {
-		if sec, err := strconv.Atoi(v); err == nil && sec > 0 {
-			keepalive = time.Duration(sec) * time.Second
-		}
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -272,173 +291,267 @@ func (s *Server) start(w http.ResponseWriter, r *http.Request, sb *Sandbox) {
 	}
 	// From here on errors travel in the end-of-stream message, HTTP 200.
 	w.Header().Set("Content-Type", "application/connect+json")
-	fail := func(e *connectError) {
+	st, e := s.launch(w, body, sb)
+	if e != nil {
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(endStreamFrame(e))
-	}
-	if len(body) < 5 {
-		fail(cerr("invalid_argument", "protocol error: incomplete envelope"))
 		return
+	}
+	defer close(st.gone)
+	st.relay(r.Context(), opts)
+}
+
+// streamOpts are the settings a Start request carries in its headers.
+type streamOpts struct {
+	timeout   time.Duration // none when 0
+	keepalive time.Duration
+}
+
+// streamHeaders checks a Start request's content type and encoding and
+// reads its timeout and keepalive interval. It returns false when it has
+// written the error.
+func streamHeaders(w http.ResponseWriter, r *http.Request) (streamOpts, bool) {
+	if ct := r.Header.Get("Content-Type"); ct != "application/connect+json" {
+		w.Header().Set("Accept-Post", "application/connect+json, application/connect+proto")
+		w.WriteHeader(http.StatusUnsupportedMediaType)
+		return streamOpts{}, false
+	}
+	if enc := r.Header.Get("Connect-Content-Encoding"); enc != "" && enc != "identity" {
+		writeConnectError(w, cerr("unimplemented", "unknown compression %q", enc))
+		return streamOpts{}, false
+	}
+	opts := streamOpts{keepalive: 90 * time.Second}
+	if v := r.Header.Get("Connect-Timeout-Ms"); v != "" {
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || ms < 0 || len(v) > 10 {
+			writeConnectError(w, cerr("invalid_argument", "protocol error: invalid timeout %q", v))
+			return streamOpts{}, false
+		}
+		opts.timeout = time.Duration(ms) * time.Millisecond
+	}
+	if v := r.Header.Get("Keepalive-Ping-Interval"); v != "" {
+		if sec, err := strconv.Atoi(v); err == nil && sec > 0 {
+			opts.keepalive = time.Duration(sec) * time.Second
+		}
+	}
+	return opts, true
+}
+
+// unwrapEnvelope returns the one message of an enveloped request body.
+func unwrapEnvelope(body []byte) ([]byte, *connectError) {
+	if len(body) < 5 {
+		return nil, cerr("invalid_argument", "protocol error: incomplete envelope")
 	}
 	n := binary.BigEndian.Uint32(body[1:5])
 	switch {
 	case body[0] != 0:
-		fail(cerr("internal", "protocol error: invalid envelope flags %d", body[0]))
-		return
+		return nil, cerr("internal", "protocol error: invalid envelope flags %d", body[0])
 	case int(n) != len(body)-5:
-		fail(cerr("unknown", "protocol error: envelope length %d but %d bytes follow (exactly one message expected)", n, len(body)-5))
-		return
+		return nil, cerr("unknown", "protocol error: envelope length %d but %d bytes follow (exactly one message expected)", n, len(body)-5)
 	}
+	return body[5:], nil
+}
+
+// decodeStart decodes a Start request body and refuses what the fake
+// does not run.
+func decodeStart(body []byte) (startReq, *connectError) {
 	var req startReq
-	if e := decodeMessage(body[5:], &req); e != nil {
-		fail(e)
-		return
+	msg, e := unwrapEnvelope(body)
+	if e != nil {
+		return req, e
+	}
+	if e := decodeMessage(msg, &req); e != nil {
+		return req, e
 	}
 	switch {
 	case req.Stdin == nil:
-		fail(cerr("invalid_argument", "e2bfake: send \"stdin\": false explicitly; when absent envd keeps a stdin pipe open and commands reading stdin hang"))
-		return
+		return req, cerr("invalid_argument", "e2bfake: send \"stdin\": false explicitly; when absent envd keeps a stdin pipe open and commands reading stdin hang")
 	case *req.Stdin:
-		fail(cerr("invalid_argument", "e2bfake: stdin=true is not supported by the fake; send \"stdin\": false"))
-		return
+		return req, cerr("invalid_argument", "e2bfake: stdin=true is not supported by the fake; send \"stdin\": false")
 	case len(req.Pty) > 0 && string(req.Pty) != "null":
-		fail(cerr("unimplemented", "e2bfake: pty is not supported"))
-		return
+		return req, cerr("unimplemented", "e2bfake: pty is not supported")
 	case req.Process.Cmd == "":
-		fail(cerr("invalid_argument", "process.cmd is required"))
-		return
+		return req, cerr("invalid_argument", "process.cmd is required")
 	}
+	return req, nil
+}
+
+// command builds the command of a Start request: its working directory,
+// which must exist, and the user's, sandbox's and request's environment.
+func (s *Server) command(req *startReq, sb *Sandbox) (*exec.Cmd, *connectError) {
+	p := &req.Process
 	cwd := s.Home
-	if req.Process.Cwd != nil {
-		cwd = s.resolve(*req.Process.Cwd)
+	if p.Cwd != nil {
+		cwd = s.resolve(*p.Cwd)
 	}
 	if _, err := os.Stat(cwd); errors.Is(err, fs.ErrNotExist) {
-		fail(cerr("invalid_argument", "cwd '%s' does not exist", cwd))
-		return
+		return nil, cerr("invalid_argument", "cwd '%s' does not exist", cwd)
 	}
-	cmd := exec.Command(req.Process.Cmd, req.Process.Args...)
+	cmd := exec.Command(p.Cmd, p.Args...)
 	cmd.Dir = cwd
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + s.Home, "USER=" + User, "LOGNAME=" + User}
 	for k, v := range sb.EnvVars {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	for k, v := range req.Process.Envs {
+	for k, v := range p.Envs {
 		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	return cmd, nil
+}
+
+// launch decodes a Start request, starts its process and returns the
+// stream that relays it to w.
+func (s *Server) launch(w http.ResponseWriter, body []byte, sb *Sandbox) (*stream, *connectError) {
+	req, e := decodeStart(body)
+	if e != nil {
+		return nil, e
+	}
+	cmd, e := s.command(&req, sb)
+	if e != nil {
+		return nil, e
 	}
 	stdout, err1 := cmd.StdoutPipe()
 	stderr, err2 := cmd.StderrPipe()
 	if err := errors.Join(err1, err2); err != nil {
-		fail(cerr("internal", "error creating pipes: %v", err))
-		return
+		return nil, cerr("internal", "error creating pipes: %v", err)
 	}
 	if err := cmd.Start(); err != nil {
-		fail(cerr("invalid_argument", "error starting process '%s': %v", strings.Join(append([]string{req.Process.Cmd}, req.Process.Args...), " "), err))
-		return
+		return nil, cerr("invalid_argument", "error starting process '%s': %v", strings.Join(append([]string{req.Process.Cmd}, req.Process.Args...), " "), err)
 	}
-	pid := cmd.Process.Pid
 	s.mu.Lock()
-	s.procs[pid] = cmd
+	s.procs[cmd.Process.Pid] = cmd
 	s.mu.Unlock()
-
-	gone := make(chan struct{}) // closed when the handler returns
-	defer close(gone)
-	events := make(chan []byte, 64)
-	var readers sync.WaitGroup
-	read := func(rd io.Reader, key string) {
-		defer readers.Done()
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := rd.Read(buf)
-			if n > 0 {
-				msg := eventFrame(map[string]any{"data": map[string][]byte{key: append([]byte(nil), buf[:n]...)}})
-				select {
-				case events <- msg:
-				case <-gone: // nobody listens: keep draining the pipe
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
+	st := &stream{
+		s: s, w: w, cmd: cmd, pid: cmd.Process.Pid,
+		gone:   make(chan struct{}),
+		events: make(chan []byte, 64),
+		exited: make(chan map[string]any, 1),
 	}
-	readers.Add(2)
-	go read(stdout, "stdout")
-	go read(stderr, "stderr")
-	exited := make(chan map[string]any, 1)
-	go func() {
-		readers.Wait()
-		err := cmd.Wait()
-		s.mu.Lock()
-		delete(s.procs, pid)
-		s.mu.Unlock()
-		end := map[string]any{"status": cmd.ProcessState.String()}
-		if c := cmd.ProcessState.ExitCode(); c != 0 {
-			end["exitCode"] = c
-		}
-		if cmd.ProcessState.Exited() {
-			end["exited"] = true
+	st.flusher, _ = w.(http.Flusher)
+	st.readers.Add(2)
+	go st.read(stdout, "stdout")
+	go st.read(stderr, "stderr")
+	go st.wait()
+	return st, nil
+}
+
+// stream relays a started process to its Start response.
+type stream struct {
+	s       *Server
+	w       http.ResponseWriter
+	flusher http.Flusher // nil if w cannot flush
+	cmd     *exec.Cmd
+	pid     int
+	gone    chan struct{} // closed when the handler returns
+	events  chan []byte   // output frames
+	exited  chan map[string]any
+	readers sync.WaitGroup
+}
+
+// read sends what rd yields as data events under key until rd ends.
+func (st *stream) read(rd io.Reader, key string) {
+	defer st.readers.Done()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := rd.Read(buf)
+		if n > 0 {
+			msg := eventFrame(map[string]any{"data": map[string][]byte{key: append([]byte(nil), buf[:n]...)}})
+			select {
+			case st.events <- msg:
+			case <-st.gone: // nobody listens: keep draining the pipe
+			}
 		}
 		if err != nil {
-			end["error"] = err.Error()
+			return
 		}
-		exited <- end
-	}()
-
-	flusher, _ := w.(http.Flusher)
-	w.WriteHeader(http.StatusOK)
-	write := func(b []byte) bool {
-		if _, err := w.Write(b); err != nil {
-			return false
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-		return true
 	}
-	if !write(eventFrame(map[string]any{"start": map[string]any{"pid": pid}})) {
+}
+
+// wait waits for the output and the process to end, forgets the process
+// and sends its end event.
+func (st *stream) wait() {
+	st.readers.Wait()
+	err := st.cmd.Wait()
+	st.s.mu.Lock()
+	delete(st.s.procs, st.pid)
+	st.s.mu.Unlock()
+	state := st.cmd.ProcessState
+	end := map[string]any{"status": state.String()}
+	if c := state.ExitCode(); c != 0 {
+		end["exitCode"] = c
+	}
+	if state.Exited() {
+		end["exited"] = true
+	}
+	if err != nil {
+		end["error"] = err.Error()
+	}
+	st.exited <- end
+}
+
+// write writes and flushes one frame; false means the client is gone.
+func (st *stream) write(b []byte) bool {
+	if _, err := st.w.Write(b); err != nil {
+		return false
+	}
+	if st.flusher != nil {
+		st.flusher.Flush()
+	}
+	return true
+}
+
+// drain writes the output events already queued.
+func (st *stream) drain() bool {
+	for {
+		select {
+		case msg := <-st.events:
+			if !st.write(msg) {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+}
+
+// relay writes the start event, then output, keepalives and the end,
+// until the process ends, the deadline passes or the client goes away.
+func (st *stream) relay(ctx context.Context, opts streamOpts) {
+	st.w.WriteHeader(http.StatusOK)
+	if !st.write(eventFrame(map[string]any{"start": map[string]any{"pid": st.pid}})) {
 		return
 	}
 	var deadline <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
+	if opts.timeout > 0 {
+		t := time.NewTimer(opts.timeout)
 		defer t.Stop()
 		deadline = t.C
 	}
-	idle := time.NewTimer(keepalive)
+	idle := time.NewTimer(opts.keepalive)
 	defer idle.Stop()
 	for {
 		select {
-		case msg := <-events:
-			if !write(msg) {
+		case msg := <-st.events:
+			if !st.write(msg) {
 				return
 			}
-			idle.Reset(keepalive)
-		case end := <-exited:
-			for drained := false; !drained; {
-				select {
-				case msg := <-events:
-					if !write(msg) {
-						return
-					}
-				default:
-					drained = true
-				}
-			}
-			if write(eventFrame(map[string]any{"end": end})) {
-				write(endStreamFrame(nil))
+			idle.Reset(opts.keepalive)
+		case end := <-st.exited:
+			if st.drain() && st.write(eventFrame(map[string]any{"end": end})) {
+				st.write(endStreamFrame(nil))
 			}
 			return
 		case <-deadline:
 			// Like exec.CommandContext in envd: only this process is killed.
-			_ = cmd.Process.Kill()
-			write(endStreamFrame(cerr("deadline_exceeded", "context deadline exceeded")))
+			_ = st.cmd.Process.Kill()
+			st.write(endStreamFrame(cerr("deadline_exceeded", "context deadline exceeded")))
 			return
 		case <-idle.C:
-			if !write(eventFrame(map[string]any{"keepalive": map[string]any{}})) {
+			if !st.write(eventFrame(map[string]any{"keepalive": map[string]any{}})) {
 				return
 			}
-			idle.Reset(keepalive)
-		case <-r.Context().Done():
+			idle.Reset(opts.keepalive)
+		case <-ctx.Done():
 			return // the process keeps running, as in envd
 		}
 	}
@@ -708,95 +821,108 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 		plainError(w, http.StatusBadRequest, "error parsing content type: "+err.Error())
 		return
 	}
-	type written struct {
-		Path string `json:"path"`
-		Name string `json:"name"`
-		Type string `json:"type"`
-	}
-	var out []written
-	put := func(dst string, rd io.Reader) (int, string) {
-		p := s.resolve(dst)
-		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
-			return http.StatusBadRequest, fmt.Sprintf("path '%s' is a directory", p)
-		}
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return statusFor(err), fmt.Sprintf("error ensuring directories: %v", err)
-		}
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-		if err != nil {
-			return statusFor(err), fmt.Sprintf("error opening file '%s': %v", p, err)
-		}
-		_, err = io.Copy(f, rd)
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return http.StatusInternalServerError, fmt.Sprintf("error writing file '%s': %v", p, err)
-		}
-		out = append(out, written{Path: p, Name: filepath.Base(p), Type: "file"})
-		return 0, ""
-	}
+	u := &uploader{s: s}
+	var status int
+	var msg string
 	switch mt {
 	case "application/octet-stream":
 		if !q.Has("path") {
 			plainError(w, http.StatusBadRequest, "path is required for an octet-stream upload")
 			return
 		}
-		if status, msg := put(q.Get("path"), r.Body); status != 0 {
-			plainError(w, status, msg)
-			return
-		}
+		status, msg = u.put(q.Get("path"), r.Body)
 	case "multipart/form-data":
-		if params["boundary"] == "" {
-			plainError(w, http.StatusBadRequest, "multipart boundary missing")
-			return
-		}
-		mr, err := r.MultipartReader()
-		if err != nil {
-			plainError(w, http.StatusBadRequest, "error parsing multipart: "+err.Error())
-			return
-		}
-		seen := map[string]bool{}
-		for {
-			part, err := mr.NextPart()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				plainError(w, http.StatusBadRequest, "error reading multipart: "+err.Error())
-				return
-			}
-			if part.FormName() != "file" {
-				continue
-			}
-			dst := part.FileName()
-			if q.Has("path") {
-				dst = q.Get("path")
-			}
-			if dst == "" {
-				plainError(w, http.StatusBadRequest, "part without a destination path")
-				return
-			}
-			if seen[dst] {
-				plainError(w, http.StatusBadRequest, fmt.Sprintf("cannot upload multiple files to the same path '%s'", dst))
-				return
-			}
-			seen[dst] = true
-			if status, msg := put(dst, part); status != 0 {
-				plainError(w, status, msg)
-				return
-			}
-		}
-		if len(out) == 0 {
-			plainError(w, http.StatusBadRequest, "no file part in the request")
-			return
-		}
+		status, msg = u.multipart(r, q, params["boundary"])
 	default:
-		plainError(w, http.StatusBadRequest, fmt.Sprintf("unsupported content type %q", mt))
+		status, msg = http.StatusBadRequest, fmt.Sprintf("unsupported content type %q", mt)
+	}
+	if status != 0 {
+		plainError(w, status, msg)
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(out)
+	_ = json.NewEncoder(w).Encode(u.out)
+}
+
+// written is one file of an upload's answer.
+type written struct {
+	Path string `json:"path"`
+	Name string `json:"name"`
+	Type string `json:"type"`
+}
+
+// uploader writes the files of one upload. Its methods return the status
+// and message of an error, or 0.
+type uploader struct {
+	s   *Server
+	out []written
+}
+
+// put writes rd to the file dst names.
+func (u *uploader) put(dst string, rd io.Reader) (int, string) {
+	p := u.s.resolve(dst)
+	if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+		return http.StatusBadRequest, fmt.Sprintf("path '%s' is a directory", p)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return statusFor(err), fmt.Sprintf("error ensuring directories: %v", err)
+	}
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return statusFor(err), fmt.Sprintf("error opening file '%s': %v", p, err)
+	}
+	_, err = io.Copy(f, rd)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return http.StatusInternalServerError, fmt.Sprintf("error writing file '%s': %v", p, err)
+	}
+	u.out = append(u.out, written{Path: p, Name: filepath.Base(p), Type: "file"})
+	return 0, ""
+}
+
+// multipart writes each "file" part, to the path the query names or
+// else to the part's file name.
+func (u *uploader) multipart(r *http.Request, q url.Values, boundary string) (int, string) {
+	if boundary == "" {
+		return http.StatusBadRequest, "multipart boundary missing"
+	}
+	mr, err := r.MultipartReader()
+	if err != nil {
+		return http.StatusBadRequest, "error parsing multipart: " + err.Error()
+	}
+	seen := map[string]bool{}
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return http.StatusBadRequest, "error reading multipart: " + err.Error()
+		}
+		if part.FormName() != "file" {
+			continue
+		}
+		dst := part.FileName()
+		if q.Has("path") {
+			dst = q.Get("path")
+		}
+		switch {
+		case dst == "":
+			return http.StatusBadRequest, "part without a destination path"
+		case seen[dst]:
+			return http.StatusBadRequest, fmt.Sprintf("cannot upload multiple files to the same path '%s'", dst)
+		}
+		seen[dst] = true
+		if status, msg := u.put(dst, part); status != 0 {
+			return status, msg
+		}
+	}
+	if len(u.out) == 0 {
+		return http.StatusBadRequest, "no file part in the request"
+	}
+	return 0, ""
 }
 
 func statusFor(err error) int {

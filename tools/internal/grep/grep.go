@@ -122,23 +122,9 @@ func Ripgrep(ctx context.Context, b backend.Backend, q Query, timeout time.Durat
 // tree through the backend with ripgrep's filtering rules and searches
 // each file with package regexp.
 func Go(ctx context.Context, b backend.Backend, q Query, timeout time.Duration) ([]string, string, error) {
-	expr := "(?m)"
-	if q.Multiline {
-		expr = "(?ms)"
-	}
-	if q.IgnoreCase {
-		expr = strings.Replace(expr, "(?", "(?i", 1)
-	}
-	if _, err := regexp.Compile(expr + q.Pattern); err != nil {
-		return nil, fmt.Sprintf("ripgrep error (code 2): regex parse error: %v", err), nil
-	}
-	pattern, err := goPattern(q.Pattern, q.Multiline)
-	if err != nil {
-		return nil, fmt.Sprintf("ripgrep error (code 2): %v", err), nil
-	}
-	re, err := regexp.Compile(expr + pattern)
-	if err != nil {
-		return nil, fmt.Sprintf("ripgrep error (code 2): regex parse error: %v", err), nil
+	re, msg := compile(q)
+	if msg != "" {
+		return nil, msg, nil
 	}
 	var typeGlobs []string
 	if q.Type != "" {
@@ -149,28 +135,69 @@ func Go(ctx context.Context, b backend.Backend, q Query, timeout time.Duration) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	timedOut := func(err error) ([]string, string, error) {
-		if errors.Is(err, context.DeadlineExceeded) && context.Cause(ctx) == context.DeadlineExceeded {
-			return nil, TimeoutMessage(timeout), nil
+	files, err := listFiles(ctx, b, q, typeGlobs)
+	if err != nil {
+		if ctx.Err() != nil {
+			return timedOut(ctx, timeout)
 		}
-		return nil, "", fmt.Errorf("grep: %w", err)
+		return nil, fmt.Sprintf("ripgrep error (code 2): %v", err), nil
 	}
+	results := searchAll(ctx, b, files, re, q)
+	if ctx.Err() != nil {
+		return timedOut(ctx, timeout)
+	}
+	return joinResults(results, q), "", nil
+}
 
-	var files []string
+// compile compiles q's pattern as ripgrep reads it, or returns the tool
+// error rg reports for it.
+func compile(q Query) (*regexp.Regexp, string) {
+	expr := "(?m)"
+	if q.Multiline {
+		expr = "(?ms)"
+	}
+	if q.IgnoreCase {
+		expr = strings.Replace(expr, "(?", "(?i", 1)
+	}
+	if _, err := regexp.Compile(expr + q.Pattern); err != nil {
+		return nil, fmt.Sprintf("ripgrep error (code 2): regex parse error: %v", err)
+	}
+	pattern, err := goPattern(q.Pattern, q.Multiline)
+	if err != nil {
+		return nil, fmt.Sprintf("ripgrep error (code 2): %v", err)
+	}
+	re, err := regexp.Compile(expr + pattern)
+	if err != nil {
+		return nil, fmt.Sprintf("ripgrep error (code 2): regex parse error: %v", err)
+	}
+	return re, ""
+}
+
+// timedOut is Go's answer once ctx is done: the timeout message if the
+// search's own deadline passed, else the caller's cancellation.
+func timedOut(ctx context.Context, timeout time.Duration) ([]string, string, error) {
+	err := ctx.Err()
+	if errors.Is(err, context.DeadlineExceeded) && context.Cause(ctx) == context.DeadlineExceeded {
+		return nil, TimeoutMessage(timeout), nil
+	}
+	return nil, "", fmt.Errorf("grep: %w", err)
+}
+
+// listFiles returns the files q searches: its root file, or the files
+// under its root that the filters select, in walk order.
+func listFiles(ctx context.Context, b backend.Backend, q Query, typeGlobs []string) ([]string, error) {
 	if q.RootIsFile {
-		files = []string{q.Root}
-	} else {
-		f := newFilter(q.Globs, typeGlobs)
-		err := walkFiltered(ctx, b, q.Root, f, func(rel string) { files = append(files, path.Join(q.Root, rel)) })
-		if err != nil {
-			if ctx.Err() != nil {
-				return timedOut(ctx.Err())
-			}
-			return nil, fmt.Sprintf("ripgrep error (code 2): %v", err), nil
-		}
+		return []string{q.Root}, nil
 	}
+	var files []string
+	f := newFilter(q.Globs, typeGlobs)
+	err := walkFiltered(ctx, b, q.Root, f, func(rel string) { files = append(files, path.Join(q.Root, rel)) })
+	return files, err
+}
 
-	// Search files in parallel, keep their order.
+// searchAll searches files in parallel and returns each one's output
+// lines in files' order. It stops handing out files once ctx is done.
+func searchAll(ctx context.Context, b backend.Backend, files []string, re *regexp.Regexp, q Query) [][]string {
 	results := make([][]string, len(files))
 	var wg sync.WaitGroup
 	next := make(chan int)
@@ -189,9 +216,12 @@ func Go(ctx context.Context, b backend.Backend, q Query, timeout time.Duration) 
 	}
 	close(next)
 	wg.Wait()
-	if ctx.Err() != nil {
-		return timedOut(ctx.Err())
-	}
+	return results
+}
+
+// joinResults concatenates the files' output lines, with "--" between
+// files when context lines are shown.
+func joinResults(results [][]string, q Query) []string {
 	var out []string
 	for _, r := range results {
 		if len(r) == 0 {
@@ -202,75 +232,22 @@ func Go(ctx context.Context, b backend.Backend, q Query, timeout time.Duration) 
 		}
 		out = append(out, r...)
 	}
-	return out, "", nil
+	return out
 }
 
 // searchFile searches one file and returns its output lines.
 func searchFile(ctx context.Context, b backend.Backend, file string, re *regexp.Regexp, q Query) []string {
-	data, err := b.ReadFile(ctx, file)
-	// An empty file has no lines, not one empty line (ripgrep finds no
-	// match for ^$ in it).
-	if err != nil || len(data) == 0 || len(data) > maxFileBytes {
+	data := readSearchable(ctx, b, file, re)
+	if data == nil {
 		return nil
 	}
-	if bytes.IndexByte(data, 0) >= 0 {
-		return nil // binary, as ripgrep skips it
-	}
-	if !re.Match(data) {
-		return nil
-	}
-	// Line starts; a final newline does not start another line.
-	starts := []int{0}
-	for i, c := range data {
-		if c == '\n' && i+1 < len(data) {
-			starts = append(starts, i+1)
-		}
-	}
-	lineOf := func(off int) int {
-		i, found := slices.BinarySearch(starts, off)
-		if found {
-			return i
-		}
-		return i - 1
-	}
-	lineText := func(i int) []byte {
-		end := len(data)
-		if i+1 < len(starts) {
-			end = starts[i+1]
-		}
-		return bytes.TrimSuffix(data[starts[i]:end], []byte("\n"))
-	}
-	// matched lines, and for count mode the number of counted matches.
+	ls := splitLines(data)
 	var matched []int
-	count := 0
+	var count int
 	if q.Multiline {
-		lastEnd := -1
-		for _, m := range re.FindAllIndex(data, -1) {
-			if m[0] == len(data) && data[len(data)-1] == '\n' {
-				// After the final line terminator there is no line:
-				// ripgrep finds no empty match there.
-				continue
-			}
-			first := lineOf(m[0])
-			endOff := m[1]
-			if endOff > m[0] {
-				endOff--
-			}
-			last := lineOf(endOff)
-			if first > lastEnd {
-				count++
-			}
-			for l := max(first, lastEnd+1); l <= last; l++ {
-				matched = append(matched, l)
-			}
-			lastEnd = max(lastEnd, last)
-		}
+		matched, count = ls.multilineMatches(re)
 	} else {
-		for i := range starts {
-			if re.Match(lineText(i)) {
-				matched = append(matched, i)
-			}
-		}
+		matched = ls.lineMatches(re)
 		count = len(matched)
 	}
 	if len(matched) == 0 {
@@ -289,13 +266,115 @@ func searchFile(ctx context.Context, b backend.Backend, file string, re *regexp.
 		}
 		return []string{prefix + ":" + strconv.Itoa(count)}
 	}
+	return ls.content(matched, prefix, q)
+}
+
+// readSearchable reads a file that ripgrep would search and in which re
+// matches, or returns nil: unreadable, empty (no lines, not one empty
+// line: ripgrep finds no match for ^$ in it), too large, binary or
+// without a match.
+func readSearchable(ctx context.Context, b backend.Backend, file string, re *regexp.Regexp) []byte {
+	data, err := b.ReadFile(ctx, file)
+	if err != nil || len(data) == 0 || len(data) > maxFileBytes {
+		return nil
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		return nil // binary, as ripgrep skips it
+	}
+	if !re.Match(data) {
+		return nil
+	}
+	return data
+}
+
+// lines is a file's text and where its lines start.
+type lines struct {
+	data   []byte
+	starts []int
+}
+
+// splitLines finds data's line starts; a final newline does not start
+// another line.
+func splitLines(data []byte) lines {
+	starts := []int{0}
+	for i, c := range data {
+		if c == '\n' && i+1 < len(data) {
+			starts = append(starts, i+1)
+		}
+	}
+	return lines{data: data, starts: starts}
+}
+
+// of is the line holding byte offset off.
+func (ls lines) of(off int) int {
+	i, found := slices.BinarySearch(ls.starts, off)
+	if found {
+		return i
+	}
+	return i - 1
+}
+
+// text is line i without its newline.
+func (ls lines) text(i int) []byte {
+	end := len(ls.data)
+	if i+1 < len(ls.starts) {
+		end = ls.starts[i+1]
+	}
+	return bytes.TrimSuffix(ls.data[ls.starts[i]:end], []byte("\n"))
+}
+
+// lineMatches returns the lines re matches, each searched on its own.
+func (ls lines) lineMatches(re *regexp.Regexp) []int {
+	var matched []int
+	for i := range ls.starts {
+		if re.Match(ls.text(i)) {
+			matched = append(matched, i)
+		}
+	}
+	return matched
+}
+
+// multilineMatches returns the lines re's matches in the whole text
+// span, and the number of matches ripgrep counts: a match starting on a
+// line that an earlier match ended on is not counted again.
+func (ls lines) multilineMatches(re *regexp.Regexp) ([]int, int) {
+	data := ls.data
+	var matched []int
+	count, lastEnd := 0, -1
+	for _, m := range re.FindAllIndex(data, -1) {
+		if m[0] == len(data) && data[len(data)-1] == '\n' {
+			// After the final line terminator there is no line:
+			// ripgrep finds no empty match there.
+			continue
+		}
+		first := ls.of(m[0])
+		endOff := m[1]
+		if endOff > m[0] {
+			endOff--
+		}
+		last := ls.of(endOff)
+		if first > lastEnd {
+			count++
+		}
+		for l := max(first, lastEnd+1); l <= last; l++ {
+			matched = append(matched, l)
+		}
+		lastEnd = max(lastEnd, last)
+	}
+	return matched, count
+}
+
+// content returns content mode's output: the matched lines and their
+// context, "--" between groups that are not adjacent when context is
+// shown.
+func (ls lines) content(matched []int, prefix string, q Query) []string {
 	isMatch := make(map[int]bool, len(matched))
 	for _, l := range matched {
 		isMatch[l] = true
 	}
-	show := make([]bool, len(starts))
+	show := make([]bool, len(ls.starts))
 	for _, m := range matched {
-		for l := max(0, m-q.Before); l <= min(len(starts)-1, m+q.After); l++ {
+		for l := max(0, m-q.Before); l <= min(len(ls.starts)-1, m+q.After); l++ {
 			show[l] = true
 		}
 	}
@@ -308,28 +387,35 @@ func searchFile(ctx context.Context, b backend.Backend, file string, re *regexp.
 		if printed >= 0 && l > printed+1 && (q.Before > 0 || q.After > 0) {
 			out = append(out, "--")
 		}
-		sep := "-"
-		if isMatch[l] {
-			sep = ":"
-		}
-		text := string(lineText(l))
-		if len(text) > maxColumns {
-			if isMatch[l] {
-				text = "[Omitted long matching line]"
-			} else {
-				text = "[Omitted long context line]"
-			}
-		}
-		var b strings.Builder
-		if prefix != "" {
-			b.WriteString(prefix + sep)
-		}
-		if q.LineNumbers {
-			b.WriteString(strconv.Itoa(l+1) + sep)
-		}
-		b.WriteString(text)
-		out = append(out, b.String())
+		out = append(out, ls.format(l, isMatch[l], prefix, q.LineNumbers))
 		printed = l
 	}
 	return out
+}
+
+// format is one output line of content mode: the path and line number
+// (when shown) followed by ":" on a matching line or "-" on a context
+// line, then the text, or a placeholder for a line over maxColumns.
+func (ls lines) format(l int, match bool, prefix string, lineNumbers bool) string {
+	sep := "-"
+	if match {
+		sep = ":"
+	}
+	text := string(ls.text(l))
+	if len(text) > maxColumns {
+		if match {
+			text = "[Omitted long matching line]"
+		} else {
+			text = "[Omitted long context line]"
+		}
+	}
+	var b strings.Builder
+	if prefix != "" {
+		b.WriteString(prefix + sep)
+	}
+	if lineNumbers {
+		b.WriteString(strconv.Itoa(l+1) + sep)
+	}
+	b.WriteString(text)
+	return b.String()
 }

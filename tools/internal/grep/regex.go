@@ -37,67 +37,21 @@ func goPattern(p string, multiline bool) (string, error) {
 		c := p[i]
 		switch {
 		case c == '\\' && i+1 < len(p):
-			e := p[i+1]
-			i++
-			switch e {
-			case 'w':
-				b.WriteString(wrap(wordClass, inClass, false))
-			case 'd':
-				b.WriteString(wrap(`\p{Nd}`, inClass, false))
-			case 's':
-				b.WriteString(wrap(spaceClass, inClass, false))
-			case 'W':
-				if inClass {
-					b.WriteString(`\W`)
-				} else {
-					b.WriteString(wrap(wordClass, false, true))
-				}
-			case 'D':
-				b.WriteString(`\P{Nd}`)
-			case 'S':
-				if inClass {
-					b.WriteString(`\S`)
-				} else {
-					b.WriteString(wrap(spaceClass, false, true))
-				}
-			case 'Q':
-				return "", fmt.Errorf(`regex parse error: unrecognized escape sequence \Q`)
-			case 'A', 'z':
-				switch {
-				case inClass, multiline:
-					b.WriteByte('\\')
-					b.WriteByte(e)
-				case e == 'A':
-					b.WriteByte('^')
-				default:
-					b.WriteByte('$')
-				}
-			default:
-				// Other escapes (\pL, \x{263a}, \., \\) are copied as they are.
-				b.WriteByte('\\')
-				b.WriteByte(e)
+			s, err := goEscape(p[i:i+2], inClass, multiline)
+			if err != nil {
+				return "", err
 			}
+			b.WriteString(s)
+			i++
 		case c == '[' && !inClass:
 			inClass = true
-			b.WriteByte(c)
-			// A ] first in the class (after an optional ^) is literal.
-			if i+1 < len(p) && p[i+1] == '^' {
-				b.WriteByte('^')
-				i++
-			}
-			if i+1 < len(p) && p[i+1] == ']' {
-				b.WriteByte(']')
-				i++
-			}
+			n := classOpening(p[i:])
+			b.WriteString(p[i : i+n])
+			i += n - 1
 		case c == '[' && inClass && strings.HasPrefix(p[i:], "[:"):
-			// A POSIX class ([:alpha:]) inside a class: copied whole.
-			end := strings.Index(p[i+2:], ":]")
-			if end < 0 {
-				b.WriteByte(c)
-				continue
-			}
-			b.WriteString(p[i : i+2+end+2])
-			i += 2 + end + 1
+			n := posixClass(p[i:])
+			b.WriteString(p[i : i+n])
+			i += n - 1
 		case c == ']' && inClass:
 			inClass = false
 			b.WriteByte(c)
@@ -106,6 +60,64 @@ func goPattern(p string, multiline bool) (string, error) {
 		}
 	}
 	return b.String(), nil
+}
+
+// goEscape rewrites one two-byte escape, esc, as goPattern describes.
+func goEscape(esc string, inClass, multiline bool) (string, error) {
+	switch e := esc[1]; e {
+	case 'w':
+		return wrap(wordClass, inClass, false), nil
+	case 'd':
+		return wrap(`\p{Nd}`, inClass, false), nil
+	case 's':
+		return wrap(spaceClass, inClass, false), nil
+	case 'W':
+		if !inClass {
+			return wrap(wordClass, false, true), nil
+		}
+	case 'D':
+		return `\P{Nd}`, nil
+	case 'S':
+		if !inClass {
+			return wrap(spaceClass, false, true), nil
+		}
+	case 'Q':
+		return "", fmt.Errorf(`regex parse error: unrecognized escape sequence \Q`)
+	case 'A', 'z':
+		switch {
+		case inClass, multiline:
+		case e == 'A':
+			return "^", nil
+		default:
+			return "$", nil
+		}
+	}
+	// Other escapes (\pL, \x{263a}, \., \\) are copied as they are.
+	return esc, nil
+}
+
+// classOpening is the length of the class opening that s starts with:
+// "[", then an optional "^", then an optional "]", which is literal
+// first in a class.
+func classOpening(s string) int {
+	n := 1
+	if n < len(s) && s[n] == '^' {
+		n++
+	}
+	if n < len(s) && s[n] == ']' {
+		n++
+	}
+	return n
+}
+
+// posixClass is the length of the POSIX class ([:alpha:]) s starts with,
+// copied whole, or 1 when s has no ":]" to end one.
+func posixClass(s string) int {
+	end := strings.Index(s[2:], ":]")
+	if end < 0 {
+		return 1
+	}
+	return 2 + end + 2
 }
 
 // wrap writes the class contents set as a class of its own outside a
