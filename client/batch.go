@@ -89,48 +89,15 @@ func BatchWorkflowID(jobID string) string { return "batch-" + jobID }
 // non-empty. When ctx ends, unfinished jobs are JobInterrupted and the
 // context's error is returned with the results.
 func (cl *Client) RunBatch(ctx context.Context, jobs []Job, opts BatchOptions) ([]JobResult, error) {
-	seen := make(map[string]bool, len(jobs))
-	for i, j := range jobs {
-		if j.ID == "" {
-			return nil, fmt.Errorf("batch: job %d has no id", i+1)
-		}
-		if seen[j.ID] {
-			return nil, fmt.Errorf("batch: job id %q appears twice", j.ID)
-		}
-		seen[j.ID] = true
+	if err := checkJobIDs(jobs); err != nil {
+		return nil, err
 	}
 	n := opts.Concurrency
 	if n <= 0 {
 		n = 10
 	}
-	every := opts.ProgressEvery
-	if every <= 0 {
-		every = time.Second
-	}
-	results := make([]JobResult, len(jobs))
-	var mu sync.Mutex
-	prog := BatchProgress{Total: len(jobs)}
-	snapshot := func() BatchProgress { mu.Lock(); defer mu.Unlock(); return prog }
-
-	stopTicker := make(chan struct{})
-	var tick sync.WaitGroup
-	if opts.Progress != nil {
-		tick.Add(1)
-		go func() {
-			defer tick.Done()
-			t := time.NewTicker(every)
-			defer t.Stop()
-			for {
-				select {
-				case <-stopTicker:
-					return
-				case <-t.C:
-					opts.Progress(snapshot())
-				}
-			}
-		}()
-	}
-
+	b := &batchRun{cl: cl, jobs: jobs, opts: opts, results: make([]JobResult, len(jobs)), prog: BatchProgress{Total: len(jobs)}}
+	stopTicker := b.tick()
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(n, max(len(jobs), 1)) {
@@ -138,55 +105,124 @@ func (cl *Client) RunBatch(ctx context.Context, jobs []Job, opts BatchOptions) (
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				attached := false
-				r := cl.runJob(ctx, jobs[i], func(existing bool) {
-					mu.Lock()
-					defer mu.Unlock()
-					attached = true
-					prog.Running++
-					if existing {
-						prog.Existing++
-					} else {
-						prog.Started++
-					}
-				})
-				mu.Lock()
-				results[i] = r
-				if attached {
-					prog.Running--
-				}
-				switch r.Status {
-				case JobCompleted:
-					prog.Done++
-				case JobFailed:
-					prog.Failed++
-				}
-				if opts.OnResult != nil {
-					opts.OnResult(r)
-				}
-				mu.Unlock()
+				b.run(ctx, i)
 			}
 		}()
 	}
-feed:
-	for i := range jobs {
+	b.feed(ctx, next)
+	close(next)
+	wg.Wait()
+	stopTicker()
+	if opts.Progress != nil {
+		opts.Progress(b.snapshot())
+	}
+	return b.results, ctx.Err()
+}
+
+// checkJobIDs refuses jobs without an id or with the same id twice.
+func checkJobIDs(jobs []Job) error {
+	seen := make(map[string]bool, len(jobs))
+	for i, j := range jobs {
+		if j.ID == "" {
+			return fmt.Errorf("batch: job %d has no id", i+1)
+		}
+		if seen[j.ID] {
+			return fmt.Errorf("batch: job id %q appears twice", j.ID)
+		}
+		seen[j.ID] = true
+	}
+	return nil
+}
+
+// batchRun is one RunBatch: its jobs, their results and the progress,
+// which mu guards.
+type batchRun struct {
+	cl      *Client
+	jobs    []Job
+	opts    BatchOptions
+	mu      sync.Mutex
+	results []JobResult
+	prog    BatchProgress
+}
+
+func (b *batchRun) snapshot() BatchProgress {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.prog
+}
+
+// tick reports progress every opts.ProgressEvery (default 1 s) until the
+// returned stop is called; nothing without opts.Progress.
+func (b *batchRun) tick() (stop func()) {
+	if b.opts.Progress == nil {
+		return func() {}
+	}
+	every := b.opts.ProgressEvery
+	if every <= 0 {
+		every = time.Second
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				b.opts.Progress(b.snapshot())
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// feed hands out the jobs in order; once ctx is done, the jobs not
+// handed out are interrupted.
+func (b *batchRun) feed(ctx context.Context, next chan<- int) {
+	for i := range b.jobs {
 		select {
 		case next <- i:
 		case <-ctx.Done():
-			for j := i; j < len(jobs); j++ {
-				results[j] = JobResult{ID: jobs[j].ID, WorkflowID: BatchWorkflowID(jobs[j].ID), Status: JobInterrupted}
+			for j := i; j < len(b.jobs); j++ {
+				b.results[j] = JobResult{ID: b.jobs[j].ID, WorkflowID: BatchWorkflowID(b.jobs[j].ID), Status: JobInterrupted}
 			}
-			break feed
+			return
 		}
 	}
-	close(next)
-	wg.Wait()
-	close(stopTicker)
-	tick.Wait()
-	if opts.Progress != nil {
-		opts.Progress(snapshot())
+}
+
+// run runs job i and counts it: running once it has a turn (started or
+// found), then done or failed.
+func (b *batchRun) run(ctx context.Context, i int) {
+	attached := false
+	r := b.cl.runJob(ctx, b.jobs[i], func(existing bool) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		attached = true
+		b.prog.Running++
+		if existing {
+			b.prog.Existing++
+		} else {
+			b.prog.Started++
+		}
+	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.results[i] = r
+	if attached {
+		b.prog.Running--
 	}
-	return results, ctx.Err()
+	switch r.Status {
+	case JobCompleted:
+		b.prog.Done++
+	case JobFailed:
+		b.prog.Failed++
+	}
+	if b.opts.OnResult != nil {
+		b.opts.OnResult(r)
+	}
 }
 
 // runJob starts or finds one job's turn, calls attached once it has one
