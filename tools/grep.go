@@ -282,7 +282,8 @@ func (g Grep) engine(ctx context.Context, b backend.Backend) (GrepEngine, error)
 	found, err := g.Probes.Find(ctx, b, "rg", func(ctx context.Context) (string, error) {
 		res, err := b.Exec(ctx, backend.ExecRequest{Argv: []string{"rg", "--version"}, Timeout: 10 * time.Second, MaxOutput: 4096})
 		if err != nil {
-			if ctx.Err() != nil {
+			// Not an answer to remember: the call fails and is retried.
+			if ctx.Err() != nil || errors.Is(err, backend.ErrUnavailable) {
 				return "", err
 			}
 			return "", nil

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"strings"
 	"unicode/utf16"
 
@@ -91,7 +92,7 @@ func (ps PowerShell) Call(ctx context.Context, env *Env, input json.RawMessage) 
 				Argv: []string{p, "-NoProfile", "-NonInteractive", "-Command", "exit 0"}, Timeout: BashDefaultTimeout / 4,
 			})
 			if err != nil {
-				if ctx.Err() != nil {
+				if ctx.Err() != nil || errors.Is(err, backend.ErrUnavailable) {
 					return "", err
 				}
 				continue

@@ -102,7 +102,9 @@ func Ripgrep(ctx context.Context, b backend.Backend, q Query, timeout time.Durat
 	argv = append(argv, "-e", q.Pattern, "--", q.Root)
 	res, err := b.Exec(ctx, backend.ExecRequest{Argv: argv, Timeout: timeout, MaxOutput: 32 << 20})
 	if err != nil {
-		if ctx.Err() != nil {
+		// A workspace that went away is the infrastructure's failure: the
+		// activity retries it on a new one.
+		if ctx.Err() != nil || errors.Is(err, backend.ErrUnavailable) {
 			return nil, "", fmt.Errorf("grep: %w", err)
 		}
 		return nil, fmt.Sprintf("ripgrep error: %v", err), nil
