@@ -162,80 +162,106 @@ func (u *unit) readArgs(home string) (out []word, cwd bool) {
 	case "sed":
 		return parseSed(args).files, false
 	case "git":
-		for i := 0; i < len(args); i++ {
-			if args[i].val == "-C" && i+1 < len(args) {
-				// Later -C options are relative to earlier ones; judge
-				// each as written, which fails closed for relative ones
-				// only when the working directory is unknown.
-				out = append(out, args[i+1])
-				i++
-				continue
-			}
-			if !strings.HasPrefix(args[i].val, "-") {
-				break
-			}
-		}
+		out = gitReadArgs(args)
 		return out, len(out) == 0
 	case "xargs":
-		// xargs -a FILE reads its arguments from FILE.
-		for i := 0; i < len(args); i++ {
-			v := args[i].val
-			switch {
-			case v == "-a" || v == "--arg-file":
-				if i+1 < len(args) {
-					out = append(out, args[i+1])
-				}
-				i++
-			case strings.HasPrefix(v, "--arg-file="):
-				w := args[i]
-				w.val = v[len("--arg-file="):]
-				out = append(out, w)
-			case strings.HasPrefix(v, "-a") && len(v) > 2 && !strings.HasPrefix(v, "--"):
-				w := args[i]
-				w.val = v[2:]
-				out = append(out, w)
-			case !strings.HasPrefix(v, "-"):
-				return out, false
-			}
-		}
-		return out, false
+		return xargsReadArgs(args), false
 	case "cd":
-		ops, _ := checkOpts(mustSpec("cd"), args)
-		if len(ops) == 0 {
-			if home == "" {
-				return []word{{val: "$HOME", dynamic: true}}, false
-			}
-			return []word{{val: "~", tilde: true}}, false
-		}
-		if ops[0].val == "-" {
-			return []word{{val: "$OLDPWD", dynamic: true}}, false
-		}
-		return ops[:1], false
+		return cdReadArgs(args, home), false
 	default:
-		spec, ok := readOnlySpec(n)
-		if !ok || !spec.paths {
-			return nil, false
-		}
-		ops, vals, _ := checkOptsVals(spec, args)
-		for _, v := range vals {
-			if v.tilde || strings.ContainsRune(v.val, '/') || strings.HasPrefix(v.val, ".") {
-				out = append(out, v)
-			}
-		}
-		if spec.pattern && !patternGiven(args) && !anyArg(args, func(v string) bool { return v == "--files" || v == "--type-list" }) && len(ops) > 0 {
-			ops = ops[1:]
-		}
-		for _, w := range ops {
-			if w.val == "-" && !w.dynamic {
-				continue // stdin
-			}
-			out = append(out, w)
-		}
-		if len(ops) == 0 {
-			cwd = spec.cwd || (oneOf(n, "grep", "egrep", "fgrep") && recursiveGrep(args))
-		}
-		return out, cwd
+		return specReadArgs(n, args)
 	}
+}
+
+// gitReadArgs returns the directories of git's -C options. Later -C
+// options are relative to earlier ones; each is judged as written, which
+// fails closed for relative ones only when the working directory is
+// unknown.
+func gitReadArgs(args []word) []word {
+	var out []word
+	for i := 0; i < len(args); i++ {
+		if args[i].val == "-C" && i+1 < len(args) {
+			out = append(out, args[i+1])
+			i++
+			continue
+		}
+		if !strings.HasPrefix(args[i].val, "-") {
+			break
+		}
+	}
+	return out
+}
+
+// xargsReadArgs returns the file of xargs -a FILE, which it reads its
+// arguments from.
+func xargsReadArgs(args []word) []word {
+	var out []word
+	for i := 0; i < len(args); i++ {
+		v := args[i].val
+		switch {
+		case v == "-a" || v == "--arg-file":
+			if i+1 < len(args) {
+				out = append(out, args[i+1])
+			}
+			i++
+		case strings.HasPrefix(v, "--arg-file="):
+			w := args[i]
+			w.val = v[len("--arg-file="):]
+			out = append(out, w)
+		case strings.HasPrefix(v, "-a") && len(v) > 2 && !strings.HasPrefix(v, "--"):
+			w := args[i]
+			w.val = v[2:]
+			out = append(out, w)
+		case !strings.HasPrefix(v, "-"):
+			return out
+		}
+	}
+	return out
+}
+
+// cdReadArgs returns the directory cd enters: its operand, the home
+// directory without one, $OLDPWD for "cd -".
+func cdReadArgs(args []word, home string) []word {
+	ops, _ := checkOpts(mustSpec("cd"), args)
+	if len(ops) == 0 {
+		if home == "" {
+			return []word{{val: "$HOME", dynamic: true}}
+		}
+		return []word{{val: "~", tilde: true}}
+	}
+	if ops[0].val == "-" {
+		return []word{{val: "$OLDPWD", dynamic: true}}
+	}
+	return ops[:1]
+}
+
+// specReadArgs returns the files a command of the read-only list reads:
+// its operands (after grep's pattern) and the option values that look
+// like paths, and whether it reads its working directory.
+func specReadArgs(n string, args []word) (out []word, cwd bool) {
+	spec, ok := readOnlySpec(n)
+	if !ok || !spec.paths {
+		return nil, false
+	}
+	ops, vals, _ := checkOptsVals(spec, args)
+	for _, v := range vals {
+		if v.tilde || strings.ContainsRune(v.val, '/') || strings.HasPrefix(v.val, ".") {
+			out = append(out, v)
+		}
+	}
+	if spec.pattern && !patternGiven(args) && !anyArg(args, func(v string) bool { return v == "--files" || v == "--type-list" }) && len(ops) > 0 {
+		ops = ops[1:]
+	}
+	for _, w := range ops {
+		if w.val == "-" && !w.dynamic {
+			continue // stdin
+		}
+		out = append(out, w)
+	}
+	if len(ops) == 0 {
+		cwd = spec.cwd || (oneOf(n, "grep", "egrep", "fgrep") && recursiveGrep(args))
+	}
+	return out, cwd
 }
 
 // patternGiven reports whether grep's pattern comes from -e or -f, so

@@ -250,6 +250,37 @@ func (a *Analysis) stmt(src string, s *syntax.Stmt, depth int, nested bool, inhe
 	if s.Coprocess || s.Disown {
 		a.failf("Command contains coprocess which cannot be statically analyzed")
 	}
+	rs := a.redirs(src, s, depth, inherited)
+	switch c := s.Cmd.(type) {
+	case nil:
+		// Only redirections: "> file" truncates file.
+		u := a.newUnit()
+		*u = unit{text: text(src, s), redirs: rs, nested: nested, cwds: a.cwds}
+		a.units = append(a.units, u)
+	case *syntax.CallExpr:
+		a.call(src, s, c, depth, nested, rs)
+	case *syntax.BinaryCmd:
+		a.binary(src, c, depth, nested, rs)
+	case *syntax.Subshell:
+		saved := a.cwds
+		a.stmts(src, c.Stmts, depth, nested, rs)
+		a.cwds = saved
+	case *syntax.Block:
+		a.stmts(src, c.Stmts, depth, nested, rs)
+	case *syntax.TimeClause:
+		if c.Stmt != nil {
+			a.stmt(src, c.Stmt, depth, nested, rs)
+		}
+	case *syntax.DeclClause:
+		a.decl(src, s, c, depth, nested, rs)
+	default:
+		a.failf("Command contains %s which cannot be statically analyzed", unsupported(c))
+	}
+}
+
+// redirs resolves the redirections of s, after those it inherits from
+// the commands around it.
+func (a *Analysis) redirs(src string, s *syntax.Stmt, depth int, inherited []redir) []redir {
 	rs := inherited
 	if len(s.Redirs) > 0 {
 		rs = make([]redir, len(inherited), len(inherited)+len(s.Redirs))
@@ -266,86 +297,82 @@ func (a *Analysis) stmt(src string, s *syntax.Stmt, depth int, nested bool, inhe
 			rs = append(rs, redir{op: r.Op, target: a.word(src, r.Word, depth, true)})
 		}
 	}
-	switch c := s.Cmd.(type) {
-	case nil:
-		// Only redirections: "> file" truncates file.
-		u := a.newUnit()
-		*u = unit{text: text(src, s), redirs: rs, nested: nested, cwds: a.cwds}
-		a.units = append(a.units, u)
-	case *syntax.CallExpr:
-		u := a.newUnit()
-		*u = unit{text: text(src, s), redirs: rs, nested: nested, cwds: a.cwds}
-		if len(c.Assigns) > 0 {
-			u.assigns = make([]assign, 0, len(c.Assigns))
-			for _, as := range c.Assigns {
-				u.assigns = append(u.assigns, a.assign(src, as, depth))
-			}
+	return rs
+}
+
+// call records the simple command c of statement s.
+func (a *Analysis) call(src string, s *syntax.Stmt, c *syntax.CallExpr, depth int, nested bool, rs []redir) {
+	u := a.newUnit()
+	*u = unit{text: text(src, s), redirs: rs, nested: nested, cwds: a.cwds}
+	if len(c.Assigns) > 0 {
+		u.assigns = make([]assign, 0, len(c.Assigns))
+		for _, as := range c.Assigns {
+			u.assigns = append(u.assigns, a.assign(src, as, depth))
 		}
-		u.args = make([]word, 0, len(c.Args))
-		for _, w := range c.Args {
-			u.args = append(u.args, a.word(src, w, depth, true))
+	}
+	u.args = make([]word, 0, len(c.Args))
+	for _, w := range c.Args {
+		u.args = append(u.args, a.word(src, w, depth, true))
+	}
+	a.add(u, depth)
+}
+
+// binary walks "X && Y", "X || Y" and pipelines. In "X && Y", Y only
+// runs when X succeeded, so a cd ending X did change the directory; in
+// "X || Y" and "X | Y" it may not have. The elements of a pipeline run
+// in subshells: a cd there changes nothing after it.
+func (a *Analysis) binary(src string, c *syntax.BinaryCmd, depth int, nested bool, rs []redir) {
+	saved := a.andLeft
+	pipe := c.Op == syntax.Pipe || c.Op == syntax.PipeAll
+	a.andLeft = c.Op == syntax.AndStmt
+	a.stmt(src, c.X, depth, nested, rs)
+	a.andLeft = saved && !pipe
+	a.stmt(src, c.Y, depth, nested, rs)
+	a.andLeft = saved
+}
+
+// decl records export/declare/local/readonly/typeset: not read-only,
+// but their values are still scanned for substitutions.
+func (a *Analysis) decl(src string, s *syntax.Stmt, c *syntax.DeclClause, depth int, nested bool, rs []redir) {
+	u := &unit{text: text(src, s), redirs: rs, nested: nested, cwds: a.cwds}
+	u.args = append(u.args, word{val: c.Variant.Value})
+	for _, as := range c.Args {
+		v := a.assign(src, as, depth)
+		w := v.value
+		if as.Name != nil && !as.Naked {
+			w.val = v.name + "=" + w.val
+		} else if as.Name != nil {
+			w = word{val: v.name}
 		}
-		a.add(u, depth)
-	case *syntax.BinaryCmd:
-		// In "X && Y", Y only runs when X succeeded, so a cd ending X
-		// did change the directory; in "X || Y" and "X | Y" it may not
-		// have.
-		// The elements of a pipeline run in subshells: a cd there
-		// changes nothing after it.
-		saved := a.andLeft
-		pipe := c.Op == syntax.Pipe || c.Op == syntax.PipeAll
-		a.andLeft = c.Op == syntax.AndStmt
-		a.stmt(src, c.X, depth, nested, rs)
-		a.andLeft = saved && !pipe
-		a.stmt(src, c.Y, depth, nested, rs)
-		a.andLeft = saved
-	case *syntax.Subshell:
-		saved := a.cwds
-		a.stmts(src, c.Stmts, depth, nested, rs)
-		a.cwds = saved
-	case *syntax.Block:
-		a.stmts(src, c.Stmts, depth, nested, rs)
-	case *syntax.TimeClause:
-		if c.Stmt != nil {
-			a.stmt(src, c.Stmt, depth, nested, rs)
-		}
-	case *syntax.DeclClause:
-		// export/declare/local/readonly/typeset: not read-only, but their
-		// values are still scanned for substitutions.
-		u := &unit{text: text(src, s), redirs: rs, nested: nested, cwds: a.cwds}
-		u.args = append(u.args, word{val: c.Variant.Value})
-		for _, as := range c.Args {
-			v := a.assign(src, as, depth)
-			w := v.value
-			if as.Name != nil && !as.Naked {
-				w.val = v.name + "=" + w.val
-			} else if as.Name != nil {
-				w = word{val: v.name}
-			}
-			u.args = append(u.args, w)
-		}
-		a.units = append(a.units, u)
+		u.args = append(u.args, w)
+	}
+	a.units = append(a.units, u)
+}
+
+// unsupported names, for the failure message, a command that needs code
+// to run to be understood (conditionals, loops, functions, tests,
+// arithmetic).
+func unsupported(c syntax.Command) string {
+	switch c := c.(type) {
 	case *syntax.IfClause:
-		a.failf("Command contains if_statement which cannot be statically analyzed")
+		return "if_statement"
 	case *syntax.WhileClause:
 		if c.Until {
-			a.failf("Command contains until_statement which cannot be statically analyzed")
-		} else {
-			a.failf("Command contains while_statement which cannot be statically analyzed")
+			return "until_statement"
 		}
+		return "while_statement"
 	case *syntax.ForClause:
-		a.failf("Command contains for_statement which cannot be statically analyzed")
+		return "for_statement"
 	case *syntax.CaseClause:
-		a.failf("Command contains case_statement which cannot be statically analyzed")
+		return "case_statement"
 	case *syntax.FuncDecl:
-		a.failf("Command contains function_definition which cannot be statically analyzed")
+		return "function_definition"
 	case *syntax.TestClause:
-		a.failf("Command contains test_command which cannot be statically analyzed")
+		return "test_command"
 	case *syntax.ArithmCmd, *syntax.LetClause:
-		a.failf("Command contains arithmetic which cannot be statically analyzed")
-	default:
-		a.failf("Command contains %T which cannot be statically analyzed", c)
+		return "arithmetic"
 	}
+	return fmt.Sprintf("%T", c)
 }
 
 func (a *Analysis) assign(src string, as *syntax.Assign, depth int) assign {
@@ -404,19 +431,7 @@ func (a *Analysis) word(src string, w *syntax.Word, depth int, top bool) word {
 func (a *Analysis) part(src string, p syntax.WordPart, depth int, inDQ, first bool, b *strings.Builder, out *word) {
 	switch p := p.(type) {
 	case *syntax.Lit:
-		if inDQ {
-			b.WriteString(unescapeDQ(p.Value))
-			return
-		}
-		if first && strings.HasPrefix(p.Value, "~") {
-			out.tilde = true
-		}
-		s, glob := unescapeLit(p.Value)
-		out.glob = out.glob || glob
-		if glob && strings.IndexByte(p.Value, '{') >= 0 && strings.IndexByte(p.Value, '}') >= 0 {
-			out.brace = true // {a,b} or {1..3}: may expand to several words
-		}
-		b.WriteString(s)
+		litPart(p, inDQ, first, b, out)
 	case *syntax.SglQuoted:
 		out.quoted = true
 		if p.Dollar && strings.Contains(p.Value, `\`) {
@@ -430,39 +445,11 @@ func (a *Analysis) part(src string, p syntax.WordPart, depth int, inDQ, first bo
 			a.part(src, q, depth, true, false, b, out)
 		}
 	case *syntax.ParamExp:
-		if !simpleParam(p) {
-			a.failf("Command contains expansion which cannot be statically analyzed")
-			if p.Exp != nil && p.Exp.Word != nil {
-				a.word(src, p.Exp.Word, depth, false)
-			}
-			if p.Repl != nil {
-				if p.Repl.Orig != nil {
-					a.word(src, p.Repl.Orig, depth, false)
-				}
-				if p.Repl.With != nil {
-					a.word(src, p.Repl.With, depth, false)
-				}
-			}
-		}
-		out.dynamic = true
-		b.WriteString("$")
-		if p.Param != nil {
-			b.WriteString(p.Param.Value)
-		}
+		a.param(src, p, depth, b, out)
 	case *syntax.CmdSubst:
-		a.failf("Command contains command_substitution which cannot be statically analyzed")
-		out.dynamic = true
-		b.WriteString("$(...)")
-		saved := a.cwds
-		a.stmts(src, p.Stmts, depth+1, true, nil)
-		a.cwds = saved
+		a.subst(src, "command_substitution", "$(...)", p.Stmts, depth, b, out)
 	case *syntax.ProcSubst:
-		a.failf("Command contains process_substitution which cannot be statically analyzed")
-		out.dynamic = true
-		b.WriteString("<(...)")
-		saved := a.cwds
-		a.stmts(src, p.Stmts, depth+1, true, nil)
-		a.cwds = saved
+		a.subst(src, "process_substitution", "<(...)", p.Stmts, depth, b, out)
 	case *syntax.ArithmExp:
 		// Arithmetic evaluates array subscripts, which can run commands.
 		a.failf("Command contains arithmetic expansion which cannot be statically analyzed")
@@ -483,6 +470,63 @@ func (a *Analysis) part(src string, p syntax.WordPart, depth int, inDQ, first bo
 		a.failf("Command contains %T which cannot be statically analyzed", p)
 		out.dynamic = true
 	}
+}
+
+// litPart resolves a literal part of a word, inside double quotes or not;
+// first is set for the first part of a word in command or argument
+// position, where ~ expands.
+func litPart(p *syntax.Lit, inDQ, first bool, b *strings.Builder, out *word) {
+	if inDQ {
+		b.WriteString(unescapeDQ(p.Value))
+		return
+	}
+	if first && strings.HasPrefix(p.Value, "~") {
+		out.tilde = true
+	}
+	s, glob := unescapeLit(p.Value)
+	out.glob = out.glob || glob
+	if glob && strings.IndexByte(p.Value, '{') >= 0 && strings.IndexByte(p.Value, '}') >= 0 {
+		out.brace = true // {a,b} or {1..3}: may expand to several words
+	}
+	b.WriteString(s)
+}
+
+// param resolves a parameter expansion: it makes the word dynamic, and
+// anything but a plain $NAME or ${NAME} makes the analysis fail (the
+// words inside are still scanned for substitutions).
+func (a *Analysis) param(src string, p *syntax.ParamExp, depth int, b *strings.Builder, out *word) {
+	if !simpleParam(p) {
+		a.failf("Command contains expansion which cannot be statically analyzed")
+		if p.Exp != nil && p.Exp.Word != nil {
+			a.word(src, p.Exp.Word, depth, false)
+		}
+		if p.Repl != nil {
+			if p.Repl.Orig != nil {
+				a.word(src, p.Repl.Orig, depth, false)
+			}
+			if p.Repl.With != nil {
+				a.word(src, p.Repl.With, depth, false)
+			}
+		}
+	}
+	out.dynamic = true
+	b.WriteString("$")
+	if p.Param != nil {
+		b.WriteString(p.Param.Value)
+	}
+}
+
+// subst handles a command or process substitution (kind): the analysis
+// fails, the word shows the substitution as shown, and the commands
+// inside are still collected as nested units, in the working directory
+// of the word.
+func (a *Analysis) subst(src, kind, shown string, stmts []*syntax.Stmt, depth int, b *strings.Builder, out *word) {
+	a.failf("Command contains %s which cannot be statically analyzed", kind)
+	out.dynamic = true
+	b.WriteString(shown)
+	saved := a.cwds
+	a.stmts(src, stmts, depth+1, true, nil)
+	a.cwds = saved
 }
 
 // simpleParam reports whether p is a plain $NAME or ${NAME}.

@@ -239,28 +239,9 @@ func (u *unit) pathArgs() []word {
 		return out
 	}
 	args := u.args[1:]
-	var valued string
-	skipFirst := false
-	switch u.name() {
-	case "rm", "rmdir", "unlink", "tee", "shred":
-	case "mv", "cp", "ln", "install":
-		valued = "StmogbZ"
-	case "mkdir":
-		valued = "mZ"
-	case "touch":
-		valued = "dtr"
-	case "truncate":
-		valued = "sr"
-	case "chmod", "chown", "chgrp":
-		skipFirst = true
-		for _, w := range args {
-			if strings.HasPrefix(w.val, "--reference") {
-				skipFirst = false
-			}
-		}
+	switch n := u.name(); n {
 	case "sed":
-		s := parseSed(args)
-		if s.inPlace {
+		if s := parseSed(args); s.inPlace {
 			out = append(out, s.files...)
 		}
 		return out
@@ -270,8 +251,41 @@ func (u *unit) pathArgs() []word {
 		}
 		return out
 	default:
-		return out
+		valued, skipFirst, ok := fileOperands(n, args)
+		if !ok {
+			return out
+		}
+		return operandPaths(out, args, valued, skipFirst, n == "touch")
 	}
+}
+
+// fileOperands describes the operands of the file command n: the short
+// options that take a value, and whether the first operand is not a
+// file (chmod's mode, chown's owner, unless --reference gives them). ok
+// is false when n is not a file command.
+func fileOperands(n string, args []word) (valued string, skipFirst, ok bool) {
+	switch n {
+	case "rm", "rmdir", "unlink", "tee", "shred":
+		return "", false, true
+	case "mv", "cp", "ln", "install":
+		return "StmogbZ", false, true
+	case "mkdir":
+		return "mZ", false, true
+	case "touch":
+		return "dtr", false, true
+	case "truncate":
+		return "sr", false, true
+	case "chmod", "chown", "chgrp":
+		return "", !anyArg(args, func(v string) bool { return strings.HasPrefix(v, "--reference") }), true
+	}
+	return "", false, false
+}
+
+// operandPaths appends to out the files named by the arguments of a file
+// command: its operands (but the first with skipFirst) and the target
+// directories of its options (-t DIR, --target-directory=DIR; touch's -t
+// is a time).
+func operandPaths(out, args []word, valued string, skipFirst, touch bool) []word {
 	endOpts := false
 	for i := 0; i < len(args); i++ {
 		v := args[i].val
@@ -280,25 +294,7 @@ func (u *unit) pathArgs() []word {
 			continue
 		}
 		if !endOpts && strings.HasPrefix(v, "-") && len(v) > 1 && !args[i].dynamic {
-			if strings.HasPrefix(v, "--") {
-				if name, val, ok := strings.Cut(v, "="); ok && name == "--target-directory" {
-					w := args[i]
-					w.val = val
-					out = append(out, w)
-				}
-				continue
-			}
-			for j := 1; j < len(v); j++ {
-				if strings.IndexByte(valued, v[j]) >= 0 {
-					if j == len(v)-1 && i+1 < len(args) {
-						i++
-						if v[j] == 't' && u.name() != "touch" {
-							out = append(out, args[i])
-						}
-					}
-					break
-				}
-			}
+			out, i = optionPaths(out, args, i, valued, touch)
 			continue
 		}
 		if skipFirst {
@@ -308,6 +304,30 @@ func (u *unit) pathArgs() []word {
 		out = append(out, args[i])
 	}
 	return out
+}
+
+// optionPaths appends to out the target directory the option args[i]
+// names, and returns the index of its last word.
+func optionPaths(out, args []word, i int, valued string, touch bool) ([]word, int) {
+	v := args[i].val
+	if strings.HasPrefix(v, "--") {
+		if name, val, ok := strings.Cut(v, "="); ok && name == "--target-directory" {
+			out = append(out, withVal(args[i], val))
+		}
+		return out, i
+	}
+	for j := 1; j < len(v); j++ {
+		if strings.IndexByte(valued, v[j]) >= 0 {
+			if j == len(v)-1 && i+1 < len(args) {
+				i++
+				if v[j] == 't' && !touch {
+					out = append(out, args[i])
+				}
+			}
+			break
+		}
+	}
+	return out, i
 }
 
 // findStarts returns find's start paths ("." when none are given).

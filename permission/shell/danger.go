@@ -251,107 +251,166 @@ func rootOwner(v string) bool {
 // cron tables, kernel parameters and shutdown; their listing forms are
 // not flagged.
 func systemChange(_ *unit, n string, args []word) string {
+	if rule := systemRule(n); rule != nil {
+		return rule(n, args)
+	}
+	return ""
+}
+
+// systemRule returns the check of the system command n: it returns what
+// matched, or "" for a form that only lists. It is nil for the commands
+// that do not change the system.
+func systemRule(n string) func(n string, args []word) string {
 	switch n {
-	case "modprobe", "insmod", "rmmod", "depmod", "kmod":
-		return n
+	case "modprobe", "insmod", "rmmod", "depmod", "kmod",
+		"iptables-restore", "ip6tables-restore", "iptables-legacy-restore", "iptables-nft-restore",
+		"umount", "swapoff", "shutdown", "reboot", "halt", "poweroff", "kexec", "telinit":
+		return flagAlways
 	case "iptables", "ip6tables", "iptables-legacy", "iptables-nft", "ip6tables-legacy", "ip6tables-nft", "ebtables", "arptables":
-		if firewallListing(args) {
-			return ""
-		}
-		return n
-	case "iptables-restore", "ip6tables-restore", "iptables-legacy-restore", "iptables-nft-restore":
-		return n
+		return flagUnless(firewallListing)
 	case "nft":
-		if p := positional(args); len(p) > 0 && !p[0].dynamic && oneOf(p[0].val, "list", "describe") {
-			return ""
-		}
-		return n
+		return flagUnless(firstPositionalIn("list", "describe"))
 	case "ufw":
-		if p := positional(args); len(p) > 0 && !p[0].dynamic && oneOf(p[0].val, "status", "version", "show") {
-			return ""
-		}
-		return n
+		return flagUnless(firstPositionalIn("status", "version", "show"))
 	case "firewall-cmd":
-		for _, w := range args {
-			if w.dynamic {
-				return n
-			}
-			ok := false
-			for _, p := range []string{"--list", "--get", "--query", "--state", "--info", "--zone", "--permanent", "--help", "-h", "--version", "-V"} {
-				if strings.HasPrefix(w.val, p) {
-					ok = true
-				}
-			}
-			if !ok {
-				return n
-			}
-		}
-		return ""
+		return flagUnless(firewallCmdQuery)
 	case "mount":
-		// "mount", "mount -l" and "mount -t TYPE" list mounts.
-		for i := 0; i < len(args); i++ {
-			w := args[i]
-			switch {
-			case w.dynamic:
-				return n
-			case w.val == "-t" || w.val == "--types":
-				i++
-			case strings.HasPrefix(w.val, "-t") || strings.HasPrefix(w.val, "--types="),
-				oneOf(w.val, "-l", "--show-labels", "-v", "--verbose"):
-			default:
-				return n
-			}
-		}
-		return ""
-	case "umount", "swapoff":
-		return n
+		return flagUnless(mountListing)
 	case "swapon":
-		if len(args) > 0 && (hasFlag(args, 's', "--summary") || longOpt(args, "--show")) {
-			return ""
-		}
-		return n
+		return flagUnless(swapListing)
 	case "systemctl":
-		p := positional(args)
-		if len(p) == 0 {
-			return "" // systemctl alone lists units
-		}
-		if p[0].dynamic {
-			return "systemctl with a command only known at run time"
-		}
-		switch sub := p[0].val; sub {
-		case "status", "show", "cat", "list-units", "list-unit-files", "list-sockets", "list-timers", "list-jobs",
-			"list-dependencies", "list-machines", "list-automounts", "list-paths", "is-active", "is-enabled", "is-failed",
-			"is-system-running", "help", "get-default", "show-environment":
-			return ""
-		default:
-			return "systemctl " + sub
-		}
+		return systemctlChange
 	case "service":
-		p := positional(args)
-		if len(p) == 0 || longOpt(args, "--status-all") || len(p) >= 2 && !p[1].dynamic && p[1].val == "status" {
-			return ""
-		}
-		return "service"
+		return serviceChange
 	case "crontab":
-		if hasFlag(args, 'l', "--list") && len(positional(args)) == 0 {
+		return flagUnless(crontabListing)
+	case "init":
+		return initChange
+	case "sysctl":
+		return sysctlChange
+	}
+	return nil
+}
+
+// flagAlways flags the command n whatever its arguments.
+func flagAlways(n string, _ []word) string { return n }
+
+// flagUnless flags the command n unless listing reports that its arguments
+// only list.
+func flagUnless(listing func(args []word) bool) func(n string, args []word) string {
+	return func(n string, args []word) string {
+		if listing(args) {
 			return ""
 		}
-		return "crontab"
-	case "shutdown", "reboot", "halt", "poweroff", "kexec", "telinit":
 		return n
-	case "init":
-		if len(args) > 0 {
-			return "init " + args[0].val
+	}
+}
+
+// firstPositionalIn reports whether the first positional argument is
+// known statically and one of set.
+func firstPositionalIn(set ...string) func(args []word) bool {
+	return func(args []word) bool {
+		p := positional(args)
+		return len(p) > 0 && !p[0].dynamic && oneOf(p[0].val, set...)
+	}
+}
+
+// firewallCmdQuery reports whether every argument of firewall-cmd is a
+// query, a listing or a scope option.
+func firewallCmdQuery(args []word) bool {
+	for _, w := range args {
+		if w.dynamic {
+			return false
 		}
-	case "sysctl":
-		for _, w := range args {
-			if w.dynamic || strings.Contains(w.val, "=") {
-				return "sysctl (sets a kernel parameter)"
+		ok := false
+		for _, p := range []string{"--list", "--get", "--query", "--state", "--info", "--zone", "--permanent", "--help", "-h", "--version", "-V"} {
+			if strings.HasPrefix(w.val, p) {
+				ok = true
 			}
 		}
-		if hasFlag(args, 'w', "--write") || hasFlag(args, 'p', "--load") || longOpt(args, "--system") {
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// mountListing reports whether mount's arguments only list mounts:
+// "mount", "mount -l" and "mount -t TYPE".
+func mountListing(args []word) bool {
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		switch {
+		case w.dynamic:
+			return false
+		case w.val == "-t" || w.val == "--types":
+			i++
+		case strings.HasPrefix(w.val, "-t") || strings.HasPrefix(w.val, "--types="),
+			oneOf(w.val, "-l", "--show-labels", "-v", "--verbose"):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// swapListing reports whether swapon only shows the swap areas.
+func swapListing(args []word) bool {
+	return len(args) > 0 && (hasFlag(args, 's', "--summary") || longOpt(args, "--show"))
+}
+
+// crontabListing reports whether crontab only lists the table.
+func crontabListing(args []word) bool {
+	return hasFlag(args, 'l', "--list") && len(positional(args)) == 0
+}
+
+// systemctlChange flags the systemctl commands other than those that
+// show or list; systemctl alone lists units.
+func systemctlChange(_ string, args []word) string {
+	p := positional(args)
+	if len(p) == 0 {
+		return ""
+	}
+	if p[0].dynamic {
+		return "systemctl with a command only known at run time"
+	}
+	switch sub := p[0].val; sub {
+	case "status", "show", "cat", "list-units", "list-unit-files", "list-sockets", "list-timers", "list-jobs",
+		"list-dependencies", "list-machines", "list-automounts", "list-paths", "is-active", "is-enabled", "is-failed",
+		"is-system-running", "help", "get-default", "show-environment":
+		return ""
+	default:
+		return "systemctl " + sub
+	}
+}
+
+// serviceChange flags service other than "service", "service
+// --status-all" and "service NAME status".
+func serviceChange(_ string, args []word) string {
+	p := positional(args)
+	if len(p) == 0 || longOpt(args, "--status-all") || len(p) >= 2 && !p[1].dynamic && p[1].val == "status" {
+		return ""
+	}
+	return "service"
+}
+
+// initChange flags init with a runlevel.
+func initChange(_ string, args []word) string {
+	if len(args) > 0 {
+		return "init " + args[0].val
+	}
+	return ""
+}
+
+// sysctlChange flags sysctl when it sets a kernel parameter.
+func sysctlChange(_ string, args []word) string {
+	for _, w := range args {
+		if w.dynamic || strings.Contains(w.val, "=") {
 			return "sysctl (sets a kernel parameter)"
 		}
+	}
+	if hasFlag(args, 'w', "--write") || hasFlag(args, 'p', "--load") || longOpt(args, "--system") {
+		return "sysctl (sets a kernel parameter)"
 	}
 	return ""
 }
@@ -466,108 +525,156 @@ func gitDestroys(_ *unit, n string, args []word) string {
 	if n != "git" {
 		return ""
 	}
-	i := 0
-	for ; i < len(args); i++ {
+	i, why := gitDestroyGlobals(args)
+	if why != "" || i >= len(args) {
+		return why
+	}
+	sub, rest := args[i].val, args[i+1:]
+	switch sub {
+	case "update-ref", "filter-branch", "filter-repo":
+		return "git " + sub
+	}
+	check := gitDestroyCheck(sub)
+	if check == nil {
+		return ""
+	}
+	for _, w := range rest {
+		if w.dynamic && (w.val == "" || w.val[0] == '$') {
+			return "git " + sub + " with an argument only known at run time"
+		}
+	}
+	return check(rest)
+}
+
+// gitDestroyGlobals skips git's global options and returns the index of
+// the subcommand (len(args) when there is none), or what to flag: an
+// option only known at run time or an alias set with -c.
+func gitDestroyGlobals(args []word) (int, string) {
+	for i := 0; i < len(args); i++ {
 		w := args[i]
 		v := w.val
 		if w.dynamic {
-			return "git with a subcommand or option only known at run time"
+			return i, "git with a subcommand or option only known at run time"
 		}
 		if !strings.HasPrefix(v, "-") {
-			break
+			return i, ""
 		}
 		name, val, hasVal := strings.Cut(v, "=")
 		if v == "-c" && i+1 < len(args) {
 			val, hasVal = args[i+1].val, true
 			if args[i+1].dynamic {
-				return "git -c with a value only known at run time"
+				return i, "git -c with a value only known at run time"
 			}
 		}
 		if (name == "-c" || name == "--config-env") && hasVal && strings.HasPrefix(strings.ToLower(val), "alias.") {
-			return "git -c alias (an alias set on the command line)"
+			return i, "git -c alias (an alias set on the command line)"
 		}
 		if strings.Contains(gitGlobalValued, " "+name+" ") && !strings.Contains(v, "=") {
 			i++
 		}
 	}
-	if i >= len(args) {
-		return ""
-	}
-	sub, rest := args[i].val, args[i+1:]
-	destructive := map[string]bool{"reset": true, "clean": true, "push": true, "branch": true, "stash": true,
-		"reflog": true, "update-ref": true, "filter-branch": true, "filter-repo": true}
-	if !destructive[sub] {
-		return ""
-	}
-	for _, w := range rest {
-		if w.dynamic && (w.val == "" || w.val[0] == '$') && sub != "filter-branch" && sub != "filter-repo" && sub != "update-ref" {
-			return "git " + sub + " with an argument only known at run time"
-		}
-	}
+	return len(args), ""
+}
+
+// gitDestroyCheck returns the check of a git subcommand with
+// destructive forms: given the subcommand's arguments, it names the
+// destructive form used, or returns "". It is nil for the other
+// subcommands.
+func gitDestroyCheck(sub string) func(rest []word) string {
 	switch sub {
 	case "reset":
-		if longOpt(rest, "--hard") {
-			return "git reset --hard"
-		}
-		if longOpt(rest, "--merge") {
-			return "git reset --merge"
-		}
+		return gitResetDestroys
 	case "clean":
-		if hasFlag(rest, 'n', "--dry-run") {
-			return ""
-		}
-		if hasFlag(rest, 'f', "--force") {
-			return "git clean -f"
-		}
+		return gitCleanDestroys
 	case "push":
-		if hasFlag(rest, 'n', "--dry-run") {
-			return ""
-		}
-		switch {
-		case hasFlag(rest, 'f', "--force"):
-			return "git push --force"
-		case longOpt(rest, "--force-with-lease", "--force-if-includes"):
-			return "git push --force-with-lease"
-		case longOpt(rest, "--mirror"):
-			return "git push --mirror"
-		case hasFlag(rest, 'd', "--delete"):
-			return "git push --delete"
-		case longOpt(rest, "--prune"):
-			return "git push --prune"
-		}
-		pos := positional(rest)
-		for j, w := range pos {
-			if j == 0 {
-				continue // the remote
-			}
-			if strings.HasPrefix(w.val, "+") {
-				return "git push +refspec (a forced update)"
-			}
-			if strings.HasPrefix(w.val, ":") {
-				return "git push :ref (a deletion)"
-			}
-		}
+		return gitPushDestroys
 	case "branch":
-		switch {
-		case shortFlag(rest, 'D'):
-			return "git branch -D"
-		case shortFlag(rest, 'M'):
-			return "git branch -M"
-		case shortFlag(rest, 'C'):
-			return "git branch -C"
-		case hasFlag(rest, 'f', "--force"):
-			return "git branch --force"
-		}
+		return gitBranchDestroys
 	case "stash":
-		if p := positional(rest); len(p) > 0 && oneOf(p[0].val, "drop", "clear") {
-			return "git stash " + p[0].val
-		}
+		return gitSubDestroys("git stash ", "drop", "clear")
 	case "reflog":
-		if p := positional(rest); len(p) > 0 && oneOf(p[0].val, "expire", "delete") {
-			return "git reflog " + p[0].val
-		}
-	case "update-ref", "filter-branch", "filter-repo":
-		return "git " + sub
+		return gitSubDestroys("git reflog ", "expire", "delete")
+	}
+	return nil
+}
+
+// gitResetDestroys flags reset --hard and --merge.
+func gitResetDestroys(rest []word) string {
+	if longOpt(rest, "--hard") {
+		return "git reset --hard"
+	}
+	if longOpt(rest, "--merge") {
+		return "git reset --merge"
 	}
 	return ""
+}
+
+// gitCleanDestroys flags clean -f unless it is a dry run.
+func gitCleanDestroys(rest []word) string {
+	if hasFlag(rest, 'n', "--dry-run") {
+		return ""
+	}
+	if hasFlag(rest, 'f', "--force") {
+		return "git clean -f"
+	}
+	return ""
+}
+
+// gitPushDestroys flags the forced, mirroring, deleting and pruning
+// forms of push unless it is a dry run.
+func gitPushDestroys(rest []word) string {
+	if hasFlag(rest, 'n', "--dry-run") {
+		return ""
+	}
+	switch {
+	case hasFlag(rest, 'f', "--force"):
+		return "git push --force"
+	case longOpt(rest, "--force-with-lease", "--force-if-includes"):
+		return "git push --force-with-lease"
+	case longOpt(rest, "--mirror"):
+		return "git push --mirror"
+	case hasFlag(rest, 'd', "--delete"):
+		return "git push --delete"
+	case longOpt(rest, "--prune"):
+		return "git push --prune"
+	}
+	pos := positional(rest)
+	for j, w := range pos {
+		if j == 0 {
+			continue // the remote
+		}
+		if strings.HasPrefix(w.val, "+") {
+			return "git push +refspec (a forced update)"
+		}
+		if strings.HasPrefix(w.val, ":") {
+			return "git push :ref (a deletion)"
+		}
+	}
+	return ""
+}
+
+// gitBranchDestroys flags the forced forms of branch (-D, -M, -C, -f).
+func gitBranchDestroys(rest []word) string {
+	switch {
+	case shortFlag(rest, 'D'):
+		return "git branch -D"
+	case shortFlag(rest, 'M'):
+		return "git branch -M"
+	case shortFlag(rest, 'C'):
+		return "git branch -C"
+	case hasFlag(rest, 'f', "--force"):
+		return "git branch --force"
+	}
+	return ""
+}
+
+// gitSubDestroys flags a subcommand of git stash or git reflog among
+// subs, named after prefix.
+func gitSubDestroys(prefix string, subs ...string) func(rest []word) string {
+	return func(rest []word) string {
+		if p := positional(rest); len(p) > 0 && oneOf(p[0].val, subs...) {
+			return prefix + p[0].val
+		}
+		return ""
+	}
 }

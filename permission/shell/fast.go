@@ -47,6 +47,31 @@ type fastCmd struct {
 // fast analyses src when it qualifies for the fast path and reports
 // whether it did.
 func (a *Analysis) fast(src string) bool {
+	if !fastChars(src) {
+		return false
+	}
+	var cmdBuf [6]fastCmd
+	var opBuf [6]fastOp
+	cmds, ops, ok := fastSplit(src, cmdBuf[:0], opBuf[:0])
+	if !ok {
+		return false
+	}
+	// Statements are separated by ";"; inside one, && and || chain
+	// pipelines left to right.
+	first := 0
+	for k := range cmds {
+		if ops[k] == opSemi || ops[k] == opNone {
+			a.fastChain(src, cmds[first:k+1], ops[first:k])
+			first = k + 1
+		}
+	}
+	return true
+}
+
+// fastChars reports whether src holds only bytes the fast path knows,
+// with every quote closed and nothing inside quotes that expands or
+// escapes.
+func fastChars(src string) bool {
 	for i := 0; i < len(src); i++ {
 		c := src[i]
 		if !fastByte(c) && c != ' ' && c != '\t' && c != '&' && c != '|' && c != ';' && c != '\'' && c != '"' && c != '<' && c != '>' {
@@ -69,86 +94,100 @@ func (a *Analysis) fast(src string) bool {
 			i = j
 		}
 	}
-	var cmdBuf [6]fastCmd
-	var opBuf [6]fastOp
-	cmds, ops := cmdBuf[:0], opBuf[:0]
+	return true
+}
+
+// fastSplit splits src into simple commands, appended to cmds, and the
+// operators after each, appended to ops (opNone after the last). ok is
+// false when src is not for the fast path.
+func fastSplit(src string, cmds []fastCmd, ops []fastOp) ([]fastCmd, []fastOp, bool) {
 	cur := fastCmd{start: -1}
-	i := 0
-	for i < len(src) {
-		c := src[i]
-		switch {
+	for i := 0; i < len(src); {
+		switch c := src[i]; {
 		case c == ' ' || c == '\t':
 			i++
 		case c == ';' || c == '&' || c == '|':
-			op := opSemi
-			n := 1
-			switch {
-			case c == '&' && i+1 < len(src) && src[i+1] == '&':
-				op, n = opAnd, 2
-			case c == '|' && i+1 < len(src) && src[i+1] == '|':
-				op, n = opOr, 2
-			case c == '|' && i+1 < len(src) && src[i+1] == '&':
-				return false // |&
-			case c == '|':
-				op = opPipe
-			case c == '&':
-				return false // background
-			}
-			if cur.start < 0 {
-				return false // an operator without a command before it
+			op, n, ok := fastOperator(src, i)
+			if !ok || cur.start < 0 {
+				return nil, nil, false // or an operator without a command before it
 			}
 			cmds = append(cmds, cur)
 			ops = append(ops, op)
 			cur = fastCmd{start: -1}
 			i += n
 		default:
-			if cur.start < 0 {
-				cur.start = i
-			}
-			j, w, ok := fastWord(src, i)
+			next, ok := cur.token(src, i)
 			if !ok {
-				return false
+				return nil, nil, false
 			}
-			if j < len(src) && (src[j] == '>' || src[j] == '<') && (j == i || allDigits(src[i:j])) {
-				// A redirection, with its file descriptor when digits
-				// come right before it.
-				r, next, ok := fastRedir(src, j)
-				if !ok {
-					return false
-				}
-				cur.redirs = append(cur.redirs, r)
-				cur.end = next
-				i = next
-				continue
-			}
-			if len(cur.words) == 0 {
-				raw := src[i:j]
-				if strings.IndexByte(raw, '=') >= 0 || reserved(raw) {
-					return false
-				}
-				cur.words = make([]word, 0, 4)
-			}
-			cur.words = append(cur.words, w)
-			cur.end = j
-			i = j
+			i = next
 		}
 	}
 	if cur.start >= 0 {
 		cmds = append(cmds, cur)
 		ops = append(ops, opNone)
 	} else if len(ops) == 0 || ops[len(ops)-1] != opSemi {
-		return false // empty, or a trailing &&, || or |
+		return nil, nil, false // empty, or a trailing &&, || or |
 	}
-	// Statements are separated by ";"; inside one, && and || chain
-	// pipelines left to right.
-	first := 0
-	for k := range cmds {
-		if ops[k] == opSemi || ops[k] == opNone {
-			a.fastChain(src, cmds[first:k+1], ops[first:k])
-			first = k + 1
+	return cmds, ops, true
+}
+
+// fastOperator reads the operator at i (";", "&&", "||" or "|") and
+// returns it and its length; ok is false for "|&" and a background "&".
+func fastOperator(src string, i int) (fastOp, int, bool) {
+	c := src[i]
+	next := byte(0)
+	if i+1 < len(src) {
+		next = src[i+1]
+	}
+	switch {
+	case c == '&' && next == '&':
+		return opAnd, 2, true
+	case c == '|' && next == '|':
+		return opOr, 2, true
+	case c == '|' && next == '&':
+		return opNone, 0, false // |&
+	case c == '|':
+		return opPipe, 1, true
+	case c == '&':
+		return opNone, 0, false // background
+	}
+	return opSemi, 1, true
+}
+
+// token reads the word or redirection at i into c and returns the index
+// after it; ok is false when it is not for the fast path (an assignment
+// or a reserved word in command position, a redirection it does not
+// know).
+func (c *fastCmd) token(src string, i int) (int, bool) {
+	if c.start < 0 {
+		c.start = i
+	}
+	j, w, ok := fastWord(src, i)
+	if !ok {
+		return 0, false
+	}
+	if j < len(src) && (src[j] == '>' || src[j] == '<') && (j == i || allDigits(src[i:j])) {
+		// A redirection, with its file descriptor when digits come
+		// right before it.
+		r, next, ok := fastRedir(src, j)
+		if !ok {
+			return 0, false
 		}
+		c.redirs = append(c.redirs, r)
+		c.end = next
+		return next, true
 	}
-	return true
+	if len(c.words) == 0 {
+		raw := src[i:j]
+		if strings.IndexByte(raw, '=') >= 0 || reserved(raw) {
+			return 0, false
+		}
+		c.words = make([]word, 0, 4)
+	}
+	c.words = append(c.words, w)
+	c.end = j
+	return j, true
 }
 
 // fastChain walks one statement: pipelines joined by && and ||, the way

@@ -45,10 +45,25 @@ const (
 	whyNetwork = "contacts a remote (and may run ssh)"
 )
 
-// readOnlyCommands is the read-only list with each command's options.
-// It is built once per Analysis call site; see readOnlySpec.
+// readOnlySpec returns the options of a command of the read-only list,
+// and whether name is on it. The list is split by kind: shell builtins
+// and small utilities, commands reading files and directories, and text
+// tools.
 func readOnlySpec(name string) (optSpec, bool) {
+	if s, ok := builtinSpec(name); ok {
+		return s, true
+	}
+	if s, ok := fileSpec(name); ok {
+		return s, true
+	}
+	return textSpec(name)
+}
+
+// builtinSpec is readOnlySpec for shell builtins and small utilities
+// (echo, pwd, id, which, cd, ...).
+func builtinSpec(name string) (optSpec, bool) {
 	switch name {
+
 	case "echo":
 		return optSpec{flags: "neE", anyDynamic: true}, true
 	case "printf":
@@ -73,6 +88,14 @@ func readOnlySpec(name string) (optSpec, bool) {
 		return optSpec{flags: "afptP"}, true
 	case "cd":
 		return optSpec{flags: "LPe@", paths: true}, true
+	}
+	return optSpec{}, false
+}
+
+// fileSpec is readOnlySpec for commands that read files and
+// directories (cat, head, ls, stat, du, tree, ...).
+func fileSpec(name string) (optSpec, bool) {
+	switch name {
 	case "cat", "tac":
 		return optSpec{flags: "AbeEnstTuv", vals: "rs", longs: " show-all number-nonblank show-ends number squeeze-blank show-tabs show-nonprinting before regex separator= ", paths: true}, true
 	case "head", "tail":
@@ -86,6 +109,25 @@ func readOnlySpec(name string) (optSpec, bool) {
 			bad: " -m=c --magic-file=c -C=w --compile=w -z=x -Z=x --uncompress-noreport=x ", paths: true}, true
 	case "ls":
 		return optSpec{flags: "aAbBcCdDfFgGhHiklLmnNopqQrRsStuUvxXZ1", vals: "ITw", longs: " all almost-all author escape block-size= ignore-backups color color= directory dired classify file-type format= full-time group-directories-first no-group human-readable si dereference-command-line dereference-command-line-symlink-to-dir hide= hyperlink hyperlink= indicator-style= inode ignore= kibibytes literal numeric-uid-gid hide-control-chars show-control-chars quote-name quoting-style= reverse recursive size sort= time= time-style= tabsize= width= context zero ", paths: true, cwd: true}, true
+	case "realpath", "readlink":
+		return optSpec{flags: "eEfmLPqszvn", longs: " canonicalize canonicalize-existing canonicalize-missing logical physical quiet strip no-symlinks zero relative-to= relative-base= no-newline silent verbose ", paths: true}, true
+	case "du":
+		return optSpec{flags: "0abcDhHklLmPsSx", vals: "BdtX", longs: " null all apparent-size block-size= bytes total dereference-args max-depth= human-readable inodes dereference no-dereference count-links separate-dirs si summarize threshold= time time= time-style= exclude-from= exclude= one-file-system ", paths: true, cwd: true}, true
+	case "df":
+		return optSpec{flags: "ahHiklPTv", vals: "Btx", longs: " all block-size= human-readable si inodes local no-sync output output= portability print-type total type= exclude-type= ", paths: true}, true
+	case "md5sum", "sha1sum", "sha256sum", "sha512sum":
+		return optSpec{flags: "bctwz", longs: " binary check tag text zero ignore-missing quiet status strict warn ", paths: true}, true
+	case "tree":
+		return optSpec{flags: "adlfxACDFgGhiNnpqQrsStuUvJX", vals: "LPIH", longs: " noreport charset= filelimit= dirsfirst filesfirst du si prune matchdirs ignore-case gitignore info sort= timefmt= inodes device nolinks hintro= houtro= ",
+			bad: " -o=w -R=w --fromfile=c --infofile=c --gitfile=c ", paths: true, cwd: true}, true
+	}
+	return optSpec{}, false
+}
+
+// textSpec is readOnlySpec for text tools: searching, paging,
+// comparing and transforming (grep, rg, less, diff, cut, sort, ...).
+func textSpec(name string) (optSpec, bool) {
+	switch name {
 	case "grep", "egrep", "fgrep":
 		return optSpec{flags: "EFGPiywxzsvVcLlHhnbTqoUrRIaZ0123456789", vals: "ABCDdefm", longs: " extended-regexp fixed-strings basic-regexp perl-regexp regexp= file= ignore-case no-ignore-case word-regexp line-regexp null-data no-messages invert-match version help max-count= byte-offset line-number no-line-number line-buffered with-filename no-filename label= only-matching quiet silent binary-files= text devices= directories= exclude= exclude-from= exclude-dir= include= recursive dereference-recursive files-without-match files-with-matches count initial-tab null before-context= after-context= context= color color= colour colour= binary ", paths: true, pattern: true}, true
 	case "rg":
@@ -96,12 +138,6 @@ func readOnlySpec(name string) (optSpec, bool) {
 	case "less":
 		return optSpec{flags: "aBcCdeEfFgGiIJKLmMnNqQrRsSuUVwWX~", vals: "bhjpPtxyz#", longs: " quit-at-eof QUIT-AT-EOF quit-if-one-screen ignore-case IGNORE-CASE LINE-NUMBERS line-numbers RAW-CONTROL-CHARS raw-control-chars chop-long-lines no-init tabs= quiet silent squeeze-blank-lines status-column long-prompt mouse no-lessopen ",
 			bad: " -o=w -O=w --log-file=w --LOG-FILE=w -k=c --lesskey-file=c --lesskey-src=c -T=c --tag-file=c ", paths: true, plusCmds: true}, true
-	case "realpath", "readlink":
-		return optSpec{flags: "eEfmLPqszvn", longs: " canonicalize canonicalize-existing canonicalize-missing logical physical quiet strip no-symlinks zero relative-to= relative-base= no-newline silent verbose ", paths: true}, true
-	case "du":
-		return optSpec{flags: "0abcDhHklLmPsSx", vals: "BdtX", longs: " null all apparent-size block-size= bytes total dereference-args max-depth= human-readable inodes dereference no-dereference count-links separate-dirs si summarize threshold= time time= time-style= exclude-from= exclude= one-file-system ", paths: true, cwd: true}, true
-	case "df":
-		return optSpec{flags: "ahHiklPTv", vals: "Btx", longs: " all block-size= human-readable si inodes local no-sync output output= portability print-type total type= exclude-type= ", paths: true}, true
 	case "diff":
 		return optSpec{flags: "abBdeEfhHiNnpqrsStTuvwyZ0123456789", vals: "CDFILSUWx", longs: " normal brief report-identical-files context context= unified unified= ed rcs side-by-side width= left-column suppress-common-lines show-c-function show-function-line= label= expand-tabs initial-tab tabsize= suppress-blank-empty new-file unidirectional-new-file ignore-case ignore-file-name-case no-ignore-file-name-case ignore-tab-expansion ignore-trailing-space ignore-space-change ignore-all-space ignore-blank-lines ignore-matching-lines= text strip-trailing-cr recursive starting-file= exclude= exclude-from= from-file= to-file= minimal horizon-lines= speed-large-files color color= palette= line-format= old-line-format= new-line-format= unchanged-line-format= old-group-format= new-group-format= changed-group-format= unchanged-group-format= no-dereference ", paths: true}, true
 	case "cmp":
@@ -113,14 +149,9 @@ func readOnlySpec(name string) (optSpec, bool) {
 	case "uniq":
 		// A second operand is uniq's OUTPUT file: see uniqOutput.
 		return optSpec{flags: "cdDiuz", vals: "fsw", longs: " count repeated all-repeated all-repeated= skip-fields= ignore-case skip-chars= unique zero-terminated check-chars= group group= ", paths: true}, true
-	case "md5sum", "sha1sum", "sha256sum", "sha512sum":
-		return optSpec{flags: "bctwz", longs: " binary check tag text zero ignore-missing quiet status strict warn ", paths: true}, true
 	case "sort":
 		return optSpec{flags: "bdfgiMhnRrVcCsuz", vals: "ktS", longs: " ignore-leading-blanks dictionary-order ignore-case general-numeric-sort ignore-nonprinting month-sort human-numeric-sort numeric-sort random-sort reverse version-sort sort= check check= key= stable buffer-size= field-separator= unique zero-terminated parallel= debug ",
 			bad: " -o=w --output=w --compress-program=x -T=w --temporary-directory=w --random-source=c --files0-from=c ", paths: true}, true
-	case "tree":
-		return optSpec{flags: "adlfxACDFgGhiNnpqQrsStuUvJX", vals: "LPIH", longs: " noreport charset= filelimit= dirsfirst filesfirst du si prune matchdirs ignore-case gitignore info sort= timefmt= inodes device nolinks hintro= houtro= ",
-			bad: " -o=w -R=w --fromfile=c --infofile=c --gitfile=c ", paths: true, cwd: true}, true
 	}
 	return optSpec{}, false
 }
@@ -171,60 +202,76 @@ func checkOptsVals(s optSpec, args []word) (operands, values []word, issue *optI
 			return operands, values, &optIssue{opt: v, why: "is only known at run time"}
 		}
 		if strings.HasPrefix(v, "--") {
-			name, val, hasVal := strings.Cut(v, "=")
-			if why := badOpt(s.bad, name); why != "" {
-				return operands, values, &optIssue{opt: name, why: why}
-			}
-			long := name[2:]
-			known := false
-			switch {
-			case long == "":
-			case listHas(s.longs, long, 0):
-				known = true
-			case listHas(s.longs, long, '='):
-				{
-					known = true
-					if !hasVal {
-						i++
-						if i < len(args) {
-							values = append(values, args[i])
-						}
-					} else {
-						vw := w
-						vw.val = val
-						values = append(values, vw)
-					}
-				}
-			}
-			if !known {
-				return operands, values, &optIssue{opt: name, why: "is not a known read-only option"}
-			}
-			continue
+			i, values, issue = s.longOpt(args, i, values)
+		} else {
+			i, values, issue = s.shortOpts(args, i, values)
 		}
-		for j := 1; j < len(v); j++ {
-			c := v[j]
-			if why := badShort(s.bad, c); why != "" {
-				return operands, values, &optIssue{opt: "-" + string(c), why: why}
-			}
-			if strings.IndexByte(s.vals, c) >= 0 {
-				if j == len(v)-1 {
-					i++
-					if i < len(args) {
-						values = append(values, args[i])
-					}
-				} else {
-					vw := w
-					vw.val = v[j+1:]
-					values = append(values, vw)
-				}
-				break
-			}
-			if strings.IndexByte(s.flags, c) < 0 {
-				return operands, values, &optIssue{opt: "-" + string(c), why: "is not a known read-only option"}
-			}
+		if issue != nil {
+			return operands, values, issue
 		}
 	}
 	return operands, values, nil
+}
+
+// longOpt classifies the long option args[i], appending its value (if
+// it takes one) to values, and returns the index of its last word.
+func (s optSpec) longOpt(args []word, i int, values []word) (int, []word, *optIssue) {
+	w := args[i]
+	name, val, hasVal := strings.Cut(w.val, "=")
+	if why := badOpt(s.bad, name); why != "" {
+		return i, values, &optIssue{opt: name, why: why}
+	}
+	switch long := name[2:]; {
+	case long == "":
+	case listHas(s.longs, long, 0):
+		return i, values, nil
+	case listHas(s.longs, long, '='):
+		if hasVal {
+			return i, append(values, withVal(w, val)), nil
+		}
+		return optValue(args, i, values)
+	}
+	return i, values, &optIssue{opt: name, why: "is not a known read-only option"}
+}
+
+// shortOpts classifies the cluster of short options args[i], appending
+// the value of one that takes a value (the rest of the word, or the next
+// word) to values, and returns the index of its last word.
+func (s optSpec) shortOpts(args []word, i int, values []word) (int, []word, *optIssue) {
+	w := args[i]
+	v := w.val
+	for j := 1; j < len(v); j++ {
+		c := v[j]
+		if why := badShort(s.bad, c); why != "" {
+			return i, values, &optIssue{opt: "-" + string(c), why: why}
+		}
+		if strings.IndexByte(s.vals, c) >= 0 {
+			if j == len(v)-1 {
+				return optValue(args, i, values)
+			}
+			return i, append(values, withVal(w, v[j+1:])), nil
+		}
+		if strings.IndexByte(s.flags, c) < 0 {
+			return i, values, &optIssue{opt: "-" + string(c), why: "is not a known read-only option"}
+		}
+	}
+	return i, values, nil
+}
+
+// optValue takes the word after args[i] as an option's value, when there
+// is one, and returns its index.
+func optValue(args []word, i int, values []word) (int, []word, *optIssue) {
+	i++
+	if i < len(args) {
+		values = append(values, args[i])
+	}
+	return i, values, nil
+}
+
+// withVal returns w with the value val, a part of it.
+func withVal(w word, val string) word {
+	w.val = val
+	return w
 }
 
 // listHas reports whether the space-separated list holds name. With

@@ -108,15 +108,8 @@ func unitRO(u *unit) string {
 }
 
 func unitROWhy(u *unit) string {
-	for _, as := range u.assigns {
-		if !roEnvSafe(as.name) {
-			return "the assignment " + as.name + "=… changes what runs or where"
-		}
-	}
-	for _, r := range u.redirs {
-		if writeRedir(r) {
-			return "the redirection " + r.op.String() + " " + r.target.val + " writes a file"
-		}
+	if why := prefixROWhy(u); why != "" {
+		return why
 	}
 	if len(u.args) == 0 {
 		return "" // assignments or input redirections only
@@ -129,92 +122,167 @@ func unitROWhy(u *unit) string {
 		return "`" + u.args[0].val + "` is not a command from PATH or a system directory"
 	}
 	args := u.args[1:]
-	switch n {
-	case "command":
-		return "" // the wrapped command is judged on its own
-	case "builtin", "time", "timeout", "nice", "stdbuf", "xargs", "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh":
-		// Transparent wrappers: read-only when what they run is. A shell
-		// without -c runs a script file or stdin, which is unknown.
-		if u.inner > 0 || (u.wrapper != "" && n != "sh" && n != "bash" && n != "zsh" && n != "dash" && n != "ksh" && n != "ash" && n != "mksh") {
-			return ""
-		}
-		return "`" + n + "` runs a script that cannot be seen"
-	case "env":
-		return ""
-	case "find":
-		for _, w := range args {
-			if w.dynamic {
-				return "`find` has an argument only known at run time"
-			}
-			if mutatingFindPred(w.val) {
-				return "`find " + w.val + "` writes files or runs programs"
-			}
-		}
-		return ""
-	case "sed":
-		for _, w := range args {
-			if w.dynamic {
-				return "`sed` has an argument only known at run time"
-			}
-		}
-		s := parseSed(args)
-		if s.err != "" {
-			return "`sed`: " + s.err
-		}
-		if s.inPlace {
-			return "`sed -i` edits files in place"
-		}
-		return ""
-	case "git":
-		return gitRO(args)
+	if rule := roRule(n); rule != nil {
+		return rule(u, n, args)
 	}
 	if spec, ok := readOnlySpec(n); ok {
-		ops, issue := checkOpts(spec, args)
-		if issue != nil {
-			return "`" + n + " " + issue.opt + "` " + issue.why
-		}
-		if n == "uniq" && len(ops) > 1 {
-			return "`uniq` writes its second operand (" + ops[1].val + ")"
-		}
-		return ""
+		return specROWhy(spec, n, args)
 	}
 	for _, w := range args {
 		if w.dynamic {
 			return "`" + n + "` has an argument only known at run time"
 		}
 	}
-	switch n {
-	case "docker":
-		if len(args) > 0 && oneOf(args[0].val, "ps", "images", "inspect", "logs", "version", "info") {
-			return ""
-		}
-	case "gh":
-		if len(args) == 1 && args[0].val == "status" || len(args) >= 2 && (args[0].val == "repo" && args[1].val == "view" ||
-			args[0].val == "issue" && args[1].val == "list" ||
-			args[0].val == "pr" && args[1].val == "list" ||
-			args[0].val == "status") {
-			return ""
-		}
-	case "python", "python3":
-		if len(args) == 1 && oneOf(args[0].val, "--version", "-V") {
-			return ""
-		}
-	case "node":
-		if len(args) == 1 && oneOf(args[0].val, "--version", "-v") {
-			return ""
-		}
-	case "npm":
-		if len(args) > 0 && oneOf(args[0].val, "list", "ls") {
-			return ""
-		}
-	case "pip", "pip3":
-		if len(args) > 0 && oneOf(args[0].val, "list", "show") {
-			return ""
-		}
-	default:
+	ro := readOnlyForm(n)
+	if ro == nil {
 		return "`" + n + "` is not on the read-only list"
 	}
+	if ro(args) {
+		return ""
+	}
 	return "`" + strings.TrimSpace(n+" "+firstArg(args)) + "` is not a read-only form of " + n
+}
+
+// prefixROWhy judges what comes around u's words: a prefix assignment
+// that changes what runs, or a redirection that writes a file.
+func prefixROWhy(u *unit) string {
+	for _, as := range u.assigns {
+		if !roEnvSafe(as.name) {
+			return "the assignment " + as.name + "=… changes what runs or where"
+		}
+	}
+	for _, r := range u.redirs {
+		if writeRedir(r) {
+			return "the redirection " + r.op.String() + " " + r.target.val + " writes a file"
+		}
+	}
+	return ""
+}
+
+// roRule returns the read-only judgement of the commands judged by their
+// own rules rather than by an option table (wrappers, find, sed, git),
+// or nil.
+func roRule(n string) func(u *unit, n string, args []word) string {
+	switch n {
+	case "command", "env":
+		return wrappedRO // the wrapped command is judged on its own
+	case "builtin", "time", "timeout", "nice", "stdbuf", "xargs", "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh":
+		return transparentRO
+	case "find":
+		return findRO
+	case "sed":
+		return sedRO
+	case "git":
+		return func(_ *unit, _ string, args []word) string { return gitRO(args) }
+	}
+	return nil
+}
+
+// wrappedRO judges command and env alone: the command they run is a
+// unit of its own.
+func wrappedRO(*unit, string, []word) string { return "" }
+
+// transparentRO judges a transparent wrapper: read-only when what it
+// runs is. A shell without -c runs a script file or stdin, which is
+// unknown.
+func transparentRO(u *unit, n string, _ []word) string {
+	if u.inner > 0 || (u.wrapper != "" && !shellName(n)) {
+		return ""
+	}
+	return "`" + n + "` runs a script that cannot be seen"
+}
+
+// shellName reports whether n is one of the shells whose -c scripts are
+// analysed.
+func shellName(n string) bool {
+	return oneOf(n, "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh")
+}
+
+// findRO judges find by its predicates.
+func findRO(_ *unit, _ string, args []word) string {
+	for _, w := range args {
+		if w.dynamic {
+			return "`find` has an argument only known at run time"
+		}
+		if mutatingFindPred(w.val) {
+			return "`find " + w.val + "` writes files or runs programs"
+		}
+	}
+	return ""
+}
+
+// sedRO judges sed by its options and expressions (spec §2.5).
+func sedRO(_ *unit, _ string, args []word) string {
+	for _, w := range args {
+		if w.dynamic {
+			return "`sed` has an argument only known at run time"
+		}
+	}
+	s := parseSed(args)
+	if s.err != "" {
+		return "`sed`: " + s.err
+	}
+	if s.inPlace {
+		return "`sed -i` edits files in place"
+	}
+	return ""
+}
+
+// specROWhy judges a command of the read-only list by its options.
+func specROWhy(spec optSpec, n string, args []word) string {
+	ops, issue := checkOpts(spec, args)
+	if issue != nil {
+		return "`" + n + " " + issue.opt + "` " + issue.why
+	}
+	if n == "uniq" && len(ops) > 1 {
+		return "`uniq` writes its second operand (" + ops[1].val + ")"
+	}
+	return ""
+}
+
+// readOnlyForm returns, for the tools with read-only forms (docker, gh,
+// python, node, npm, pip), whether the arguments are one; it is nil for
+// the commands not on the read-only list.
+func readOnlyForm(n string) func(args []word) bool {
+	switch n {
+	case "docker":
+		return firstArgIn("ps", "images", "inspect", "logs", "version", "info")
+	case "gh":
+		return ghReadOnly
+	case "python", "python3":
+		return onlyArgIn("--version", "-V")
+	case "node":
+		return onlyArgIn("--version", "-v")
+	case "npm":
+		return firstArgIn("list", "ls")
+	case "pip", "pip3":
+		return firstArgIn("list", "show")
+	}
+	return nil
+}
+
+// firstArgIn reports whether the first argument is one of set.
+func firstArgIn(set ...string) func(args []word) bool {
+	return func(args []word) bool { return len(args) > 0 && oneOf(args[0].val, set...) }
+}
+
+// onlyArgIn reports whether there is one argument, one of set.
+func onlyArgIn(set ...string) func(args []word) bool {
+	return func(args []word) bool { return len(args) == 1 && oneOf(args[0].val, set...) }
+}
+
+// ghReadOnly reports whether gh's arguments are a read-only form: gh
+// status, gh repo view, gh issue list, gh pr list.
+func ghReadOnly(args []word) bool {
+	if len(args) == 0 {
+		return false
+	}
+	if args[0].val == "status" {
+		return true
+	}
+	return len(args) >= 2 && (args[0].val == "repo" && args[1].val == "view" ||
+		args[0].val == "issue" && args[1].val == "list" ||
+		args[0].val == "pr" && args[1].val == "list")
 }
 
 func firstArg(args []word) string {
@@ -271,27 +339,10 @@ func gitBadOpt(v string) (string, string) {
 // sets configuration that can name a pager or hook; --git-dir and
 // --work-tree point outside the workspace).
 func gitRO(args []word) string {
-	i := 0
-	for ; i < len(args); i++ {
-		w := args[i]
-		v := w.val
-		switch {
-		case w.dynamic && (v == "" || v[0] == '$'):
-			return "`git " + v + "` may be an option (a variable in option position)"
-		case v == "--no-pager" || v == "-P" || v == "--no-optional-locks":
-		case v == "-C":
-			i++
-		case v == "-c" || strings.HasPrefix(v, "--config-env"):
-			return "`git " + v + "` " + whyConfig
-		case strings.HasPrefix(v, "-"):
-			name, _, _ := strings.Cut(v, "=")
-			return "`git " + name + "` is not a known read-only git option"
-		default:
-			goto sub
-		}
+	i, why := gitROGlobals(args)
+	if why != "" {
+		return why
 	}
-	return "`git` without a subcommand"
-sub:
 	sub, rest := args[i].val, args[i+1:]
 	for _, w := range rest {
 		if w.dynamic && (w.val == "" || w.val[0] == '$') {
@@ -301,72 +352,139 @@ sub:
 			return "`git " + sub + " " + name + "` " + why
 		}
 	}
+	if rule := gitSubRO(sub); rule != nil {
+		return rule(sub, rest)
+	}
+	return "`git " + sub + "` is not a read-only git subcommand"
+}
+
+// gitROGlobals skips the read-only global options of git and returns the
+// index of the subcommand, or why the command is not read-only.
+func gitROGlobals(args []word) (int, string) {
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		v := w.val
+		switch {
+		case w.dynamic && (v == "" || v[0] == '$'):
+			return 0, "`git " + v + "` may be an option (a variable in option position)"
+		case v == "--no-pager" || v == "-P" || v == "--no-optional-locks":
+		case v == "-C":
+			i++
+		case v == "-c" || strings.HasPrefix(v, "--config-env"):
+			return 0, "`git " + v + "` " + whyConfig
+		case strings.HasPrefix(v, "-"):
+			name, _, _ := strings.Cut(v, "=")
+			return 0, "`git " + name + "` is not a known read-only git option"
+		default:
+			return i, ""
+		}
+	}
+	return 0, "`git` without a subcommand"
+}
+
+// gitSubRO returns the read-only judgement of a git subcommand with
+// read-only forms, given its arguments; nil for the other subcommands.
+func gitSubRO(sub string) func(sub string, rest []word) string {
 	switch sub {
 	case "status", "log", "diff", "show", "ls-files", "ls-tree", "cat-file", "rev-parse",
 		"rev-list", "describe", "shortlog", "blame", "grep":
-		if opt := gitUnknownOpt(sub, rest); opt != "" {
-			return "`git " + sub + " " + opt + "` is not a known read-only git option"
-		}
-		return ""
+		return gitKnownOptsRO
 	case "branch":
-		// [quirk] The reference counts any "git branch ..." (even -D) as
-		// read-only; here only listing forms are.
-		if listOnly(rest, "dDmMcCfu", []string{"--delete", "--move", "--copy", "--force",
-			"--set-upstream-to", "--unset-upstream", "--edit-description", "--track", "--no-track", "--create-reflog"},
-			[]string{"--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format"}) {
-			return ""
-		}
-		return "`git branch` with these arguments " + whyRefs
+		return gitBranchRO
 	case "tag":
-		if listOnly(rest, "dasufmFev", []string{"--delete", "--annotate", "--sign", "--local-user",
-			"--force", "--message", "--file", "--verify", "--edit", "--create-reflog"},
-			[]string{"--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format", "-n"}) {
-			return ""
-		}
-		return "`git tag` with these arguments " + whyRefs
+		return gitTagRO
 	case "remote":
-		var pos []string
-		for _, w := range rest {
-			if !strings.HasPrefix(w.val, "-") {
-				pos = append(pos, w.val)
-			} else if w.val != "-v" && w.val != "--verbose" {
-				return "`git remote " + w.val + "` is not a known read-only option"
-			}
-		}
-		if len(pos) == 0 || pos[0] == "get-url" {
-			return ""
-		}
-		if pos[0] == "show" {
-			return "`git remote show` " + whyNetwork
-		}
-		return "`git remote " + pos[0] + "` changes remotes"
+		return gitRemoteRO
 	case "config":
-		reading, writing := false, false
-		for _, w := range rest {
-			switch w.val {
-			case "--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "get", "list":
-				reading = true
-			case "--add", "--unset", "--unset-all", "--replace-all", "--edit", "-e", "--rename-section",
-				"--remove-section", "set", "unset", "rename-section", "remove-section", "edit":
-				writing = true
-			}
-		}
-		if reading && !writing {
-			return ""
-		}
-		return "`git config` with these arguments changes configuration"
+		return gitConfigRO
 	case "reflog":
-		if len(rest) == 0 || rest[0].val == "show" || strings.HasPrefix(rest[0].val, "-") {
-			return ""
-		}
-		return "`git reflog " + rest[0].val + "` " + whyRefs
+		return gitReflogRO
 	case "stash":
-		if len(rest) > 0 && oneOf(rest[0].val, "list", "show") {
-			return ""
-		}
-		return "`git stash` " + whyRefs
+		return gitStashRO
 	}
-	return "`git " + sub + "` is not a read-only git subcommand"
+	return nil
+}
+
+// gitKnownOptsRO judges the read-only subcommands by their options.
+func gitKnownOptsRO(sub string, rest []word) string {
+	if opt := gitUnknownOpt(sub, rest); opt != "" {
+		return "`git " + sub + " " + opt + "` is not a known read-only git option"
+	}
+	return ""
+}
+
+// gitBranchRO: [quirk] the reference counts any "git branch ..." (even
+// -D) as read-only; here only listing forms are.
+func gitBranchRO(_ string, rest []word) string {
+	if listOnly(rest, "dDmMcCfu", []string{"--delete", "--move", "--copy", "--force",
+		"--set-upstream-to", "--unset-upstream", "--edit-description", "--track", "--no-track", "--create-reflog"},
+		[]string{"--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format"}) {
+		return ""
+	}
+	return "`git branch` with these arguments " + whyRefs
+}
+
+// gitTagRO accepts the listing forms of git tag.
+func gitTagRO(_ string, rest []word) string {
+	if listOnly(rest, "dasufmFev", []string{"--delete", "--annotate", "--sign", "--local-user",
+		"--force", "--message", "--file", "--verify", "--edit", "--create-reflog"},
+		[]string{"--contains", "--no-contains", "--merged", "--no-merged", "--points-at", "--sort", "--format", "-n"}) {
+		return ""
+	}
+	return "`git tag` with these arguments " + whyRefs
+}
+
+// gitRemoteRO accepts git remote [-v] and git remote get-url.
+func gitRemoteRO(_ string, rest []word) string {
+	var pos []string
+	for _, w := range rest {
+		if !strings.HasPrefix(w.val, "-") {
+			pos = append(pos, w.val)
+		} else if w.val != "-v" && w.val != "--verbose" {
+			return "`git remote " + w.val + "` is not a known read-only option"
+		}
+	}
+	if len(pos) == 0 || pos[0] == "get-url" {
+		return ""
+	}
+	if pos[0] == "show" {
+		return "`git remote show` " + whyNetwork
+	}
+	return "`git remote " + pos[0] + "` changes remotes"
+}
+
+// gitConfigRO accepts git config when it only gets or lists.
+func gitConfigRO(_ string, rest []word) string {
+	reading, writing := false, false
+	for _, w := range rest {
+		switch w.val {
+		case "--get", "--get-all", "--get-regexp", "--get-urlmatch", "--list", "-l", "get", "list":
+			reading = true
+		case "--add", "--unset", "--unset-all", "--replace-all", "--edit", "-e", "--rename-section",
+			"--remove-section", "set", "unset", "rename-section", "remove-section", "edit":
+			writing = true
+		}
+	}
+	if reading && !writing {
+		return ""
+	}
+	return "`git config` with these arguments changes configuration"
+}
+
+// gitReflogRO accepts git reflog and git reflog show.
+func gitReflogRO(_ string, rest []word) string {
+	if len(rest) == 0 || rest[0].val == "show" || strings.HasPrefix(rest[0].val, "-") {
+		return ""
+	}
+	return "`git reflog " + rest[0].val + "` " + whyRefs
+}
+
+// gitStashRO accepts git stash list and git stash show.
+func gitStashRO(_ string, rest []word) string {
+	if len(rest) > 0 && oneOf(rest[0].val, "list", "show") {
+		return ""
+	}
+	return "`git stash` " + whyRefs
 }
 
 // listOnly reports whether the arguments of git branch/tag only list:

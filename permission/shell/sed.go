@@ -28,103 +28,125 @@ var (
 // unknown long options are refused rather than ignored; an s command
 // with more than three delimited parts is refused.
 func parseSed(args []word) sedInfo {
-	var s sedInfo
-	flags := map[byte]bool{}
-	var exprs []string
-	hasE, endOpts := false, false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		v := a.val
-		if a.dynamic {
-			s.err = "sed command has arguments that cannot be statically analyzed"
-			return s
-		}
-		if endOpts || v == "-" || !strings.HasPrefix(v, "-") {
-			if !hasE && len(exprs) == 0 {
-				exprs = append(exprs, v)
-			} else {
-				s.files = append(s.files, a)
-			}
-			continue
-		}
-		if v == "--" {
-			endOpts = true
-			continue
-		}
-		if strings.HasPrefix(v, "--") {
-			name, val, hasVal := strings.Cut(v[2:], "=")
-			switch name {
-			case "in-place":
-				flags['i'] = true
-			case "expression":
-				hasE = true
-				if !hasVal {
-					i++
-					if i >= len(args) || args[i].dynamic {
-						s.err = "sed command missing expression"
-						return s
-					}
-					val = args[i].val
-				}
-				exprs = append(exprs, val)
-			case "quiet", "silent":
-				flags['n'] = true
-			case "regexp-extended":
-				flags['E'] = true
-			case "posix", "debug", "sandbox", "separate", "null-data", "zero-terminated", "unbuffered":
-			default:
-				s.err = fmt.Sprintf("sed flag --%s not allowed", name)
-				return s
-			}
-			continue
-		}
-	cluster:
-		for j := 1; j < len(v); j++ {
-			c := v[j]
-			switch c {
-			case 'i':
-				flags['i'] = true
-				if j == len(v)-1 && i+1 < len(args) {
-					// BSD style "-i SUFFIX": the spec's skip rule.
-					n := args[i+1].val
-					if !strings.HasPrefix(n, "-") && !strings.HasPrefix(n, "s") && !strings.Contains(n, ".") && !args[i+1].dynamic {
-						i++
-					}
-				}
-				break cluster // the rest is a backup suffix
-			case 'e':
-				hasE = true
-				if j < len(v)-1 {
-					exprs = append(exprs, v[j+1:])
-				} else {
-					i++
-					if i >= len(args) || args[i].dynamic {
-						s.err = "sed command missing expression"
-						return s
-					}
-					exprs = append(exprs, args[i].val)
-				}
-				break cluster
-			case 'n', 'E':
-				flags[c] = true
-			default:
-				s.err = fmt.Sprintf("sed flag -%c not allowed", c)
-				return s
-			}
-		}
+	var p sedArgs
+	if err := p.scan(args); err != "" {
+		return sedInfo{err: err, files: p.files}
 	}
-	s.inPlace = flags['i']
-	if len(exprs) == 0 {
+	s := sedInfo{inPlace: p.inPlace, files: p.files}
+	if len(p.exprs) == 0 {
 		s.err = "sed command missing expression"
 		return s
 	}
-	for _, e := range exprs {
-		if msg := sedExpr(e, flags['n']); msg != "" {
+	for _, e := range p.exprs {
+		if msg := sedExpr(e, p.quiet); msg != "" {
 			s.err = msg
 			return s
 		}
 	}
 	return s
+}
+
+// sedArgs collects sed's options, expressions and files.
+type sedArgs struct {
+	exprs []string
+	files []word
+	// hasE is set once -e or --expression gave an expression; endOpts
+	// after "--"; inPlace by -i; quiet by -n.
+	hasE, endOpts, inPlace, quiet bool
+}
+
+// scan reads args, and returns why they are refused, or "".
+func (p *sedArgs) scan(args []word) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		v := a.val
+		if a.dynamic {
+			return "sed command has arguments that cannot be statically analyzed"
+		}
+		var err string
+		switch {
+		case p.endOpts || v == "-" || !strings.HasPrefix(v, "-"):
+			if !p.hasE && len(p.exprs) == 0 {
+				p.exprs = append(p.exprs, v)
+			} else {
+				p.files = append(p.files, a)
+			}
+		case v == "--":
+			p.endOpts = true
+		case strings.HasPrefix(v, "--"):
+			i, err = p.long(args, i)
+		default:
+			i, err = p.cluster(args, i)
+		}
+		if err != "" {
+			return err
+		}
+	}
+	return ""
+}
+
+// long reads the long option args[i] (and its value) and returns the
+// index of its last word.
+func (p *sedArgs) long(args []word, i int) (int, string) {
+	name, val, hasVal := strings.Cut(args[i].val[2:], "=")
+	switch name {
+	case "in-place":
+		p.inPlace = true
+	case "expression":
+		p.hasE = true
+		if !hasVal {
+			i++
+			if i >= len(args) || args[i].dynamic {
+				return i, "sed command missing expression"
+			}
+			val = args[i].val
+		}
+		p.exprs = append(p.exprs, val)
+	case "quiet", "silent":
+		p.quiet = true
+	case "regexp-extended", "posix", "debug", "sandbox", "separate", "null-data", "zero-terminated", "unbuffered":
+	default:
+		return i, fmt.Sprintf("sed flag --%s not allowed", name)
+	}
+	return i, ""
+}
+
+// cluster reads the short options of args[i] (and a value after it) and
+// returns the index of its last word.
+func (p *sedArgs) cluster(args []word, i int) (int, string) {
+	v := args[i].val
+	for j := 1; j < len(v); j++ {
+		switch c := v[j]; c {
+		case 'i':
+			p.inPlace = true
+			if j == len(v)-1 && i+1 < len(args) {
+				// BSD style "-i SUFFIX": the spec's skip rule.
+				n := args[i+1].val
+				if !strings.HasPrefix(n, "-") && !strings.HasPrefix(n, "s") && !strings.Contains(n, ".") && !args[i+1].dynamic {
+					i++
+				}
+			}
+			return i, "" // the rest is a backup suffix
+		case 'e':
+			p.hasE = true
+			if j < len(v)-1 {
+				p.exprs = append(p.exprs, v[j+1:])
+				return i, ""
+			}
+			i++
+			if i >= len(args) || args[i].dynamic {
+				return i, "sed command missing expression"
+			}
+			p.exprs = append(p.exprs, args[i].val)
+			return i, ""
+		case 'n':
+			p.quiet = true
+		case 'E':
+		default:
+			return i, fmt.Sprintf("sed flag -%c not allowed", c)
+		}
+	}
+	return i, ""
 }
 
 func sedExpr(e string, n bool) string {

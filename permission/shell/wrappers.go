@@ -31,53 +31,78 @@ func (a *Analysis) add(u *unit, depth int) {
 	case "pushd", "popd":
 		a.cwds = nil
 	case "sudo", "doas":
-		rest, ok := skipOpts(args, "ugCDhprtUTR", "")
-		if !ok {
-			a.failf("Command contains %s options which cannot be statically analyzed", n)
-			return
-		}
-		a.wrap(u, n, rest, nil, depth, true, false)
+		a.sudo(u, n, args, depth)
 	case "env":
 		a.env(u, args, depth)
 	case "command":
-		rest, _ := skipOpts(args, "", "")
-		for _, w := range args[:len(args)-len(rest)] {
-			if strings.ContainsAny(w.val, "vV") {
-				return // command -v/-V only looks a name up
-			}
-		}
-		a.wrap(u, n, rest, nil, depth, false, false)
-	case "builtin", "nohup":
-		rest := args
-		if len(rest) > 0 && rest[0].val == "--" {
-			rest = rest[1:]
-		}
-		a.wrap(u, n, rest, nil, depth, false, false)
-	case "exec":
-		rest, _ := skipOpts(args, "a", "")
-		a.wrap(u, n, rest, nil, depth, false, false)
-	case "time":
-		rest, _ := skipOpts(args, "fo", "")
-		a.wrap(u, n, rest, nil, depth, false, false)
-	case "nice":
-		rest, _ := skipOpts(args, "n", "adjustment")
-		a.wrap(u, n, rest, nil, depth, false, false)
-	case "stdbuf":
-		rest, _ := skipOpts(args, "ioe", "input output error")
-		a.wrap(u, n, rest, nil, depth, false, false)
-	case "timeout":
-		rest, _ := skipOpts(args, "sk", "signal kill-after")
-		if len(rest) > 0 {
-			rest = rest[1:] // the duration
-		}
-		a.wrap(u, n, rest, nil, depth, false, false)
+		a.command(u, args, depth)
 	case "xargs":
 		a.xargs(u, args, depth)
 	case "find":
 		a.find(u, args, depth)
 	case "sh", "bash", "zsh", "dash", "ksh", "ash", "mksh":
 		a.shellC(u, args, depth)
+	default:
+		if rest, ok := wrapped(n, args); ok {
+			a.wrap(u, n, rest, nil, depth, false, false)
+		}
 	}
+}
+
+// wrapped returns the command the plain wrapper n (builtin, nohup, exec,
+// time, nice, stdbuf, timeout) runs, given its arguments; ok is false
+// when n is not one.
+func wrapped(n string, args []word) (rest []word, ok bool) {
+	switch n {
+	case "builtin", "nohup":
+		if len(args) > 0 && args[0].val == "--" {
+			return args[1:], true
+		}
+		return args, true
+	case "exec":
+		return afterOpts(args, "a", ""), true
+	case "time":
+		return afterOpts(args, "fo", ""), true
+	case "nice":
+		return afterOpts(args, "n", "adjustment"), true
+	case "stdbuf":
+		return afterOpts(args, "ioe", "input output error"), true
+	case "timeout":
+		rest = afterOpts(args, "sk", "signal kill-after")
+		if len(rest) > 0 {
+			rest = rest[1:] // the duration
+		}
+		return rest, true
+	}
+	return nil, false
+}
+
+// afterOpts is skipOpts without its ok: nil when an option is dynamic.
+func afterOpts(args []word, withValue, longValue string) []word {
+	rest, _ := skipOpts(args, withValue, longValue)
+	return rest
+}
+
+// sudo records the command sudo or doas runs, with privileges.
+func (a *Analysis) sudo(u *unit, n string, args []word, depth int) {
+	rest, ok := skipOpts(args, "ugCDhprtUTR", "")
+	if !ok {
+		a.failf("Command contains %s options which cannot be statically analyzed", n)
+		return
+	}
+	a.wrap(u, n, rest, nil, depth, true, false)
+}
+
+// command records the command "command" runs; command -v/-V only looks
+// a name up.
+func (a *Analysis) command(u *unit, args []word, depth int) {
+	rest, _ := skipOpts(args, "", "")
+	for _, w := range args[:len(args)-len(rest)] {
+		if strings.ContainsAny(w.val, "vV") {
+			return
+		}
+	}
+	a.wrap(u, "command", rest, nil, depth, false, false)
 }
 
 // wrap records the command rest run by wrapper u.
