@@ -56,7 +56,7 @@ func sender(n config.Notify) *notify.Sender {
 
 // compaction is the context-window middleware's setting of c.
 func compaction(c config.Compaction) compact.Config {
-	return compact.Config(c)
+	return compact.Config{Compaction: c}
 }
 
 // compactions are the compaction settings by model provider.

@@ -338,7 +338,7 @@ func TestCompactionTrimAndSummarize(t *testing.T) {
 			workdir := t.TempDir()
 			data := bigFile(t, workdir, 10<<10)
 			cl := startWorker(t, warden.Options{Workdir: workdir, Compaction: map[string]compact.Config{
-				"scripted": {ContextWindow: 25_000, Strategy: strategy, KeepRecent: 4}}})
+				"scripted": {Compaction: config.Compaction{ContextWindow: 25_000, Strategy: strategy, KeepRecent: 4}}}})
 			ctx := ctxT(t, 2*time.Minute)
 			id := "compact-" + strategy + fmt.Sprint(time.Now().UnixNano())
 			if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: catScript(t, 20)},

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/model"
 )
@@ -27,19 +28,11 @@ const (
 	Summarize = "summarize"
 )
 
-// Config is one model's compaction setting. The zero value of every field
-// but ContextWindow has a default.
+// Config is one model's compaction setting (config.Compaction, the
+// file's content.compaction.NAME). The zero value of every field but
+// ContextWindow has a default.
 type Config struct {
-	// ContextWindow is the model's window in tokens (required).
-	ContextWindow int `yaml:"context_window" json:"context_window"`
-	// Trigger is the share of the window at which compaction starts
-	// (default 0.8); Target the share it compacts down to (default 0.5).
-	Trigger float64 `yaml:"trigger" json:"trigger,omitempty"`
-	Target  float64 `yaml:"target" json:"target,omitempty"`
-	// Strategy is trim (default), drop or summarize.
-	Strategy string `yaml:"strategy" json:"strategy,omitempty"`
-	// KeepRecent messages at the end are never changed (default 6).
-	KeepRecent int `yaml:"keep_recent" json:"keep_recent,omitempty"`
+	config.Compaction
 }
 
 // Validate checks a configuration.

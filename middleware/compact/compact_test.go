@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/middleware/compact"
 	"github.com/wardenhq/warden/model"
 )
@@ -36,7 +37,7 @@ func pairsIntact(t *testing.T, msgs []model.Message) {
 
 func TestUnderTriggerNothingHappens(t *testing.T) {
 	t.Parallel()
-	out, info, err := compact.Config{ContextWindow: 100_000}.Compact(context.Background(), model.Scripted{}, model.Request{Messages: session(3)})
+	out, info, err := compact.Config{Compaction: config.Compaction{ContextWindow: 100_000}}.Compact(context.Background(), model.Scripted{}, model.Request{Messages: session(3)})
 	if err != nil || info != nil || out != nil {
 		t.Fatalf("%v %v %v", out, info, err)
 	}
@@ -47,7 +48,7 @@ func TestStrategies(t *testing.T) {
 	for _, strategy := range []string{compact.Trim, compact.Drop, compact.Summarize} {
 		t.Run(strategy, func(t *testing.T) {
 			t.Parallel()
-			c := compact.Config{ContextWindow: 20_000, Strategy: strategy, KeepRecent: 4}
+			c := compact.Config{Compaction: config.Compaction{ContextWindow: 20_000, Strategy: strategy, KeepRecent: 4}}
 			req := model.Request{Messages: session(20)}
 			out, info, err := c.Compact(context.Background(), model.Scripted{}, req)
 			if err != nil || info == nil {

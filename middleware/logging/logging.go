@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/middleware"
 	"github.com/wardenhq/warden/tools"
 )
@@ -25,37 +26,14 @@ const (
 // cutting, so that a secret straddling the cut is still recognized.
 const redactWindow = 4096
 
-// Config configures the logging middleware. The zero value logs every
-// call at info level to slog.Default().
+// Config configures the logging middleware: the settings of the file's
+// middleware.logging section (config.Logging: level, preview and input
+// bounds, secrets, per-tool overrides) and the logger. The zero value
+// logs every call at info level to slog.Default().
 type Config struct {
+	config.Logging
 	// Logger receives the records (default slog.Default()).
-	Logger *slog.Logger `yaml:"-"`
-	// Level of records of calls that ran (a tool error included): debug,
-	// info (default), warn or error. Infrastructure failures are always
-	// logged at error level.
-	Level string `yaml:"level"`
-	// PreviewChars bounds the output preview in characters (default 200;
-	// negative: no preview).
-	PreviewChars int `yaml:"preview_chars"`
-	// InputChars bounds the logged input in characters (default 500;
-	// negative: the input is not logged).
-	InputChars int `yaml:"input_chars"`
-	// Secrets are literal strings redacted wherever they appear.
-	Secrets []string `yaml:"secrets"`
-	// SecretEnv names environment variables whose values (read when the
-	// middleware is built) are redacted.
-	SecretEnv []string `yaml:"secret_env"`
-	// Tools overrides settings per tool name.
-	Tools map[string]ToolConfig `yaml:"tools"`
-}
-
-// ToolConfig overrides Config for one tool; zero fields inherit.
-type ToolConfig struct {
-	// Off disables logging of the tool's calls.
-	Off          bool   `yaml:"off"`
-	Level        string `yaml:"level"`
-	PreviewChars int    `yaml:"preview_chars"`
-	InputChars   int    `yaml:"input_chars"`
+	Logger *slog.Logger
 }
 
 // settings are the resolved settings of one tool.
@@ -117,7 +95,7 @@ func resolve(cfg Config) (settings, map[string]settings, error) {
 }
 
 // override returns s with tc's non-zero fields applied.
-func (s settings) override(tc ToolConfig) (settings, error) {
+func (s settings) override(tc config.LoggingTool) (settings, error) {
 	s.off = tc.Off
 	if tc.Level != "" {
 		var err error

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/middleware"
 	"github.com/wardenhq/warden/middleware/middlewaretest"
 	"github.com/wardenhq/warden/tools"
@@ -56,7 +57,7 @@ func TestLoggingRedacts(t *testing.T) {
 		{"literal", "plum-tree-42", "the word is plum-tree-42."},
 		{"env value", "correct-horse-battery", "DB_PASS is correct-horse-battery"},
 	}
-	cfg := Config{Secrets: []string{"plum-tree-42", "abc"}, SecretEnv: []string{"WARDEN_TEST_DB_PASS"}, PreviewChars: 1000}
+	cfg := Config{Logging: config.Logging{Secrets: []string{"plum-tree-42", "abc"}, SecretEnv: []string{"WARDEN_TEST_DB_PASS"}, PreviewChars: 1000}}
 	for _, tc := range secrets {
 		t.Run(tc.name, func(t *testing.T) {
 			in, _ := json.Marshal(map[string]string{"command": tc.text})
@@ -114,11 +115,11 @@ func TestLoggingRecord(t *testing.T) {
 		{name: "data blocks count", tool: middlewaretest.Tool{Name: "Read", Chunks: []tools.Chunk{{Data: []tools.DataBlock{{MediaType: "image/png", Data: make([]byte, 100)}}}}},
 			wantLevel: "INFO", wantOutcome: "success", wantBytes: 100, wantPreview: "", wantInput: true},
 		{name: "per-tool level, no preview, no input",
-			cfg:  Config{Tools: map[string]ToolConfig{"Bash": {Level: "debug", PreviewChars: -1, InputChars: -1}}},
+			cfg:  Config{Logging: config.Logging{Tools: map[string]config.LoggingTool{"Bash": {Level: "debug", PreviewChars: -1, InputChars: -1}}}},
 			tool: middlewaretest.Tool{Name: "Bash", Chunks: []tools.Chunk{{Text: "ok"}}}, wantLevel: "DEBUG", wantOutcome: "success", wantBytes: 2, wantPreview: "-"},
-		{name: "per-tool off", cfg: Config{Tools: map[string]ToolConfig{"Bash": {Off: true}}},
+		{name: "per-tool off", cfg: Config{Logging: config.Logging{Tools: map[string]config.LoggingTool{"Bash": {Off: true}}}},
 			tool: middlewaretest.Tool{Name: "Bash", Chunks: []tools.Chunk{{Text: "ok"}}}, wantNoLog: true},
-		{name: "per-tool override leaves other tools alone", cfg: Config{Level: "warn", Tools: map[string]ToolConfig{"Bash": {Off: true}}},
+		{name: "per-tool override leaves other tools alone", cfg: Config{Logging: config.Logging{Level: "warn", Tools: map[string]config.LoggingTool{"Bash": {Off: true}}}},
 			tool: middlewaretest.Tool{Name: "Read", Chunks: []tools.Chunk{{Text: "ok"}}}, wantLevel: "WARN", wantOutcome: "success", wantBytes: 2, wantPreview: "ok", wantInput: true},
 	}
 	for _, tc := range tests {
@@ -172,10 +173,10 @@ func TestLoggingRecord(t *testing.T) {
 
 func TestNewRejectsBadLevel(t *testing.T) {
 	t.Parallel()
-	if _, err := New(Config{Level: "loud"}); err == nil {
+	if _, err := New(Config{Logging: config.Logging{Level: "loud"}}); err == nil {
 		t.Error("level loud accepted")
 	}
-	if _, err := New(Config{Tools: map[string]ToolConfig{"Bash": {Level: "loud"}}}); err == nil {
+	if _, err := New(Config{Logging: config.Logging{Tools: map[string]config.LoggingTool{"Bash": {Level: "loud"}}}}); err == nil {
 		t.Error("per-tool level loud accepted")
 	}
 	if _, err := New(Config{}); err != nil {

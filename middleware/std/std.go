@@ -26,7 +26,7 @@ import (
 func Build(cfg config.Middleware, reg prometheus.Registerer, logger *slog.Logger) ([]middleware.Middleware, error) {
 	var out []middleware.Middleware
 	if cfg.Logging != nil {
-		mw, err := logging.New(loggingConfig(*cfg.Logging, logger))
+		mw, err := logging.New(logging.Config{Logging: *cfg.Logging, Logger: logger})
 		if err != nil {
 			return nil, fmt.Errorf("middleware logging: %w", err)
 		}
@@ -57,20 +57,6 @@ func Build(cfg config.Middleware, reg prometheus.Registerer, logger *slog.Logger
 		out = append(out, mw)
 	}
 	return out, nil
-}
-
-// loggingConfig is the logging middleware's configuration of c, writing
-// to logger.
-func loggingConfig(c config.Logging, logger *slog.Logger) logging.Config {
-	lc := logging.Config{Logger: logger, Level: c.Level, PreviewChars: c.PreviewChars, InputChars: c.InputChars,
-		Secrets: c.Secrets, SecretEnv: c.SecretEnv}
-	if len(c.Tools) > 0 {
-		lc.Tools = make(map[string]logging.ToolConfig, len(c.Tools))
-		for name, t := range c.Tools {
-			lc.Tools[name] = logging.ToolConfig(t)
-		}
-	}
-	return lc
 }
 
 // reduceConfigs are the reduce middleware's per-tool configurations of rs.
