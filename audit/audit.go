@@ -780,6 +780,28 @@ type lamarker struct {
 // markers handles a run of marker events: the local activities of one
 // workflow task, sorted back into the order they were requested.
 func (x *extractor) markers(evs []*historypb.HistoryEvent) {
+	ms := x.localMarkers(evs)
+	// The markers of one task are recorded together; their records share
+	// the time of the last one, so they keep the order of the calls.
+	var at time.Time
+	for _, m := range ms {
+		if m.t.After(at) {
+			at = m.t
+		}
+	}
+	for _, m := range ms {
+		m.t = at
+		if m.replay.After(x.now) {
+			x.now = m.replay
+		}
+		x.marker(m)
+	}
+	x.startAsks()
+}
+
+// localMarkers decodes the local-activity markers among evs that carry a
+// result, sorted by activity id (the order they were requested in).
+func (x *extractor) localMarkers(evs []*historypb.HistoryEvent) []lamarker {
 	var ms []lamarker
 	for _, e := range evs {
 		a := e.GetMarkerRecordedEventAttributes()
@@ -802,44 +824,35 @@ func (x *extractor) markers(evs []*historypb.HistoryEvent) {
 		ms = append(ms, m)
 	}
 	slices.SortStableFunc(ms, func(a, b lamarker) int { return a.id - b.id })
-	// The markers of one task are recorded together; their records share
-	// the time of the last one, so they keep the order of the calls.
-	var at time.Time
-	for _, m := range ms {
-		if m.t.After(at) {
-			at = m.t
+	return ms
+}
+
+// marker records what one local activity did: a model step, a verdict or
+// a tool execution.
+func (x *extractor) marker(m lamarker) {
+	switch m.typ {
+	case workflows.ActivityModelStep, workflows.ActivityModel:
+		// A scripted model step runs as a local activity: its calls
+		// start a step like a regular model activity's would.
+		x.modelAnswer(m.result)
+	case workflows.ActivityPrepare:
+		var p workflows.Prepared
+		if x.decode(m.result, &p) != nil {
+			return
+		}
+		// Verdicts recorded with only the tool's flags name no tool.
+		if c, kind := x.nextPrepared(p.Tool.Name); c != nil && x.verdict(m.t, c, p, kind) {
+			x.fresh = append(x.fresh, c)
+		}
+	case workflows.ActivityTool:
+		var out workflows.ToolOutput
+		if x.decode(m.result, &out) != nil {
+			return
+		}
+		if c := x.calls[out.Result.CallID]; c != nil {
+			x.execution(m.t, c.id, c.tool, c.effective(), "local")
 		}
 	}
-	for _, m := range ms {
-		m.t = at
-		if m.replay.After(x.now) {
-			x.now = m.replay
-		}
-		switch m.typ {
-		case workflows.ActivityModelStep, workflows.ActivityModel:
-			// A scripted model step runs as a local activity: its calls
-			// start a step like a regular model activity's would.
-			x.modelAnswer(m.result)
-		case workflows.ActivityPrepare:
-			var p workflows.Prepared
-			if x.decode(m.result, &p) != nil {
-				continue
-			}
-			// Verdicts recorded with only the tool's flags name no tool.
-			if c, kind := x.nextPrepared(p.Tool.Name); c != nil && x.verdict(m.t, c, p, kind) {
-				x.fresh = append(x.fresh, c)
-			}
-		case workflows.ActivityTool:
-			var out workflows.ToolOutput
-			if x.decode(m.result, &out) != nil {
-				continue
-			}
-			if c := x.calls[out.Result.CallID]; c != nil {
-				x.execution(m.t, c.id, c.tool, c.effective(), "local")
-			}
-		}
-	}
-	x.startAsks()
 }
 
 // nextPrepared picks the call a marker's verdict is about.

@@ -103,26 +103,14 @@ func (cl *Client) Watch(ctx context.Context, workflowID string, fn func(workflow
 // reported with fresh == "" (so a caller can show that it still runs,
 // and for how long), at most once per QuietInterval.
 func (cl *Client) Follow(ctx context.Context, workflowID string, fn func(workflows.Event), out func(call RunningCall, fresh string)) (workflows.TurnResult, error) {
-	seen := map[string]int64{}
-	shown := map[string]time.Time{}
+	f := &follower{cl: cl, workflowID: workflowID, fn: fn, out: out, seen: map[string]int64{}, shown: map[string]time.Time{}}
 	every := cl.PollInterval
 	if every <= 0 {
 		every = 250 * time.Millisecond
 	}
 	cursor := 0
-	var lastCheck time.Time
-	reported := int32(0)
 	for {
-		// A turn whose workflow task keeps failing makes no progress and
-		// emits no events: say so instead of going quiet.
-		if fn != nil && time.Since(lastCheck) > 3*time.Second {
-			lastCheck = time.Now()
-			if attempt, why, err := cl.Stuck(ctx, workflowID); err == nil && attempt > 1 && attempt != reported {
-				reported = attempt
-				fn(workflows.Event{Type: EventStuck, Error: true, Time: time.Now(),
-					Text: fmt.Sprintf("the turn is not progressing: its workflow task failed %d times in a row: %s", attempt-1, why)})
-			}
-		}
+		f.checkStuck(ctx)
 		page, err := cl.Events(ctx, workflowID, cursor)
 		if err == nil {
 			for _, e := range page.Events {
@@ -134,28 +122,7 @@ func (cl *Client) Follow(ctx context.Context, workflowID string, fn func(workflo
 			if page.Done {
 				break
 			}
-			if out != nil {
-				if rcs, err := cl.Running(ctx, workflowID); err == nil {
-					now := time.Now()
-					for _, rc := range rcs {
-						if _, ok := shown[rc.CallID]; !ok {
-							shown[rc.CallID] = now
-						}
-						if n := rc.Bytes - seen[rc.CallID]; n > 0 {
-							text := rc.Output
-							if int64(len(text)) > n {
-								text = text[int64(len(text))-n:]
-							}
-							seen[rc.CallID] = rc.Bytes
-							shown[rc.CallID] = now
-							out(rc, text)
-						} else if now.Sub(shown[rc.CallID]) >= QuietInterval {
-							shown[rc.CallID] = now
-							out(rc, "")
-						}
-					}
-				}
-			}
+			f.reportRunning(ctx)
 		} else if done, _ := cl.closed(ctx, workflowID); done {
 			break
 		}
@@ -166,6 +133,63 @@ func (cl *Client) Follow(ctx context.Context, workflowID string, fn func(workflo
 		}
 	}
 	return cl.Result(ctx, workflowID)
+}
+
+// follower is the state of one Follow between polls.
+type follower struct {
+	cl         *Client
+	workflowID string
+	fn         func(workflows.Event)
+	out        func(call RunningCall, fresh string)
+	seen       map[string]int64     // output bytes of each call already passed to out
+	shown      map[string]time.Time // when out last heard of each call
+	lastCheck  time.Time            // when checkStuck last asked
+	reported   int32                // the failed attempt last reported as stuck
+}
+
+// checkStuck tells fn, at most every 3 seconds, when the turn's workflow
+// task keeps failing: such a turn makes no progress and emits no events,
+// so Follow says so instead of going quiet.
+func (f *follower) checkStuck(ctx context.Context) {
+	if f.fn == nil || time.Since(f.lastCheck) <= 3*time.Second {
+		return
+	}
+	f.lastCheck = time.Now()
+	if attempt, why, err := f.cl.Stuck(ctx, f.workflowID); err == nil && attempt > 1 && attempt != f.reported {
+		f.reported = attempt
+		f.fn(workflows.Event{Type: EventStuck, Error: true, Time: time.Now(),
+			Text: fmt.Sprintf("the turn is not progressing: its workflow task failed %d times in a row: %s", attempt-1, why)})
+	}
+}
+
+// reportRunning passes out the new output of each running call, or an
+// empty text for a call that has been quiet for QuietInterval.
+func (f *follower) reportRunning(ctx context.Context) {
+	if f.out == nil {
+		return
+	}
+	rcs, err := f.cl.Running(ctx, f.workflowID)
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	for _, rc := range rcs {
+		if _, ok := f.shown[rc.CallID]; !ok {
+			f.shown[rc.CallID] = now
+		}
+		if n := rc.Bytes - f.seen[rc.CallID]; n > 0 {
+			text := rc.Output
+			if int64(len(text)) > n {
+				text = text[int64(len(text))-n:]
+			}
+			f.seen[rc.CallID] = rc.Bytes
+			f.shown[rc.CallID] = now
+			f.out(rc, text)
+		} else if now.Sub(f.shown[rc.CallID]) >= QuietInterval {
+			f.shown[rc.CallID] = now
+			f.out(rc, "")
+		}
+	}
 }
 
 // QuietInterval is how long a running call may print nothing before
@@ -337,9 +361,18 @@ func (cl *Client) ListPendingPage(ctx context.Context, f Filter, pageSize int, t
 		found[i] = es
 	}
 	page.Queried = len(legacy)
-	// Turns without an index are asked, a bounded number at a time. The
-	// first failure stops the others: a page that lacks a turn's entries
-	// is not returned.
+	if err := cl.queryUnindexed(ctx, exs, legacy, found); err != nil {
+		return PendingPage{}, err
+	}
+	page.Entries = filterPending(f, now, found)
+	return page, nil
+}
+
+// queryUnindexed fills found[i], for each i of legacy, with the pending
+// calls of exs[i], a turn without an index, by querying it. Turns are asked
+// a bounded number at a time; the first failure stops the others, since a
+// page that lacks a turn's entries is not returned.
+func (cl *Client) queryUnindexed(ctx context.Context, exs []*workflowpb.WorkflowExecutionInfo, legacy []int, found [][]PendingEntry) error {
 	g, qctx := errgroup.WithContext(ctx)
 	g.SetLimit(queryConcurrency)
 	for _, i := range legacy {
@@ -357,11 +390,15 @@ func (cl *Client) ListPendingPage(ctx context.Context, f Filter, pageSize int, t
 	}
 	queryErr := g.Wait()
 	if err := ctx.Err(); err != nil {
-		return PendingPage{}, err
+		return err
 	}
-	if queryErr != nil {
-		return PendingPage{}, queryErr
-	}
+	return queryErr
+}
+
+// filterPending flattens found, in order, to the entries f selects; an
+// entry without a preview gets its input as one.
+func filterPending(f Filter, now time.Time, found [][]PendingEntry) []PendingEntry {
+	var out []PendingEntry
 	for _, es := range found {
 		for _, e := range es {
 			if e.Preview == "" {
@@ -371,10 +408,10 @@ func (cl *Client) ListPendingPage(ctx context.Context, f Filter, pageSize int, t
 				f.OlderThan > 0 && now.Sub(e.RequestedAt) < f.OlderThan {
 				continue
 			}
-			page.Entries = append(page.Entries, e)
+			out = append(out, e)
 		}
 	}
-	return page, nil
+	return out
 }
 
 // pendingOfRun asks one listed run of a turn for its pending entries.

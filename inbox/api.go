@@ -461,27 +461,10 @@ func (s *Server) handleApprove(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var rules []string
-	for _, rl := range req.Rules {
-		if rl = strings.TrimSpace(rl); rl != "" {
-			rules = append(rules, rl)
-		}
-	}
-	if req.Decision == workflows.DecisionAlwaysAllow && len(rules) == 0 && len(p.Suggestions) == 0 {
-		return nil, statusErr(http.StatusBadRequest, "always allow needs a rule")
-	}
+	rules := trimRules(req.Rules)
 	if req.Decision == workflows.DecisionAlwaysAllow {
-		// A rule may not be wider than the approver's roles.
-		added := rules
-		if len(added) == 0 {
-			added = p.Suggestions
-		}
-		u, _ := s.user(userFrom(r))
-		for _, rl := range added {
-			if err := mayAddRule(u, rl); err != nil {
-				s.unauthorized.Inc()
-				return nil, statusErr(http.StatusForbidden, "user %s may not add this rule: %w", userFrom(r), err)
-			}
+		if err := s.mayAlwaysAllow(r, rules, p); err != nil {
+			return nil, err
 		}
 	}
 	var input json.RawMessage
@@ -499,6 +482,39 @@ func (s *Server) handleApprove(r *http.Request) (any, error) {
 		return nil, rejected(err)
 	}
 	return ack, nil
+}
+
+// trimRules returns the rules an approver typed, trimmed, without the
+// empty ones.
+func trimRules(in []string) []string {
+	var rules []string
+	for _, rl := range in {
+		if rl = strings.TrimSpace(rl); rl != "" {
+			rules = append(rules, rl)
+		}
+	}
+	return rules
+}
+
+// mayAlwaysAllow checks an always-allow of p: it needs a rule (the typed
+// rules, else p's suggestions), and no rule may be wider than the
+// approver's roles.
+func (s *Server) mayAlwaysAllow(r *http.Request, rules []string, p workflows.Pending) error {
+	if len(rules) == 0 && len(p.Suggestions) == 0 {
+		return statusErr(http.StatusBadRequest, "always allow needs a rule")
+	}
+	added := rules
+	if len(added) == 0 {
+		added = p.Suggestions
+	}
+	u, _ := s.user(userFrom(r))
+	for _, rl := range added {
+		if err := mayAddRule(u, rl); err != nil {
+			s.unauthorized.Inc()
+			return statusErr(http.StatusForbidden, "user %s may not add this rule: %w", userFrom(r), err)
+		}
+	}
+	return nil
 }
 
 // rememberOptions checks the remembered-approval fields of req and

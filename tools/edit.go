@@ -148,6 +148,13 @@ func (Edit) Call(ctx context.Context, env *Env, input json.RawMessage) Stream {
 	if err := env.Backend.WriteFile(ctx, p, []byte(out)); err != nil {
 		return backendError(ctx, "Edit", p, err)
 	}
+	return editResult(in, p, content, updated, n)
+}
+
+// editResult is Edit's report once the file at p, named in.FilePath by the
+// model, has been rewritten from before to after; n is how many times
+// old_string occurred.
+func editResult(in EditInput, p, before, after string, n int) Stream {
 	rel := strings.TrimPrefix(p, "/")
 	what := "1 occurrence"
 	if in.ReplaceAll {
@@ -160,7 +167,7 @@ func (Edit) Call(ctx context.Context, env *Env, input json.RawMessage) Stream {
 	return Single(Chunk{
 		Text: fmt.Sprintf("Successfully replaced %s in %s", what, in.FilePath),
 		Metadata: map[string]any{
-			"diff":        unifiedDiff("a/"+rel, "b/"+rel, content, updated),
+			"diff":        unifiedDiff("a/"+rel, "b/"+rel, before, after),
 			"file_path":   p,
 			"occurrences": occ,
 		},

@@ -185,32 +185,13 @@ func (g Glob) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 	if err != nil || !fi.IsDir {
 		return Errorf("Directory not found: %s", base)
 	}
-	type hit struct {
-		path string
-		info backend.FileInfo
-	}
-	var hits []hit
-	err = walkTree(ctx, env.Backend, base, func(rel string, fi backend.FileInfo) (bool, error) {
-		if fi.IsDir {
-			return true, nil
-		}
-		if doublestar.MatchUnvalidated(pattern, rel) {
-			hits = append(hits, hit{path.Join(base, rel), fi})
-		}
-		return true, nil
-	})
+	hits, err := globHits(ctx, env, base, pattern)
 	if err != nil {
 		return backendError(ctx, "Glob", base, err)
 	}
 	if len(hits) == 0 {
 		return Single(Chunk{Text: "No files found matching pattern: " + in.Pattern, Metadata: map[string]any{"count": 0}})
 	}
-	slices.SortStableFunc(hits, func(a, b hit) int {
-		if c := b.info.ModTime.Compare(a.info.ModTime); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.path, b.path)
-	})
 	limit := g.MaxResults
 	if limit <= 0 {
 		limit = GlobDefaultMaxResults
@@ -224,4 +205,37 @@ func (g Glob) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 		text += fmt.Sprintf("\n\n(Results are truncated: showing the %d most recently modified of %d matches. Use a more specific path or pattern.)", limit, len(hits))
 	}
 	return Single(Chunk{Text: text, Metadata: map[string]any{"count": len(hits), "truncated": len(hits) > limit}})
+}
+
+// globHit is one file Glob matched: its absolute path and what Stat-like
+// information the walk reported for it.
+type globHit struct {
+	path string
+	info backend.FileInfo
+}
+
+// globHits walks the tree under base and returns the files whose path
+// relative to base matches pattern, most recently modified first and by path
+// among equal times.
+func globHits(ctx context.Context, env *Env, base, pattern string) ([]globHit, error) {
+	var hits []globHit
+	err := walkTree(ctx, env.Backend, base, func(rel string, fi backend.FileInfo) (bool, error) {
+		if fi.IsDir {
+			return true, nil
+		}
+		if doublestar.MatchUnvalidated(pattern, rel) {
+			hits = append(hits, globHit{path.Join(base, rel), fi})
+		}
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(hits, func(a, b globHit) int {
+		if c := b.info.ModTime.Compare(a.info.ModTime); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.path, b.path)
+	})
+	return hits, nil
 }

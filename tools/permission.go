@@ -298,14 +298,8 @@ func pathRule(env *Env, rules []permission.Rule, names []string, p string) (*per
 // checkAccess applies the path rules to one access. home is the backend
 // user's home ("" when unknown).
 func checkAccess(env *Env, pc *permission.Context, home string, acc shell.Access) (pathCheck, error) {
-	verb, names := "read", []string{"Read"}
-	if acc.Write {
-		verb, names = "write", []string{"Edit", "Write"}
-	}
-	where := ""
-	if acc.Command != "" {
-		where = " (in `" + oneLine(acc.Command) + "`)"
-	}
+	a := describeAccess(acc)
+	verb, names, where := a.verb, a.names, a.where
 	if !acc.Resolved {
 		return pathCheck{behavior: permission.Ask, short: fmt.Sprintf("%s of unresolved path %q", verb, acc.Path),
 			why: fmt.Sprintf("cannot tell which file %q names%s, so its %s cannot be checked", acc.Path, where, verb)}, nil
@@ -344,21 +338,50 @@ func checkAccess(env *Env, pc *permission.Context, home string, acc shell.Access
 	if r, err := pathRule(env, allow, names, p); err != nil || r != nil {
 		return pathCheck{behavior: permission.Passthrough, rule: r}, err
 	}
+	return a.workingDirCheck(env, pc), nil
+}
+
+// accessView is one access together with the words checkAccess's messages
+// use for it.
+type accessView struct {
+	acc   shell.Access
+	verb  string   // "read" or "write"
+	names []string // the tools whose path rules govern the access
+	where string   // " (in `command`)", or "" when no command is known
+}
+
+// describeAccess returns acc with its verb, rule tool names and command
+// suffix.
+func describeAccess(acc shell.Access) accessView {
+	a := accessView{acc: acc, verb: "read", names: []string{"Read"}}
+	if acc.Write {
+		a.verb, a.names = "write", []string{"Edit", "Write"}
+	}
+	if acc.Command != "" {
+		a.where = " (in `" + oneLine(acc.Command) + "`)"
+	}
+	return a
+}
+
+// workingDirCheck passes an access inside the working directories and asks
+// for one outside them, suggesting a rule for its directory.
+func (a accessView) workingDirCheck(env *Env, pc *permission.Context) pathCheck {
+	p := a.acc.Path
 	check := p
-	if acc.Glob {
+	if a.acc.Glob {
 		check = shell.GlobBase(p)
 	}
 	dirs := workingDirs(env, pc)
 	if insideDirs(check, dirs) {
-		return pathCheck{behavior: permission.Passthrough}, nil
+		return pathCheck{behavior: permission.Passthrough}
 	}
 	ruleDir := path.Dir(check)
 	if ruleDir == "/" {
 		ruleDir = check
 	}
-	return pathCheck{behavior: permission.Ask, short: fmt.Sprintf("%s of %s outside the working directories", verb, p),
+	return pathCheck{behavior: permission.Ask, short: fmt.Sprintf("%s of %s outside the working directories", a.verb, p),
 		why: fmt.Sprintf("%s of %s%s is outside the working directories (%s); add the directory to the turn's or the config's working_dirs, or allow it with a rule such as %s(%s/**)",
-			verbNoun(verb), p, where, strings.Join(dirs, ", "), names[0], strings.TrimSuffix(ruleDir, "/"))}, nil
+			verbNoun(a.verb), p, a.where, strings.Join(dirs, ", "), a.names[0], strings.TrimSuffix(ruleDir, "/"))}
 }
 
 func verbNoun(v string) string {

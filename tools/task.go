@@ -240,12 +240,7 @@ func (TaskUpdate) Call(_ context.Context, env *Env, input json.RawMessage) Strea
 		updated = append(updated, "blocked_by")
 	}
 	if in.Status == TaskDeleted {
-		id := s.Tasks[i].ID
-		s.Tasks = slices.Delete(s.Tasks, i, i+1)
-		for k := range s.Tasks {
-			s.Tasks[k].Blocks = slices.DeleteFunc(s.Tasks[k].Blocks, func(x string) bool { return x == id })
-			s.Tasks[k].BlockedBy = slices.DeleteFunc(s.Tasks[k].BlockedBy, func(x string) bool { return x == id })
-		}
+		id := deleteTask(s, i)
 		return Single(Chunk{Text: fmt.Sprintf("Task (id=%s) has been deleted.", id)})
 	}
 	if in.Status != "" {
@@ -257,23 +252,47 @@ func (TaskUpdate) Call(_ context.Context, env *Env, input json.RawMessage) Strea
 		updated = append(updated, "owner")
 	}
 	if in.Metadata != nil {
-		m := maps.Clone(s.Tasks[i].Metadata)
-		if m == nil {
-			m = map[string]any{}
-		}
-		keys := slices.Collect(maps.Keys(in.Metadata))
-		sort.Strings(keys)
-		for _, k := range keys {
-			if v := in.Metadata[k]; v == nil {
-				delete(m, k)
-			} else {
-				m[k] = v
-			}
-		}
-		s.Tasks[i].Metadata = m
+		s.Tasks[i].Metadata = mergeMetadata(s.Tasks[i].Metadata, in.Metadata)
 		updated = append(updated, "metadata")
 	}
 	t := s.Tasks[i]
+	return Single(Chunk{Text: taskUpdateText(t, updated), Metadata: map[string]any{"task_id": t.ID, "updated_fields": updated}})
+}
+
+// deleteTask removes task i from s, drops every blocks and blocked-by
+// reference to it from the other tasks, and returns its id.
+func deleteTask(s *State, i int) string {
+	id := s.Tasks[i].ID
+	s.Tasks = slices.Delete(s.Tasks, i, i+1)
+	for k := range s.Tasks {
+		s.Tasks[k].Blocks = slices.DeleteFunc(s.Tasks[k].Blocks, func(x string) bool { return x == id })
+		s.Tasks[k].BlockedBy = slices.DeleteFunc(s.Tasks[k].BlockedBy, func(x string) bool { return x == id })
+	}
+	return id
+}
+
+// mergeMetadata returns a copy of old with patch applied in key order: a nil
+// value deletes its key, any other value sets it.
+func mergeMetadata(old, patch map[string]any) map[string]any {
+	m := maps.Clone(old)
+	if m == nil {
+		m = map[string]any{}
+	}
+	keys := slices.Collect(maps.Keys(patch))
+	sort.Strings(keys)
+	for _, k := range keys {
+		if v := patch[k]; v == nil {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// taskUpdateText is the text TaskUpdate reports for task t after changing the
+// named fields.
+func taskUpdateText(t Task, updated []string) string {
 	var text string
 	if len(updated) == 0 {
 		text = fmt.Sprintf("No updates were made to task (id=%s).", t.ID)
@@ -283,7 +302,7 @@ func (TaskUpdate) Call(_ context.Context, env *Env, input json.RawMessage) Strea
 	if t.Status == TaskCompleted {
 		text += "\n\nTask completed. Call TaskList now to find your next available task or to see if your work unblocked others."
 	}
-	return Single(Chunk{Text: text, Metadata: map[string]any{"task_id": t.ID, "updated_fields": updated}})
+	return text
 }
 
 func findTask(s *State, id string) int {

@@ -42,19 +42,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	a := &api{cfg: cfg}
 	id := cfg.SandboxID
 	if id == "" && cfg.WorkspaceID != "" {
-		found, err := a.list(ctx, map[string]string{WorkspaceMetadataKey: cfg.WorkspaceID})
-		if err != nil {
+		var err error
+		if id, err = a.workspaceSandbox(ctx, cfg.WorkspaceID); err != nil {
 			return nil, err
-		}
-		if len(found) > 0 {
-			// Prefer a running sandbox, then the most recently started.
-			sort.SliceStable(found, func(i, j int) bool {
-				if (found[i].State == "running") != (found[j].State == "running") {
-					return found[i].State == "running"
-				}
-				return found[i].StartedAt.After(found[j].StartedAt)
-			})
-			id = found[0].SandboxID
 		}
 	}
 	var sb *sandbox
@@ -68,14 +58,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		}
 	}
 	if id == "" {
-		md := map[string]string{}
-		for k, v := range cfg.Metadata {
-			md[k] = v
-		}
-		if cfg.WorkspaceID != "" {
-			md[WorkspaceMetadataKey] = cfg.WorkspaceID
-		}
-		if sb, err = a.create(ctx, md); err != nil {
+		if sb, err = a.create(ctx, sandboxMetadata(cfg)); err != nil {
 			return nil, err
 		}
 	}
@@ -96,6 +79,40 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, fmt.Errorf("e2b: create workdir: %w", err)
 	}
 	return b, nil
+}
+
+// workspaceSandbox returns the id of the sandbox of the workspace
+// workspaceID, or "" when it has none: a running one if any, else the most
+// recently started.
+func (a *api) workspaceSandbox(ctx context.Context, workspaceID string) (string, error) {
+	found, err := a.list(ctx, map[string]string{WorkspaceMetadataKey: workspaceID})
+	if err != nil {
+		return "", err
+	}
+	if len(found) == 0 {
+		return "", nil
+	}
+	// Prefer a running sandbox, then the most recently started.
+	sort.SliceStable(found, func(i, j int) bool {
+		if (found[i].State == "running") != (found[j].State == "running") {
+			return found[i].State == "running"
+		}
+		return found[i].StartedAt.After(found[j].StartedAt)
+	})
+	return found[0].SandboxID, nil
+}
+
+// sandboxMetadata is the metadata a new sandbox is created with:
+// Config.Metadata and, when set, the workspace id.
+func sandboxMetadata(cfg Config) map[string]string {
+	md := map[string]string{}
+	for k, v := range cfg.Metadata {
+		md[k] = v
+	}
+	if cfg.WorkspaceID != "" {
+		md[WorkspaceMetadataKey] = cfg.WorkspaceID
+	}
+	return md
 }
 
 // Name implements backend.Backend.

@@ -100,6 +100,13 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 		}
 		// Nothing ran: a sandbox of its own (a re-executed helper).
 	}
+	return b.execDirect(ctx, req, dir, env, stdout, stderr)
+}
+
+// execDirect runs req as a process of its own, built by command, with
+// the output going to stdout and stderr. A program that cannot be started
+// is reported as exit code 127, like a shell would.
+func (b *Backend) execDirect(ctx context.Context, req backend.ExecRequest, dir string, env []string, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
 	cmd, cleanup, err := b.command(ctx, req, dir, env)
 	if err != nil {
 		return backend.ExecResult{}, err

@@ -17,21 +17,7 @@ import (
 // turns with awkward ids, listing and deletion, and a Log on top of it.
 func Run(t *testing.T, s content.Store) {
 	ctx := context.Background()
-	t.Run("RoundTrip", func(t *testing.T) {
-		data := []byte(strings.Repeat("x", 70_000))
-		id := content.ID(data)
-		if err := s.Put(ctx, "turn-a", id, data); err != nil {
-			t.Fatal(err)
-		}
-		// A second put of the same id is a no-op, not an error.
-		if err := s.Put(ctx, "turn-a", id, data); err != nil {
-			t.Fatal(err)
-		}
-		got, err := s.Get(ctx, "turn-a", id)
-		if err != nil || string(got) != string(data) {
-			t.Fatalf("get: %d bytes, %v", len(got), err)
-		}
-	})
+	t.Run("RoundTrip", func(t *testing.T) { runRoundTrip(t, s) })
 	t.Run("Missing", func(t *testing.T) {
 		_, err := s.Get(ctx, "turn-a", content.ID([]byte("never stored")))
 		if !errors.Is(err, content.ErrNotFound) {
@@ -43,39 +29,63 @@ func Run(t *testing.T, s content.Store) {
 			t.Fatal("a path as object name was accepted")
 		}
 	})
-	t.Run("TurnsAndDelete", func(t *testing.T) {
-		odd := "batch/job 7/../x.y"
-		data := []byte("hello")
-		if err := s.Put(ctx, odd, content.ID(data), data); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Put(ctx, odd, content.HeadName, []byte("h1")); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Put(ctx, odd, content.HeadName, []byte("h2")); err != nil {
-			t.Fatal(err)
-		}
-		if h, err := s.Get(ctx, odd, content.HeadName); err != nil || string(h) != "h2" {
-			t.Fatalf("head rewritten: %q %v", h, err)
-		}
-		turns, err := s.Turns(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Contains(turns, odd) || !slices.Contains(turns, "turn-a") {
-			t.Fatalf("turns %q lack %q or turn-a", turns, odd)
-		}
-		if err := s.DeleteTurn(ctx, odd); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := s.Get(ctx, odd, content.ID(data)); !errors.Is(err, content.ErrNotFound) {
-			t.Fatalf("after delete: %v", err)
-		}
-		if _, err := s.Get(ctx, "turn-a", content.ID([]byte(strings.Repeat("x", 70_000)))); err != nil {
-			t.Fatalf("deleting one turn touched another: %v", err)
-		}
-	})
+	t.Run("TurnsAndDelete", func(t *testing.T) { runTurnsAndDelete(t, s) })
 	t.Run("Log", func(t *testing.T) { runLog(t, s) })
+}
+
+// runRoundTrip puts a large object twice (the second put is a no-op) and
+// gets it back.
+func runRoundTrip(t *testing.T, s content.Store) {
+	ctx := context.Background()
+	data := []byte(strings.Repeat("x", 70_000))
+	id := content.ID(data)
+	if err := s.Put(ctx, "turn-a", id, data); err != nil {
+		t.Fatal(err)
+	}
+	// A second put of the same id is a no-op, not an error.
+	if err := s.Put(ctx, "turn-a", id, data); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, "turn-a", id)
+	if err != nil || string(got) != string(data) {
+		t.Fatalf("get: %d bytes, %v", len(got), err)
+	}
+}
+
+// runTurnsAndDelete stores objects under a turn id with awkward characters,
+// rewrites its head, lists the turns and deletes that turn alone.
+func runTurnsAndDelete(t *testing.T, s content.Store) {
+	ctx := context.Background()
+	odd := "batch/job 7/../x.y"
+	data := []byte("hello")
+	if err := s.Put(ctx, odd, content.ID(data), data); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, odd, content.HeadName, []byte("h1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put(ctx, odd, content.HeadName, []byte("h2")); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := s.Get(ctx, odd, content.HeadName); err != nil || string(h) != "h2" {
+		t.Fatalf("head rewritten: %q %v", h, err)
+	}
+	turns, err := s.Turns(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(turns, odd) || !slices.Contains(turns, "turn-a") {
+		t.Fatalf("turns %q lack %q or turn-a", turns, odd)
+	}
+	if err := s.DeleteTurn(ctx, odd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, odd, content.ID(data)); !errors.Is(err, content.ErrNotFound) {
+		t.Fatalf("after delete: %v", err)
+	}
+	if _, err := s.Get(ctx, "turn-a", content.ID([]byte(strings.Repeat("x", 70_000)))); err != nil {
+		t.Fatalf("deleting one turn touched another: %v", err)
+	}
 }
 
 func runLog(t *testing.T, s content.Store) {
