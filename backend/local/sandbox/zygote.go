@@ -243,15 +243,23 @@ func (c *zcall) finish() {
 	c.errR.Close()
 }
 
+// answer is one reply of the zygote, or why none could be read.
+type answer struct {
+	r   reply
+	err error
+}
+
+// nextReply reads the call's next reply in the background.
+func (c *zcall) nextReply() <-chan answer {
+	ch := make(chan answer, 1)
+	go func() { r, _, err := readReply(c.replies); ch <- answer{r, err} }()
+	return ch
+}
+
 // awaitStart waits for the zygote's first reply: the process started,
 // or why it did not.
 func (c *zcall) awaitStart(ctx context.Context) error {
-	type answer struct {
-		r   reply
-		err error
-	}
-	started := make(chan answer, 1)
-	go func() { r, _, err := readReply(c.replies); started <- answer{r, err} }()
+	started := c.nextReply()
 	var first answer
 	select {
 	case first = <-started:
@@ -278,12 +286,7 @@ func (c *zcall) awaitStart(ctx context.Context) error {
 // awaitExit waits for the zygote's last reply, how the process ended;
 // when ctx is done first it asks the zygote to kill the process.
 func (c *zcall) awaitExit(ctx context.Context) (Result, error) {
-	type answer struct {
-		r   reply
-		err error
-	}
-	last := make(chan answer, 1)
-	go func() { r, _, err := readReply(c.replies); last <- answer{r, err} }()
+	last := c.nextReply()
 	var a answer
 	select {
 	case a = <-last:
