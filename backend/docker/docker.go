@@ -316,11 +316,18 @@ func (b *Backend) retry(ctx context.Context, op func(id string) error) error {
 	return op(id)
 }
 
+// errContainerGone marks an error the daemon gave without saying why
+// (a HEAD request's 404) once the container is known to be gone.
+var errContainerGone = errors.New("no such container")
+
 // containerGone reports whether err says the container was removed or is
 // not running, which recovery can fix.
 func containerGone(err error) bool {
 	if err == nil {
 		return false
+	}
+	if errors.Is(err, errContainerGone) {
+		return true
 	}
 	s := strings.ToLower(err.Error())
 	return strings.Contains(s, "no such container") || strings.Contains(s, "is not running") ||

@@ -142,6 +142,14 @@ func TestRecreateAfterRemove(t *testing.T) {
 			if got, err := b.ReadFile(ctx, "/workspace/x/f"); err != nil || string(got) != "hi" {
 				t.Fatalf("read: %q %v", got, err)
 			}
+			// Stat is a HEAD request, whose 404 has no body: a removed
+			// container must not read as a missing path.
+			if _, err := cli.ContainerRemove(ctx, b.ContainerID(), client.ContainerRemoveOptions{Force: true}); err != nil {
+				t.Fatal(err)
+			}
+			if fi, err := b.Stat(ctx, "/workspace"); err != nil || !fi.IsDir {
+				t.Fatalf("stat after removal: %+v %v", fi, err)
+			}
 		})
 	}
 }

@@ -164,7 +164,7 @@ func (b *Backend) Stat(ctx context.Context, p string) (backend.FileInfo, error) 
 		for depth := 0; ; depth++ {
 			st, err := b.cli.ContainerStatPath(ctx, id, client.ContainerStatPathOptions{Path: target})
 			if err != nil {
-				return wrapNotFound("docker stat "+p, err)
+				return b.statNotFound(ctx, id, "docker stat "+p, err)
 			}
 			if st.Stat.Mode&fs.ModeSymlink == 0 || st.Stat.LinkTarget == "" || depth >= 16 {
 				fi = fromPathStat(path.Base(p), st.Stat)
@@ -334,6 +334,16 @@ func scriptErr(op string, res backend.ExecResult) error {
 	default:
 		return fmt.Errorf("%s: exit %d: %s", op, res.ExitCode, msg)
 	}
+}
+
+// statNotFound classifies a failed stat. The stat is a HEAD request, and
+// a 404 to HEAD has no body, so "no such container" and "no such path"
+// look the same: ask the daemon whether container id still runs.
+func (b *Backend) statNotFound(ctx context.Context, id, op string, err error) error {
+	if cerrdefs.IsNotFound(err) && b.gone(ctx, id) {
+		return fmt.Errorf("%s: %w: %w", op, errContainerGone, err)
+	}
+	return wrapNotFound(op, err)
 }
 
 // wrapNotFound turns the archive API's 404 for a missing path into
