@@ -72,6 +72,14 @@ func TestListenerPIDAndRSS(t *testing.T) {
 	if err != nil || pid != os.Getpid() {
 		t.Fatalf("ListenerPID(%d) = %d, %v; want %d", port, pid, err, os.Getpid())
 	}
+	if at := ListenerPIDAt(ln.Addr().String()); at != pid {
+		t.Errorf("ListenerPIDAt(%s) = %d, want %d", ln.Addr(), at, pid)
+	}
+	for _, addr := range []string{"no-port", "localhost:http-alt"} {
+		if at := ListenerPIDAt(addr); at != 0 {
+			t.Errorf("ListenerPIDAt(%q) = %d, want 0", addr, at)
+		}
+	}
 	rss, err := RSS(pid)
 	if err != nil || rss < 1<<20 {
 		t.Fatalf("RSS = %d, %v", rss, err)

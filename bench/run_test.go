@@ -2,8 +2,6 @@ package bench
 
 import (
 	"context"
-	"net"
-	"os"
 	"strings"
 	"testing"
 )
@@ -26,24 +24,5 @@ func TestRunDockerOnly(t *testing.T) {
 	}
 	if err := r.Run(context.Background(), "everything", Plan{}, &rep); err == nil || !strings.Contains(err.Error(), `"everything"`) {
 		t.Errorf("unknown scenario: %v", err)
-	}
-}
-
-func TestListenerPIDAt(t *testing.T) {
-	if _, err := os.Stat("/proc/net/tcp"); err != nil {
-		t.Skipf("no /proc (not Linux): %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	if pid := ListenerPIDAt(ln.Addr().String()); pid != os.Getpid() {
-		t.Errorf("ListenerPIDAt(%s) = %d, want %d", ln.Addr(), pid, os.Getpid())
-	}
-	for _, addr := range []string{"no-port", "localhost:http-alt"} {
-		if pid := ListenerPIDAt(addr); pid != 0 {
-			t.Errorf("ListenerPIDAt(%q) = %d, want 0", addr, pid)
-		}
 	}
 }

@@ -50,10 +50,14 @@ type Sourcer interface {
 }
 
 // SourceOf returns t's source: its Source method's answer, else
-// SourceCustom.
+// SourceBuiltin for the types of Builtins, else SourceCustom.
 func SourceOf(t Tool) string {
 	if s, ok := t.(Sourcer); ok && s.Source() != "" {
 		return s.Source()
+	}
+	switch t.(type) {
+	case Bash, PowerShell, Read, Write, Edit, Glob, Grep, TaskCreate, TaskGet, TaskList, TaskUpdate, AskUser:
+		return SourceBuiltin
 	}
 	return SourceCustom
 }
