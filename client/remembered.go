@@ -33,10 +33,7 @@ func WriteRememberedTable(w io.Writer, rs []workflows.Remembered, now time.Time)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tSCOPE\tWHERE\tTOOL\tRULE\tBY\tFROM\tEXPIRES\tSINGLE-USE")
 	for _, r := range rs {
-		rule, where, exp := r.Rule, "-", "-"
-		if rule == "" {
-			rule = "exact " + string(r.Input)
-		}
+		rule, where, exp := r.What(), "-", "-"
 		switch r.Scope {
 		case workflows.ScopeTurn:
 			where = r.WorkflowID

@@ -462,7 +462,9 @@ func (s *Server) handleApprove(r *http.Request) (any, error) {
 		return nil, err
 	}
 	rules := trimRules(req.Rules)
-	if req.Decision == workflows.DecisionAlwaysAllow {
+	// The input scope adds no rule: it remembers the exact call, which
+	// authorize found the user may answer.
+	if req.Decision == workflows.DecisionAlwaysAllow && req.Scope != workflows.ScopeInput {
 		if err := s.mayAlwaysAllow(r, rules, p); err != nil {
 			return nil, err
 		}
@@ -520,13 +522,14 @@ func (s *Server) mayAlwaysAllow(r *http.Request, rules []string, p workflows.Pen
 // rememberOptions checks the remembered-approval fields of req and
 // returns its TTL.
 func rememberOptions(req ApproveRequest) (time.Duration, error) {
-	switch req.Scope {
-	case "", workflows.ScopeInput, workflows.ScopeTurn, workflows.ScopeAgent, workflows.ScopeNamespace:
-	default:
+	if req.Scope != "" && !req.Scope.Valid() {
 		return 0, statusErr(http.StatusBadRequest, "scope %q: want input, turn, agent or namespace", req.Scope)
 	}
 	if req.Scope != "" && req.Decision != workflows.DecisionAlwaysAllow {
 		return 0, statusErr(http.StatusBadRequest, "a scope remembers an always_allow")
+	}
+	if req.Scope == workflows.ScopeInput && len(trimRules(req.Rules)) > 0 {
+		return 0, statusErr(http.StatusBadRequest, "the input scope remembers the exact input and takes no rules")
 	}
 	if req.Scope == "" && (req.TTL != "" || req.SingleUse) {
 		return 0, statusErr(http.StatusBadRequest, "ttl and single_use need a scope")

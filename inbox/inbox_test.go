@@ -267,6 +267,8 @@ func TestRememberOptions(t *testing.T) {
 		{ApproveRequest{Decision: workflows.DecisionAllow, Scope: workflows.ScopeTurn}, 0, "remembers an always_allow"},
 		{ApproveRequest{Decision: aa, TTL: "1h"}, 0, "need a scope"},
 		{ApproveRequest{Decision: aa, Scope: workflows.ScopeInput, TTL: "soon"}, 0, "positive duration"},
+		{ApproveRequest{Decision: aa, Scope: workflows.ScopeInput, Rules: []string{"Bash(touch:*)"}}, 0, "takes no rules"},
+		{ApproveRequest{Decision: aa, Scope: workflows.ScopeInput, Rules: []string{" "}}, 0, ""},
 	} {
 		ttl, err := rememberOptions(c.req)
 		if c.fail == "" && (err != nil || ttl != c.ttl) || c.fail != "" && (err == nil || !strings.Contains(err.Error(), c.fail)) {

@@ -178,16 +178,46 @@ func TestInboxAuthorization(t *testing.T) {
 	}
 }
 
-// TestInboxBrowser drives the inbox page with a real headless Chromium:
-// allow one turn's call, deny another's with a typed reason, answer an
-// AskUser question; each turn resumes and the page drops the entry.
-func TestInboxBrowser(t *testing.T) {
+// needChromium fails the test when chromium is missing, unless
+// WARDEN_SKIP_BROWSER=1 says to skip the browser tests.
+func needChromium(t *testing.T) {
+	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if os.Getenv("WARDEN_SKIP_BROWSER") == "1" {
 			t.Skip("chromium not installed and WARDEN_SKIP_BROWSER=1")
 		}
 		t.Fatalf("chromium not found at %s (apt-get install -y chromium, or set WARDEN_SKIP_BROWSER=1): %v", chromiumPath, err)
 	}
+}
+
+// browser starts a headless chromium for the test and returns its
+// context; it stops with the test.
+func browser(t *testing.T, ctx context.Context) context.Context {
+	t.Helper()
+	actx, cancelA := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromiumPath),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 1100),
+	)
+	t.Cleanup(cancelA)
+	bctx, cancelB := chromedp.NewContext(actx)
+	t.Cleanup(cancelB)
+	return bctx
+}
+
+// TestInboxBrowser drives the inbox page with a real headless Chromium:
+// allow one turn's call, deny another's with a typed reason, answer an
+// AskUser question; each turn resumes and the page drops the entry.
+func TestInboxBrowser(t *testing.T) {
+	needChromium(t)
 	workdir := t.TempDir()
 	cl := startWorker(t, warden.Options{Workdir: workdir})
 	ctx := ctxT(t, 120*time.Second)
@@ -204,23 +234,7 @@ func TestInboxBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append([]chromedp.ExecAllocatorOption{},
-		chromedp.ExecPath(chromiumPath),
-		chromedp.Flag("headless", true),
-		chromedp.Flag("no-sandbox", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1280, 1100),
-	)
-	actx, cancelA := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancelA()
-	bctx, cancelB := chromedp.NewContext(actx)
-	defer cancelB()
+	bctx := browser(t, ctx)
 	shot := func(name string) {
 		t.Helper()
 		png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100))
@@ -471,5 +485,59 @@ steps:
 		if want := "<b>will run with:</b> " + template.HTMLEscapeString(p.Sandbox); !strings.Contains(html[p.CallID], want) {
 			t.Errorf("%s entry lacks %q:\n%s", p.CallID, want, html[p.CallID])
 		}
+	}
+}
+
+// TestInboxRemembersExactInput: the inbox's "this exact input" choice
+// remembers the call in the turn's policy store without a rule. Its user
+// dev may answer the exact call but not add the suggested rule (wider
+// than dev's role), which the input scope does not add.
+func TestInboxRemembersExactInput(t *testing.T) {
+	needChromium(t)
+	cl, store, workdir := liveWorker(t)
+	ctx := ctxT(t, 90*time.Second)
+	srv, err := inbox.New(inbox.Config{
+		Client:  cl,
+		Users:   map[string]config.InboxUser{"dev": {Token: "dev-token", Roles: []string{"touch"}}},
+		Roles:   map[string]config.InboxRole{"touch": {Allow: []string{"Bash(touch exact-made)"}}},
+		Refresh: time.Second,
+		Content: env.store,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	id := "inbox-exact-" + fmt.Sprint(time.Now().UnixNano())
+	liveTurn(t, ctx, cl, id, store, "", "steps:\n  - tool_calls: [{id: c1, name: Bash, input: {command: \"touch exact-made\"}}]\n  - text: finished\n", nil)
+	ps := waitPending(t, cl, id, 1)
+	if len(ps[0].Suggestions) == 0 {
+		t.Fatalf("pending call has no suggestion to refuse: %+v", ps[0])
+	}
+	// The suggestion is wider than dev's role: always allowing it is refused.
+	if code, body := apiPost(t, hs.URL+"/api/approve", "dev-token", inbox.ApproveRequest{WorkflowID: id, CallID: "c1", Hash: ps[0].Hash,
+		Decision: workflows.DecisionAlwaysAllow, Scope: workflows.ScopeNamespace}); code != http.StatusForbidden {
+		t.Fatalf("namespace scope: %d %s, want 403", code, body)
+	}
+	bctx := browser(t, ctx)
+	entry := fmt.Sprintf(`li.entry[data-wf=%q][data-call="c1"]`, id)
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(hs.URL+"/?token=dev-token&workflow="+id),
+		chromedp.WaitVisible(chromedp.CSS(entry)),
+		chromedp.SetValue(chromedp.CSS(entry+" select.scope-pick"), "input"),
+		chromedp.Click(chromedp.CSS(entry+" button.always-allow")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.Result(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "exact-made")); err != nil || res.Answer != "finished" {
+		t.Errorf("remembered call did not run: %v, answer %q, results %+v", err, res.Answer, toolResults(res))
+	}
+	st, err := cl.PolicyState(ctx, store)
+	if err != nil || len(st.Remembered) != 1 || st.Remembered[0].Scope != workflows.ScopeInput || st.Remembered[0].By != "dev" {
+		t.Fatalf("store = %+v %v, want one exact input remembered by dev", st, err)
 	}
 }

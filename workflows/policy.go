@@ -108,6 +108,15 @@ const (
 	ScopeNamespace RememberScope = "namespace"
 )
 
+// Valid reports whether s is one of the scopes.
+func (s RememberScope) Valid() bool {
+	switch s {
+	case ScopeInput, ScopeTurn, ScopeAgent, ScopeNamespace:
+		return true
+	}
+	return false
+}
+
 // Remembered is a remembered approval: an always_allow answer kept in
 // the policy store. It is derived from the approved call: an exact
 // input (ScopeInput) or a rule that covers the call and is no wider than
@@ -140,6 +149,14 @@ type Remembered struct {
 	// RevokedBy names who revoked it (RevokedAt when).
 	RevokedBy string    `json:"revoked_by,omitempty"`
 	RevokedAt time.Time `json:"revoked_at,omitzero"`
+}
+
+// What is the rule r remembers, or "exact INPUT" for the input scope.
+func (r Remembered) What() string {
+	if r.Rule == "" {
+		return "exact " + string(r.Input)
+	}
+	return r.Rule
 }
 
 // Active reports whether the remembered approval may still allow calls

@@ -82,12 +82,17 @@ func (f *decideFlags) remember(a *workflows.Approval) error {
 	if f.scope == "" {
 		return errors.New("--ttl, --once and --agent need --scope input|turn|agent|namespace")
 	}
-	switch sc := workflows.RememberScope(f.scope); sc {
-	case workflows.ScopeInput, workflows.ScopeTurn, workflows.ScopeAgent, workflows.ScopeNamespace:
-		a.Scope, a.TTL, a.SingleUse, a.Agent = sc, f.ttl, f.once, f.agent
-		return nil
+	sc := workflows.RememberScope(f.scope)
+	switch {
+	case !sc.Valid():
+		return fmt.Errorf("--scope %q: want input, turn, agent or namespace", f.scope)
+	case f.agent != "" && sc != workflows.ScopeAgent:
+		return fmt.Errorf("--agent names the agent of --scope agent, not of --scope %s", sc)
+	case f.ttl < 0:
+		return fmt.Errorf("--ttl %v: want a positive duration such as 24h", f.ttl)
 	}
-	return fmt.Errorf("--scope %q: want input, turn, agent or namespace", f.scope)
+	a.Scope, a.TTL, a.SingleUse, a.Agent = sc, f.ttl, f.once, f.agent
+	return nil
 }
 
 // run sends the answer to the call of args, or to every call --all

@@ -48,9 +48,11 @@ func TestKeysCreateNeedsAKeyring(t *testing.T) {
 // anything is sent.
 func TestApproveScopeFlags(t *testing.T) {
 	for args, want := range map[string]string{
-		"approve wf c1 --ttl 1h":                    "add --always",
-		"approve wf c1 --always --once":             "need --scope",
-		"approve wf c1 --always --scope everywhere": `--scope "everywhere"`,
+		"approve wf c1 --ttl 1h":                              "add --always",
+		"approve wf c1 --always --once":                       "need --scope",
+		"approve wf c1 --always --scope everywhere":           `--scope "everywhere"`,
+		"approve wf c1 --always --scope namespace --agent ci": "--agent names the agent of --scope agent",
+		"approve wf c1 --always --scope input --ttl -1h":      "--ttl -1h0m0s",
 	} {
 		if _, err := execute(t, newApprovalsCmd(&conn{}), "", strings.Fields(args)...); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want an error about %s", args, err, want)

@@ -114,7 +114,7 @@ func newRememberedRevokeCmd(cn *conn, store *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s (%s scope, %s) by %s\n", r.ID, r.Scope, r.Rule, r.RevokedBy)
+			fmt.Fprintf(cmd.OutOrStdout(), "revoked %s (%s scope, %s) by %s\n", r.ID, r.Scope, r.What(), r.RevokedBy)
 			return nil
 		},
 	}

@@ -105,9 +105,7 @@ func listBuiltins(out io.Writer, cn *conn, asJSON bool) error {
 // printEntries prints tools as an indented JSON array or as a table.
 func printEntries(out io.Writer, es []tools.Entry, asJSON bool) error {
 	if asJSON {
-		enc := newEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(es)
+		return jsonEncoder(out).Encode(es)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tSOURCE\tREAD-ONLY\tCONCURRENT\tEXTERNAL\tSTATE\tDESCRIPTION")

@@ -44,11 +44,13 @@
       r.decision = "allow";
       p = post("api/approve", r).then(function () { done(li, "allowed"); });
     } else if (kind === "always") {
-      var rule = li.querySelector(".rule-text").value.trim() || li.querySelector(".rule-pick").value;
+      var scope = li.querySelector(".scope-pick").value, ttl = li.querySelector(".scope-ttl").value.trim();
+      // The input scope remembers the exact input: it takes no rule.
+      var rule = scope === "input" ? "this exact input" :
+        li.querySelector(".rule-text").value.trim() || li.querySelector(".rule-pick").value;
       if (!rule) { say("choose or type a rule", true); return; }
       r.decision = "always_allow";
-      r.rules = [rule];
-      var scope = li.querySelector(".scope-pick").value, ttl = li.querySelector(".scope-ttl").value.trim();
+      if (scope !== "input") { r.rules = [rule]; }
       if (scope) {
         r.scope = scope;
         if (ttl) { r.ttl = ttl; }
