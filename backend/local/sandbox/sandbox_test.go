@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -154,4 +156,56 @@ func TestZygoteCancelled(t *testing.T) {
 		}
 		cancel()
 	}
+}
+
+// cancelOnWrite cancels a call at its first output.
+type cancelOnWrite struct {
+	once   sync.Once
+	cancel context.CancelFunc
+}
+
+func (c *cancelOnWrite) Write(p []byte) (int, error) { c.once.Do(c.cancel); return len(p), nil }
+
+// TestZygoteCancelledAsItStarts cancels calls at their first output,
+// which races the zygote's report that the process started: however the
+// race goes, no process outlives its cancelled call.
+func TestZygoteCancelledAsItStarts(t *testing.T) {
+	z, err := StartZygote(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer z.Close()
+	dir := t.TempDir()
+	marker := fmt.Sprintf("sleep 86.%d", os.Getpid())
+	for range 100 {
+		ctx, cancel := context.WithCancel(context.Background())
+		_, _ = z.Run(ctx, Request{Write: []string{dir}, Dir: dir, Argv: []string{"/bin/sh", "-c", "echo x; exec " + marker},
+			Env: []string{"PATH=/usr/bin:/bin"}}, nil, &cancelOnWrite{cancel: cancel}, io.Discard)
+		cancel()
+	}
+	// The kill is asynchronous; a process that escaped it sleeps 86 s.
+	deadline := time.Now().Add(10 * time.Second)
+	for n := survivors(t, marker); n > 0; n = survivors(t, marker) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 100 cancelled processes still run", n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// survivors counts the processes whose command line contains marker.
+func survivors(t *testing.T, marker string) int {
+	t.Helper()
+	cmdlines, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range cmdlines {
+		b, err := os.ReadFile(p)
+		if err == nil && strings.Contains(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '})), marker) {
+			n++
+		}
+	}
+	return n
 }

@@ -264,9 +264,13 @@ func (c *zcall) awaitStart(ctx context.Context) error {
 	select {
 	case first = <-started:
 	case <-ctx.Done():
-		// Cancelled before the process started: the zygote cannot tell
-		// us it started, and then kills it itself.
-		_ = unix.Shutdown(int(c.replies.Fd()), unix.SHUT_RDWR)
+		// Cancelled before the process reported started. "kill" waits in
+		// the zygote's queue for the watcher it starts once it has told
+		// us (so a start already on its way is killed), and with our
+		// reading side shut the zygote cannot tell us, and kills the
+		// process itself.
+		_ = unix.Sendmsg(int(c.replies.Fd()), []byte("kill"), nil, nil, 0)
+		_ = unix.Shutdown(int(c.replies.Fd()), unix.SHUT_RD)
 		<-started
 		return ctx.Err()
 	}
