@@ -80,9 +80,9 @@ func (t *turn) shouldContinueAsNew(ctx workflow.Context) bool {
 
 // endOrContinue turns errContinueAsNew into a continue-as-new of the turn
 // with its whole state; other errors end the run.
-func (t *turn) endOrContinue(ctx workflow.Context, err error) (TurnResult, error) {
+func (t *turn) endOrContinue(ctx workflow.Context, err error) error {
 	if !errors.Is(err, errContinueAsNew) {
-		return TurnResult{}, err
+		return err
 	}
 	// Notifications in flight get their chance to be delivered by this
 	// run; those still in flight after that are carried.
@@ -93,7 +93,7 @@ func (t *turn) endOrContinue(ctx workflow.Context, err error) (TurnResult, error
 	yieldToOthers(ctx)
 	t.drainSignals(ctx)
 	if err := workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) }); err != nil {
-		return TurnResult{}, err
+		return err
 	}
 	t.drainSignals(ctx)
 	next := t.carry()
@@ -109,7 +109,7 @@ func (t *turn) endOrContinue(ctx workflow.Context, err error) (TurnResult, error
 			return t.fail(ctx, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeStateTooLarge, nil))
 		}
 	}
-	return TurnResult{}, workflow.NewContinueAsNewError(ctx, TurnWorkflow, next)
+	return workflow.NewContinueAsNewError(ctx, TurnWorkflow, next)
 }
 
 // ErrTypeStateTooLarge fails a turn whose state no longer fits a run's input.

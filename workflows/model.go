@@ -23,8 +23,7 @@ func (t *turn) modelStep(ctx workflow.Context, mws []AgentMiddleware) (model.Mes
 	t.msgs, t.Tools = st.Messages, st.Tools
 	asst, err := t.callModel(ctx)
 	if err != nil {
-		_, err = t.fail(ctx, err)
-		return model.Message{}, err
+		return model.Message{}, t.fail(ctx, err)
 	}
 	st = AgentState{Messages: append(t.msgs, asst), Tools: t.Tools}
 	for i := len(mws) - 1; i >= 0; i-- {

@@ -123,13 +123,13 @@ func (t *turn) loop(ctx workflow.Context, mws []AgentMiddleware) (TurnResult, er
 	if t.inFlight != nil {
 		results, err := t.resumeStep(ctx)
 		if err != nil {
-			return t.endOrContinue(ctx, err)
+			return TurnResult{}, t.endOrContinue(ctx, err)
 		}
 		res, finished = t.appendResults(results)
 	}
 	for limit := t.maxIterations(); !finished && t.Iterations < limit; {
 		if t.shouldContinueAsNew(ctx) {
-			return t.endOrContinue(ctx, errContinueAsNew)
+			return TurnResult{}, t.endOrContinue(ctx, errContinueAsNew)
 		}
 		var err error
 		if res, finished, err = t.step(ctx, mws); err != nil {
@@ -198,8 +198,7 @@ func (t *turn) step(ctx workflow.Context, mws []AgentMiddleware) (res TurnResult
 	}
 	results, err := t.runCalls(ctx, last.ToolCalls, last.Content)
 	if err != nil {
-		_, err = t.endOrContinue(ctx, err)
-		return TurnResult{}, false, err
+		return TurnResult{}, false, t.endOrContinue(ctx, err)
 	}
 	res, finished = t.appendResults(results)
 	return res, finished, nil
@@ -233,13 +232,13 @@ func (t *turn) finish(ctx workflow.Context, res TurnResult) TurnResult {
 // fail ends the turn loudly: the reason is an event (what `starter run`
 // and `starter watch` print) and the workflow's failure. A run with an
 // inline conversation (legacy.go) ends with the failure alone.
-func (t *turn) fail(ctx workflow.Context, err error) (TurnResult, error) {
+func (t *turn) fail(ctx workflow.Context, err error) error {
 	t.settleNotifications(ctx)
 	if t.byRef {
 		t.done = true
 		t.emit(ctx, Event{Type: EventFailed, Text: "turn stopped: " + rootMessage(err), Error: true})
 	}
-	return TurnResult{}, err
+	return err
 }
 
 // appendResults adds tool results to the conversation; when one comes from
