@@ -341,6 +341,7 @@ func TestReplayHistories(t *testing.T) {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(workflows.New(roles.Checker{}), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
+			r.RegisterWorkflowWithOptions(workflows.PolicyStore, workflow.RegisterOptions{Name: workflows.PolicyWorkflow})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(quietLog(), f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}
@@ -356,7 +357,7 @@ func TestReplayHistories(t *testing.T) {
 const recordGeneration = "v8"
 
 // recordedScenarios are the files one recording writes.
-var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn"}
+var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store"}
 
 // historyFile names a scenario's file of this generation.
 func historyFile(scenario string) string { return scenario + "_" + recordGeneration + ".json" }
@@ -492,7 +493,9 @@ steps:
 // recordLiveScenario records a turn that follows a policy store: one
 // call is remembered with a scope (the store tells the turn, which
 // re-decides the others), then a policy change denies another, and the
-// last is answered.
+// last is answered. The store's history, with the remembered approval
+// then revoked, is recorded too (policy_store_v8.json was recorded by
+// this code at 519fffd, before PolicyStore was split up).
 func recordLiveScenario(t *testing.T, ctx context.Context, suffix string) {
 	cl := startWorkerOn(t, "tq-"+t.Name()+"-live", warden.Options{Workdir: t.TempDir(), Client: env.c})
 	store, err := cl.StartPolicyStore(ctx, "policy-record"+suffix)
@@ -531,6 +534,18 @@ steps:
 		t.Fatal(err)
 	}
 	saveHistory(t, id, "live_turn")
+	st, err := cl.PolicyState(ctx, store)
+	if err != nil || len(st.Remembered) != 1 {
+		t.Fatalf("store: %+v %v", st, err)
+	}
+	if _, err := cl.Revoke(ctx, store, st.Remembered[0].ID, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, func() bool {
+		d, err := env.c.DescribeWorkflowExecution(ctx, store, "")
+		return err == nil && len(d.PendingActivities) == 0
+	})
+	saveHistory(t, store, "policy_store")
 }
 
 // recordNotifyScenario records a turn on a worker with webhooks (its
