@@ -47,14 +47,12 @@ func (q Query) query() (string, error) {
 	return strings.Join(parts, " AND "), nil
 }
 
-// RecordedCalls lists the turns q selects and reads their histories
-// (every run of each chain, q.Parallel at a time), as `starter audit`
-// does, and returns the engine's verdicts on their calls (ExtractCalls),
-// oldest first, and the number of turns read.
-func RecordedCalls(ctx context.Context, c tclient.Client, q Query) ([]Decided, int, error) {
+// turnIDs lists the workflow ids of the turns q selects, each once (a
+// turn listed again on a later page is the same chain).
+func turnIDs(ctx context.Context, c tclient.Client, q Query) ([]string, error) {
 	qs, err := q.query()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	var ids []string
 	seen := map[string]bool{}
@@ -62,7 +60,7 @@ func RecordedCalls(ctx context.Context, c tclient.Client, q Query) ([]Decided, i
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: qs, NextPageToken: token, PageSize: 1000})
 		if err != nil {
-			return nil, 0, fmt.Errorf("list turns: %w", err)
+			return nil, fmt.Errorf("list turns: %w", err)
 		}
 		for _, ex := range resp.GetExecutions() {
 			id := ex.GetExecution().GetWorkflowId()
@@ -72,8 +70,19 @@ func RecordedCalls(ctx context.Context, c tclient.Client, q Query) ([]Decided, i
 			}
 		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
-			break
+			return ids, nil
 		}
+	}
+}
+
+// RecordedCalls lists the turns q selects and reads their histories
+// (every run of each chain, q.Parallel at a time), as `starter audit`
+// does, and returns the engine's verdicts on their calls (ExtractCalls),
+// oldest first, and the number of turns read.
+func RecordedCalls(ctx context.Context, c tclient.Client, q Query) ([]Decided, int, error) {
+	ids, err := turnIDs(ctx, c, q)
+	if err != nil {
+		return nil, 0, err
 	}
 	n := q.Parallel
 	if n <= 0 {
