@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -90,5 +91,23 @@ func TestTurnIDs(t *testing.T) {
 	}
 	if _, err := turnIDs(context.Background(), l, Query{Prefix: "t'"}); err == nil {
 		t.Error("a quoted prefix is refused")
+	}
+}
+
+// TestRecordedCallsStopsAtFirstError: once a history fails, the others
+// are not read.
+func TestRecordedCallsStopsAtFirstError(t *testing.T) {
+	t.Parallel()
+	var ids []string
+	for i := range 20 {
+		ids = append(ids, fmt.Sprintf("t-%d", i))
+	}
+	l := &listClient{pages: [][]string{ids}}
+	_, _, err := RecordedCalls(context.Background(), l, Query{Parallel: 1})
+	if err == nil || !strings.Contains(err.Error(), "history unavailable") {
+		t.Errorf("err %v, want the history's", err)
+	}
+	if len(l.reads) != 1 {
+		t.Errorf("%d histories read (%q), want 1: the first failed", len(l.reads), l.reads)
 	}
 }
