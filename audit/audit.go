@@ -28,7 +28,6 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
-	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
@@ -195,36 +194,20 @@ func latestRunID(ctx context.Context, c tclient.Client, workflowID string) strin
 // (started, closed or still running) and returns those not older than
 // since, oldest first.
 func Since(ctx context.Context, c tclient.Client, since time.Time) ([]Record, error) {
-	ts := since.UTC().Format(time.RFC3339Nano)
-	q := fmt.Sprintf("WorkflowType = '%s' AND (StartTime >= '%s' OR CloseTime >= '%s' OR ExecutionStatus = 'Running')",
-		workflows.TurnWorkflow, ts, ts)
+	ids, err := turnIDs(ctx, c, Query{Since: since})
+	if err != nil {
+		return nil, err
+	}
 	var out []Record
-	var token []byte
-	seen := map[string]bool{}
-	for {
-		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token, PageSize: 500})
+	for _, id := range ids {
+		rs, err := Workflow(ctx, c, id)
 		if err != nil {
-			return nil, fmt.Errorf("list turns: %w", err)
+			return nil, err
 		}
-		for _, ex := range resp.GetExecutions() {
-			id := ex.GetExecution().GetWorkflowId()
-			if seen[id] {
-				continue
+		for _, r := range rs {
+			if !r.Time.Before(since) {
+				out = append(out, r)
 			}
-			seen[id] = true
-			rs, err := Workflow(ctx, c, id)
-			if err != nil {
-				return nil, err
-			}
-			for _, r := range rs {
-				if !r.Time.Before(since) {
-					out = append(out, r)
-				}
-			}
-		}
-		token = resp.GetNextPageToken()
-		if len(token) == 0 {
-			break
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Record) int { return a.Time.Compare(b.Time) })

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	tclient "go.temporal.io/sdk/client"
 )
@@ -139,10 +140,14 @@ func (r WhatIf) writeChanges(tw io.Writer) {
 	}
 }
 
-// cut shortens s to its first n bytes and an ellipsis when it is longer.
+// cut shortens s to at most its first n bytes, cut on a character
+// boundary, and an ellipsis when it is longer.
 func cut(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // TestWriteReport: the report's text has the summary, the counts per
@@ -62,5 +63,29 @@ func TestWriteTable(t *testing.T) {
 	out.Reset()
 	if err := WriteTable(&out, nil); err != nil || !strings.HasSuffix(out.String(), "no decisions found\n") {
 		t.Errorf("empty table: %v\n%s", err, out.String())
+	}
+}
+
+// TestCut: a long text is cut on a character boundary, never inside a
+// multi-byte character.
+func TestCut(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"abcdef", 3, "abc…"},
+		{"héllo", 2, "h…"},  // é is two bytes: not split
+		{"héllo", 3, "hé…"}, // exactly after é
+		{"日本語です", 4, "日…"},  // three-byte characters
+		{"a😀b", 4, "a…"},    // a four-byte character
+		{"😀", 4, "😀"},
+	} {
+		got := cut(c.s, c.n)
+		if got != c.want || !utf8.ValidString(got) {
+			t.Errorf("cut(%q, %d) = %q, want %q", c.s, c.n, got, c.want)
+		}
 	}
 }

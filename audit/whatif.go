@@ -4,16 +4,15 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
@@ -47,14 +46,12 @@ func (q Query) query() (string, error) {
 	return strings.Join(parts, " AND "), nil
 }
 
-// RecordedCalls lists the turns q selects and reads their histories
-// (every run of each chain, q.Parallel at a time), as `starter audit`
-// does, and returns the engine's verdicts on their calls (ExtractCalls),
-// oldest first, and the number of turns read.
-func RecordedCalls(ctx context.Context, c tclient.Client, q Query) ([]Decided, int, error) {
+// turnIDs lists the workflow ids of the turns q selects, each once (a
+// turn listed again on a later page is the same chain).
+func turnIDs(ctx context.Context, c tclient.Client, q Query) ([]string, error) {
 	qs, err := q.query()
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	var ids []string
 	seen := map[string]bool{}
@@ -62,7 +59,7 @@ func RecordedCalls(ctx context.Context, c tclient.Client, q Query) ([]Decided, i
 	for {
 		resp, err := c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: qs, NextPageToken: token, PageSize: 1000})
 		if err != nil {
-			return nil, 0, fmt.Errorf("list turns: %w", err)
+			return nil, fmt.Errorf("list turns: %w", err)
 		}
 		for _, ex := range resp.GetExecutions() {
 			id := ex.GetExecution().GetWorkflowId()
@@ -72,23 +69,45 @@ func RecordedCalls(ctx context.Context, c tclient.Client, q Query) ([]Decided, i
 			}
 		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
-			break
+			return ids, nil
 		}
+	}
+}
+
+// RecordedCalls lists the turns q selects and reads their histories
+// (every run of each chain, q.Parallel at a time, stopping at the first
+// that fails), as `starter audit` does, and returns the engine's
+// verdicts on their calls (ExtractCalls), oldest first, and the number
+// of turns read.
+func RecordedCalls(ctx context.Context, c tclient.Client, q Query) ([]Decided, int, error) {
+	ids, err := turnIDs(ctx, c, q)
+	if err != nil {
+		return nil, 0, err
 	}
 	n := q.Parallel
 	if n <= 0 {
 		n = 8
 	}
 	per := make([][]Decided, len(ids))
-	errs := make([]error, len(ids))
-	parallel(ctx, len(ids), n, func(i int) {
-		runs, err := Chain(ctx, c, ids[i])
-		if err == nil {
-			per[i], err = ExtractCalls(ids[i], runs)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(n)
+	for i, id := range ids {
+		if gctx.Err() != nil {
+			break // a history failed, or ctx is done
 		}
-		errs[i] = err
-	})
-	if err := errors.Join(errs...); err != nil {
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err // started as another failed
+			}
+			runs, err := Chain(gctx, c, id)
+			if err != nil {
+				return err
+			}
+			per[i], err = ExtractCalls(id, runs)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return nil, 0, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -104,32 +123,6 @@ func RecordedCalls(ctx context.Context, c tclient.Client, q Query) ([]Decided, i
 	}
 	slices.SortStableFunc(out, func(a, b Decided) int { return a.Verdict.Time.Compare(b.Verdict.Time) })
 	return out, len(ids), nil
-}
-
-// parallel runs f(0..n-1) on at most workers goroutines, stopping early
-// when ctx is done.
-func parallel(ctx context.Context, n, workers int, f func(i int)) {
-	workers = min(workers, n)
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				f(i)
-			}
-		}()
-	}
-	defer wg.Wait()
-	defer close(next)
-	for i := range n {
-		select {
-		case next <- i:
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 // WhatIfOptions are how recorded calls are re-decided.
@@ -255,7 +248,15 @@ func Redecide(ctx context.Context, calls []Decided, o WhatIfOptions) (WhatIf, er
 	}
 	res := make([]outcome, len(calls))
 	start := time.Now()
-	parallel(ctx, len(calls), workers, func(i int) { res[i] = r.redecide(ctx, &calls[i]) })
+	var g errgroup.Group
+	g.SetLimit(workers)
+	for i := range calls {
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error { res[i] = r.redecide(ctx, &calls[i]); return nil })
+	}
+	_ = g.Wait() // the decisions return no error
 	elapsed := time.Since(start)
 	if err := ctx.Err(); err != nil {
 		return WhatIf{}, fmt.Errorf("what-if: %w", err)

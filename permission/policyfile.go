@@ -214,15 +214,20 @@ func knownKeys(n *yaml.Node, t reflect.Type) error {
 }
 
 // MarshalYAML implements yaml.Marshaler: the rules that carry examples
-// are written in the long form, the others as strings.
+// are written in the long form, the others as strings. Examples whose
+// rule no longer sits at their Index (the lists were changed after
+// reading) are left out: the rules are written as they are.
 func (p Policy) MarshalYAML() (any, error) {
 	var n yaml.Node
 	if err := n.Encode(plainPolicy(p)); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	for _, ex := range p.Examples {
+		if !p.exampleFits(ex) {
+			continue
+		}
 		seq := mapValue(&n, ex.List)
-		if seq == nil || ex.Index < 1 || ex.Index > len(seq.Content) {
+		if seq == nil || ex.Index > len(seq.Content) {
 			continue
 		}
 		var e yaml.Node
@@ -232,6 +237,13 @@ func (p Policy) MarshalYAML() (any, error) {
 		seq.Content[ex.Index-1] = &e
 	}
 	return &n, nil
+}
+
+// exampleFits reports whether ex's rule is still the rule at ex.Index
+// of its list.
+func (p *Policy) exampleFits(ex RuleExamples) bool {
+	l := p.list(ex.List)
+	return l != nil && ex.Index >= 1 && ex.Index <= len(*l) && (*l)[ex.Index-1] == ex.Rule
 }
 
 func mapValue(n *yaml.Node, key string) *yaml.Node {
@@ -307,7 +319,7 @@ func (p *Policy) UnmarshalJSON(b []byte) error {
 }
 
 // MarshalJSON implements json.Marshaler: the rules that carry examples
-// are written in the long form.
+// are written in the long form, as in MarshalYAML.
 func (p Policy) MarshalJSON() ([]byte, error) {
 	b, err := json.Marshal(plainPolicy(p))
 	if err != nil || len(p.Examples) == 0 {
@@ -327,7 +339,7 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 			entries[i] = r
 		}
 		for _, ex := range p.Examples {
-			if ex.List == key && ex.Index >= 1 && ex.Index <= len(entries) {
+			if ex.List == key && p.exampleFits(ex) {
 				entries[ex.Index-1] = ruleSpec{Rule: ex.Rule, Match: ex.Match, NotMatch: ex.NotMatch}
 			}
 		}

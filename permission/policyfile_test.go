@@ -109,6 +109,36 @@ func TestPolicyLongForm(t *testing.T) {
 	}
 }
 
+// TestPolicyMarshalChangedLists: examples whose rule has moved since
+// reading (a rule prepended to the list) do not replace the rule now at
+// their index; every rule is written, in YAML and in JSON.
+func TestPolicyMarshalChangedLists(t *testing.T) {
+	t.Parallel()
+	var p Policy
+	if err := json.Unmarshal([]byte(`{"allow":[{"rule":"Bash(npm run:*)","match":["npm run x"]}]}`), &p); err != nil {
+		t.Fatal(err)
+	}
+	p.Allow = append([]string{"Bash(rm:*)"}, p.Allow...)
+	want := []string{"Bash(rm:*)", "Bash(npm run:*)"}
+
+	js, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pj Policy
+	if err := json.Unmarshal(js, &pj); err != nil || !slices.Equal(pj.Allow, want) {
+		t.Errorf("JSON %s: allow %q %v, want %q", js, pj.Allow, err, want)
+	}
+	b, err := yaml.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var py Policy
+	if err := yaml.Unmarshal(b, &py); err != nil || !slices.Equal(py.Allow, want) {
+		t.Errorf("YAML:\n%s\nallow %q %v, want %q", b, py.Allow, err, want)
+	}
+}
+
 // TestPolicyFileErrors: unknown keys are refused at any depth (with the
 // line in YAML) and in the long form, whose rule is required.
 func TestPolicyFileErrors(t *testing.T) {

@@ -176,8 +176,9 @@ func pathExampleInput(tool, p string) (json.RawMessage, bool) {
 
 // matchExample reports whether the rule of ex matches the example call.
 func matchExample(ctx context.Context, ts []Tool, pc *permission.Context, wd, home string, ex permission.RuleExamples, call string) (bool, error) {
+	bt := bindTool(nil, &Env{Workdir: wd, Permission: pc}, home, pc) // the tool is set below
 	if ex.List == permission.ListDangerousCommands {
-		a := shell.Analyze(call, shellConfig(&Env{Workdir: wd, Permission: pc}, cleanHome(home), pc))
+		a := shell.Analyze(call, shellConfig(bt.env, bt.memo.home, bt.memo.pc))
 		return a.MatchRule(ex.Rule, permission.Deny), nil
 	}
 	b := permission.Behavior(ex.List)
@@ -204,17 +205,15 @@ func matchExample(ctx context.Context, ts []Tool, pc *permission.Context, wd, ho
 	if r.Content == "" {
 		return true, nil
 	}
-	var t Tool
 	for _, x := range ts {
 		if x.Info().Name == r.Tool {
-			t = x
+			bt.t = x
 			break
 		}
 	}
-	if t == nil {
+	if bt.t == nil {
 		return false, nil // matched by name only, as a tool without a matcher
 	}
-	bt := bound{t: t, env: &Env{Workdir: wd, Permission: pc}, memo: &memo{home: cleanHome(home), pc: pc}}
 	ok, err := bt.MatchRule(permission.WithRuleBehavior(ctx, b), r.Content, input)
 	if err != nil {
 		return false, fmt.Errorf("match: %w", err)

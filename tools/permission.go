@@ -81,7 +81,7 @@ func Decide(ctx context.Context, c Call) (permission.Verdict, error) {
 		}
 	}
 	env.State = nil // the permission checks do not depend on it
-	b := bound{t: c.Tool, env: env, memo: &memo{home: cleanHome(c.Home), pc: &pc}}
+	b := bindTool(c.Tool, env, c.Home, &pc)
 	verdict, err := permission.Evaluate(ctx, &pc, b, c.Input)
 	if err != nil {
 		return verdict, err
@@ -105,7 +105,15 @@ func ForPermission(t Tool, env *Env) permission.Tool {
 	if env != nil {
 		pc = env.Permission
 	}
-	return bound{t: t, env: env, memo: &memo{pc: pc}}
+	return bindTool(t, env, "", pc)
+}
+
+// bindTool binds t to env for one decision or match, with a fresh memo
+// holding the backend's home (cleaned; "" or a relative home is unknown)
+// and the policy pc: the checker methods called through the binding share
+// the analysis of a Bash command.
+func bindTool(t Tool, env *Env, home string, pc *permission.Context) bound {
+	return bound{t: t, env: env, memo: &memo{home: cleanHome(home), pc: pc}}
 }
 
 // memo holds what one decision computes once: the backend's home, the

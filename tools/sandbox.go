@@ -10,7 +10,6 @@ import (
 
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/permission/shell"
 )
 
 // Profile is the sandbox profile of a call decided as v, recorded with
@@ -36,6 +35,12 @@ func Profile(ctx context.Context, c Call, v permission.Verdict) calls.Sandbox {
 	if c.Policy != nil {
 		pc = *c.Policy
 	}
+	return profile(ctx, bindTool(c.Tool, &Env{Workdir: c.Workdir, Permission: &pc}, c.Home, &pc), c, &pc, v)
+}
+
+// profile is Profile with the call's tool bound as b: the Bash command
+// is analysed once, for its writes and for the network rules.
+func profile(ctx context.Context, b bound, c Call, pc *permission.Context, v permission.Verdict) calls.Sandbox {
 	dirs := callDirs(c.Workdir, pc.WorkingDirs)
 	s := calls.Sandbox{Dirs: dirs}
 	if !v.ReadOnly {
@@ -47,7 +52,7 @@ func Profile(ctx context.Context, c Call, v permission.Verdict) calls.Sandbox {
 				}
 			}
 		}
-		for _, p := range outsideWrites(c, &pc, dirs) {
+		for _, p := range outsideWrites(ctx, b, c.Input, dirs) {
 			// Granted by a human (a call that asks runs only once
 			// approved) or by a rule naming the path; never by a mode:
 			// bypass allows the call, not the write.
@@ -63,7 +68,7 @@ func Profile(ctx context.Context, c Call, v permission.Verdict) calls.Sandbox {
 	if sb := pc.Sandbox; sb != nil {
 		r := ""
 		if !sb.Network && c.Tool != nil {
-			r = networkRule(ctx, newBound(c, &pc), c.Input, sb.NetworkFor)
+			r = networkRule(ctx, b, c.Input, sb.NetworkFor)
 		}
 		switch {
 		case sb.Network:
@@ -90,23 +95,16 @@ func callDirs(workdir string, working []string) []string {
 	return out
 }
 
-// newBound binds c's tool for matching outside Decide.
-func newBound(c Call, pc *permission.Context) bound {
-	return bound{t: c.Tool, env: &Env{Workdir: c.Workdir, Permission: pc}, memo: &memo{home: cleanHome(c.Home), pc: pc}}
-}
-
 // outsideWrites are the resolved paths outside dirs a Bash command
-// writes.
-func outsideWrites(c Call, pc *permission.Context, dirs []string) []string {
-	if c.Tool == nil || c.Tool.Info().Name != "Bash" {
+// writes. b is the tool bound to the call; its memo keeps the analysis.
+func outsideWrites(ctx context.Context, b bound, input json.RawMessage, dirs []string) []string {
+	if b.t == nil || b.Name() != "Bash" {
 		return nil
 	}
-	var in BashInput
-	if json.Unmarshal(c.Input, &in) != nil {
+	a, _, err := analyse(b.ctx(ctx), b.env, input)
+	if err != nil {
 		return nil
 	}
-	env := &Env{Workdir: c.Workdir, Permission: pc}
-	a := shell.Analyze(in.Command, shellConfig(env, cleanHome(c.Home), pc))
 	var out []string
 	for _, acc := range a.Accesses() {
 		if acc.Write && acc.Resolved && !acc.Glob && !insideDirs(acc.Path, dirs) {

@@ -165,6 +165,28 @@ func TestProfile(t *testing.T) {
 	}
 }
 
+// TestProfileAnalysesOnce: the profile of a Bash call parses its
+// command once, for its outside writes and its network rules.
+func TestProfileAnalysesOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pc := &permission.Context{Mode: permission.ModeDefault, Sandbox: &permission.Sandbox{NetworkFor: []string{"Bash(npm install:*)"}}}
+	in, _ := json.Marshal(BashInput{Command: "npm install > /etc/app.log"})
+	c := Call{Tool: Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: pc}
+	v, err := Decide(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := bindTool(c.Tool, &Env{Workdir: c.Workdir, Permission: pc}, c.Home, pc)
+	p := profile(ctx, b, c, pc, v)
+	if !slices.Contains(p.Write, "/etc/app.log") || !p.Network {
+		t.Errorf("profile %+v, want /etc/app.log written and the network on", p)
+	}
+	if b.memo.parses != 1 {
+		t.Errorf("command analysed %d times, want once", b.memo.parses)
+	}
+}
+
 // TestProtectedNeverSuggested: a call of a protected path is denied in
 // every mode, bypass included, with no rule suggested for it.
 func TestProtectedNeverSuggested(t *testing.T) {

@@ -32,15 +32,17 @@ func (g goneBackend) Exec(ctx context.Context, r backend.ExecRequest) (backend.E
 // PowerShell is there.
 func TestWorkspaceGoneIsNotAToolResult(t *testing.T) {
 	t.Parallel()
+	grepProbes, psProbes := &ProbeCache{}, &ProbeCache{}
 	for _, c := range []struct {
-		name string
-		tool Tool
-		gone int32
-		in   string
+		name   string
+		tool   Tool
+		probes *ProbeCache // the tool's, nil when it does not probe
+		gone   int32
+		in     string
 	}{
-		{"Grep probe", Grep{Probes: &ProbeCache{}}, 1, `{"pattern":"x"}`},
-		{"Grep ripgrep", Grep{Engine: GrepRipgrep}, 1, `{"pattern":"x"}`},
-		{"PowerShell probe", PowerShell{Probes: &ProbeCache{}}, 1, `{"command":"Get-Date"}`},
+		{"Grep probe", Grep{Probes: grepProbes}, grepProbes, 1, `{"pattern":"x"}`},
+		{"Grep ripgrep", Grep{Engine: GrepRipgrep}, nil, 1, `{"pattern":"x"}`},
+		{"PowerShell probe", PowerShell{Probes: psProbes}, psProbes, 1, `{"command":"Get-Date"}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -52,8 +54,17 @@ func TestWorkspaceGoneIsNotAToolResult(t *testing.T) {
 			if !errors.Is(err, backend.ErrUnavailable) {
 				t.Fatalf("result %+v, error %v: want a Go error wrapping ErrUnavailable", r, err)
 			}
-			// The workspace is back: the retried call is answered, and
-			// the failed probe was not remembered.
+			// The failed probe was not remembered (a remembered "" would
+			// say no ripgrep or no PowerShell on every later call) ...
+			if c.probes != nil {
+				c.probes.mu.Lock()
+				n := len(c.probes.m)
+				c.probes.mu.Unlock()
+				if n != 0 {
+					t.Errorf("the failed probe was remembered: %v", c.probes.m)
+				}
+			}
+			// ... and, the workspace back, the retried call is answered.
 			r, err = Collect(c.tool.Call(context.Background(), env, json.RawMessage(c.in)))
 			if err != nil {
 				t.Fatalf("after the workspace came back: %v", err)
