@@ -40,7 +40,7 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 		}
 		out.PolicyVersion = live.Version
 	}
-	env, call, err := a.bind(ctx, in, t, &pc)
+	env, call, sandboxOff, err := a.bind(ctx, in, t, &pc)
 	if err != nil {
 		return out, err
 	}
@@ -54,32 +54,33 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 			return out, err
 		}
 	}
-	a.record(ctx, &out, in, env, call, v)
+	a.record(ctx, &out, in, env, call, v, sandboxOff)
 	return out, nil
 }
 
 // bind binds the call to its environment and the policy pc, to which it
 // adds the worker's own files: they are protected whatever the turn's
-// policy says, and the turn cannot remove them.
-func (a *Activities) bind(ctx context.Context, in workflows.PrepareInput, t tools.Tool, pc *permission.Context) (*tools.Env, tools.Call, error) {
-	env, err := a.env(in.Env, nil, pc)
+// policy says, and the turn cannot remove them. sandboxOff says the
+// call's backend is a local one with the sandbox turned off (sandboxOf).
+func (a *Activities) bind(ctx context.Context, in workflows.PrepareInput, t tools.Tool, pc *permission.Context) (env *tools.Env, call tools.Call, sandboxOff bool, err error) {
+	env, err = a.env(in.Env, nil, pc)
 	if err != nil {
-		return nil, tools.Call{}, err
+		return nil, tools.Call{}, false, err
 	}
 	// The backend's home is resolved outside the decision: backends
 	// resolve it once and keep it (the worker warms it at start), and an
 	// unknown home only makes ~ paths ask.
 	home, _ := env.Backend.Home(ctx)
 	pc.Protected = append(slices.Clone(pc.Protected), a.Protected...)
-	sandboxed, _ := sandboxOf(env.Backend)
+	sandboxed, off := sandboxOf(env.Backend)
 	return env, tools.Call{Tool: t, Input: in.Call.Input, Workdir: env.Workdir, Home: home, Policy: pc,
-		Validator: &a.validator, State: in.State, Sandboxed: sandboxed}, nil
+		Validator: &a.validator, State: in.State, Sandboxed: sandboxed}, off, nil
 }
 
 // record fills out with the verdict v: the decision, the call's run
-// policy, its sandbox profile and, for a call that waits, the preview
-// its approver reads.
-func (a *Activities) record(ctx context.Context, out *workflows.Prepared, in workflows.PrepareInput, env *tools.Env, call tools.Call, v permission.Verdict) {
+// policy, its sandbox profile (sandboxOff as bind found it) and, for a
+// call that waits, the preview its approver reads.
+func (a *Activities) record(ctx context.Context, out *workflows.Prepared, in workflows.PrepareInput, env *tools.Env, call tools.Call, v permission.Verdict, sandboxOff bool) {
 	info := call.Tool.Info()
 	backendName := in.Env.Backend
 	if backendName == "" {
@@ -93,7 +94,7 @@ func (a *Activities) record(ctx context.Context, out *workflows.Prepared, in wor
 	if s := a.settings(info.Name); s.Network && !prof.Network {
 		prof.Network, prof.NetworkBy = true, "tools."+info.Name+".network"
 	}
-	_, prof.Off = sandboxOf(env.Backend)
+	prof.Off = sandboxOff
 	if backendName != "local" {
 		prof.Backend = backendName
 	}

@@ -181,7 +181,7 @@ type Notify struct {
 	Webhooks []string `yaml:"webhooks"`
 	// Secret signs each POST (Standard Webhooks: "whsec_" + base64 of
 	// the key, or the key itself); required when Webhooks is set. Prefer
-	// the WARDEN_WEBHOOK_SECRET variable, which replaces it.
+	// the WARDEN_WEBHOOK_SECRET variable, which replaces it (FromEnv).
 	Secret string `yaml:"secret"`
 }
 

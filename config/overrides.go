@@ -5,6 +5,10 @@ import (
 	"fmt"
 )
 
+// EnvWebhookSecret names the environment variable that, when set,
+// replaces notify.secret (FromEnv reads it; Apply lays it over the file).
+const EnvWebhookSecret = "WARDEN_WEBHOOK_SECRET"
+
 // Overrides are settings given on a command line or in the environment.
 // Each non-zero field replaces the config file's value (see Apply); the
 // zero value changes nothing.

@@ -37,8 +37,10 @@ func Check(cfg config.Config) error {
 		}
 	}
 	if len(cfg.Notify.Webhooks) > 0 {
-		// Nothing is sent unsigned or signed with an empty key.
-		if _, err := notify.ParseSecret(cfg.Notify.EffectiveSecret()); err != nil {
+		// Nothing is sent unsigned or signed with an empty key. The secret
+		// checked is the one sender signs with: the config's, with
+		// WARDEN_WEBHOOK_SECRET already laid over it (config.FromEnv).
+		if _, err := notify.ParseSecret(cfg.Notify.Secret); err != nil {
 			errs = append(errs, fmt.Errorf("notify.secret: %w: required when notify.webhooks is set (set it or %s)", err, config.EnvWebhookSecret))
 		}
 	}

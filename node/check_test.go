@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -70,7 +71,8 @@ func TestCheckCompaction(t *testing.T) {
 }
 
 // TestWebhookSecretRequired: webhooks need a usable secret, from the
-// file or WARDEN_WEBHOOK_SECRET; the sender signs with it.
+// file or WARDEN_WEBHOOK_SECRET (laid over it by config.FromEnv); Check
+// validates the secret the sender signs with.
 func TestWebhookSecretRequired(t *testing.T) {
 	t.Setenv(config.EnvWebhookSecret, "")
 	for _, in := range []string{
@@ -99,9 +101,18 @@ func TestWebhookSecretRequired(t *testing.T) {
 	if sender(config.Notify{}) != nil {
 		t.Error("a sender without webhooks")
 	}
-	// The variable supplies a secret the file leaves out.
+	// The variable supplies a secret the file leaves out once laid over
+	// the config (config.FromEnv); Check and the sender see one value.
 	t.Setenv(config.EnvWebhookSecret, "from-env")
-	if _, err := check(t, "notify:\n  webhooks: [\"http://h/\"]\n"); err != nil {
+	c, err = check(t, "notify:\n  webhooks: [\"http://h/\"]\n")
+	if err == nil {
+		t.Errorf("Check passed a secret the sender does not have (%s not applied): sender %+v", config.EnvWebhookSecret, sender(c.Notify))
+	}
+	c.Apply(config.FromEnv(os.Getenv))
+	if err := Check(c); err != nil {
 		t.Errorf("secret from %s: %v", config.EnvWebhookSecret, err)
+	}
+	if s := sender(c.Notify); s == nil || s.Secret != "from-env" {
+		t.Errorf("sender %+v, want it signing with the secret from %s", s, config.EnvWebhookSecret)
 	}
 }

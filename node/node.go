@@ -84,7 +84,9 @@ func (n *node) stop() {
 // first starts the embedded Temporal server (and its Web UI) in the same
 // process, with one it joins that cluster. It serves metrics, the inbox
 // when enabled, and runs the configured demo turn. A config that fails
-// Check starts nothing.
+// Check starts nothing. cfg is used as given: the environment's
+// overrides (config.FromEnv, WARDEN_WEBHOOK_SECRET among them) are the
+// caller's to apply, as config.Resolve does.
 func Run(ctx context.Context, cfg config.Config, o Options) error {
 	if err := Check(cfg); err != nil {
 		return err

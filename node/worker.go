@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"go.temporal.io/sdk/worker"
@@ -78,11 +79,21 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 
 // housekeep starts the node's background loops: the pending-approvals
 // gauge, counted from visibility alone (no turn is queried, however many
-// wait), and the content store's garbage collection.
+// wait), and the content store's garbage collection. They run until ctx
+// is done or the node stops (which waits for them, so they are gone
+// before the client they use closes), whichever is first.
 func (n *node) housekeep(ctx context.Context) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	n.onStop(func() {
+		cancel()
+		wg.Wait()
+	})
 	wc := client.New(n.c, n.cfg.Worker.TaskQueue)
-	go n.approvals.Poll(ctx, func(ctx context.Context) (int, error) {
-		return wc.CountPending(ctx, "")
-	}, 30*time.Second)
-	go wc.GCEvery(ctx, n.store, n.cfg.Content.GCInterval, n.logger)
+	wg.Go(func() {
+		n.approvals.Poll(ctx, func(ctx context.Context) (int, error) {
+			return wc.CountPending(ctx, "")
+		}, 30*time.Second)
+	})
+	wg.Go(func() { wc.GCEvery(ctx, n.store, n.cfg.Content.GCInterval, n.logger) })
 }

@@ -93,25 +93,33 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	env := backend.ToolEnv(os.Environ(), b.Env, req.Env)
 	stdout := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 1)}
 	stderr := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 2)}
-	if !b.Unsandboxed {
-		res, err := b.viaZygote(ctx, req, dir, env, stdout, stderr)
-		if !errors.Is(err, sandbox.ErrSlow) && !errors.Is(err, errNoZygote) {
-			return res, err
-		}
-		// Nothing ran: a sandbox of its own (a re-executed helper).
+	if b.Unsandboxed {
+		return b.execDirect(ctx, req, dir, env, nil, stdout, stderr)
 	}
-	return b.execDirect(ctx, req, dir, env, stdout, stderr)
-}
-
-// execDirect runs req as a process of its own, built by command, with
-// the output going to stdout and stderr. A program that cannot be started
-// is reported as exit code 127, like a shell would.
-func (b *Backend) execDirect(ctx context.Context, req backend.ExecRequest, dir string, env []string, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
-	cmd, cleanup, err := b.command(ctx, req, dir, env)
+	// One confinement (and one temporary directory) for the call, whichever
+	// way its process is started.
+	c, cleanup, err := b.confine(ctx, req, env)
 	if err != nil {
 		return backend.ExecResult{}, err
 	}
 	defer cleanup()
+	res, err := b.viaZygote(ctx, req, dir, c, stdout, stderr)
+	if !errors.Is(err, sandbox.ErrSlow) && !errors.Is(err, errNoZygote) {
+		return res, err
+	}
+	// Nothing ran: a sandbox of its own (a re-executed helper).
+	return b.execDirect(ctx, req, dir, env, &c, stdout, stderr)
+}
+
+// execDirect runs req as a process of its own, built by command (in the
+// sandbox c, or unsandboxed with env when c is nil), with the output
+// going to stdout and stderr. A program that cannot be started is
+// reported as exit code 127, like a shell would.
+func (b *Backend) execDirect(ctx context.Context, req backend.ExecRequest, dir string, env []string, c *confinement, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
+	cmd, err := b.command(ctx, req, dir, env, c)
+	if err != nil {
+		return backend.ExecResult{}, err
+	}
 	if req.Stdin != nil {
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
@@ -150,27 +158,22 @@ func (b *Backend) execDirect(ctx context.Context, req backend.ExecRequest, dir s
 	return res, nil
 }
 
-// command builds the process of req: in a sandbox shaped by
-// req.Sandbox, with a private temporary directory that cleanup removes,
-// or (Unsandboxed) as the worker's user.
-func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir string, env []string) (*exec.Cmd, func(), error) {
-	if b.Unsandboxed {
+// command builds the process of req: in the sandbox c (made by
+// confine), or, when c is nil (Unsandboxed), as the worker's user with
+// the environment env.
+func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir string, env []string, c *confinement) (*exec.Cmd, error) {
+	if c == nil {
 		cmd := exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
 		cmd.Dir, cmd.Env, cmd.SysProcAttr = dir, env, &syscall.SysProcAttr{}
-		return cmd, func() {}, nil
-	}
-	c, cleanup, err := b.confine(ctx, req, env)
-	if err != nil {
-		return nil, nil, err
+		return cmd, nil
 	}
 	spec := sandbox.Spec{Write: c.write, Protect: c.protect, Network: c.prof.Network, Dir: dir, Argv: req.Argv}
 	spec.Hide = hidden(b.hide(), append([]string{dir}, spec.Write...))
 	cmd, err := sandbox.Command(ctx, spec, c.env)
 	if err != nil {
-		cleanup()
-		return nil, nil, fmt.Errorf("local exec: %w", err)
+		return nil, fmt.Errorf("local exec: %w", err)
 	}
-	return cmd, cleanup, nil
+	return cmd, nil
 }
 
 // confinement is what one sandboxed process of a call gets, whichever

@@ -49,20 +49,16 @@ func (b *Backend) startedZygote() (*sandbox.Zygote, []string, error) {
 	return z, hide, nil
 }
 
-// viaZygote runs req through the zygote. errNoZygote (or
+// viaZygote runs req through the zygote, confined by c. errNoZygote (or
 // sandbox.ErrSlow) means nothing ran and the call needs a sandbox of its
-// own: its working directory or a write path lies in a hidden tree the
-// zygote hides, or it may write a path an earlier call protected.
-func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir string, env []string, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
+// own (c serves it unused): its working directory or a write path lies
+// in a hidden tree the zygote hides, or it may write a path an earlier
+// call protected.
+func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir string, c confinement, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
 	z, hide, err := b.startedZygote()
 	if err != nil {
 		return backend.ExecResult{}, errNoZygote
 	}
-	c, cleanup, err := b.confine(ctx, req, env)
-	if err != nil {
-		return backend.ExecResult{}, err
-	}
-	defer cleanup()
 	for _, p := range append([]string{dir}, c.write...) {
 		if insideAny(p, hide) {
 			return backend.ExecResult{}, errNoZygote
