@@ -167,8 +167,8 @@ func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir stri
 		cmd.Dir, cmd.Env, cmd.SysProcAttr = dir, env, &syscall.SysProcAttr{}
 		return cmd, nil
 	}
-	spec := sandbox.Spec{Write: c.write, Protect: c.protect, Network: c.prof.Network, Dir: dir, Argv: req.Argv}
-	spec.Hide = hidden(b.hide(), append([]string{dir}, spec.Write...))
+	spec := sandbox.Spec{Write: c.write, Protect: c.protect, Pin: c.pin, Read: c.read, Network: c.prof.Network, Dir: dir, Argv: req.Argv}
+	spec.Hide = append(hidden(b.hide(), append([]string{dir}, spec.Write...)), c.hide...)
 	cmd, err := sandbox.Command(ctx, spec, c.env)
 	if err != nil {
 		return nil, fmt.Errorf("local exec: %w", err)
@@ -184,6 +184,10 @@ type confinement struct {
 	// profile's, its private temporary directory and, for a call that
 	// may write, the sandbox cache.
 	write, protect []string
+	// hide and pin are the call's own hidden and pinned paths (sensitive
+	// files and git directories of its working directories); read the
+	// paths it may read beyond the system's shared roots.
+	hide, pin, read []string
 	// env is its environment, TMPDIR and the caches included.
 	env []string
 }

@@ -64,7 +64,7 @@ func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir st
 			return backend.ExecResult{}, errNoZygote
 		}
 	}
-	r := sandbox.Request{Write: c.write, Protect: c.protect, Network: c.prof.Network, Dir: dir, Argv: req.Argv, Env: c.env}
+	r := sandbox.Request{Write: c.write, Protect: c.protect, Hide: c.hide, Pin: c.pin, Read: c.read, Network: c.prof.Network, Dir: dir, Argv: req.Argv, Env: c.env}
 	start := time.Now()
 	out, err := z.Run(ctx, r, req.Stdin, stdout, stderr)
 	res := backend.ExecResult{

@@ -43,6 +43,14 @@ type Spec struct {
 	// Hide lists paths replaced by something empty: a directory by an
 	// empty read-only tmpfs, a file by /dev/null.
 	Hide []string `json:"hide,omitempty"`
+	// Pin lists paths bind-mounted onto themselves, writable: a mount
+	// point cannot be renamed or removed, so the name stays what the
+	// Protect entries beneath it were computed for (a .git directory).
+	Pin []string `json:"pin,omitempty"`
+	// Read lists paths the process may read beyond the system's shared
+	// roots and its Write paths (toolchains under the home directory,
+	// ~/.gitconfig).
+	Read []string `json:"read,omitempty"`
 	// Network keeps the host's network; otherwise the process gets a
 	// network namespace of its own with only a loopback interface.
 	Network bool `json:"network,omitempty"`

@@ -30,6 +30,11 @@ type ZygoteSpec struct {
 type Request struct {
 	Write   []string `json:"write,omitempty"`
 	Protect []string `json:"protect,omitempty"`
+	// Hide, Pin and Read are as in Spec, for this process only (the
+	// zygote's own hidden paths apply to every process).
+	Hide    []string `json:"hide,omitempty"`
+	Pin     []string `json:"pin,omitempty"`
+	Read    []string `json:"read,omitempty"`
 	Network bool     `json:"network,omitempty"`
 	Dir     string   `json:"dir"`
 	Argv    []string `json:"argv"`
