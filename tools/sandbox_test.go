@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/permission"
 )
 
@@ -42,41 +45,86 @@ func decideBash(t *testing.T, cmd string, pc *permission.Context, sandboxed bool
 // option may and may not allow: it removes prompts only for commands
 // that ask because they are not read-only, never for one that writes
 // outside the working directories, destroys history or has the network.
-// The share of prompts it removes is the figure BENCHMARKS.md reports.
+// Then it runs the session's commands, in order, for real through the
+// sandboxed local backend in a workspace prepared for them (a Go module
+// with a Makefile, scripts and a git repository), each with the profile
+// its verdict records: a prompt counts as removed only when the
+// auto-allowed command then succeeded in the sandbox (an offline npm ci
+// or docker build does not, and its user is asked again, or gives up).
+// The figures are those README.md and BENCHMARKS.md report.
 func TestAutoAllowPromptRate(t *testing.T) {
 	cmds := devSession(t)
 	if len(cmds) < 50 {
 		t.Fatalf("%d commands, want at least 50", len(cmds))
 	}
+	ws := devWorkspace(t)
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	decide := func(cmd string, pc *permission.Context) (Call, permission.Verdict) {
+		in, _ := json.Marshal(BashInput{Command: cmd})
+		c := Call{Tool: Bash{}, Input: in, Workdir: ws, Home: home, Policy: pc, Sandboxed: true}
+		v, err := Decide(context.Background(), c)
+		if err != nil {
+			t.Fatalf("%s: %v", cmd, err)
+		}
+		return c, v
+	}
 	before := &permission.Context{Mode: permission.ModeDefault}
 	after := &permission.Context{Mode: permission.ModeDefault, Sandbox: &permission.Sandbox{AutoAllow: true}}
-	var asksBefore, asksAfter int
-	for _, c := range cmds {
-		b := decideBash(t, c, before, true)
-		a := decideBash(t, c, after, true)
-		if b.Behavior == permission.Ask {
+	b := &local.Backend{Workdir: ws}
+	t.Cleanup(func() { _ = b.Close() })
+	var asksBefore, asksAfter, autoAllowed int
+	var failed []string
+	for _, cmd := range cmds {
+		_, bv := decide(cmd, before)
+		call, av := decide(cmd, after)
+		if bv.Behavior == permission.Ask {
 			asksBefore++
 		}
-		if a.Behavior == permission.Ask {
+		if av.Behavior == permission.Ask {
 			asksAfter++
 		}
-		if b.Behavior != permission.Ask && a.Behavior != b.Behavior {
-			t.Errorf("%q: %s became %s: auto-allow changes only asks", c, b.Behavior, a.Behavior)
+		if bv.Behavior != permission.Ask && av.Behavior != bv.Behavior {
+			t.Errorf("%q: %s became %s: auto-allow changes only asks", cmd, bv.Behavior, av.Behavior)
 		}
-		if a.Behavior == permission.Allow && a.Layer == permission.LayerSandbox {
+		auto := bv.Behavior == permission.Ask && av.Behavior == permission.Allow && av.Layer == permission.LayerSandbox
+		if auto {
+			autoAllowed++
 			for _, never := range []string{"git reset", "git push", "git clean"} {
-				if strings.Contains(c, never) {
-					t.Errorf("%q was auto-allowed", c)
+				if strings.Contains(cmd, never) {
+					t.Errorf("%q was auto-allowed", cmd)
 				}
 			}
 		}
-		t.Logf("%-55s %-5s -> %-5s (%s)", c, b.Behavior, a.Behavior, a.Layer)
+		// Every command runs (an asked one as if approved), so that the
+		// workspace is what the session made it; each in the sandbox
+		// with the profile its verdict records.
+		prof := Profile(context.Background(), call, av)
+		in, _ := json.Marshal(BashInput{Command: cmd})
+		res, err := Collect(Bash{}.Call(context.Background(), &Env{Backend: b, Workdir: ws, Sandbox: &prof}, in))
+		ok := err == nil && res.State == StateSuccess
+		if auto && !ok {
+			failed = append(failed, cmd)
+		}
+		out := strings.ReplaceAll(strings.TrimSpace(res.Content), "\n", " | ")
+		if len(out) > 120 {
+			out = out[:117] + "..."
+		}
+		t.Logf("%-50s %-5s -> %-5s %-8s ran ok=%-5v %s", cmd, bv.Behavior, av.Behavior, av.Layer, ok, out)
 	}
 	if asksAfter >= asksBefore {
 		t.Fatalf("auto-allow removed no prompt (%d before, %d after)", asksBefore, asksAfter)
 	}
-	t.Logf("prompts: %d of %d commands asked before, %d with sandbox.auto_allow: %.0f%% of the prompts removed",
-		asksBefore, len(cmds), asksAfter, 100*float64(asksBefore-asksAfter)/float64(asksBefore))
+	removed := autoAllowed - len(failed)
+	t.Logf("verdicts: %d of %d commands asked before, %d with sandbox.auto_allow (%d auto-allowed)", asksBefore, len(cmds), asksAfter, autoAllowed)
+	t.Logf("auto-allowed but failed in the sandbox (%d): %q", len(failed), failed)
+	t.Logf("prompts: %d before, %d after counting only auto-allowed commands that succeeded in the sandbox: %.0f%% of the prompts removed",
+		asksBefore, asksBefore-removed, 100*float64(removed)/float64(asksBefore))
+	if removed <= 0 {
+		t.Errorf("no auto-allowed command succeeded in the sandbox")
+	}
 
 	// Not sandboxed (another backend, or the sandbox off): nothing changes.
 	for _, c := range cmds {
@@ -84,6 +132,52 @@ func TestAutoAllowPromptRate(t *testing.T) {
 			t.Errorf("%q auto-allowed without the sandbox", c)
 		}
 	}
+}
+
+// devWorkspace is a workspace the development session's commands can
+// work in offline: a Go module (an API package with a test, a server
+// with --version, a migrate command, a tool, an internal cache package),
+// a Makefile with build, test and lint, the scripts and files the
+// session uses, and a git repository with one commit.
+func devWorkspace(t *testing.T) string {
+	t.Helper()
+	ws := filepath.Join(t.TempDir(), "svc")
+	files := map[string]string{
+		"go.mod":                       "module example.com/svc\n\ngo 1.24\n",
+		"api/handler.go":               "package api\n\n// HandleGet answers a get.\nfunc HandleGet() string { return oldName }\n\nconst oldName = \"svc\"\n",
+		"api/handler_test.go":          "package api\n\nimport \"testing\"\n\nfunc TestHandler(t *testing.T) {\n\tif HandleGet() == \"\" {\n\t\tt.Fatal(\"empty\")\n\t}\n}\n",
+		"cmd/server/main.go":           "package main\n\nimport (\n\t\"flag\"\n\t\"fmt\"\n)\n\nfunc main() {\n\tv := flag.Bool(\"version\", false, \"print the version\")\n\tflag.Parse()\n\tif *v {\n\t\tfmt.Println(\"server 1.0\")\n\t}\n}\n",
+		"cmd/migrate/main.go":          "package main\n\nimport (\n\t\"flag\"\n\t\"fmt\"\n)\n\nfunc main() {\n\tdry := flag.Bool(\"dry-run\", false, \"only print\")\n\tflag.Parse()\n\tfmt.Println(\"migrate, dry run:\", *dry)\n}\n",
+		"cmd/tool/main.go":             "package main\n\nfunc main() {}\n",
+		"internal/cache/cache.go":      "package cache\n\n//go:generate echo generating\n\n// Cache is an in-memory cache.\ntype Cache map[string]string\n",
+		"internal/cache/cache_test.go": "package cache\n\nimport \"testing\"\n\nfunc TestCache(t *testing.T) { _ = Cache{} }\n\nfunc BenchmarkCache(b *testing.B) {\n\tfor b.Loop() {\n\t\t_ = Cache{\"a\": \"b\"}\n\t}\n}\n",
+		"Makefile":                     "build:\n\tgo build ./...\n\ntest:\n\tgo test ./...\n\nlint:\n\tgo vet ./...\n",
+		"scripts/gen_schema.py":        "import json\nprint(json.dumps({\"type\": \"object\"}))\n",
+		"scripts/release.sh":           "#!/bin/sh\necho released\n",
+		"config.example.yaml":          "listen: :8080\n",
+		"coverage.out":                 "mode: set\nexample.com/svc/api/handler.go:4.28,4.45 1 1\n",
+		"package.json":                 "{\"name\": \"svc-web\", \"version\": \"1.0.0\", \"scripts\": {\"build\": \"echo build\", \"test\": \"echo test\"}}\n",
+		"web/src/index.js":             "console.log('svc')\n",
+		"Dockerfile":                   "FROM golang:1.22\nCOPY . /src\n",
+		"dist/.keep":                   "",
+		"bin/.keep":                    "",
+	}
+	for name, body := range files {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"init", "-q"}, {"config", "user.email", "dev@example.com"}, {"config", "user.name", "dev"},
+		{"add", "-A"}, {"commit", "-q", "-m", "init"}} {
+		if out, err := exec.Command("git", append([]string{"-C", ws}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	return ws
 }
 
 // TestAutoAllowKeepsAsks: what auto-allow must leave to a human.
