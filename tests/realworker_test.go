@@ -240,12 +240,13 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string) (*real
 }
 
 // workerEnv is this process's environment without what a deployment
-// would set for the worker itself.
+// sets for the worker itself, and with the PATH a service manager gives
+// a service (systemd's default), so that tools are the system's.
 func workerEnv() []string {
-	var out []string
+	out := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
-		if name == "HOME" || strings.HasPrefix(name, "WARDEN_") || strings.HasPrefix(name, "TEMPORAL_") {
+		if name == "HOME" || name == "PATH" || strings.HasPrefix(name, "WARDEN_") || strings.HasPrefix(name, "TEMPORAL_") {
 			continue
 		}
 		out = append(out, kv)
