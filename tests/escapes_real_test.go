@@ -358,7 +358,8 @@ func classToolsList(t *testing.T, m modeRun) {
 // classRenames (6): hidden paths follow the files, not their names: the
 // config's directory moved by a call, then read under its new name; the
 // config and the key replaced by rename on the host between turns, then
-// read; a sensitive file of the config created after the worker started.
+// read; a sensitive file of the config and the key WARDEN_INBOX_KEY_FILE
+// names, created after the worker started.
 func classRenames(t *testing.T, m modeRun) {
 	w := m.w
 	if w.lay == inside {
@@ -390,10 +391,12 @@ func classRenames(t *testing.T, m modeRun) {
 		}
 	}
 	writeFile(t, w.late, w.lateSecret+"\n", 0o600)
+	writeFile(t, w.lateKey, "wk1.inbox-"+w.lateSecret+"\n", 0o600)
 	m.runAndCheck(t, "renamed-files", "",
 		attempt{name: "python3 reads the config replaced by rename on the host", tool: "Bash", input: pyRead(w.cfg), effect: contains(cfg2)},
 		attempt{name: "python3 reads the key replaced by rename on the host", tool: "Bash", input: pyRead(w.key), effect: contains(key2)},
 		attempt{name: "python3 reads a sensitive file created after the worker started", tool: "Bash", input: pyRead(w.late), effect: contains(w.lateSecret)},
+		attempt{name: "python3 reads the WARDEN_INBOX_KEY_FILE key created after the worker started", tool: "Bash", input: pyRead(w.lateKey), effect: contains("wk1.inbox-" + w.lateSecret)},
 		attempt{name: "Read the config replaced by rename", tool: "Read", input: map[string]any{"file_path": w.cfg}, refusable: true, noMarker: true, effect: contains(cfg2)},
 		attempt{name: "Read the key replaced by rename", tool: "Read", input: map[string]any{"file_path": w.key}, refusable: true, noMarker: true, effect: contains(key2)},
 	)

@@ -51,8 +51,9 @@ type realWorker struct {
 	root, ws, home, out, grant string
 	// cfg is the config file, cfgData the data directory it names,
 	// data the one --data-dir gives (the one used), key WARDEN_KEY_FILE,
-	// late a sensitive path of the config created after the start.
-	cfg, cfgData, data, key, late string
+	// late a sensitive path of the config and lateKey the inbox key
+	// WARDEN_INBOX_KEY_FILE names, both created after the start.
+	cfg, cfgData, data, key, late, lateKey string
 	// The secrets each of those holds.
 	keySecret, dataSecret, cfgSecret, histSecret, credSecret, envSecret, lateSecret string
 	stdout                                                                          *lockedBuffer
@@ -138,7 +139,8 @@ func initRepo(t *testing.T, dir string) {
 //	worker --config CFG --data-dir DATA --temporal-address ADDR --namespace default
 //	       --task-queue Q --metrics-addr off --workdir WS
 //
-// with HOME and WARDEN_KEY_FILE in its environment, its working directory
+// with HOME, WARDEN_KEY_FILE and WARDEN_INBOX_KEY_FILE (a key created
+// later; the inbox is off) in its environment, its working directory
 // the workspace, and its address space bounded (a worker that reads a
 // huge file dies instead of taking the machine's memory). extra is
 // appended to the config ({{WS}} in it names the workspace); off turns
@@ -176,6 +178,7 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string) (*real
 		w.key = filepath.Join(root, "srv", "worker.key")
 	}
 	w.late = filepath.Join(root, "late", "token.key")
+	w.lateKey = filepath.Join(root, "late", "inbox.key")
 	initRepo(t, w.ws)
 	for _, d := range []string{w.out, w.cfgData, filepath.Dir(w.late)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
@@ -204,7 +207,7 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string) (*real
 		"--task-queue", w.queue, "--metrics-addr", "off", "--workdir", w.ws}
 	w.cmd = exec.Command("sh", append([]string{"-c", `ulimit -v 6000000 && exec "$@"`, "sh", bin}, args...)...)
 	w.cmd.Dir = w.ws
-	w.cmd.Env = append(workerEnv(), "HOME="+w.home, "WARDEN_KEY_FILE="+w.key)
+	w.cmd.Env = append(workerEnv(), "HOME="+w.home, "WARDEN_KEY_FILE="+w.key, "WARDEN_INBOX_KEY_FILE="+w.lateKey)
 	w.cmd.Stdout, w.cmd.Stderr = w.stdout, w.stdout
 	if err := w.cmd.Start(); err != nil {
 		t.Fatal(err)
