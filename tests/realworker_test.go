@@ -306,7 +306,7 @@ type attempt struct {
 	noControl string
 }
 
-// py is a python3 -c command that prints the marker, defines show(label,
+// pyCall is a python3 -c command that prints the marker, defines show(label,
 // f) (prints label and f()'s value or the error it raised, errno
 // included) and runs body; args follow the code.
 func pyCall(body string, args ...string) map[string]any {
@@ -341,12 +341,14 @@ func fileHas(p, s string) func(model.Message) bool {
 	}
 }
 
+// isRefusal says r is a refusal by the engine (a denial, an approval
+// that timed out) or by a file tool, not the output of a call that ran.
 func isRefusal(r model.Message) bool {
 	if !r.IsError {
 		return false
 	}
-	for _, s := range []string{"protected", "denied", "refused", "hidden", "not allowed", "sensitive"} {
-		if strings.Contains(strings.ToLower(r.Content), s) {
+	for _, s := range []string{"Permission denied for ", "The user denied", "is protected", "refused", "hidden"} {
+		if strings.Contains(r.Content, s) {
 			return true
 		}
 	}
