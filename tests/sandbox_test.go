@@ -295,6 +295,14 @@ func TestEscapeSuite(t *testing.T) {
 				if e.happened(res[i]) {
 					t.Errorf("%s: it happened in %s mode with the sandbox on: %q", e.name, m.mode, res[i])
 				}
+				// The attempt ran: the engine let it through (only the
+				// protected key is denied in every mode), so the sandbox is
+				// what stopped it. TestRealWorkerEscapes also checks each
+				// attempt's own marker.
+				if !e.fileTool && !strings.HasPrefix(e.name, "read the operator key directly") &&
+					(strings.Contains(res[i], "Permission denied for ") || strings.Contains(res[i], "The user denied")) {
+					t.Errorf("%s: the engine stopped it in %s mode, so it never reached the sandbox: %q", e.name, m.mode, res[i])
+				}
 			}
 		})
 	}
