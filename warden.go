@@ -59,8 +59,9 @@ type Options struct {
 	// Protected are doublestar patterns of the worker's own paths that no
 	// tool may read or write in any mode (permission.Context.Protected).
 	// The default "local" backend runs every tool process in the kernel
-	// sandbox; pass Backends["local"] to hide paths from it or to turn
-	// the sandbox off.
+	// sandbox and hides the patterns that name one path
+	// (config.ConcretePaths) from it; pass Backends["local"] to hide other
+	// paths from it or to turn the sandbox off.
 	Protected []string
 	// Models by provider name, added to "scripted".
 	Models map[string]model.Model
@@ -203,7 +204,7 @@ func NewActivities(o Options) (*activities.Activities, error) {
 // backendsOf are the backends of o by name, "local" in wd among them,
 // and the name of the default one.
 func backendsOf(o Options, wd string) (map[string]backend.Backend, string, error) {
-	backends := map[string]backend.Backend{"local": local.New(wd)}
+	backends := map[string]backend.Backend{"local": &local.Backend{Workdir: wd, Hide: config.ConcretePaths(o.Protected)}}
 	maps.Copy(backends, o.Backends)
 	def := o.DefaultBackend
 	if def == "" {

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/docker"
@@ -72,17 +70,4 @@ func checkSandbox(cfg config.Backend) (string, error) {
 		return "", fmt.Errorf("the local backend cannot sandbox tool processes here (%w); set backend.local.sandbox: off to run them unconfined as the worker's user", err)
 	}
 	return sandbox.Describe(abi), nil
-}
-
-// concretePaths are the patterns of ps that name one absolute path (no
-// glob; a trailing "{,/**}" names a directory): what a sandbox can hide.
-func concretePaths(ps []string) []string {
-	var out []string
-	for _, p := range ps {
-		p = strings.TrimSuffix(p, "{,/**}")
-		if filepath.IsAbs(p) && !strings.ContainsAny(p, "*?[{") {
-			out = append(out, filepath.Clean(p))
-		}
-	}
-	return out
 }

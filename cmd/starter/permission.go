@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -90,10 +91,10 @@ func (f permFlags) options(ctx context.Context) (tools.CheckOptions, error) {
 	}
 	// The worker's own files are protected as the worker protects them,
 	// and its local backend's sandbox setting decides the profile.
-	cfg, err := config.Load(f.config)
+	cfg, _, err := config.ResolveClient(f.config, config.FromEnv(os.Getenv), config.Overrides{})
 	if err != nil {
 		return tools.CheckOptions{}, err
 	}
-	base.Protected = append(base.Protected, cfg.Permission.Protected...)
+	base.Protected = append(base.Protected, cfg.OwnPatterns()...)
 	return tools.CheckOptions{Base: base, Workdirs: f.workdirs, Unsandboxed: cfg.Backend.Local.SandboxOff()}, nil
 }
