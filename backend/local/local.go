@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local/sandbox"
 	"github.com/wardenhq/warden/calls"
@@ -60,6 +62,10 @@ type Backend struct {
 	mu           sync.Mutex
 	zygote       *sandbox.Zygote
 	zygoteHidden []string
+
+	// ids are the identities the hidden paths have had (hiddenIDs).
+	idMu sync.Mutex
+	ids  idSet
 }
 
 // New returns a local backend whose default working directory is workdir.
@@ -93,6 +99,9 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	env := backend.ToolEnv(os.Environ(), b.Env, req.Env)
 	stdout := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 1)}
 	stderr := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 2)}
+	// The hidden files' identities, taken before the process can move
+	// them: the file tools know them under the names a call gives them.
+	b.hiddenIDs()
 	if b.Unsandboxed {
 		return b.execDirect(ctx, req, dir, env, nil, stdout, stderr)
 	}
@@ -330,27 +339,72 @@ func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-// ReadFile implements backend.Backend. The path is checked as the file
-// it resolves to (see resolve), and the file opened is checked again: a
-// hard link to one of the hidden files is refused.
+// DefaultMaxRead bounds what ReadFile holds of one file in memory; the
+// file tools ask for less (ReadFileLimit).
+const DefaultMaxRead = 256 << 20
+
+// ReadFile implements backend.Backend: ReadFileLimit with
+// DefaultMaxRead.
 func (b *Backend) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	return b.ReadFileLimit(ctx, path, DefaultMaxRead)
+}
+
+// ReadFileLimit implements backend.LimitReader. The path is checked as
+// the file it resolves to (see resolve), and the file opened is checked
+// again: one of the hidden files (by identity, a hard link to one too)
+// is refused, and so is anything but a regular file (opened without
+// blocking, so a FIFO cannot hold the call) and a file larger than max,
+// before a byte is read. At most max+1 bytes are read, in steps that
+// stop when ctx is done.
+func (b *Backend) ReadFileLimit(ctx context.Context, path string, max int64) ([]byte, error) {
 	real, err := b.resolve(ctx, path, false)
 	if err != nil {
 		return nil, err
 	}
-	f, err := open(real, os.O_RDONLY, 0)
+	f, err := open(real, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if err := b.checkLinks(f, path, false); err != nil {
+	st, err := b.checkOpened(f, path, false)
+	if err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(f)
-	return data, wrap(err)
+	if st.Size > max {
+		return nil, fmt.Errorf("local: %w", backend.TooLarge(path, st.Size, max))
+	}
+	return readBounded(ctx, f, path, st.Size, max)
 }
 
-// WriteFile implements backend.Backend, on the file path resolves to.
+// readBounded reads f (of size bytes when opened) to its end, at most
+// max bytes: more is ErrTooLarge. It checks ctx between reads.
+func readBounded(ctx context.Context, f *os.File, path string, size, max int64) ([]byte, error) {
+	const step = 1 << 20
+	buf := make([]byte, 0, min(size, max)+1)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("local read %s: %w", path, err)
+		}
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, int(min(step, max+1-int64(len(buf)))))
+		}
+		n, err := f.Read(buf[len(buf):min(cap(buf), len(buf)+step)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > max {
+			return nil, fmt.Errorf("local: %w", backend.TooLarge(path, int64(len(buf)), max))
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, wrap(err)
+		}
+	}
+}
+
+// WriteFile implements backend.Backend, on the file path resolves to:
+// a regular file, or a new one (a FIFO, a socket or a device is refused,
+// and opened without blocking).
 func (b *Backend) WriteFile(ctx context.Context, path string, data []byte) error {
 	real, err := b.resolve(ctx, path, true)
 	if err != nil {
@@ -360,14 +414,17 @@ func (b *Backend) WriteFile(ctx context.Context, path string, data []byte) error
 		return fmt.Errorf("local write: %w", err)
 	}
 	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(real); err == nil {
+	if fi, err := os.Lstat(real); err == nil {
+		if !fi.Mode().IsRegular() {
+			return notRegular(path, fi.Mode())
+		}
 		mode = fi.Mode().Perm()
 	}
-	f, err := open(real, os.O_WRONLY|os.O_CREATE, mode)
+	f, err := open(real, os.O_WRONLY|os.O_CREATE|unix.O_NONBLOCK, mode)
 	if err != nil {
 		return err
 	}
-	if err := b.checkLinks(f, path, true); err != nil {
+	if _, err := b.checkOpened(f, path, true); err != nil {
 		f.Close()
 		return err
 	}
@@ -405,6 +462,7 @@ func (b *Backend) ListDir(ctx context.Context, path string) ([]backend.FileInfo,
 	if err != nil {
 		return nil, wrap(err)
 	}
+	ids := b.hiddenIDs()
 	out := make([]backend.FileInfo, 0, len(entries))
 	for _, e := range entries {
 		if b.isHidden(filepath.Join(real, e.Name())) {
@@ -413,6 +471,9 @@ func (b *Backend) ListDir(ctx context.Context, path string) ([]backend.FileInfo,
 		fi, err := e.Info()
 		if err != nil {
 			continue // removed since the listing
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && ids.has(st.Dev, st.Ino) {
+			continue // one of the hidden files or directories, under another name
 		}
 		out = append(out, info(fi))
 	}
