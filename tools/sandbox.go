@@ -108,10 +108,26 @@ func outsideWrites(ctx context.Context, b bound, input json.RawMessage, dirs []s
 	var out []string
 	for _, acc := range a.Accesses() {
 		if acc.Write && acc.Resolved && !acc.Glob && !insideDirs(acc.Path, dirs) {
-			out = append(out, path.Clean(acc.Path))
+			p := path.Clean(acc.Path)
+			if makesDir(acc.Command) && p != "/" {
+				p += "/" // a directory the command makes (calls.Sandbox.Write)
+			}
+			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// makesDir reports whether the simple command cmd (as written) is a
+// mkdir, whose write operands are directories it creates.
+func makesDir(cmd string) bool {
+	for _, f := range strings.Fields(cmd) {
+		if strings.Contains(f, "=") && !strings.HasPrefix(f, "-") {
+			continue // VAR=value before the command
+		}
+		return path.Base(f) == "mkdir"
+	}
+	return false
 }
 
 // networkRule returns the first of rules (strings like "Bash(npm

@@ -216,13 +216,17 @@ func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, env []st
 	if err != nil {
 		return confinement{}, nil, fmt.Errorf("local exec: private temporary directory: %w", err)
 	}
-	c := confinement{prof: prof, write: append(grantable(realPaths(prof.Write)), tmp), protect: realPaths(prof.Protect)}
+	g := grantable(prof.Write, prof.Dirs)
+	c := confinement{prof: prof, write: append(g.paths, tmp), protect: realPaths(prof.Protect)}
 	env, cache := b.cacheEnv(env, prof)
 	if cache != "" {
 		c.write = append(c.write, cache)
 	}
 	c.env = append(env, "TMPDIR="+tmp)
-	return c, func() { _ = os.RemoveAll(tmp) }, nil
+	return c, func() {
+		_ = os.RemoveAll(tmp)
+		g.undo()
+	}, nil
 }
 
 // cacheEnv points the caches of env into the backend's cache directory
@@ -299,25 +303,116 @@ func hidden(hide, keep []string) []string {
 	return out
 }
 
-// grantable turns each write path into one Landlock can grant: the path
-// itself when it exists, otherwise its nearest existing directory
-// (Landlock grants files and directories, not names that do not exist
-// yet: an approved `touch /x/new` can create /x/new, and so other new
-// entries of /x, for that one call).
-func grantable(ps []string) []string {
-	out := make([]string, 0, len(ps))
-	for _, p := range ps {
-		for q := p; ; q = filepath.Dir(q) {
-			if _, err := os.Lstat(q); err == nil || q == "/" {
-				p = q
-				break
-			}
-		}
-		if p != "/" && !slices.Contains(out, p) { // never the whole file system
-			out = append(out, p)
+// grant is what confine made of a call's write paths: the paths
+// Landlock grants, and what the worker created so that a path that did
+// not exist yet is granted as itself (undo removes what stayed empty).
+type grant struct {
+	paths   []string
+	created []created
+}
+
+// created is one entry the worker made for a grant: a directory, or an
+// empty file with its modification time when made.
+type created struct {
+	path  string
+	dir   bool
+	mtime time.Time
+	// keep: a directory the command itself makes (a mkdir target),
+	// left in place after the call.
+	keep bool
+}
+
+// grantable turns each write path into one Landlock can grant without
+// granting anything that existed and the call was not shown: the path
+// itself when it exists. Landlock grants files and directories, not
+// names to come, so for a path that does not exist yet the worker
+// creates it first: the missing directories between its nearest
+// existing ancestor and its parent (new and empty: granting the parent
+// grants nothing that was there), of which the parent is granted; or,
+// when the parent exists, the path itself, an empty file (a directory
+// for a path ending in "/", which the command makes with mkdir), which
+// is granted alone. Nothing is granted for a path whose ancestor is not
+// a directory or that cannot be made (the call then fails to write it),
+// for a working directory that is gone, and never for "/". undo removes what the call left as the worker made it.
+func grantable(ps, workdirs []string) grant {
+	var g grant
+	add := func(p string) {
+		if p != "/" && !slices.Contains(g.paths, p) {
+			g.paths = append(g.paths, p)
 		}
 	}
-	return out
+	for _, w := range ps {
+		isDir := strings.HasSuffix(w, "/") && w != "/"
+		p, err := realPath(filepath.Clean(w))
+		if err != nil {
+			continue
+		}
+		if _, err := os.Lstat(p); err == nil {
+			add(p)
+			continue
+		}
+		if slices.Contains(workdirs, filepath.Clean(w)) {
+			continue // a working directory that is gone is not made again
+		}
+		parent := filepath.Dir(p)
+		var missing []string
+		for q := parent; ; q = filepath.Dir(q) {
+			if _, err := os.Lstat(q); err == nil || q == "/" {
+				break
+			}
+			missing = append(missing, q)
+		}
+		ok := true
+		for _, d := range slices.Backward(missing) {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				ok = false
+				break
+			}
+			g.created = append(g.created, created{path: d, dir: true})
+		}
+		if fi, err := os.Stat(parent); !ok || err != nil || !fi.IsDir() {
+			continue
+		}
+		if len(missing) > 0 {
+			add(parent) // new and empty: the command makes p in it
+			continue
+		}
+		if isDir {
+			if os.Mkdir(p, 0o755) == nil {
+				g.created = append(g.created, created{path: p, dir: true, keep: true})
+				add(p)
+			}
+			continue
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		if err != nil {
+			continue
+		}
+		fi, err := f.Stat()
+		f.Close()
+		if err != nil {
+			continue
+		}
+		g.created = append(g.created, created{path: p, mtime: fi.ModTime()})
+		add(p)
+	}
+	return g
+}
+
+// undo removes, deepest first, what grantable created and the call left
+// as it was: an empty file it did not write, an empty directory that is
+// not a mkdir target.
+func (g grant) undo() {
+	for _, c := range slices.Backward(g.created) {
+		fi, err := os.Lstat(c.path)
+		switch {
+		case err != nil || c.keep:
+		case c.dir && fi.IsDir():
+			_ = os.Remove(c.path) // only when empty
+		case !c.dir && fi.Mode().IsRegular() && fi.Size() == 0 && fi.ModTime().Equal(c.mtime):
+			_ = os.Remove(c.path)
+		}
+	}
 }
 
 // realPaths resolves the links in each path that exists, so that a
