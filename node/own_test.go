@@ -47,7 +47,7 @@ func TestWorkerHidesResolvedOwnPaths(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	out, closeAll, err := backends(ctx, cfg.Backend, ws, hiddenPaths(cfg))
+	out, closeAll, err := backends(ctx, cfg.Backend, ws, hiddenPaths(cfg), cfg.OwnPaths())
 	defer closeAll()
 	if err != nil {
 		t.Fatal(err)
@@ -70,5 +70,22 @@ func TestWorkerHidesResolvedOwnPaths(t *testing.T) {
 	res, err = off.Exec(ctx, cat)
 	if err != nil || !strings.Contains(string(res.Stdout), "OPERATOR-SECRET") || !strings.Contains(string(res.Stdout), "WORKER-SECRET") {
 		t.Errorf("control (sandbox off): %v %q, want both keys printed", err, res.Stdout)
+	}
+}
+
+// TestDockerMountOfOwnPathsRefused: a worker whose Docker backend mounts
+// the project that holds its data directory (the one given by
+// --data-dir) does not start, and says which mount and which path.
+func TestDockerMountOfOwnPathsRefused(t *testing.T) {
+	proj := t.TempDir()
+	data := filepath.Join(proj, ".srv")
+	cfg := config.Default()
+	cfg.Apply(config.Overrides{DataDir: data, Workdir: proj})
+	cfg.Backend.Docker.Enabled = true
+	cfg.Backend.Docker.Mounts = []string{proj + ":/workspace"}
+	_, closeAll, err := backends(context.Background(), cfg.Backend, proj, hiddenPaths(cfg), cfg.OwnPaths())
+	closeAll()
+	if err == nil || !strings.Contains(err.Error(), proj+":/workspace") || !strings.Contains(err.Error(), data) {
+		t.Errorf("backends: %v, want the mount refused naming %s", err, data)
 	}
 }
