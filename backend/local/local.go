@@ -579,6 +579,27 @@ func (b *Backend) ListDir(ctx context.Context, path string) ([]backend.FileInfo,
 // Sandboxed reports whether tool processes run in the kernel sandbox.
 func (b *Backend) Sandboxed() bool { return !b.Unsandboxed }
 
+// SandboxOff is SandboxState's text for an unsandboxed backend.
+const SandboxOff = "OFF (backend.local.sandbox: off): tools run as the worker's user, with its files and network"
+
+// SandboxState says what confines the backend's tool processes, as the
+// worker says at start: "on: landlock vN, ..." or SandboxOff ("on, but
+// unavailable here: ..." when the kernel lacks Landlock, where every
+// call fails).
+func (b *Backend) SandboxState() string {
+	if b.Unsandboxed {
+		return SandboxOff
+	}
+	abi, err := sandbox.ABI()
+	if err == nil && abi < sandbox.MinABI {
+		err = fmt.Errorf("landlock ABI %d is older than %d", abi, sandbox.MinABI)
+	}
+	if err != nil {
+		return "on, but unavailable here (" + err.Error() + "): every call fails"
+	}
+	return "on: " + sandbox.Describe(abi)
+}
+
 // Home implements backend.Backend.
 func (b *Backend) Home(context.Context) (string, error) { return os.UserHomeDir() }
 
