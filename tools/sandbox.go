@@ -118,14 +118,21 @@ func outsideWrites(ctx context.Context, b bound, input json.RawMessage, dirs []s
 	return out
 }
 
-// makesDir reports whether the simple command cmd (as written) is a
-// mkdir, whose write operands are directories it creates.
+// makesDir reports whether the simple command cmd (as written) makes
+// its write operands as directories: mkdir, install -d.
 func makesDir(cmd string) bool {
-	for _, f := range strings.Fields(cmd) {
+	fs := strings.Fields(cmd)
+	for i, f := range fs {
 		if strings.Contains(f, "=") && !strings.HasPrefix(f, "-") {
 			continue // VAR=value before the command
 		}
-		return path.Base(f) == "mkdir"
+		switch path.Base(f) {
+		case "mkdir":
+			return true
+		case "install":
+			return slices.Contains(fs[i+1:], "-d")
+		}
+		return false
 	}
 	return false
 }
