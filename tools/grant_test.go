@@ -17,11 +17,11 @@ func TestProfileMarksMkdirTargets(t *testing.T) {
 	ctx := context.Background()
 	def := &permission.Context{Mode: permission.ModeDefault}
 	for cmd, want := range map[string][]string{
-		"mkdir -p /etc/newapp":             {"/src/app", "/etc/newapp/"},
-		"LC_ALL=C mkdir /opt/x":            {"/src/app", "/opt/x/"},
-		"echo x > /etc/newapp/a.conf":      {"/src/app", "/etc/newapp/a.conf"},
-		"mkdir d && echo x > /etc/a.txt":   {"/src/app", "/etc/a.txt"},
-		"install -d /opt/y":                {"/src/app", "/opt/y/"},
+		"mkdir -p /etc/newapp":           {"/src/app", "/etc/newapp/"},
+		"LC_ALL=C mkdir /opt/x":          {"/src/app", "/opt/x/"},
+		"echo x > /etc/newapp/a.conf":    {"/src/app", "/etc/newapp/a.conf"},
+		"mkdir d && echo x > /etc/a.txt": {"/src/app", "/etc/a.txt"},
+		"install -d /opt/y":              {"/src/app", "/opt/y/"},
 	} {
 		in, _ := json.Marshal(BashInput{Command: cmd})
 		c := Call{Tool: Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: def}
