@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -23,7 +24,7 @@ import (
 //     /proc/<pid>) are refused: they would be the worker's, not a tool's;
 //   - a hidden path (the data directory, the config file) is refused,
 //     however it is reached: by its name, or by identity (device and
-//     inode, hiddenIDs), so a hidden file or directory renamed, or one
+//     inode, hidden), so a hidden file or directory renamed, or one
 //     of its ancestors, is still refused under its new name, and a
 //     hidden file replaced by rename is refused as its new inode;
 //   - only regular files are read or written (a FIFO, socket or device
@@ -61,7 +62,8 @@ func (b *Backend) resolve(ctx context.Context, path string, write bool) (string,
 	if procEntry(real) {
 		return "", refused("%s leads to %s, a /proc entry of the worker process", path, real)
 	}
-	if b.isHidden(clean) || b.isHidden(real) || b.hiddenIDs().holds(real) {
+	h := b.hidden(false)
+	if h.covers(clean) || h.covers(real) || h.ids.holds(real) {
 		return "", refused("%s is one of the worker's own files (its data directory or config); no tool can read or write it", path)
 	}
 	if real != clean {
@@ -127,9 +129,10 @@ func procEntry(p string) bool {
 	return err == nil
 }
 
-// isHidden reports whether p is one of the hidden paths or below one.
-func (b *Backend) isHidden(p string) bool {
-	return insideAny(p, realPaths(b.Hide))
+// covers reports whether p is one of the hidden paths (as resolved at
+// the snapshot) or below one.
+func (h *hiddenSnap) covers(p string) bool {
+	return insideAny(p, h.reals)
 }
 
 func insideAny(p string, dirs []string) bool {
@@ -168,7 +171,7 @@ func (b *Backend) checkOpened(f *os.File, path string, write bool) (unix.Stat_t,
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return st, notRegular(path, modeOf(st.Mode))
 	}
-	if b.hiddenIDs().has(st.Dev, st.Ino) {
+	if b.hidden(false).ids.has(st.Dev, st.Ino) {
 		return st, refused("%s is one of the worker's own files (its data directory or config); no tool can read or write it", path)
 	}
 	if st.Nlink <= 1 {
@@ -254,24 +257,45 @@ func (s idSet) holds(real string) bool {
 // hidden paths' current ones are kept.
 const maxHiddenIDs = 4096
 
-// hiddenIDs stats the hidden paths and returns every identity they have
-// had since the backend's first call: a hidden file or directory that
-// was renamed (its old name is gone, its inode is the same) or replaced
-// by rename (the new inode is the hidden path's now) is known either
-// way. A handful of stats per call.
-func (b *Backend) hiddenIDs() idSet {
+// hiddenTTL is how long a snapshot of the hidden paths serves the file
+// operations before they stat them again (every process a call starts
+// takes a fresh one first): a Grep over 10,000 files does not stat them
+// 20,000 times.
+const hiddenTTL = 100 * time.Millisecond
+
+// hiddenSnap is what the hidden paths were at one moment: their
+// resolved paths, and every identity they have had since the backend's
+// first use. It is not changed once made.
+type hiddenSnap struct {
+	at    time.Time
+	reals []string
+	ids   idSet
+}
+
+// hidden returns the snapshot of the hidden paths, taken again when it
+// is older than hiddenTTL or force is set: each hidden path is resolved
+// and stat-ed, and its identity added to those it had, so a hidden file
+// or directory that was renamed (its old name is gone, its inode is the
+// same) or replaced by rename (the new inode is the hidden path's now)
+// is known either way. A handful of stats.
+func (b *Backend) hidden(force bool) *hiddenSnap {
 	b.idMu.Lock()
 	defer b.idMu.Unlock()
-	if b.ids == nil || len(b.ids) > maxHiddenIDs {
-		b.ids = idSet{}
+	if old := b.snap; old != nil && !force && time.Since(old.at) < hiddenTTL {
+		return old
+	}
+	ids := idSet{}
+	if b.snap != nil && len(b.snap.ids) <= maxHiddenIDs {
+		ids = maps.Clone(b.snap.ids)
 	}
 	for _, h := range b.Hide {
 		var st unix.Stat_t
 		if unix.Stat(h, &st) == nil {
-			b.ids[fileID{st.Dev, st.Ino}] = struct{}{}
+			ids[fileID{st.Dev, st.Ino}] = struct{}{}
 		}
 	}
-	return maps.Clone(b.ids)
+	b.snap = &hiddenSnap{at: time.Now(), reals: realPaths(b.Hide), ids: ids}
+	return b.snap
 }
 
 // hiddenInode reports whether (dev, ino) is a file of the hidden paths

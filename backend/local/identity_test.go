@@ -22,8 +22,8 @@ import (
 // file tools under a new name: after a tool's `mv deploy d2` (the
 // directory holding the hidden config) and `mv data data2` (the hidden
 // data directory), Read, Stat and ListDir refuse or omit them; a hidden
-// file replaced by rename on the host and then moved is refused as its
-// new inode. The control: a backend hiding nothing reads the moved files
+// file replaced by rename on the host and then moved by a tool is
+// refused as its new inode. The control: a backend hiding nothing reads the moved files
 // (the attempt reaches the key), and the moved directory's other files
 // stay readable.
 func TestHiddenByIdentity(t *testing.T) {
@@ -51,16 +51,17 @@ func TestHiddenByIdentity(t *testing.T) {
 			t.Fatalf("control: read %s = %q %v, want %q", p, got, err, want)
 		}
 	}
-	// The host replaces app.yaml by rename (an editor, sed -i); a call
-	// sees the new inode as the hidden file's; then it is moved.
+	// The host replaces app.yaml by rename (an editor, sed -i); then a
+	// tool moves the new file: the backend knows the new inode as the
+	// hidden file's (it looks again before every process).
 	tmp := filepath.Join(ws, ".app.yaml.tmp")
 	must(t, os.WriteFile(tmp, []byte("app-v2"), 0o600))
 	must(t, os.Rename(tmp, app))
-	if _, err := b.Stat(ctx, filepath.Join(ws, "d2", "notes.txt")); err != nil {
-		t.Fatal(err)
-	}
 	movedApp := filepath.Join(ws, "moved.yaml")
-	must(t, os.Rename(app, movedApp))
+	res, err = b.Exec(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", "mv app.yaml moved.yaml && echo moved"}, Dir: ws})
+	if err != nil || strings.TrimSpace(string(res.Stdout)) != "moved" {
+		t.Fatalf("mv app.yaml: %v %q %q", err, res.Stdout, res.Stderr)
+	}
 	if got, err := control.ReadFile(ctx, movedApp); err != nil || string(got) != "app-v2" {
 		t.Fatalf("control: read %s = %q %v", movedApp, got, err)
 	}

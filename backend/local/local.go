@@ -63,9 +63,9 @@ type Backend struct {
 	zygote       *sandbox.Zygote
 	zygoteHidden []string
 
-	// ids are the identities the hidden paths have had (hiddenIDs).
+	// snap is the latest snapshot of the hidden paths (hidden).
 	idMu sync.Mutex
-	ids  idSet
+	snap *hiddenSnap
 }
 
 // New returns a local backend whose default working directory is workdir.
@@ -101,7 +101,7 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	stderr := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 2)}
 	// The hidden files' identities, taken before the process can move
 	// them: the file tools know them under the names a call gives them.
-	b.hiddenIDs()
+	b.hidden(true)
 	if b.Unsandboxed {
 		return b.execDirect(ctx, req, dir, env, nil, stdout, stderr)
 	}
@@ -557,17 +557,17 @@ func (b *Backend) ListDir(ctx context.Context, path string) ([]backend.FileInfo,
 	if err != nil {
 		return nil, wrap(err)
 	}
-	ids := b.hiddenIDs()
+	h := b.hidden(false)
 	out := make([]backend.FileInfo, 0, len(entries))
 	for _, e := range entries {
-		if b.isHidden(filepath.Join(real, e.Name())) {
+		if h.covers(filepath.Join(real, e.Name())) {
 			continue
 		}
 		fi, err := e.Info()
 		if err != nil {
 			continue // removed since the listing
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && ids.has(st.Dev, st.Ino) {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && h.ids.has(st.Dev, st.Ino) {
 			continue // one of the hidden files or directories, under another name
 		}
 		out = append(out, info(fi))
