@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -32,6 +33,9 @@ const (
 	// is searching at once: its workers wait for each other's files to
 	// be done rather than load more.
 	maxInFlightBytes = 128 << 20
+	// maxOutputBytes bounds the output lines one Go search collects, as
+	// Ripgrep's output is capped: past it, no more lines or files.
+	maxOutputBytes = 32 << 20
 )
 
 // vcsDirs are never searched.
@@ -54,6 +58,10 @@ type Query struct {
 	LineNumbers   bool
 	IgnoreCase    bool
 	Multiline     bool
+
+	// output is what the Go engine may still collect, in bytes
+	// (maxOutputBytes at the start of a search).
+	output *atomic.Int64
 }
 
 // decode turns process output into text: invalid UTF-8 is replaced and
@@ -229,6 +237,9 @@ func searchAll(ctx context.Context, b backend.Backend, files []file, re *regexp.
 	results := make([][]string, len(files))
 	skips := make([]string, len(files))
 	budget := semaphore.NewWeighted(maxInFlightBytes)
+	var output atomic.Int64
+	output.Store(maxOutputBytes)
+	q.output = &output
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range min(8, len(files)) {
@@ -239,7 +250,7 @@ func searchAll(ctx context.Context, b backend.Backend, files []file, re *regexp.
 		})
 	}
 	for i := range files {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || output.Load() <= 0 {
 			break
 		}
 		next <- i
@@ -445,7 +456,11 @@ func (ls lines) content(matched []int, prefix string, q Query) []string {
 		if printed >= 0 && l > printed+1 && (q.Before > 0 || q.After > 0) {
 			out = append(out, "--")
 		}
-		out = append(out, ls.format(l, isMatch[l], prefix, q.LineNumbers))
+		line := ls.format(l, isMatch[l], prefix, q.LineNumbers)
+		if q.output != nil && q.output.Add(-int64(len(line)+1)) < 0 {
+			break // the search's output is full
+		}
+		out = append(out, line)
 		printed = l
 	}
 	return out
