@@ -80,7 +80,8 @@ type Options struct {
 	// content (data blocks, metadata), in bytes.
 	ResultBudget int
 	// Content is the store that keeps conversations and tool results out
-	// of workflow history (nil: a directory store in ./.warden/content).
+	// of workflow history (nil: a directory store in ./.warden/content,
+	// which is then protected and hidden like Protected).
 	// Workers that run the same turns must share one store (an S3 bucket,
 	// see content/s3store).
 	Content content.Store
@@ -163,18 +164,24 @@ func NewActivities(o Options) (*activities.Activities, error) {
 			return nil, fmt.Errorf("warden: workdir: %w", err)
 		}
 	}
+	store := o.Content
+	if store == nil {
+		dir, err := filepath.Abs(filepath.Join(".warden", "content"))
+		if err != nil {
+			return nil, fmt.Errorf("warden: %w", err)
+		}
+		if store, err = content.NewFS(dir); err != nil {
+			return nil, fmt.Errorf("warden: %w", err)
+		}
+		// The default store is one of the worker's own paths.
+		o.Protected = append(slices.Clone(o.Protected), dir+"{,/**}")
+	}
 	backends, def, err := backendsOf(o, wd)
 	if err != nil {
 		return nil, err
 	}
 	models := map[string]model.Model{"scripted": model.Scripted{}}
 	maps.Copy(models, o.Models)
-	store := o.Content
-	if store == nil {
-		if store, err = content.NewFS(filepath.Join(".warden", "content")); err != nil {
-			return nil, fmt.Errorf("warden: %w", err)
-		}
-	}
 	compactors, err := compactorsOf(o.Compaction, models)
 	if err != nil {
 		return nil, err
