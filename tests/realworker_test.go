@@ -155,7 +155,8 @@ func startRealWorker(t *testing.T, lay layout, off bool, extra string) *realWork
 }
 
 // tryStartRealWorker is startRealWorker that returns the error and the
-// worker's output when the worker exits at start.
+// worker's output when the worker exits at start (with the worker, whose
+// paths say what it was started with).
 func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string) (*realWorker, string, error) {
 	t.Helper()
 	id := tag()
@@ -233,9 +234,9 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string) (*real
 		}
 		select {
 		case <-w.exited:
-			return nil, w.stdout.String(), fmt.Errorf("the worker (%s layout, sandbox off %v) exited at start", lay, off)
+			return w, w.stdout.String(), fmt.Errorf("the worker (%s layout, sandbox off %v) exited at start", lay, off)
 		case <-ctx.Done():
-			return nil, w.stdout.String(), fmt.Errorf("the worker (%s layout) polls no queue after 90s", lay)
+			return w, w.stdout.String(), fmt.Errorf("the worker (%s layout) polls no queue after 90s", lay)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
