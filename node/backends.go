@@ -19,9 +19,9 @@ import (
 // function releases what they created (a Docker container this worker
 // created is removed; an E2B sandbox is left to its keep-alive timeout so a
 // restarted worker reconnects to it).
-func backends(ctx context.Context, cfg config.Backend, workdir string, hide []string) (map[string]backend.Backend, func(), error) {
+func backends(ctx context.Context, cfg config.Backend, workdir string, hide, sensitive []string) (map[string]backend.Backend, func(), error) {
 	env := backend.ResolveEnv(cfg.Env, os.Environ()) // backend.env: all that tools get beyond the allowlist
-	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Unsandboxed: cfg.Local.SandboxOff()}
+	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Sensitive: sensitive, Unsandboxed: cfg.Local.SandboxOff()}
 	out := map[string]backend.Backend{"local": lb}
 	var closers []func()
 	closers = append(closers, func() { _ = lb.Close() })

@@ -33,7 +33,7 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 	}
 	fmt.Printf("sandbox          %s\n", sbx)
 	hide := append(cfg.OwnPaths(), concretePaths(cfg.Permission.SensitivePaths)...)
-	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir, hide)
+	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir, hide, cfg.Permission.SensitivePaths)
 	n.onStop(closeBackends)
 	if err != nil {
 		return nil, "", err

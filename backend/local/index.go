@@ -1,0 +1,447 @@
+package local
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"golang.org/x/sys/unix"
+
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/permission/shell"
+)
+
+// kind is what an indexed entry is to the guard (bits: an entry may be
+// several).
+type kind uint8
+
+const (
+	// kindGit is a .git entry: a directory, a file or a link.
+	kindGit kind = 1 << iota
+	// kindSensitive matches a sensitive path pattern (.env, keys):
+	// hidden from a call unless granted.
+	kindSensitive
+	// kindDangerous is one of the analyser's dangerous files or
+	// directories (.bashrc, .vscode): read-only unless granted.
+	kindDangerous
+)
+
+// entry is an indexed entry of interest.
+type entry struct {
+	kind kind
+	// mode is its file type (os.ModeDir, os.ModeSymlink, 0 for a file).
+	mode     os.FileMode
+	dev, ino uint64
+}
+
+// dirNode is an indexed directory.
+type dirNode struct {
+	wd      int32           // its inotify watch, -1 when unwatched
+	subdirs map[string]bool // the child directories indexed beneath it
+	marks   map[string]entry
+}
+
+// index knows the entries of interest (kind) in the working directories
+// the backend's calls ran in. It is refreshed incrementally: every
+// indexed directory is watched with inotify for entries created,
+// removed or renamed in it (content writes do not matter: names do),
+// and a refresh re-reads only the directories an event named. Without
+// inotify (or when the kernel's queue overflowed, or a watch could not
+// be added) a refresh walks everything again. Safe for concurrent use.
+type index struct {
+	mu    sync.Mutex
+	match *matcher
+	fd    int // the inotify instance, -1 when there is none
+	// full makes the next refresh walk every root again.
+	full   bool
+	roots  []string
+	dirs   map[string]*dirNode
+	wds    map[int32]string
+	marked map[string]entry // full path -> entry
+}
+
+// newIndex returns an empty index matching sensitive and dangerous
+// names with m.
+func newIndex(m *matcher) *index {
+	x := &index{match: m, dirs: map[string]*dirNode{}, wds: map[int32]string{}, marked: map[string]entry{}}
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		fd = -1
+	}
+	x.fd = fd
+	return x
+}
+
+// close releases the inotify instance.
+func (x *index) close() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.fd >= 0 {
+		_ = unix.Close(x.fd)
+		x.fd = -1
+	}
+}
+
+// watchMask is what a directory's watch reports: names appearing and
+// disappearing in it, and the directory itself going.
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+
+// refresh brings the index up to date for roots (clean absolute paths)
+// and returns the marked entries inside them.
+func (x *index) refresh(roots []string) (map[string]entry, error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, r := range roots {
+		if !slices.Contains(x.roots, r) {
+			x.roots = append(x.roots, r)
+		}
+	}
+	dirty, err := x.events()
+	if err != nil {
+		return nil, err
+	}
+	if x.full || x.fd < 0 {
+		x.full = false
+		for _, r := range x.roots {
+			x.drop(r)
+		}
+		dirty = nil
+	}
+	// Parents first: a directory a parent's re-read dropped or walked
+	// afresh needs nothing more.
+	slices.SortFunc(dirty, func(a, b string) int { return len(a) - len(b) })
+	done := map[string]bool{}
+	for _, d := range dirty {
+		if done[d] || x.dirs[d] == nil {
+			continue
+		}
+		x.reread(d, done)
+	}
+	for _, r := range x.roots {
+		if x.dirs[r] == nil {
+			x.walk(r, done)
+		}
+	}
+	out := map[string]entry{}
+	for p, e := range x.marked {
+		if insideAny(p, roots) {
+			out[p] = e
+		}
+	}
+	return out, nil
+}
+
+// events drains the inotify queue and returns the directories whose
+// entries changed.
+func (x *index) events() ([]string, error) {
+	if x.fd < 0 {
+		return nil, nil
+	}
+	var dirty []string
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := unix.Read(x.fd, buf)
+		if errors.Is(err, unix.EAGAIN) || n == 0 {
+			return dirty, nil
+		}
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
+			off += unix.SizeofInotifyEvent + int(ev.Len)
+			if ev.Mask&unix.IN_Q_OVERFLOW != 0 {
+				x.full = true
+				continue
+			}
+			p, ok := x.wds[ev.Wd]
+			if !ok {
+				continue
+			}
+			if ev.Mask&unix.IN_IGNORED != 0 {
+				delete(x.wds, ev.Wd)
+				if n := x.dirs[p]; n != nil && n.wd == ev.Wd {
+					n.wd = -1
+				}
+			}
+			if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0 {
+				dirty = append(dirty, filepath.Dir(p))
+			}
+			dirty = append(dirty, p)
+		}
+	}
+}
+
+// reread reads the directory d again: its marks, and its child
+// directories (new ones walked, gone ones dropped).
+func (x *index) reread(d string, done map[string]bool) {
+	done[d] = true
+	node := x.dirs[d]
+	subs, marks, err := x.read(d)
+	if err != nil {
+		x.drop(d)
+		return
+	}
+	for name := range node.subdirs {
+		if !subs[name] {
+			x.drop(filepath.Join(d, name))
+		}
+	}
+	x.setMarks(d, node, marks)
+	for name := range subs {
+		p := filepath.Join(d, name)
+		if !node.subdirs[name] || x.dirs[p] == nil {
+			x.walk(p, done)
+		}
+	}
+	node.subdirs = subs
+}
+
+// walk indexes the tree at root afresh.
+func (x *index) walk(root string, done map[string]bool) {
+	stack := []string{root}
+	for len(stack) > 0 {
+		d := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if x.dirs[d] != nil {
+			x.drop(d)
+		}
+		node := &dirNode{wd: -1}
+		if x.fd >= 0 {
+			// The watch first, then the listing: nothing created in
+			// between goes unseen.
+			wd, err := unix.InotifyAddWatch(x.fd, d, watchMask)
+			if err == nil {
+				node.wd = int32(wd)
+				x.wds[node.wd] = d
+			} else {
+				x.full = true // out of watches: walk everything next time
+			}
+		}
+		subs, marks, err := x.read(d)
+		if err != nil {
+			if node.wd >= 0 {
+				_, _ = unix.InotifyRmWatch(x.fd, uint32(node.wd))
+				delete(x.wds, node.wd)
+			}
+			continue
+		}
+		node.subdirs = subs
+		x.dirs[d] = node
+		done[d] = true
+		x.setMarks(d, node, marks)
+		for name := range subs {
+			stack = append(stack, filepath.Join(d, name))
+		}
+	}
+}
+
+// drop forgets the tree at d.
+func (x *index) drop(d string) {
+	node := x.dirs[d]
+	if node == nil {
+		return
+	}
+	delete(x.dirs, d)
+	if node.wd >= 0 && x.wds[node.wd] == d {
+		_, _ = unix.InotifyRmWatch(x.fd, uint32(node.wd))
+		delete(x.wds, node.wd)
+	}
+	for name := range node.marks {
+		delete(x.marked, filepath.Join(d, name))
+	}
+	for name := range node.subdirs {
+		x.drop(filepath.Join(d, name))
+	}
+}
+
+// setMarks replaces the marks of the directory d.
+func (x *index) setMarks(d string, node *dirNode, marks map[string]entry) {
+	for name := range node.marks {
+		delete(x.marked, filepath.Join(d, name))
+	}
+	node.marks = marks
+	for name, e := range marks {
+		x.marked[filepath.Join(d, name)] = e
+	}
+}
+
+// read lists the directory d: its child directories to index and its
+// entries of interest. It does not descend into .git (the guard reads
+// what it needs there) nor into a sensitive directory (hidden whole).
+func (x *index) read(d string) (subs map[string]bool, marks map[string]entry, err error) {
+	f, err := os.Open(d)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	subs = map[string]bool{}
+	for {
+		ents, err := f.ReadDir(1024)
+		for _, e := range ents {
+			name, typ := e.Name(), e.Type()
+			p := d + "/" + name
+			k := x.match.kind(p, name, typ.IsDir())
+			if k != 0 {
+				fi, err := os.Lstat(p)
+				if err != nil {
+					continue // gone meanwhile: the event will say so
+				}
+				en := entry{kind: k, mode: fi.Mode().Type()}
+				en.dev, en.ino = ids(fi)
+				if marks == nil {
+					marks = map[string]entry{}
+				}
+				marks[name] = en
+			}
+			if typ.IsDir() && k&(kindGit|kindSensitive) == 0 {
+				subs[name] = true
+			}
+		}
+		if err == io.EOF || len(ents) == 0 {
+			return subs, marks, nil
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+	}
+}
+
+// ids are the device and inode of fi.
+func ids(fi os.FileInfo) (dev, ino uint64) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Dev, st.Ino
+	}
+	return 0, 0
+}
+
+// matcher tells the sensitive and dangerous names from the rest: the
+// policy's sensitive path patterns, compiled to cheap tests for the
+// common shapes ("**/.env", "**/*.pem", "**/.docker/config.json"), and
+// the analyser's dangerous files and directories.
+type matcher struct {
+	base      map[string]bool // "**/name"
+	baseGlobs []string        // "**/glob" of one segment
+	tails     [][]string      // "**/a/b": the last segments, globs
+	full      []fullPattern   // the rest, matched on the whole path
+	files     []string        // the analyser's dangerous files
+	dirs      []string        // the analyser's dangerous directories, .git apart
+}
+
+type fullPattern struct{ pat, prefix string }
+
+// newMatcher compiles the sensitive patterns (the defaults and extra)
+// and the default dangerous lists. A pattern that names a directory
+// ("x{,/**}", "x/**") matches the directory itself: hiding it hides
+// what it holds.
+func newMatcher(extra []string) *matcher {
+	m := &matcher{base: map[string]bool{}, files: shell.DefaultDangerousFiles()}
+	for _, d := range shell.DefaultDangerousDirs() {
+		if d != ".git" {
+			m.dirs = append(m.dirs, d)
+		}
+	}
+	home, _ := os.UserHomeDir()
+	for _, pat := range append(permission.DefaultSensitivePaths(), extra...) {
+		if strings.HasPrefix(pat, "~/") {
+			if home == "" {
+				continue
+			}
+			pat = path.Join(home, pat[2:])
+		}
+		pat = strings.TrimSuffix(strings.TrimSuffix(pat, "{,/**}"), "/**")
+		rest, ok := strings.CutPrefix(pat, "**/")
+		if !ok || strings.ContainsAny(rest, "{\\") || strings.Contains(rest, "**") {
+			prefix := pat
+			if i := strings.IndexAny(pat, "*?[{\\"); i >= 0 {
+				prefix = pat[:i]
+			}
+			m.full = append(m.full, fullPattern{pat: pat, prefix: prefix})
+			continue
+		}
+		segs := strings.Split(rest, "/")
+		switch {
+		case len(segs) > 1:
+			m.tails = append(m.tails, segs)
+		case strings.ContainsAny(rest, "*?["):
+			m.baseGlobs = append(m.baseGlobs, rest)
+		default:
+			m.base[rest] = true
+		}
+	}
+	return m
+}
+
+// kind classifies the entry p (named name; dir when a directory).
+func (m *matcher) kind(p, name string, dir bool) kind {
+	if name == ".git" {
+		return kindGit
+	}
+	var k kind
+	if m.sensitive(p, name) {
+		k |= kindSensitive
+	}
+	if dir {
+		for _, d := range m.dirs {
+			if strings.EqualFold(name, d) {
+				k |= kindDangerous
+			}
+		}
+	} else if shell.IsDangerousPath(p, m.files, nil) {
+		k |= kindDangerous
+	}
+	return k
+}
+
+// sensitive reports whether the path p (base name name) matches a
+// sensitive pattern.
+func (m *matcher) sensitive(p, name string) bool {
+	if m.base[name] {
+		return true
+	}
+	for _, g := range m.baseGlobs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	for _, segs := range m.tails {
+		if ok, _ := path.Match(segs[len(segs)-1], name); !ok {
+			continue
+		}
+		rest := p
+		match := true
+		for i := len(segs) - 1; i >= 0 && match; i-- {
+			j := strings.LastIndexByte(rest, '/')
+			if j < 0 {
+				match = false
+				break
+			}
+			ok, _ := path.Match(segs[i], rest[j+1:])
+			match, rest = ok, rest[:j]
+		}
+		if match {
+			return true
+		}
+	}
+	for _, f := range m.full {
+		if !strings.HasPrefix(p, f.prefix) && !strings.HasPrefix(f.prefix, p) {
+			continue
+		}
+		if ok, _ := doublestar.Match(f.pat, p); ok {
+			return true
+		}
+	}
+	return false
+}
