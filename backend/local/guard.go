@@ -3,11 +3,11 @@ package local
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -32,7 +32,7 @@ type guardCall struct {
 	prof   *calls.Sandbox
 	dirs   []string
 	write  []string
-	before map[string]entry
+	before snapshot
 	repos  []*repoState
 }
 
@@ -122,18 +122,13 @@ func (b *Backend) guard(prof *calls.Sandbox, write, protect []string) (hide, pin
 			prot = append(prot, p)
 		}
 	}
-	paths := make([]string, 0, len(before))
-	for p := range before {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		e := before[p]
+	for _, m := range before.list {
+		p, e := m.path, m.entry
 		switch {
 		case e.kind&kindSensitive != 0:
 			// A granted write grants the read too: the file is the
 			// call's to change.
-			if reachesAny(prof.Read, p) || reachesAny(prof.Granted, p) || slices.ContainsFunc(keep, func(k string) bool { return within(k, p) }) {
+			if reachesAny(prof.Read, p) || reachesAny(prof.Granted, p) || slices.ContainsFunc(keep, func(k string) bool { return under(k, []string{p}) }) {
 				continue
 			}
 			if e.mode&os.ModeSymlink != 0 {
@@ -145,7 +140,7 @@ func (b *Backend) guard(prof *calls.Sandbox, write, protect []string) (hide, pin
 				p = t
 			}
 			hide = append(hide, p)
-		case !insideAny(p, write):
+		case !under(p, write):
 			// Nothing to protect: the call cannot write there.
 		case e.kind&kindGit != 0:
 			if e.mode.IsDir() && (prof.Git || reachesAny(prof.Granted, p)) {
@@ -256,17 +251,20 @@ func (g *guardCall) check() ([]string, error) {
 			}
 		}
 	}
-	paths := make([]string, 0, len(after))
-	for p := range after {
-		paths = append(paths, p)
+	if after.version == g.before.version {
+		// No name of interest appeared, went or changed.
+		return g.result(notes, errs)
 	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		e := after[p]
-		if !insideAny(p, g.write) || e.kind&kindSensitive != 0 && e.kind&(kindGit|kindDangerous) == 0 {
+	before := make(map[string]entry, len(g.before.list))
+	for _, m := range g.before.list {
+		before[m.path] = m.entry
+	}
+	for _, m := range after.list {
+		p, e := m.path, m.entry
+		if !under(p, g.write) || e.kind&kindSensitive != 0 && e.kind&(kindGit|kindDangerous) == 0 {
 			continue
 		}
-		if old, ok := g.before[p]; ok && old.dev == e.dev && old.ino == e.ino && old.mode == e.mode {
+		if old, ok := before[p]; ok && old.dev == e.dev && old.ino == e.ino && old.mode == e.mode {
 			continue
 		}
 		switch {
@@ -302,8 +300,13 @@ func (g *guardCall) check() ([]string, error) {
 			notes = append(notes, fmt.Sprintf("moved %s aside to %s, which this call created: writing it needs a human's approval or an Edit/Write rule naming it", p, to))
 		}
 	}
+	return g.result(notes, errs)
+}
+
+// result is check's answer: the notes, and the errors as one.
+func (g *guardCall) result(notes []string, errs []error) ([]string, error) {
 	if len(errs) > 0 {
-		return notes, fmt.Errorf("%v", errs)
+		return notes, errors.Join(errs...)
 	}
 	return notes, nil
 }
@@ -311,7 +314,7 @@ func (g *guardCall) check() ([]string, error) {
 // moved reports whether e is an entry of interest that existed before
 // the call (under another name).
 func (g *guardCall) moved(e entry) bool {
-	for _, o := range g.before {
+	for _, o := range g.before.list {
 		if o.dev == e.dev && o.ino == e.ino && o.mode == e.mode {
 			return true
 		}
@@ -583,4 +586,16 @@ func patternBase(pat string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// under reports whether the clean path p is one of the clean paths
+// dirs or below one (insideAny without cleaning: the guard's paths are
+// clean).
+func under(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if p == d || d == "/" || (len(p) > len(d) && p[len(d)] == '/' && p[:len(d)] == d) {
+			return true
+		}
+	}
+	return false
 }

@@ -66,6 +66,24 @@ type index struct {
 	dirs   map[string]*dirNode
 	wds    map[int32]string
 	marked map[string]entry // full path -> entry
+	buf    []byte           // for the events
+	// version counts the changes of marked; snaps are the last lists
+	// refresh returned, by roots.
+	version uint64
+	snaps   map[string]snapshot
+}
+
+// snapshot is the list of marked entries inside some roots, sorted by
+// path, at a version of the index.
+type snapshot struct {
+	version uint64
+	list    []marked
+}
+
+// marked is one marked entry.
+type marked struct {
+	path string
+	entry
 }
 
 // newIndex returns an empty index matching sensitive and dangerous
@@ -96,8 +114,9 @@ const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN
 	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
 
 // refresh brings the index up to date for roots (clean absolute paths)
-// and returns the marked entries inside them.
-func (x *index) refresh(roots []string) (map[string]entry, error) {
+// and returns the marked entries inside them. The snapshot is shared:
+// read-only to the caller.
+func (x *index) refresh(roots []string) (snapshot, error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, r := range roots {
@@ -107,7 +126,7 @@ func (x *index) refresh(roots []string) (map[string]entry, error) {
 	}
 	dirty, err := x.events()
 	if err != nil {
-		return nil, err
+		return snapshot{}, err
 	}
 	if x.full || x.fd < 0 {
 		x.full = false
@@ -131,13 +150,22 @@ func (x *index) refresh(roots []string) (map[string]entry, error) {
 			x.walk(r, done)
 		}
 	}
-	out := map[string]entry{}
+	key := strings.Join(roots, "\x00")
+	if snap, ok := x.snaps[key]; ok && snap.version == x.version {
+		return snap, nil
+	}
+	snap := snapshot{version: x.version}
 	for p, e := range x.marked {
-		if insideAny(p, roots) {
-			out[p] = e
+		if under(p, roots) {
+			snap.list = append(snap.list, marked{p, e})
 		}
 	}
-	return out, nil
+	slices.SortFunc(snap.list, func(a, b marked) int { return strings.Compare(a.path, b.path) })
+	if x.snaps == nil || len(x.snaps) > 64 {
+		x.snaps = map[string]snapshot{}
+	}
+	x.snaps[key] = snap
+	return snap, nil
 }
 
 // events drains the inotify queue and returns the directories whose
@@ -147,7 +175,10 @@ func (x *index) events() ([]string, error) {
 		return nil, nil
 	}
 	var dirty []string
-	buf := make([]byte, 64<<10)
+	if x.buf == nil {
+		x.buf = make([]byte, 64<<10)
+	}
+	buf := x.buf
 	for {
 		n, err := unix.Read(x.fd, buf)
 		if errors.Is(err, unix.EAGAIN) || n == 0 {
@@ -261,6 +292,7 @@ func (x *index) drop(d string) {
 	}
 	for name := range node.marks {
 		delete(x.marked, filepath.Join(d, name))
+		x.version++
 	}
 	for name := range node.subdirs {
 		x.drop(filepath.Join(d, name))
@@ -269,6 +301,10 @@ func (x *index) drop(d string) {
 
 // setMarks replaces the marks of the directory d.
 func (x *index) setMarks(d string, node *dirNode, marks map[string]entry) {
+	if len(node.marks) == 0 && len(marks) == 0 {
+		return
+	}
+	x.version++
 	for name := range node.marks {
 		delete(x.marked, filepath.Join(d, name))
 	}
