@@ -326,3 +326,82 @@ func TestGuardDangerousPaths(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexIncremental: the index sees names created in new nested
+// directories, renamed trees and removed entries, with inotify and
+// without it (every refresh walks).
+func TestIndexIncremental(t *testing.T) {
+	for _, watched := range []bool{true, false} {
+		ws, err := filepath.EvalSymlinks(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := newIndex(newMatcher(nil))
+		if !watched {
+			x.close()
+		}
+		paths := func() []string {
+			s, err := x.refresh([]string{ws})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, m := range s.list {
+				out = append(out, strings.TrimPrefix(m.path, ws+"/"))
+			}
+			return out
+		}
+		if got := paths(); len(got) != 0 {
+			t.Fatalf("empty workspace: %q", got)
+		}
+		must := func(err error) {
+			t.Helper()
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		must(os.MkdirAll(filepath.Join(ws, "a", "b"), 0o755))
+		must(os.WriteFile(filepath.Join(ws, "a", "b", ".env"), nil, 0o644))
+		must(os.Mkdir(filepath.Join(ws, "a", "b", ".git"), 0o755))
+		must(os.Mkdir(filepath.Join(ws, "a", "b", ".git", "x.pem"), 0o755)) // inside .git: not indexed
+		if got := strings.Join(paths(), " "); got != "a/b/.env a/b/.git" {
+			t.Errorf("watched %v: after creating: %q", watched, got)
+		}
+		must(os.Rename(filepath.Join(ws, "a"), filepath.Join(ws, "c")))
+		must(os.WriteFile(filepath.Join(ws, "c", ".bashrc"), nil, 0o644))
+		if got := strings.Join(paths(), " "); got != "c/.bashrc c/b/.env c/b/.git" {
+			t.Errorf("watched %v: after renaming: %q", watched, got)
+		}
+		must(os.Remove(filepath.Join(ws, "c", "b", ".env")))
+		must(os.RemoveAll(filepath.Join(ws, "c", "b")))
+		if got := strings.Join(paths(), " "); got != "c/.bashrc" {
+			t.Errorf("watched %v: after removing: %q", watched, got)
+		}
+		x.close()
+	}
+}
+
+// TestUnsafeConfig: git's own configuration passes; a key that runs a
+// command, an include or an unusual shape does not.
+func TestUnsafeConfig(t *testing.T) {
+	clean := "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n[remote \"origin\"]\n\turl = https://example.com/x.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n\tmerge = refs/heads/main\n"
+	if k := unsafeConfig([]byte(clean)); k != "" {
+		t.Errorf("clean config refused: %s", k)
+	}
+	for _, bad := range []string{
+		"[core]\n\tfsmonitor = touch x\n",
+		"[core]\n\thooksPath = /tmp\n",
+		"[include]\n\tpath = /tmp/x\n",
+		"[core] fsmonitor = x\n",
+		"[core]\n\tbare = false \\\n\tfsmonitor = x\n",
+		"[alias]\n\tst = !sh\n",
+		"[filter \"x\"]\n\tclean = sh\n",
+		"[remote \"o\"]\n\turl = ext::sh -c x\n",
+		"\ufeff[core]\n\tbare = false\n",
+		"[core.x]\n\tbare = false\n",
+	} {
+		if unsafeConfig([]byte(bad)) == "" {
+			t.Errorf("accepted %q", bad)
+		}
+	}
+}
