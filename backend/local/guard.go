@@ -118,6 +118,16 @@ func (b *Backend) guard(prof *calls.Sandbox, write, protect []string) (hide, pin
 	keep := append(slices.Clone(dirs), write...)
 	prot = slices.Clone(protect)
 	addProt := func(p string) {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+			// A mount lands on what a link leads to; a dangling link has
+			// nothing to protect (what the call makes of it is checked
+			// after the call).
+			t, err := filepath.EvalSymlinks(p)
+			if err != nil || !under(t, write) {
+				return
+			}
+			p = t
+		}
 		if !slices.Contains(prot, p) {
 			prot = append(prot, p)
 		}

@@ -405,3 +405,28 @@ func TestUnsafeConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardDanglingLinks: a dangling .gitconfig link does not make
+// every call fail (a mount on it would), and a .git link a call plants
+// is moved aside.
+func TestGuardDanglingLinks(t *testing.T) {
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/nonexistent/gitconfig", filepath.Join(ws, ".gitconfig")); err != nil {
+		t.Fatal(err)
+	}
+	b := newBackend(t, ws, true)
+	prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}}
+	res := run(t, b, ws, prof, "echo RAN; mkdir sub && ln -s "+ws+"/elsewhere sub/.git")
+	if res.ExitCode != 0 || !strings.Contains(string(res.Stdout), "RAN") {
+		t.Fatalf("a call in a workspace with a dangling link: %+v %s", res, res.Stderr)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "sub", ".git")); err == nil {
+		t.Errorf("the planted .git link stayed: %s", res.Stderr)
+	}
+	if !strings.Contains(string(res.Stderr), "a .git link") && !strings.Contains(string(res.Stderr), "moved "+filepath.Join(ws, "sub", ".git")) {
+		t.Errorf("the result does not say the link was moved aside: %s", res.Stderr)
+	}
+}
