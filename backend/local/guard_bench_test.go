@@ -54,7 +54,8 @@ func benchTree(b *testing.B, files int) string {
 // BenchmarkGuard measures the guard's cost per call on workspaces of
 // 10,000 and 100,000 files: cold (a new index: the first call in a
 // workspace), warm (nothing changed since the last call: before and
-// after the call), and warm after a call created a file.
+// after the call), warm without inotify (polled), and warm after a call
+// created a file.
 func BenchmarkGuard(b *testing.B) {
 	for _, files := range []int{10_000, 100_000} {
 		ws := benchTree(b, files)
@@ -92,6 +93,25 @@ func BenchmarkGuard(b *testing.B) {
 				b.ReportMetric(float64(len(prot)), "protected")
 			})
 		}
+		b.Run(fmt.Sprintf("files=%d/warm/polled", files), func(b *testing.B) {
+			// Without inotify: every directory's times are checked.
+			be := &Backend{Workdir: ws}
+			defer be.Close()
+			be.guardIndex().close()
+			if _, _, _, _, err := be.guard(prof, []string{ws}, nil); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				_, _, _, g, err := be.guard(prof, []string{ws}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := g.check(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 		b.Run(fmt.Sprintf("files=%d/warm-changed", files), func(b *testing.B) {
 			be := &Backend{Workdir: ws}
 			defer be.Close()

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -44,7 +45,11 @@ type entry struct {
 
 // dirNode is an indexed directory.
 type dirNode struct {
-	wd      int32           // its inotify watch, -1 when unwatched
+	wd int32 // its inotify watch, -1 when unwatched
+	// stamp is the directory's modification and change times when it
+	// was read, and read when: an unwatched directory is read again
+	// when they changed, or were too recent to tell a later change by.
+	stamp, read int64
 	subdirs map[string]bool // the child directories indexed beneath it
 	marks   map[string]entry
 }
@@ -65,6 +70,7 @@ type index struct {
 	roots  []string
 	dirs   map[string]*dirNode
 	wds    map[int32]string
+	polled map[string]bool // the directories no watch covers
 	marked map[string]entry // full path -> entry
 	buf    []byte           // for the events
 	// version counts the changes of marked; snaps are the last lists
@@ -89,7 +95,7 @@ type marked struct {
 // newIndex returns an empty index matching sensitive and dangerous
 // names with m.
 func newIndex(m *matcher) *index {
-	x := &index{match: m, dirs: map[string]*dirNode{}, wds: map[int32]string{}, marked: map[string]entry{}}
+	x := &index{match: m, dirs: map[string]*dirNode{}, wds: map[int32]string{}, polled: map[string]bool{}, marked: map[string]entry{}}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		fd = -1
@@ -128,12 +134,19 @@ func (x *index) refresh(roots []string) (snapshot, error) {
 	if err != nil {
 		return snapshot{}, err
 	}
-	if x.full || x.fd < 0 {
+	if x.full {
 		x.full = false
 		for _, r := range x.roots {
 			x.drop(r)
 		}
 		dirty = nil
+	}
+	// The directories no watch covers (no inotify, or out of watches):
+	// read again those whose times changed.
+	for d := range x.polled {
+		if node := x.dirs[d]; node != nil && (stampOf(d) != node.stamp || node.stamp >= node.read-racyWindow) {
+			dirty = append(dirty, d)
+		}
 	}
 	// Parents first: a directory a parent's re-read dropped or walked
 	// afresh needs nothing more.
@@ -166,6 +179,21 @@ func (x *index) refresh(roots []string) (snapshot, error) {
 	}
 	x.snaps[key] = snap
 	return snap, nil
+}
+
+// racyWindow is how close to its reading a directory's time may be for
+// a change in the same clock tick to go unseen (the kernel stamps with
+// a coarse clock).
+const racyWindow = int64(20 * time.Millisecond)
+
+// stampOf combines the directory d's modification and change times (0
+// when it cannot be read).
+func stampOf(d string) int64 {
+	var st unix.Stat_t
+	if unix.Lstat(d, &st) != nil {
+		return 0
+	}
+	return max(st.Mtim.Nano(), st.Ctim.Nano())
 }
 
 // events drains the inotify queue and returns the directories whose
@@ -205,6 +233,7 @@ func (x *index) events() ([]string, error) {
 				delete(x.wds, ev.Wd)
 				if n := x.dirs[p]; n != nil && n.wd == ev.Wd {
 					n.wd = -1
+					x.polled[p] = true
 				}
 			}
 			if ev.Mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0 {
@@ -220,6 +249,7 @@ func (x *index) events() ([]string, error) {
 func (x *index) reread(d string, done map[string]bool) {
 	done[d] = true
 	node := x.dirs[d]
+	node.stamp, node.read = stampOf(d), time.Now().UnixNano()
 	subs, marks, err := x.read(d)
 	if err != nil {
 		x.drop(d)
@@ -257,10 +287,10 @@ func (x *index) walk(root string, done map[string]bool) {
 			if err == nil {
 				node.wd = int32(wd)
 				x.wds[node.wd] = d
-			} else {
-				x.full = true // out of watches: walk everything next time
 			}
+			// Out of watches: the directory is polled (stampOf).
 		}
+		node.stamp, node.read = stampOf(d), time.Now().UnixNano()
 		subs, marks, err := x.read(d)
 		if err != nil {
 			if node.wd >= 0 {
@@ -271,6 +301,9 @@ func (x *index) walk(root string, done map[string]bool) {
 		}
 		node.subdirs = subs
 		x.dirs[d] = node
+		if node.wd < 0 {
+			x.polled[d] = true
+		}
 		done[d] = true
 		x.setMarks(d, node, marks)
 		for name := range subs {
@@ -286,6 +319,7 @@ func (x *index) drop(d string) {
 		return
 	}
 	delete(x.dirs, d)
+	delete(x.polled, d)
 	if node.wd >= 0 && x.wds[node.wd] == d {
 		_, _ = unix.InotifyRmWatch(x.fd, uint32(node.wd))
 		delete(x.wds, node.wd)
