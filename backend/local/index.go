@@ -50,8 +50,8 @@ type dirNode struct {
 	// was read, and read when: an unwatched directory is read again
 	// when they changed, or were too recent to tell a later change by.
 	stamp, read int64
-	subdirs map[string]bool // the child directories indexed beneath it
-	marks   map[string]entry
+	subdirs     map[string]bool // the child directories indexed beneath it
+	marks       map[string]entry
 }
 
 // index knows the entries of interest (kind) in the working directories
@@ -70,7 +70,7 @@ type index struct {
 	roots  []string
 	dirs   map[string]*dirNode
 	wds    map[int32]string
-	polled map[string]bool // the directories no watch covers
+	polled map[string]bool  // the directories no watch covers
 	marked map[string]entry // full path -> entry
 	buf    []byte           // for the events
 	// version counts the changes of marked; snaps are the last lists
