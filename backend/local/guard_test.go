@@ -430,3 +430,26 @@ func TestGuardDanglingLinks(t *testing.T) {
 		t.Errorf("the result does not say the link was moved aside: %s", res.Stderr)
 	}
 }
+
+// TestMatcher: the compiled sensitive and dangerous tests agree with
+// the policy's patterns on the common shapes.
+func TestMatcher(t *testing.T) {
+	m := newMatcher([]string{"/srv/data{,/**}", "**/secrets/*.yaml"})
+	for p, want := range map[string]kind{
+		"/w/.env": kindSensitive | kindDangerous, "/w/a/.env.local": kindSensitive | kindDangerous, "/w/.envrc": kindSensitive | kindDangerous,
+		"/w/k/id_ed25519": kindSensitive, "/w/k/id_ed25519.pub": kindSensitive, "/w/tls/server.pem": kindSensitive,
+		"/w/.npmrc": kindSensitive | kindDangerous, "/w/x/.docker/config.json": kindSensitive, "/w/.cargo/credentials.toml": kindSensitive,
+		"/w/.bashrc": kindSensitive | kindDangerous, "/w/.gitconfig": kindDangerous, "/w/.gitmodules": kindDangerous,
+		"/w/secrets/db.yaml": kindSensitive, "/srv/data": kindSensitive, "/w/.git": kindGit,
+		"/w/main.go": 0, "/w/config.json": 0, "/w/env": 0, "/w/pem": 0, "/w/secrets/db.json": 0,
+	} {
+		if got := m.kind(p, filepath.Base(p), false); got != want {
+			t.Errorf("%s: kind %b, want %b", p, got, want)
+		}
+	}
+	for p, want := range map[string]kind{"/w/.vscode": kindDangerous, "/w/.idea": kindDangerous, "/w/.ssh": kindSensitive | kindDangerous, "/w/.aws": kindSensitive, "/w/src": 0} {
+		if got := m.kind(p, filepath.Base(p), true); got != want {
+			t.Errorf("%s (a directory): kind %b, want %b", p, got, want)
+		}
+	}
+}

@@ -1,8 +1,8 @@
 package local
 
 import (
+	"bytes"
 	"errors"
-	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -352,18 +352,57 @@ func (x *index) setMarks(d string, node *dirNode, marks map[string]entry) {
 // entries of interest. It does not descend into .git (the guard reads
 // what it needs there) nor into a sensitive directory (hidden whole).
 func (x *index) read(d string) (subs map[string]bool, marks map[string]entry, err error) {
-	f, err := os.Open(d)
+	// Raw getdents: an os.File would register the directory with the
+	// runtime's poller, three more system calls per directory.
+	fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, &os.PathError{Op: "open", Path: d, Err: err}
 	}
-	defer f.Close()
+	defer unix.Close(fd)
 	subs = map[string]bool{}
+	buf := make([]byte, 32<<10)
 	for {
-		ents, err := f.ReadDir(1024)
-		for _, e := range ents {
-			name, typ := e.Name(), e.Type()
+		n, err := unix.Getdents(fd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, &os.PathError{Op: "getdents", Path: d, Err: err}
+		}
+		if n <= 0 {
+			return subs, marks, nil
+		}
+		for off := 0; off < n; {
+			// struct linux_dirent64: ino u64, off s64, reclen u16, type u8, name.
+			rec := buf[off:n]
+			if len(rec) < 20 {
+				break
+			}
+			reclen := int(rec[16]) | int(rec[17])<<8
+			if reclen < 20 || reclen > len(rec) {
+				break
+			}
+			typ, nameb := rec[18], rec[19:reclen]
+			off += reclen
+			if i := bytes.IndexByte(nameb, 0); i >= 0 {
+				nameb = nameb[:i]
+			}
+			name := string(nameb)
+			if name == "." || name == ".." {
+				continue
+			}
 			p := d + "/" + name
-			k := x.match.kind(p, name, typ.IsDir())
+			if typ == unix.DT_UNKNOWN {
+				var st unix.Stat_t
+				if unix.Lstat(p, &st) != nil {
+					continue
+				}
+				if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+					typ = unix.DT_DIR
+				}
+			}
+			dir := typ == unix.DT_DIR
+			k := x.match.kind(p, name, dir)
 			if k != 0 {
 				fi, err := os.Lstat(p)
 				if err != nil {
@@ -376,15 +415,9 @@ func (x *index) read(d string) (subs map[string]bool, marks map[string]entry, er
 				}
 				marks[name] = en
 			}
-			if typ.IsDir() && k&(kindGit|kindSensitive) == 0 {
+			if dir && k&(kindGit|kindSensitive) == 0 {
 				subs[name] = true
 			}
-		}
-		if err == io.EOF || len(ents) == 0 {
-			return subs, marks, nil
-		}
-		if err != nil {
-			return nil, nil, err
 		}
 	}
 }
@@ -403,8 +436,8 @@ func ids(fi os.FileInfo) (dev, ino uint64) {
 // the analyser's dangerous files and directories.
 type matcher struct {
 	base      map[string]bool // "**/name"
-	baseGlobs []string        // "**/glob" of one segment
-	tails     [][]string      // "**/a/b": the last segments, globs
+	baseGlobs []segGlob       // "**/glob" of one segment
+	tails     [][]segGlob     // "**/a/b": the last segments
 	full      []fullPattern   // the rest, matched on the whole path
 	files     []string        // the analyser's dangerous files
 	dirs      []string        // the analyser's dangerous directories, .git apart
@@ -444,9 +477,13 @@ func newMatcher(extra []string) *matcher {
 		segs := strings.Split(rest, "/")
 		switch {
 		case len(segs) > 1:
-			m.tails = append(m.tails, segs)
+			var t []segGlob
+			for _, sg := range segs {
+				t = append(t, newSegGlob(sg))
+			}
+			m.tails = append(m.tails, t)
 		case strings.ContainsAny(rest, "*?["):
-			m.baseGlobs = append(m.baseGlobs, rest)
+			m.baseGlobs = append(m.baseGlobs, newSegGlob(rest))
 		default:
 			m.base[rest] = true
 		}
@@ -482,12 +519,12 @@ func (m *matcher) sensitive(p, name string) bool {
 		return true
 	}
 	for _, g := range m.baseGlobs {
-		if ok, _ := path.Match(g, name); ok {
+		if g.match(name) {
 			return true
 		}
 	}
 	for _, segs := range m.tails {
-		if ok, _ := path.Match(segs[len(segs)-1], name); !ok {
+		if !segs[len(segs)-1].match(name) {
 			continue
 		}
 		rest := p
@@ -498,8 +535,7 @@ func (m *matcher) sensitive(p, name string) bool {
 				match = false
 				break
 			}
-			ok, _ := path.Match(segs[i], rest[j+1:])
-			match, rest = ok, rest[:j]
+			match, rest = segs[i].match(rest[j+1:]), rest[:j]
 		}
 		if match {
 			return true
@@ -514,4 +550,41 @@ func (m *matcher) sensitive(p, name string) bool {
 		}
 	}
 	return false
+}
+
+// segGlob is one path segment's pattern, with the common shapes
+// ("name", "prefix*", "*suffix") tested without path.Match.
+type segGlob struct {
+	pat, prefix, suffix string
+	exact, generic      bool
+}
+
+func newSegGlob(pat string) segGlob {
+	g := segGlob{pat: pat}
+	meta := strings.IndexAny(pat, "*?[\\")
+	switch {
+	case meta < 0:
+		g.exact = true
+	case meta == len(pat)-1 && pat[meta] == '*':
+		g.prefix = pat[:meta]
+	case meta == 0 && pat[0] == '*' && !strings.ContainsAny(pat[1:], "*?[\\"):
+		g.suffix = pat[1:]
+	default:
+		g.generic = true
+	}
+	return g
+}
+
+func (g segGlob) match(name string) bool {
+	switch {
+	case g.exact:
+		return name == g.pat
+	case g.generic:
+		ok, _ := path.Match(g.pat, name)
+		return ok
+	case g.suffix != "":
+		return strings.HasSuffix(name, g.suffix)
+	default:
+		return strings.HasPrefix(name, g.prefix)
+	}
 }
