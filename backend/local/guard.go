@@ -48,7 +48,8 @@ type repoState struct {
 // small regular file, its content (restored when it changes).
 type fileState struct {
 	exists   bool
-	mode     os.FileMode
+	mode     os.FileMode // its type
+	perm     os.FileMode
 	dev, ino uint64
 	size     int64
 	mtime    int64
@@ -60,7 +61,7 @@ func stateOf(p string) fileState {
 	if err != nil {
 		return fileState{}
 	}
-	s := fileState{exists: true, mode: fi.Mode().Type(), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	s := fileState{exists: true, mode: fi.Mode().Type(), perm: fi.Mode().Perm(), size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 	s.dev, s.ino = ids(fi)
 	if fi.Mode().IsRegular() && fi.Size() <= 256<<10 {
 		s.content, _ = os.ReadFile(p)
@@ -352,7 +353,7 @@ func restore(p string, was fileState) error {
 	if err := os.RemoveAll(p); err != nil {
 		return err
 	}
-	return os.WriteFile(p, was.content, 0o644)
+	return os.WriteFile(p, was.content, was.perm)
 }
 
 // cleanNewGit says why the .git entry p (new, made by an allowed git

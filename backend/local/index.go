@@ -3,6 +3,7 @@ package local
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -163,6 +164,15 @@ func (x *index) refresh(roots []string) (snapshot, error) {
 			x.walk(r, done)
 		}
 	}
+	if len(x.dirs) > maxIndexedDirs {
+		// Fail closed: what is not indexed cannot be guarded.
+		n := len(x.dirs)
+		for _, r := range x.roots {
+			x.drop(r)
+		}
+		x.roots = nil
+		return snapshot{}, fmt.Errorf("the working directories %s hold %d directories or more, more than the %d the sandbox can guard; name smaller working directories", strings.Join(roots, ", "), n, maxIndexedDirs)
+	}
 	key := strings.Join(roots, "\x00")
 	if snap, ok := x.snaps[key]; ok && snap.version == x.version {
 		return snap, nil
@@ -180,6 +190,11 @@ func (x *index) refresh(roots []string) (snapshot, error) {
 	x.snaps[key] = snap
 	return snap, nil
 }
+
+// maxIndexedDirs bounds the index: working directories holding more
+// directories (a home directory, the root) fail the call rather than
+// take minutes and every inotify watch of the user.
+const maxIndexedDirs = 250_000
 
 // racyWindow is how close to its reading a directory's time may be for
 // a change in the same clock tick to go unseen (the kernel stamps with
@@ -278,6 +293,12 @@ func (x *index) walk(root string, done map[string]bool) {
 		stack = stack[:len(stack)-1]
 		if x.dirs[d] != nil {
 			x.drop(d)
+		}
+		if len(x.dirs) > maxIndexedDirs {
+			return // refresh fails the call
+		}
+		if d == "/proc" || d == "/sys" || d == "/dev" {
+			continue // kernel file systems: nothing of a workspace's
 		}
 		node := &dirNode{wd: -1}
 		if x.fd >= 0 {
