@@ -453,3 +453,45 @@ func TestMatcher(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardVerifierRestores: were a protected configuration file changed
+// during a git call (its read-only mount is what prevents it), the
+// verifier restores it and says so; a created commondir is removed.
+func TestGuardVerifierRestores(t *testing.T) {
+	ws := newRepo(t)
+	b := newBackend(t, ws, true)
+	cfg := filepath.Join(ws, ".git", "config")
+	before, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, pin, prot, g, err := b.guard(callProfile(ws, true), []string{ws}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(pin, " "), filepath.Join(ws, ".git")) || !strings.Contains(strings.Join(prot, " "), cfg) {
+		t.Fatalf("pin %q protect %q", pin, prot)
+	}
+	// What the call would have done, done here outside any sandbox.
+	if err := os.WriteFile(cfg, append(before, fsmonitor("/tmp/x")...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ws, ".git", "commondir"), []byte("/tmp\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.verify(backend.ExecResult{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := os.ReadFile(cfg); string(after) != string(before) {
+		t.Errorf("config not restored: %q", after)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, ".git", "commondir")); err == nil {
+		t.Error("commondir not removed")
+	}
+	for _, want := range []string{"warden: restored " + cfg, "warden: removed " + filepath.Join(ws, ".git", "commondir")} {
+		if !strings.Contains(string(res.Stderr), want) {
+			t.Errorf("stderr %q does not say %q", res.Stderr, want)
+		}
+	}
+}
