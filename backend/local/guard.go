@@ -116,6 +116,7 @@ func (b *Backend) guard(prof *calls.Sandbox, write, protect []string) (hide, pin
 		return nil, nil, nil, nil, fmt.Errorf("local exec: index of the working directories: %w", err)
 	}
 	g = &guardCall{x: x, prof: prof, dirs: dirs, write: write, before: before}
+	x.begin(g)
 	keep := append(slices.Clone(dirs), write...)
 	prot = slices.Clone(protect)
 	addProt := func(p string) {
@@ -216,8 +217,16 @@ func (g *guardCall) verify(res backend.ExecResult, err error) (backend.ExecResul
 // check does verify's work and returns its notes.
 func (g *guardCall) check() ([]string, error) {
 	after, err := g.x.refresh(g.dirs)
+	peers := g.x.end(g)
 	if err != nil {
 		return nil, err
+	}
+	// What a call that ran meanwhile was allowed to make is not this
+	// call's doing: its own check judged it.
+	peerGit, peerGranted := false, []string(nil)
+	for _, p := range peers {
+		peerGit = peerGit || p.prof.Git
+		peerGranted = append(peerGranted, p.prof.Granted...)
 	}
 	var notes []string
 	var errs []error
@@ -284,7 +293,7 @@ func (g *guardCall) check() ([]string, error) {
 				continue // an existing repository under a new name: its .git was read-only
 			}
 			why := "git would have run what it configures"
-			if g.prof.Git {
+			if g.prof.Git || peerGit {
 				if why = g.cleanNewGit(p, e); why == "" {
 					continue
 				}
@@ -296,10 +305,10 @@ func (g *guardCall) check() ([]string, error) {
 			}
 			notes = append(notes, fmt.Sprintf("moved %s aside to %s, which this call created: %s", p, to, why))
 		case e.kind&kindDangerous != 0:
-			if reachesAny(g.prof.Granted, p) || g.moved(e) {
+			if reachesAny(g.prof.Granted, p) || reachesAny(peerGranted, p) || g.moved(e) {
 				continue
 			}
-			if g.prof.Git {
+			if g.prof.Git || peerGit {
 				notes = append(notes, fmt.Sprintf("this git command created %s, a dangerous path", p))
 				continue
 			}

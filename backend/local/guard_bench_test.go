@@ -79,6 +79,9 @@ func BenchmarkGuard(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
+				if _, err := g.check(); err != nil {
+					b.Fatal(err)
+				}
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
 					_, _, _, g, err = be.guard(&p, []string{ws}, nil)
@@ -98,7 +101,9 @@ func BenchmarkGuard(b *testing.B) {
 			be := &Backend{Workdir: ws}
 			defer be.Close()
 			be.guardIndex().close()
-			if _, _, _, _, err := be.guard(prof, []string{ws}, nil); err != nil {
+			if _, _, _, g, err := be.guard(prof, []string{ws}, nil); err != nil {
+				b.Fatal(err)
+			} else if _, err := g.check(); err != nil {
 				b.Fatal(err)
 			}
 			b.ResetTimer()
@@ -115,7 +120,9 @@ func BenchmarkGuard(b *testing.B) {
 		b.Run(fmt.Sprintf("files=%d/warm-changed", files), func(b *testing.B) {
 			be := &Backend{Workdir: ws}
 			defer be.Close()
-			if _, _, _, _, err := be.guard(prof, []string{ws}, nil); err != nil {
+			if _, _, _, g, err := be.guard(prof, []string{ws}, nil); err != nil {
+				b.Fatal(err)
+			} else if _, err := g.check(); err != nil {
 				b.Fatal(err)
 			}
 			f := filepath.Join(ws, "d3", "d4", "new.go")

@@ -495,3 +495,49 @@ func TestGuardVerifierRestores(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardConcurrentCalls: what a call granted a dangerous path makes
+// is not undone by the check of a call that ran at the same time; the
+// same creation by an ungranted call alone is.
+func TestGuardConcurrentCalls(t *testing.T) {
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBackend(t, ws, true)
+	granted := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Granted: []string{ws + "/.vscode/**"}}
+	plain := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}}
+	_, _, _, ga, err := b.guard(granted, []string{ws}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, gb, err := b.guard(plain, []string{ws}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(ws, ".vscode"), 0o755); err != nil { // the granted call's doing
+		t.Fatal(err)
+	}
+	for _, g := range []*guardCall{gb, ga} {
+		if notes, err := g.check(); err != nil || len(notes) != 0 {
+			t.Errorf("notes %q, err %v", notes, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ws, ".vscode")); err != nil {
+		t.Fatalf("the granted .vscode was moved: %v", err)
+	}
+	// Control: an ungranted call alone.
+	if err := os.Remove(filepath.Join(ws, ".vscode")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, gc, err := b.guard(plain, []string{ws}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(ws, ".vscode"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if notes, err := gc.check(); err != nil || len(notes) != 1 {
+		t.Errorf("alone: notes %q, err %v", notes, err)
+	}
+}

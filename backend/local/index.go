@@ -78,6 +78,40 @@ type index struct {
 	// refresh returned, by roots.
 	version uint64
 	snaps   map[string]snapshot
+	// running are the calls between their guard and their check, each
+	// with the calls that ran at the same time (begin, end).
+	running map[*guardCall][]*guardCall
+}
+
+// begin records that g runs, alongside the calls running now.
+func (x *index) begin(g *guardCall) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.running == nil {
+		x.running = map[*guardCall][]*guardCall{}
+	}
+	var peers []*guardCall
+	for o := range x.running {
+		x.running[o] = append(x.running[o], g)
+		peers = append(peers, o)
+	}
+	x.running[g] = peers
+}
+
+// end records that g ran, and returns the calls that ran at the same
+// time (in overlapping working directories).
+func (x *index) end(g *guardCall) []*guardCall {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var out []*guardCall
+	for _, o := range x.running[g] {
+		if slices.ContainsFunc(o.dirs, func(d string) bool { return under(d, g.dirs) }) ||
+			slices.ContainsFunc(g.dirs, func(d string) bool { return under(d, o.dirs) }) {
+			out = append(out, o)
+		}
+	}
+	delete(x.running, g)
+	return out
 }
 
 // snapshot is the list of marked entries inside some roots, sorted by
