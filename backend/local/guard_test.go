@@ -82,7 +82,9 @@ func fsmonitor(mark string) string {
 // marker printed) in a sandboxed call that is not an allowed git
 // command. With the guard off (and the profile's own protection off: the
 // sandbox protecting nothing in .git) a later git command run outside
-// the sandbox runs the planted command; with the guard on it does not.
+// the sandbox runs the planted command; with only the profile's own
+// protection (.git/hooks and .git/config read-only, as before the guard)
+// all but those two still do; with the guard on none does.
 func TestGuardRepositoryIntegrity(t *testing.T) {
 	type attack struct {
 		name  string
@@ -93,13 +95,16 @@ func TestGuardRepositoryIntegrity(t *testing.T) {
 		later []string
 		// dir is where later runs (relative to ws).
 		dir string
+		// oldBlocks: the profile's own protection (.git/hooks and
+		// .git/config read-only) stops it without the guard.
+		oldBlocks bool
 	}
 	attacks := []attack{
-		{name: "hook written", later: []string{"commit", "-q", "--allow-empty", "-m", "x"},
+		{name: "hook written", oldBlocks: true, later: []string{"commit", "-q", "--allow-empty", "-m", "x"},
 			script: func(ws, mark string) string {
 				return fmt.Sprintf("echo ATTEMPT; printf '#!/bin/sh\\ntouch %s\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit", mark)
 			}},
-		{name: "config written", later: []string{"status"},
+		{name: "config written", oldBlocks: true, later: []string{"status"},
 			script: func(ws, mark string) string {
 				return fmt.Sprintf("echo ATTEMPT; printf '%s' >> .git/config", fsmonitor(mark))
 			}},
@@ -152,30 +157,35 @@ func TestGuardRepositoryIntegrity(t *testing.T) {
 	}
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
-			for _, on := range []bool{false, true} {
+			// control: no guard, nothing in .git protected; old: no
+			// guard, the profile's own protection; guard: both.
+			for _, mode := range []string{"control", "old", "guard"} {
 				ws := newRepo(t)
 				if a.setup != nil {
 					a.setup(t, ws)
 				}
 				mark := filepath.Join(t.TempDir(), "planted-command-ran")
-				b := newBackend(t, ws, on)
+				b := newBackend(t, ws, mode == "guard")
 				prof := callProfile(ws, false)
-				if !on {
-					prof.Protect = nil // the control: nothing in .git protected
+				if mode == "control" {
+					prof.Protect = nil
 				}
 				res := run(t, b, ws, prof, a.script(ws, mark))
 				if !strings.Contains(string(res.Stdout), "ATTEMPT") {
-					t.Fatalf("guard %v: the attack did not run: %+v", on, res)
+					t.Fatalf("%s: the attack did not run: %+v", mode, res)
 				}
 				git(t, filepath.Join(ws, a.dir), a.later...)
 				_, err := os.Stat(mark)
+				ran := err == nil
 				switch {
-				case !on && err != nil:
-					t.Errorf("control (guard off): the planted command did not run: %s", res.Stderr)
-				case on && err == nil:
+				case mode == "control" && !ran:
+					t.Errorf("control: the planted command did not run: %s", res.Stderr)
+				case mode == "old" && ran == a.oldBlocks:
+					t.Errorf("without the guard, with the profile's protection: planted command ran %v, want %v", ran, !a.oldBlocks)
+				case mode == "guard" && ran:
 					t.Errorf("guard on: git ran the planted command; call's stderr: %s", res.Stderr)
 				}
-				if on {
+				if mode == "guard" {
 					t.Logf("guard on: exit %d, stderr: %s", res.ExitCode, strings.TrimSpace(string(res.Stderr)))
 				}
 			}
