@@ -119,8 +119,8 @@ func (b *Backend) guard(prof *calls.Sandbox, write, protect []string) (hide, pin
 	x.begin(g)
 	keep := append(slices.Clone(dirs), write...)
 	prot = slices.Clone(protect)
-	addProt := func(p string) {
-		if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+	addProt := func(p string, mode os.FileMode) {
+		if mode&os.ModeSymlink != 0 {
 			// A mount lands on what a link leads to; a dangling link has
 			// nothing to protect (what the call makes of it is checked
 			// after the call).
@@ -172,7 +172,7 @@ func (b *Backend) guard(prof *calls.Sandbox, write, protect []string) (hide, pin
 						q := filepath.Join(d, name)
 						states[name] = stateOf(q)
 						if states[name].exists && !reachesAny(prof.Granted, q) {
-							addProt(q)
+							addProt(q, states[name].mode)
 						}
 					}
 					rs.gitdirs[d] = states
@@ -180,10 +180,10 @@ func (b *Backend) guard(prof *calls.Sandbox, write, protect []string) (hide, pin
 				g.repos = append(g.repos, rs)
 				continue
 			}
-			addProt(p)
+			addProt(p, e.mode)
 		case e.kind&kindDangerous != 0:
 			if !reachesAny(prof.Granted, p) {
-				addProt(p)
+				addProt(p, e.mode)
 			}
 		}
 	}
