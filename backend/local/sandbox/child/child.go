@@ -172,6 +172,11 @@ func mounts(spec Spec) error {
 			return fmt.Errorf("hide %s: %w", p, err)
 		}
 	}
+	for _, p := range spec.Pin {
+		if err := pin(p); err != nil {
+			return fmt.Errorf("pin %s: %w", p, err)
+		}
+	}
 	for _, p := range spec.Protect {
 		if err := readOnly(p); err != nil {
 			return fmt.Errorf("protect %s: %w", p, err)
@@ -200,6 +205,15 @@ func hide(p string) error {
 		return nil // the worker hides link targets; a link itself leads nowhere once they are hidden
 	}
 	return unix.Mount("/dev/null", p, "", unix.MS_BIND, "")
+}
+
+// pin bind-mounts p onto itself, writable: a mount point cannot be
+// renamed, removed or replaced (EBUSY). A missing path needs nothing.
+func pin(p string) error {
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, "")
 }
 
 // readOnly bind-mounts p onto itself read-only, keeping the flags the
