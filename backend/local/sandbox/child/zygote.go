@@ -1,11 +1,13 @@
 package child
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 
@@ -22,6 +24,15 @@ const ZygoteName = "warden-sandbox-zygote"
 // it starts finds empty.
 type ZygoteSpec struct {
 	Hide []string `json:"hide,omitempty"`
+	// Controls turns named protections off, for the controls of the
+	// sandbox's own tests (which show that an attempt the sandbox stops
+	// succeeds without it); package sandbox sets it only there:
+	// "inherited-fds" keeps the descriptors the zygote inherited and
+	// passes them on, "shared-pid" runs every process in the zygote's PID
+	// namespace, "proc-gid0" mounts /proc with procfs's default exempt
+	// group, "read-root" grants read on the whole file system, "no-rehide"
+	// hides the zygote's paths only once, at its start.
+	Controls []string `json:"controls,omitempty"`
 }
 
 // Request asks a zygote for one process. It travels as one message on
@@ -49,8 +60,9 @@ type Reply struct {
 	Error   string `json:"error,omitempty"`
 	// NotFound says the program is not in PATH (exit code 127).
 	NotFound bool `json:"not_found,omitempty"`
-	// Slow says the zygote cannot run this request as asked (its mounts
-	// protect a path the request may write): run it with a helper.
+	// Slow says the zygote cannot run this request: run it with a
+	// helper. (This zygote never says it: every call has a mount
+	// namespace of its own.)
 	Slow     bool `json:"slow,omitempty"`
 	Exited   bool `json:"exited,omitempty"`
 	ExitCode int  `json:"exit_code,omitempty"`
@@ -67,21 +79,32 @@ func zygote(arg string) error {
 	if err := json.Unmarshal([]byte(arg), &spec); err != nil {
 		return fmt.Errorf("bad spec: %w", err)
 	}
+	z := &zygoteState{hides: make([]hidden, len(spec.Hide)), reads: readCache{roots: WalkedRoots()}, controls: map[string]bool{}}
+	for _, c := range spec.Controls {
+		z.controls[c] = true
+	}
+	if !z.controls["inherited-fds"] {
+		if err := closeInherited(); err != nil {
+			return err
+		}
+	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("private mounts: %w", err)
 	}
-	for _, p := range spec.Hide {
-		if err := hide(p); err != nil {
-			return fmt.Errorf("hide %s: %w", p, err)
-		}
+	for i, p := range spec.Hide {
+		z.hides[i].path = p
 	}
-	// Each process is in its own Landlock domain, and hidepid hides the
-	// entries of processes a process may not ptrace: those of the other
-	// calls, and of the zygote.
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "hidepid=2"); err != nil {
+	if err := z.rehide(); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", "/proc", "proc", procFlags, z.procOptions()); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
-	z := &zygoteState{protected: map[string]bool{}}
+	if _, release, err := z.reads.get(); err != nil {
+		return err
+	} else {
+		release()
+	}
 	buf := make([]byte, 1<<20)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	for {
@@ -109,11 +132,104 @@ func zygote(arg string) error {
 	}
 }
 
+// closeInherited makes the control socket close-on-exec and closes
+// every other descriptor the zygote inherited (the worker's own
+// inherited descriptors that lack close-on-exec pass through its exec:
+// a pipe at 251, say). Descriptors the runtime opened are close-on-exec
+// and stay.
+func closeInherited() error {
+	if _, err := unix.FcntlInt(ControlFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("list descriptors: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("list descriptors: %w", err)
+	}
+	for _, n := range names {
+		fd, err := strconv.Atoi(n)
+		if err != nil || fd <= ControlFD {
+			continue
+		}
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			unix.Close(fd)
+		}
+	}
+	return nil
+}
+
 type zygoteState struct {
+	// mu serialises the mounts in the zygote's own namespace (re-hiding).
 	mu sync.Mutex
-	// protected are the paths made read-only in the zygote's mount
-	// namespace so far (for every later process too).
-	protected map[string]bool
+	// hides are the zygote's hidden paths and how each is covered.
+	hides []hidden
+	// reads is the walk of the walked roots.
+	reads    readCache
+	controls map[string]bool
+}
+
+// hidden is one of the zygote's hidden paths and the cover on it: the
+// device of the tmpfs over a directory, or /dev/null's (a file).
+type hidden struct {
+	path  string
+	cover uint64 // st_dev of the tmpfs, 0 when not covered yet
+}
+
+func (z *zygoteState) procOptions() string {
+	if z.controls["proc-gid0"] {
+		return "hidepid=2"
+	}
+	return procOptions
+}
+
+// rehide covers each hidden path that is not covered (any more): one
+// created since the zygote started, or replaced on the host by rename
+// (the kernel detaches the mount on the old file).
+func (z *zygoteState) rehide() error {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	var null unix.Stat_t
+	if err := unix.Stat("/dev/null", &null); err != nil {
+		return fmt.Errorf("stat /dev/null: %w", err)
+	}
+	for i := range z.hides {
+		h := &z.hides[i]
+		var st unix.Stat_t
+		if err := unix.Lstat(h.path, &st); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return fmt.Errorf("hide %s: %w", h.path, err)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			continue
+		case unix.S_IFDIR:
+			if h.cover != 0 && st.Dev == h.cover {
+				continue
+			}
+		default:
+			if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == null.Rdev {
+				continue
+			}
+		}
+		covered, err := hide(h.path)
+		if err != nil {
+			return fmt.Errorf("hide %s: %w", h.path, err)
+		}
+		if covered && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			var cst unix.Stat_t
+			if err := unix.Stat(h.path, &cst); err != nil {
+				return fmt.Errorf("hide %s: %w", h.path, err)
+			}
+			h.cover = cst.Dev
+		}
+	}
+	return nil
 }
 
 func rights(oob []byte) ([]int, error) {
@@ -153,14 +269,12 @@ func reply(sock int, r Reply, fd int) error {
 func (z *zygoteState) serve(req Request, fds []int) {
 	sock := fds[3]
 	defer unix.Close(sock)
-	if slow, err := z.protect(req); err != nil || slow {
-		closeAll(fds[:3])
-		msg := ""
-		if err != nil {
-			msg = err.Error()
+	if !z.controls["no-rehide"] {
+		if err := z.rehide(); err != nil {
+			closeAll(fds[:3])
+			_ = reply(sock, Reply{Error: err.Error()}, -1)
+			return
 		}
-		_ = reply(sock, Reply{Slow: slow, Error: msg}, -1)
-		return
 	}
 	type started struct {
 		pid int
@@ -168,10 +282,10 @@ func (z *zygoteState) serve(req Request, fds []int) {
 	}
 	ch := make(chan started, 1)
 	go func() {
-		// This thread takes the process's restrictions and is never
-		// given back: it ends with this goroutine.
+		// This thread takes the process's namespaces and restrictions and
+		// is never given back: it ends with this goroutine.
 		runtime.LockOSThread()
-		pid, err := spawn(req, fds[:3])
+		pid, err := z.spawn(req, fds[:3])
 		ch <- started{pid, err}
 	}()
 	s := <-ch
@@ -181,17 +295,21 @@ func (z *zygoteState) serve(req Request, fds []int) {
 		_ = reply(sock, Reply{Error: s.err.Error(), NotFound: errors.As(s.err, &nf)}, -1)
 		return
 	}
+	// The process is the init of its own PID namespace: killing it kills
+	// everything the call started, however it detached (a new session, a
+	// double fork), and so does its end.
+	kill := func() { _ = syscall.Kill(s.pid, syscall.SIGKILL); _ = syscall.Kill(-s.pid, syscall.SIGKILL) }
 	if err := reply(sock, Reply{Started: true}, -1); err != nil {
 		// The worker stopped waiting (its call was cancelled): nobody
 		// would see the process end, so it does not run on.
-		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+		kill()
 	}
 	go func() {
 		// A message from the worker (a timeout, a cancellation) kills the
-		// process and everything it started in its group.
+		// process and everything it started.
 		buf := make([]byte, 16)
 		if n, _, _, _, err := unix.Recvmsg(sock, buf, nil, 0); err == nil && n > 0 {
-			_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+			kill()
 		}
 	}()
 	var ws syscall.WaitStatus
@@ -201,7 +319,8 @@ func (z *zygoteState) serve(req Request, fds []int) {
 			break
 		}
 	}
-	// What it left behind in its group goes with it.
+	// What it left behind in its group goes with it (its namespace, too,
+	// is gone with it unless "shared-pid").
 	_ = syscall.Kill(-s.pid, syscall.SIGKILL)
 	r := Reply{Exited: true, ExitCode: ws.ExitStatus()}
 	if ws.Signaled() {
@@ -210,50 +329,14 @@ func (z *zygoteState) serve(req Request, fds []int) {
 	_ = reply(sock, r, -1)
 }
 
-// protect makes the request's Protect paths read-only in the zygote's
-// mount namespace. It reports slow when an earlier request protected a
-// path this one may write (a rule granted it): that needs a mount
-// namespace of its own.
-func (z *zygoteState) protect(req Request) (slow bool, err error) {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	want := map[string]bool{}
-	for _, p := range req.Protect {
-		want[p] = true
-	}
-	for p := range z.protected {
-		if want[p] {
-			continue
-		}
-		for _, w := range req.Write {
-			if within(p, w) {
-				return true, nil
-			}
-		}
-	}
-	for _, p := range req.Protect {
-		if z.protected[p] {
-			continue
-		}
-		if _, err := os.Lstat(p); err != nil {
-			continue // nothing to protect yet
-		}
-		if err := readOnly(p); err != nil {
-			return false, fmt.Errorf("protect %s: %w", p, err)
-		}
-		z.protected[p] = true
-	}
-	return false, nil
-}
-
-func within(p, dir string) bool {
-	return p == dir || dir == "/" || (len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/')
-}
-
-// spawn runs on a locked thread: it gives the thread the process's
-// network namespace and restrictions, then forks the process from it
-// (a child inherits the forking thread's namespaces and credentials).
-func spawn(req Request, stdio []int) (pid int, err error) {
+// spawn runs on a locked thread that it spends: it gives the thread the
+// call's namespaces (PID, mount, IPC and, unless the call has the
+// network, network), applies the call's hidden, pinned and protected
+// paths in the new mount namespace, drops the capabilities, and forks
+// the process from it (a child inherits the forking thread's namespaces
+// and credentials), which mounts its own /proc, enters its Landlock
+// domain and execs.
+func (z *zygoteState) spawn(req Request, stdio []int) (pid int, err error) {
 	if len(req.Argv) == 0 {
 		return 0, errors.New("empty argv")
 	}
@@ -261,33 +344,100 @@ func spawn(req Request, stdio []int) (pid int, err error) {
 	if err != nil {
 		return 0, err
 	}
+	flags := unix.CLONE_NEWNS | unix.CLONE_NEWIPC
+	if !z.controls["shared-pid"] {
+		flags |= unix.CLONE_NEWPID
+	}
 	if !req.Network {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return 0, fmt.Errorf("network namespace: %w", err)
-		}
+		flags |= unix.CLONE_NEWNET
+	}
+	if err := unix.Unshare(flags); err != nil {
+		return 0, fmt.Errorf("namespaces: %w", err)
+	}
+	if err := callMounts(req.Hide, req.Pin, req.Protect); err != nil {
+		return 0, err
+	}
+	if !req.Network {
 		if err := loopbackUp(); err != nil {
 			return 0, fmt.Errorf("loopback: %w", err)
 		}
 	}
+	walked, release, err := z.reads.get()
+	if err != nil {
+		return 0, err
+	}
+	rfd, err := ruleset(Spec{Write: req.Write, Read: req.Read}, walked, z.controls["read-root"], true)
+	release()
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(rfd)
 	if err := dropCapabilities(); err != nil {
 		return 0, err
 	}
-	if err := landlock(Spec{Write: req.Write}); err != nil {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 0, fmt.Errorf("no_new_privs: %w", err)
+	}
+	a := &forkArgs{ruleset: rfd, procFlags: procFlags, procRule: &unix.LandlockPathBeneathAttr{Allowed_access: fsRead}}
+	if a.prog, err = syscall.BytePtrFromString(prog); err != nil {
 		return 0, err
 	}
-	attr := &syscall.ProcAttr{
-		Dir:   req.Dir,
-		Env:   req.Env,
-		Files: []uintptr{uintptr(stdio[0]), uintptr(stdio[1]), uintptr(stdio[2])},
-		// Its own process group: when it ends, or is killed, the group
-		// goes with it.
-		Sys: &syscall.SysProcAttr{Setpgid: true},
+	if a.argv, err = syscall.SlicePtrFromStrings(req.Argv); err != nil {
+		return 0, err
 	}
-	pid, err = syscall.ForkExec(prog, req.Argv, attr)
-	if err != nil {
-		return 0, fmt.Errorf("start %s: %w", prog, err)
+	if a.envv, err = syscall.SlicePtrFromStrings(req.Env); err != nil {
+		return 0, err
 	}
-	return pid, nil
+	if a.dir, err = syscall.BytePtrFromString(req.Dir); err != nil {
+		return 0, err
+	}
+	if a.procData, err = syscall.BytePtrFromString(z.procOptions()); err != nil {
+		return 0, err
+	}
+	a.procSrc, a.procTarget, a.procType = &[]byte("proc\x00")[0], &[]byte("/proc\x00")[0], &[]byte("proc\x00")[0]
+	a.stdio = [3]int{stdio[0], stdio[1], stdio[2]}
+	a.keepFDs = z.controls["inherited-fds"]
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return 0, fmt.Errorf("pipe: %w", err)
+	}
+	a.errPipe = p[1]
+	pid, step, errno := forkExec(a)
+	unix.Close(p[1])
+	defer unix.Close(p[0])
+	runtime.KeepAlive(a)
+	if errno != 0 {
+		return 0, fmt.Errorf("fork: %w", errno)
+	}
+	var report [8]byte
+	n, _ := readFull(p[0], report[:])
+	if n == 0 {
+		return pid, nil // the exec closed the pipe: it runs
+	}
+	var ws syscall.WaitStatus
+	_, _ = syscall.Wait4(pid, &ws, 0, nil)
+	step = binary.NativeEndian.Uint32(report[0:4])
+	errno = syscall.Errno(binary.NativeEndian.Uint32(report[4:8]))
+	if step == stepExec {
+		return 0, fmt.Errorf("start %s: %w", prog, errno)
+	}
+	return 0, fmt.Errorf("sandbox %s: %w", stepNames[step], errno)
+}
+
+// readFull reads into b until it is full or the pipe ends.
+func readFull(fd int, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := unix.Read(fd, b[n:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || m == 0 {
+			return n, err
+		}
+		n += m
+	}
+	return n, nil
 }
 
 // lookPathIn is lookPath with the PATH of env.
