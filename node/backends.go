@@ -21,7 +21,7 @@ import (
 // restarted worker reconnects to it).
 func backends(ctx context.Context, cfg config.Backend, workdir string, hide []string) (map[string]backend.Backend, func(), error) {
 	env := backend.ResolveEnv(cfg.Env, os.Environ()) // backend.env: all that tools get beyond the allowlist
-	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Unsandboxed: cfg.Local.SandboxOff()}
+	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Read: cfg.Local.Read, Unsandboxed: cfg.Local.SandboxOff()}
 	out := map[string]backend.Backend{"local": lb}
 	var closers []func()
 	closers = append(closers, func() { _ = lb.Close() })

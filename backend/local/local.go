@@ -49,6 +49,10 @@ type Backend struct {
 	// process could poison for builds run outside warden. Empty:
 	// the user cache directory's warden/sandbox.
 	CacheDir string
+	// Read lists paths every sandboxed process may read beyond the
+	// system's shared roots, its working directories and the toolchains
+	// on its PATH under the home directory (backend.local.read).
+	Read []string
 	// Unsandboxed runs tool processes as the worker's user with its file
 	// system and network (backend.local.sandbox: off). The zero value
 	// sandboxes every process, and a kernel without Landlock or user
@@ -213,7 +217,72 @@ func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, env []st
 		c.write = append(c.write, cache)
 	}
 	c.env = append(env, "TMPDIR="+tmp)
+	dir := req.Dir
+	if dir == "" {
+		dir = b.Workdir
+	}
+	c.read = b.reads(append([]string{dir}, prof.Dirs...), c.env)
 	return c, func() { _ = os.RemoveAll(tmp) }, nil
+}
+
+// reads is what a sandboxed process may read beyond the system's shared
+// roots and its write paths: its working directories, the backend's
+// Read list, and from the home directory the toolchains on the
+// process's PATH (the first directory below home of each PATH entry
+// under it: ~/.pyenv, ~/.cargo with ~/.rustup, ~/go) and git's
+// configuration (~/.gitconfig, ~/.config/git). Never the home directory
+// itself, nor a hidden path.
+func (b *Backend) reads(dirs, env []string) []string {
+	out := realPaths(dirs)
+	add := func(p string) {
+		if _, err := os.Lstat(p); err != nil {
+			return
+		}
+		for _, r := range realPaths([]string{p}) {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	for _, p := range b.Read {
+		add(p)
+	}
+	home, path := "", ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	if home == "" || !filepath.IsAbs(home) || filepath.Clean(home) == "/" {
+		return out
+	}
+	home = filepath.Clean(home)
+	hide := b.hide()
+	grant := func(p string) {
+		if !insideAny(p, hide) {
+			add(p)
+		}
+	}
+	for _, e := range filepath.SplitList(path) {
+		if !filepath.IsAbs(e) {
+			continue
+		}
+		rel, err := filepath.Rel(home, filepath.Clean(e))
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		top := filepath.Join(home, strings.Split(rel, string(filepath.Separator))[0])
+		grant(top)
+		if filepath.Base(top) == ".cargo" {
+			grant(filepath.Join(home, ".rustup"))
+		}
+	}
+	grant(filepath.Join(home, ".gitconfig"))
+	grant(filepath.Join(home, ".config", "git"))
+	return out
 }
 
 // cacheEnv points the caches of env into the backend's cache directory
