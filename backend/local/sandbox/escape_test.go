@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -190,9 +191,8 @@ ls /proc | tr '\n' ' '
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var out bytes.Buffer
 			_, _ = z.Run(ctx, Request{Write: []string{dir}, Dir: dir, Argv: []string{"/bin/sh", "-c", "exec " + marker},
-				Env: append(testEnv, "VICTIM_SECRET=hunter")}, nil, &out, &out)
+				Env: append(testEnv, "VICTIM_SECRET=hunter")}, nil, io.Discard, io.Discard)
 		}()
 		for i := 0; i < 100; i++ {
 			if pids := pidsOf(t, marker); len(pids) > 0 {
@@ -343,11 +343,16 @@ func TestWalkReadable(t *testing.T) {
 	mk("mixed/ssl/private/key.pem", 0o600)
 	mk("mixed/ssl/private/", 0o700)
 	mk("secret/", 0o700)
-	r, err := child.WalkReadable([]string{root})
+	r, err := child.WalkReadable([]string{root}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
+	w, err := child.WalkReadable([]string{root}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
 	var got []string
 	for _, p := range r.Paths {
 		got = append(got, strings.TrimPrefix(p, root+"/"))
@@ -357,11 +362,19 @@ func TestWalkReadable(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("granted %v, want %s", got, want)
 	}
-	if r.Stale() {
+	if r.Stale() || w.Stale() {
 		t.Error("stale right after the walk")
 	}
+	// A chmod of an entry changes no directory's times: only the watched
+	// walk sees it.
+	if err := os.Chmod(filepath.Join(root, "open/a.conf"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if !w.Stale() {
+		t.Error("a file made private in a walked directory did not make the watched walk stale")
+	}
 	mk("open/new.key", 0o600)
-	if !r.Stale() {
+	if !r.Stale() || !w.Stale() {
 		t.Error("a file added to a walked directory did not make the walk stale")
 	}
 }

@@ -350,7 +350,7 @@ func devices() []string {
 // landlock restricts the calling thread for spec: see ruleset. It walks
 // the walked roots itself (a helper runs once).
 func landlock(spec Spec) error {
-	walked, err := WalkReadable(WalkedRoots())
+	walked, err := WalkReadable(WalkedRoots(), false)
 	if err != nil {
 		return err
 	}
@@ -414,7 +414,7 @@ func ruleset(spec Spec, walked *Readable, readRoot, procGranted bool) (int, erro
 		}
 	}
 	for i, fd := range walked.fds {
-		if err := addRuleFD(rfd, fd, walked.Paths[i], fsRead); err != nil {
+		if err := addRuleKnown(rfd, fd, walked.isDir[i], walked.Paths[i], fsRead); err != nil {
 			return fail(err)
 		}
 	}
@@ -454,7 +454,12 @@ func addRuleFD(rfd, fd int, p string, access uint64) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("stat %s: %w", p, err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	return addRuleKnown(rfd, fd, st.Mode&unix.S_IFMT == unix.S_IFDIR, p, access)
+}
+
+// addRuleKnown is addRuleFD when whether fd is a directory is known.
+func addRuleKnown(rfd, fd int, isDir bool, p string, access uint64) error {
+	if !isDir {
 		access &= fsFile | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 	}
 	rule := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(fd)}

@@ -98,8 +98,11 @@ func forkExec(a *forkArgs) (pid int, step uint32, errno syscall.Errno) {
 	var r1 uintptr
 
 	beforeFork()
-	r1, _, errno = syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	r1, errno = rawVfork(syscall.SYS_CLONE, cloneFlags, 0, 0)
 	if errno != 0 || r1 != 0 {
+		// The parent, once the child exec'd or exited: it returns at
+		// once, using nothing the child, which ran on this frame, may
+		// have changed.
 		afterFork()
 		return int(r1), 0, errno
 	}

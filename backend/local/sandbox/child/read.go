@@ -44,7 +44,13 @@ type Readable struct {
 	// Paths are the granted paths, in walk order.
 	Paths []string
 	fds   []int
+	isDir []bool
 	dirs  []watched
+	// inotify watches every walked directory (from before it is listed):
+	// an entry added, removed, renamed or chmod'ed makes the walk stale.
+	// -1 when the walk is not kept (a helper's) or inotify failed: then
+	// the directories' times are compared instead.
+	inotify int
 }
 
 // watched is a walked directory and what it looked like.
@@ -60,8 +66,17 @@ type watched struct {
 // device, socket or FIFO. Links are not granted themselves: what they
 // lead to is granted or not where it lies. A root that does not exist
 // is skipped.
-func WalkReadable(roots []string) (*Readable, error) {
-	r := &Readable{}
+//
+// With watch, inotify watches the walked directories, so Stale sees
+// every change of an entry (a chmod too); without, Stale compares the
+// directories' times.
+func WalkReadable(roots []string, watch bool) (*Readable, error) {
+	r := &Readable{inotify: -1}
+	if watch {
+		if fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK); err == nil {
+			r.inotify = fd
+		}
+	}
 	budget := maxWalk
 	for _, root := range roots {
 		whole, err := r.walk(root, &budget)
@@ -94,9 +109,17 @@ func (r *Readable) walk(dir string, budget *int) (whole bool, err error) {
 		unix.Close(fd)
 		return false, fmt.Errorf("stat %s: %w", dir, err)
 	}
-	if !worldReadable(&st) {
+	if !worldReadable(&st) || st.Mode&(unix.S_ISVTX|0o002) == unix.S_ISVTX|0o002 {
+		// Not for everyone, or everyone's scratch space (/var/tmp: its
+		// churn would make every walk stale; tools have TMPDIR).
 		unix.Close(fd)
 		return false, nil
+	}
+	if r.inotify >= 0 {
+		if _, err := unix.InotifyAddWatch(r.inotify, dir, watchMask); err != nil {
+			unix.Close(r.inotify)
+			r.inotify = -1
+		}
 	}
 	r.dirs = append(r.dirs, watched{fd: fd, mtim: st.Mtim, ctim: st.Ctim})
 	f, err := os.Open(dir)
@@ -164,14 +187,26 @@ func (r *Readable) grant(p string) error {
 	if err != nil {
 		return fmt.Errorf("open %s: %w", p, err)
 	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return fmt.Errorf("stat %s: %w", p, err)
+	}
 	r.Paths = append(r.Paths, p)
 	r.fds = append(r.fds, fd)
+	r.isDir = append(r.isDir, st.Mode&unix.S_IFMT == unix.S_IFDIR)
 	return nil
 }
 
 // Stale reports whether a walked directory changed since the walk (an
-// entry added, removed or renamed, its own mode changed).
+// entry added, removed, renamed or, with inotify, chmod'ed; its own mode
+// changed).
 func (r *Readable) Stale() bool {
+	if r.inotify >= 0 {
+		var buf [4096]byte
+		n, err := unix.Read(r.inotify, buf[:])
+		return n > 0 || !errors.Is(err, unix.EAGAIN)
+	}
 	for _, w := range r.dirs {
 		var st unix.Stat_t
 		if unix.Fstat(w.fd, &st) != nil || st.Mtim != w.mtim || st.Ctim != w.ctim {
@@ -189,8 +224,17 @@ func (r *Readable) Close() {
 	for _, w := range r.dirs {
 		unix.Close(w.fd)
 	}
-	r.fds, r.dirs = nil, nil
+	if r.inotify >= 0 {
+		unix.Close(r.inotify)
+	}
+	r.fds, r.isDir, r.dirs, r.inotify = nil, nil, nil, -1
 }
+
+// watchMask is what makes a walked directory's walk stale: an entry
+// created, removed, renamed in or out, its mode or owner changed, or the
+// directory itself removed or renamed.
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_ATTRIB |
+	unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
 
 // readCache is a zygote's walk of the walked roots, redone when stale.
 type readCache struct {
@@ -205,7 +249,7 @@ type readCache struct {
 func (c *readCache) get() (*Readable, func(), error) {
 	c.mu.Lock()
 	if c.r == nil || c.r.Stale() {
-		r, err := WalkReadable(c.roots)
+		r, err := WalkReadable(c.roots, true)
 		if err != nil {
 			c.mu.Unlock()
 			return nil, nil, err

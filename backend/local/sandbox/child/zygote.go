@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -79,7 +80,8 @@ func zygote(arg string) error {
 	if err := json.Unmarshal([]byte(arg), &spec); err != nil {
 		return fmt.Errorf("bad spec: %w", err)
 	}
-	z := &zygoteState{hides: make([]hidden, len(spec.Hide)), reads: readCache{roots: WalkedRoots()}, controls: map[string]bool{}}
+	z := &zygoteState{hides: make([]hidden, len(spec.Hide)), reads: readCache{roots: WalkedRoots()}, controls: map[string]bool{},
+		spares: make(chan spare, 1)}
 	for _, c := range spec.Controls {
 		z.controls[c] = true
 	}
@@ -105,6 +107,7 @@ func zygote(arg string) error {
 	} else {
 		release()
 	}
+	z.prepareSpare()
 	buf := make([]byte, 1<<20)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	for {
@@ -167,6 +170,11 @@ type zygoteState struct {
 	mu sync.Mutex
 	// hides are the zygote's hidden paths and how each is covered.
 	hides []hidden
+	// gen counts the times rehide covered a path: a spare's mount
+	// namespace is a copy of an older generation's.
+	gen atomic.Uint64
+	// spares holds at most one spare.
+	spares chan spare
 	// reads is the walk of the walked roots.
 	reads    readCache
 	controls map[string]bool
@@ -220,6 +228,9 @@ func (z *zygoteState) rehide() error {
 		covered, err := hide(h.path)
 		if err != nil {
 			return fmt.Errorf("hide %s: %w", h.path, err)
+		}
+		if covered {
+			z.gen.Add(1)
 		}
 		if covered && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			var cst unix.Stat_t
@@ -276,18 +287,18 @@ func (z *zygoteState) serve(req Request, fds []int) {
 			return
 		}
 	}
-	type started struct {
-		pid int
-		err error
-	}
 	ch := make(chan started, 1)
-	go func() {
-		// This thread takes the process's namespaces and restrictions and
-		// is never given back: it ends with this goroutine.
-		runtime.LockOSThread()
-		pid, err := z.spawn(req, fds[:3])
-		ch <- started{pid, err}
-	}()
+	if sp, ok := z.takeSpare(req); ok {
+		sp.jobs <- job{req, fds[:3], ch}
+	} else {
+		go func() {
+			// This thread takes the process's namespaces and restrictions
+			// and is never given back: it ends with this goroutine.
+			runtime.LockOSThread()
+			pid, err := z.spawn(req, fds[:3], false)
+			ch <- started{pid, err}
+		}()
+	}
 	s := <-ch
 	closeAll(fds[:3])
 	if s.err != nil {
@@ -336,7 +347,9 @@ func (z *zygoteState) serve(req Request, fds []int) {
 // the process from it (a child inherits the forking thread's namespaces
 // and credentials), which mounts its own /proc, enters its Landlock
 // domain and execs.
-func (z *zygoteState) spawn(req Request, stdio []int) (pid int, err error) {
+//
+// entered says the thread is in the call's namespaces already (a spare).
+func (z *zygoteState) spawn(req Request, stdio []int, entered bool) (pid int, err error) {
 	if len(req.Argv) == 0 {
 		return 0, errors.New("empty argv")
 	}
@@ -344,23 +357,13 @@ func (z *zygoteState) spawn(req Request, stdio []int) (pid int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	flags := unix.CLONE_NEWNS | unix.CLONE_NEWIPC
-	if !z.controls["shared-pid"] {
-		flags |= unix.CLONE_NEWPID
-	}
-	if !req.Network {
-		flags |= unix.CLONE_NEWNET
-	}
-	if err := unix.Unshare(flags); err != nil {
-		return 0, fmt.Errorf("namespaces: %w", err)
+	if !entered {
+		if err := z.enter(req.Network); err != nil {
+			return 0, err
+		}
 	}
 	if err := callMounts(req.Hide, req.Pin, req.Protect); err != nil {
 		return 0, err
-	}
-	if !req.Network {
-		if err := loopbackUp(); err != nil {
-			return 0, fmt.Errorf("loopback: %w", err)
-		}
 	}
 	walked, release, err := z.reads.get()
 	if err != nil {
@@ -422,6 +425,94 @@ func (z *zygoteState) spawn(req Request, stdio []int) (pid int, err error) {
 		return 0, fmt.Errorf("start %s: %w", prog, errno)
 	}
 	return 0, fmt.Errorf("sandbox %s: %w", stepNames[step], errno)
+}
+
+// started is how starting a process went.
+type started struct {
+	pid int
+	err error
+}
+
+// enter gives the calling (locked, spent) thread the namespaces of a
+// call: PID, mount, IPC and, unless network, network with its loopback
+// up.
+func (z *zygoteState) enter(network bool) error {
+	flags := unix.CLONE_NEWNS | unix.CLONE_NEWIPC
+	if !z.controls["shared-pid"] {
+		flags |= unix.CLONE_NEWPID
+	}
+	if !network {
+		flags |= unix.CLONE_NEWNET
+	}
+	if err := unix.Unshare(flags); err != nil {
+		return fmt.Errorf("namespaces: %w", err)
+	}
+	if !network {
+		if err := loopbackUp(); err != nil {
+			return fmt.Errorf("loopback: %w", err)
+		}
+	}
+	return nil
+}
+
+// A spare is a thread that entered a call's namespaces (without the
+// network) ahead of the call, so that a call does not wait for them (a
+// network namespace takes most of a millisecond): it serves one job and
+// ends. gen is the zygote's hide generation when its mount namespace was
+// copied: a spare made before a hidden path was covered again is not
+// used.
+type spare struct {
+	jobs chan job
+	gen  uint64
+}
+
+// job is a request handed to a spare.
+type job struct {
+	req   Request
+	stdio []int
+	done  chan started
+}
+
+// prepareSpare makes a spare, unless one waits already.
+func (z *zygoteState) prepareSpare() {
+	go func() {
+		runtime.LockOSThread() // spent: ends with this goroutine
+		gen := z.gen.Load()
+		if err := z.enter(false); err != nil {
+			return // no spare: calls enter their namespaces themselves
+		}
+		sp := spare{jobs: make(chan job), gen: gen}
+		select {
+		case z.spares <- sp:
+		default:
+			return
+		}
+		j, ok := <-sp.jobs
+		if !ok {
+			return
+		}
+		pid, err := z.spawn(j.req, j.stdio, true)
+		j.done <- started{pid, err}
+	}()
+}
+
+// takeSpare returns a spare for req, if one waits and is current, and
+// has the next one prepared.
+func (z *zygoteState) takeSpare(req Request) (spare, bool) {
+	if req.Network {
+		return spare{}, false
+	}
+	select {
+	case sp := <-z.spares:
+		z.prepareSpare()
+		if sp.gen != z.gen.Load() {
+			close(sp.jobs)
+			return spare{}, false
+		}
+		return sp, true
+	default:
+		return spare{}, false
+	}
 }
 
 // readFull reads into b until it is full or the pipe ends.
