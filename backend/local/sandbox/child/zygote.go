@@ -173,8 +173,9 @@ type zygoteState struct {
 	// gen counts the times rehide covered a path: a spare's mount
 	// namespace is a copy of an older generation's.
 	gen atomic.Uint64
-	// spares holds at most one spare.
-	spares chan spare
+	// spares holds at most one spare; preparing says one is being made.
+	spares    chan spare
+	preparing atomic.Bool
 	// reads is the walk of the walked roots.
 	reads    readCache
 	controls map[string]bool
@@ -288,8 +289,13 @@ func (z *zygoteState) serve(req Request, fds []int) {
 		}
 	}
 	ch := make(chan started, 1)
+	// The spawning thread holds the call's namespaces until the call is
+	// answered: the last reference tears the mount namespace down, and
+	// that is better done after the answer than on the tool's exit path.
+	hold := make(chan struct{})
+	defer close(hold)
 	if sp, ok := z.takeSpare(req); ok {
-		sp.jobs <- job{req, fds[:3], ch}
+		sp.jobs <- job{req, fds[:3], ch, hold}
 	} else {
 		go func() {
 			// This thread takes the process's namespaces and restrictions
@@ -297,10 +303,14 @@ func (z *zygoteState) serve(req Request, fds []int) {
 			runtime.LockOSThread()
 			pid, err := z.spawn(req, fds[:3], false)
 			ch <- started{pid, err}
+			<-hold
 		}()
 	}
 	s := <-ch
 	closeAll(fds[:3])
+	// The next call's spare is made while this one runs, not while it
+	// starts.
+	z.prepareSpare()
 	if s.err != nil {
 		var nf *notFound
 		_ = reply(sock, Reply{Error: s.err.Error(), NotFound: errors.As(s.err, &nf)}, -1)
@@ -471,20 +481,29 @@ type job struct {
 	req   Request
 	stdio []int
 	done  chan started
+	// hold is closed once the call is answered.
+	hold chan struct{}
 }
 
-// prepareSpare makes a spare, unless one waits already.
+// prepareSpare makes a spare, unless one waits or is being made.
 func (z *zygoteState) prepareSpare() {
+	if len(z.spares) > 0 || !z.preparing.CompareAndSwap(false, true) {
+		return
+	}
 	go func() {
 		runtime.LockOSThread() // spent: ends with this goroutine
 		gen := z.gen.Load()
-		if err := z.enter(false); err != nil {
+		err := z.enter(false)
+		if err != nil {
+			z.preparing.Store(false)
 			return // no spare: calls enter their namespaces themselves
 		}
 		sp := spare{jobs: make(chan job), gen: gen}
 		select {
 		case z.spares <- sp:
+			z.preparing.Store(false)
 		default:
+			z.preparing.Store(false)
 			return
 		}
 		j, ok := <-sp.jobs
@@ -493,18 +512,17 @@ func (z *zygoteState) prepareSpare() {
 		}
 		pid, err := z.spawn(j.req, j.stdio, true)
 		j.done <- started{pid, err}
+		<-j.hold
 	}()
 }
 
-// takeSpare returns a spare for req, if one waits and is current, and
-// has the next one prepared.
+// takeSpare returns a spare for req, if one waits and is current.
 func (z *zygoteState) takeSpare(req Request) (spare, bool) {
 	if req.Network {
 		return spare{}, false
 	}
 	select {
 	case sp := <-z.spares:
-		z.prepareSpare()
 		if sp.gen != z.gen.Load() {
 			close(sp.jobs)
 			return spare{}, false
