@@ -473,3 +473,58 @@ func TestNoCapabilities(t *testing.T) {
 		}
 	}
 }
+
+// TestCallMounts: a call's Hide, Pin and Protect apply to that call
+// only, by either way of starting it: its .env is empty, its .git cannot
+// be renamed (EBUSY) and its hooks cannot be written (EROFS); the next
+// call without them (the control) reads the file, writes the hook and
+// renames the directory: nothing stays behind in the zygote.
+func TestCallMounts(t *testing.T) {
+	type runFunc func(req Request) string
+	check := func(t *testing.T, run runFunc) {
+		work := t.TempDir()
+		env, git := filepath.Join(work, ".env"), filepath.Join(work, ".git")
+		hooks := filepath.Join(git, "hooks")
+		if err := os.MkdirAll(hooks, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(env, []byte("ENV-SECRET\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		script := "cat .env; echo x > .git/hooks/pre-commit && echo HOOK-WRITTEN; mv .git g2 && echo RENAMED && mv g2 .git"
+		out := run(Request{Write: []string{work}, Dir: work, Hide: []string{env}, Pin: []string{git}, Protect: []string{hooks},
+			Argv: []string{"/bin/bash", "-c", script}, Env: testEnv})
+		for _, bad := range []string{"ENV-SECRET", "HOOK-WRITTEN", "RENAMED"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("the call's mounts did not hold (%s): %q", bad, out)
+			}
+		}
+		if !strings.Contains(out, "Read-only file system") || !strings.Contains(out, "Device or resource busy") {
+			t.Errorf("the attempts did not fail with EROFS and EBUSY: %q", out)
+		}
+		out = run(Request{Write: []string{work}, Dir: work, Argv: []string{"/bin/bash", "-c", script}, Env: testEnv})
+		for _, want := range []string{"ENV-SECRET", "HOOK-WRITTEN", "RENAMED"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("control: a later call without them should reach %s: %q", want, out)
+			}
+		}
+	}
+	t.Run("zygote", func(t *testing.T) {
+		z := zygoteOf(t, child.ZygoteSpec{})
+		check(t, func(req Request) string {
+			var out, errs bytes.Buffer
+			if _, err := z.Run(context.Background(), req, nil, &out, &errs); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%q", out.String()+errs.String())
+			return out.String() + errs.String()
+		})
+	})
+	t.Run("helper", func(t *testing.T) {
+		check(t, func(req Request) string {
+			out, _ := run(t, Spec{Write: req.Write, Dir: req.Dir, Hide: req.Hide, Pin: req.Pin, Protect: req.Protect}, req.Argv[2])
+			t.Logf("%q", out)
+			return out
+		})
+	})
+}
