@@ -369,16 +369,30 @@ func landlock(spec Spec) error {
 	return nil
 }
 
-// ruleset builds the Landlock ruleset of a process: the system's shared
-// roots, what walked found world-readable and the Read paths readable
-// and executable; the Write paths writable; the common devices usable;
-// /dev listable; nothing else readable or writable, and no signal or
-// abstract socket reaching outside the domain. readRoot grants read on
-// the whole file system instead (a test's control only).
+// ruleset builds the Landlock ruleset of a process: baseRuleset, then
+// the Read paths readable and the Write paths writable.
 //
 // procGranted leaves /proc out: the zygote's child grants the /proc it
-// mounts itself.
+// mounts itself. readRoot grants read on the whole file system instead
+// of the shared roots (a test's control only).
 func ruleset(spec Spec, walked *Readable, readRoot, procGranted bool) (int, error) {
+	rfd, err := baseRuleset(walked, readRoot, procGranted)
+	if err != nil {
+		return -1, err
+	}
+	if err := callRules(rfd, spec); err != nil {
+		unix.Close(rfd)
+		return -1, err
+	}
+	return rfd, nil
+}
+
+// baseRuleset builds what every process's ruleset holds: the system's
+// shared roots and what walked found world-readable readable and
+// executable, the common devices usable, /dev listable; nothing else
+// readable or writable, and no signal or abstract socket reaching
+// outside the domain.
+func baseRuleset(walked *Readable, readRoot, procGranted bool) (int, error) {
 	abi, err := ABI()
 	if err != nil {
 		return -1, err
@@ -408,18 +422,13 @@ func ruleset(spec Spec, walked *Readable, readRoot, procGranted bool) (int, erro
 	if readRoot {
 		reads = []string{"/"}
 	}
-	for _, p := range append(reads, spec.Read...) {
+	for _, p := range reads {
 		if err := addRule(rfd, p, fsRead); err != nil {
 			return fail(err)
 		}
 	}
 	for i, fd := range walked.fds {
 		if err := addRuleKnown(rfd, fd, walked.isDir[i], walked.Paths[i], fsRead); err != nil {
-			return fail(err)
-		}
-	}
-	for _, p := range spec.Write {
-		if err := addRule(rfd, p, fs); err != nil {
 			return fail(err)
 		}
 	}
@@ -432,6 +441,27 @@ func ruleset(spec Spec, walked *Readable, readRoot, procGranted bool) (int, erro
 		return fail(err)
 	}
 	return rfd, nil
+}
+
+// callRules adds a process's own paths to rfd: Read readable, Write
+// writable.
+func callRules(rfd int, spec Spec) error {
+	abi, err := ABI()
+	if err != nil {
+		return err
+	}
+	fs, _ := handled(abi)
+	for _, p := range spec.Read {
+		if err := addRule(rfd, p, fsRead); err != nil {
+			return err
+		}
+	}
+	for _, p := range spec.Write {
+		if err := addRule(rfd, p, fs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // addRule grants access beneath p (only the file rights when p is not a

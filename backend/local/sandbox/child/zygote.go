@@ -301,7 +301,7 @@ func (z *zygoteState) serve(req Request, fds []int) {
 			// This thread takes the process's namespaces and restrictions
 			// and is never given back: it ends with this goroutine.
 			runtime.LockOSThread()
-			pid, err := z.spawn(req, fds[:3], false)
+			pid, err := z.spawn(req, fds[:3], false, nil)
 			ch <- started{pid, err}
 			<-hold
 		}()
@@ -359,7 +359,9 @@ func (z *zygoteState) serve(req Request, fds []int) {
 // domain and execs.
 //
 // entered says the thread is in the call's namespaces already (a spare).
-func (z *zygoteState) spawn(req Request, stdio []int, entered bool) (pid int, err error) {
+// base, when not nil, is a base ruleset made ahead (a spare's), used
+// when the walk it was made from is still current.
+func (z *zygoteState) spawn(req Request, stdio []int, entered bool, base *baseRules) (pid int, err error) {
 	if len(req.Argv) == 0 {
 		return 0, errors.New("empty argv")
 	}
@@ -379,12 +381,18 @@ func (z *zygoteState) spawn(req Request, stdio []int, entered bool) (pid int, er
 	if err != nil {
 		return 0, err
 	}
-	rfd, err := ruleset(Spec{Write: req.Write, Read: req.Read}, walked, z.controls["read-root"], true)
-	release()
-	if err != nil {
+	rfd := -1
+	if base != nil && base.walk == walked {
+		rfd, base.rfd = base.rfd, -1
+	} else if rfd, err = baseRuleset(walked, z.controls["read-root"], true); err != nil {
+		release()
 		return 0, err
 	}
+	release()
 	defer unix.Close(rfd)
+	if err := callRules(rfd, Spec{Write: req.Write, Read: req.Read}); err != nil {
+		return 0, err
+	}
 	if err := dropCapabilities(); err != nil {
 		return 0, err
 	}
@@ -476,6 +484,20 @@ type spare struct {
 	gen  uint64
 }
 
+// baseRules is a base ruleset made ahead, and the walk it was made of.
+type baseRules struct {
+	walk *Readable
+	rfd  int
+}
+
+// close releases the ruleset unless it was used.
+func (b *baseRules) close() {
+	if b != nil && b.rfd >= 0 {
+		unix.Close(b.rfd)
+		b.rfd = -1
+	}
+}
+
 // job is a request handed to a spare.
 type job struct {
 	req   Request
@@ -498,19 +520,29 @@ func (z *zygoteState) prepareSpare() {
 			z.preparing.Store(false)
 			return // no spare: calls enter their namespaces themselves
 		}
+		var base *baseRules
+		if walked, release, err := z.reads.get(); err == nil {
+			if rfd, err := baseRuleset(walked, z.controls["read-root"], true); err == nil {
+				base = &baseRules{walk: walked, rfd: rfd}
+			}
+			release()
+		}
 		sp := spare{jobs: make(chan job), gen: gen}
 		select {
 		case z.spares <- sp:
 			z.preparing.Store(false)
 		default:
 			z.preparing.Store(false)
+			base.close()
 			return
 		}
 		j, ok := <-sp.jobs
 		if !ok {
+			base.close()
 			return
 		}
-		pid, err := z.spawn(j.req, j.stdio, true)
+		pid, err := z.spawn(j.req, j.stdio, true, base)
+		base.close()
 		j.done <- started{pid, err}
 		<-j.hold
 	}()
