@@ -105,6 +105,11 @@ func TestToolHoldsOnlyItsStdio(t *testing.T) {
 		}
 	}
 
+	// The helper, too, passes on only the standard streams.
+	if out, _ := run(t, Spec{Write: []string{dir}, Dir: dir}, "exec /bin/ls /proc/self/fd"); strings.Join(strings.Fields(out), " ") != "0 1 2 3" {
+		t.Errorf("a helper's tool holds %q, want 0 1 2 and the listing's own", out)
+	}
+
 	// Control: without the fix the tool gets the pipe and the socket.
 	zc := zygoteOf(t, child.ZygoteSpec{Controls: []string{"inherited-fds"}})
 	got := list(zc)

@@ -1,14 +1,19 @@
 // Package sandbox runs one tool process on the local machine inside a
 // kernel sandbox: new user, mount, PID, IPC and (unless the call may use
-// the network) network namespaces, and a Landlock domain that makes the
-// whole file system read-only except the paths the call may write.
+// the network) network namespaces, of which the tool is the PID
+// namespace's init (everything it starts ends with it), and a Landlock
+// domain that lets it read only the system's shared roots, what anyone
+// may read of /etc and /var, and the paths the call may read, and write
+// only the paths it may write. It holds only its standard streams.
 //
 // The worker never restricts itself. Command re-executes the running
 // binary (/proc/self/exe) as a helper in fresh namespaces; the helper
-// hides the worker's secrets behind empty mounts, makes the files that
-// run later (git hooks and config) read-only, mounts a /proc that shows
-// only the call's own processes, applies Landlock to the one thread that
-// then execs the tool, and drops every capability on the way. Any binary
+// hides the worker's secrets behind empty mounts, pins and protects the
+// files that run later (git directories, hooks and config), mounts a
+// /proc that shows only the call's own processes, applies Landlock to
+// the one thread that then execs the tool, and drops every capability on
+// the way. Zygote does the same for many calls from one re-executed
+// process. Any binary
 // that links this package can act as the helper (its init recognises
 // the helper's argv[0]), so the worker, starter and test binaries all
 // can.

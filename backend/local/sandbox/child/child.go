@@ -34,8 +34,9 @@ const MinABI = 3
 // Spec is what one sandboxed process may do.
 type Spec struct {
 	// Write lists the paths the process may write (directories with
-	// everything beneath them, or single files). Everything else is
-	// read-only, or hidden.
+	// everything beneath them, or single files). Beyond them it reads
+	// only the system's shared roots (SharedRoots), the world-readable
+	// parts of the walked roots (WalkedRoots) and Read.
 	Write []string `json:"write,omitempty"`
 	// Protect lists paths inside Write that stay read-only (a
 	// workspace's .git/hooks and .git/config: they run later, outside
