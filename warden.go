@@ -59,8 +59,9 @@ type Options struct {
 	// Protected are doublestar patterns of the worker's own paths that no
 	// tool may read or write in any mode (permission.Context.Protected).
 	// The default "local" backend runs every tool process in the kernel
-	// sandbox; pass Backends["local"] to hide paths from it or to turn
-	// the sandbox off.
+	// sandbox and hides the patterns that name one path
+	// (config.ConcretePaths) from it; pass Backends["local"] to hide other
+	// paths from it or to turn the sandbox off.
 	Protected []string
 	// Models by provider name, added to "scripted".
 	Models map[string]model.Model
@@ -79,7 +80,8 @@ type Options struct {
 	// content (data blocks, metadata), in bytes.
 	ResultBudget int
 	// Content is the store that keeps conversations and tool results out
-	// of workflow history (nil: a directory store in ./.warden/content).
+	// of workflow history (nil: a directory store in ./.warden/content,
+	// which is then protected and hidden like Protected).
 	// Workers that run the same turns must share one store (an S3 bucket,
 	// see content/s3store).
 	Content content.Store
@@ -162,18 +164,24 @@ func NewActivities(o Options) (*activities.Activities, error) {
 			return nil, fmt.Errorf("warden: workdir: %w", err)
 		}
 	}
+	store := o.Content
+	if store == nil {
+		dir, err := filepath.Abs(filepath.Join(".warden", "content"))
+		if err != nil {
+			return nil, fmt.Errorf("warden: %w", err)
+		}
+		if store, err = content.NewFS(dir); err != nil {
+			return nil, fmt.Errorf("warden: %w", err)
+		}
+		// The default store is one of the worker's own paths.
+		o.Protected = append(slices.Clone(o.Protected), dir+"{,/**}")
+	}
 	backends, def, err := backendsOf(o, wd)
 	if err != nil {
 		return nil, err
 	}
 	models := map[string]model.Model{"scripted": model.Scripted{}}
 	maps.Copy(models, o.Models)
-	store := o.Content
-	if store == nil {
-		if store, err = content.NewFS(filepath.Join(".warden", "content")); err != nil {
-			return nil, fmt.Errorf("warden: %w", err)
-		}
-	}
 	compactors, err := compactorsOf(o.Compaction, models)
 	if err != nil {
 		return nil, err
@@ -203,7 +211,7 @@ func NewActivities(o Options) (*activities.Activities, error) {
 // backendsOf are the backends of o by name, "local" in wd among them,
 // and the name of the default one.
 func backendsOf(o Options, wd string) (map[string]backend.Backend, string, error) {
-	backends := map[string]backend.Backend{"local": local.New(wd)}
+	backends := map[string]backend.Backend{"local": &local.Backend{Workdir: wd, Hide: config.ConcretePaths(o.Protected)}}
 	maps.Copy(backends, o.Backends)
 	def := o.DefaultBackend
 	if def == "" {

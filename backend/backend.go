@@ -5,6 +5,7 @@ package backend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/wardenhq/warden/calls"
@@ -19,7 +20,49 @@ var (
 	// an infrastructure fault, which tools report as a Go error so the
 	// activity's RetryPolicy decides whether to run the call again.
 	ErrUnavailable = errors.New("workspace unavailable")
+	// ErrTooLarge is wrapped when a file is larger than a read allows
+	// (ReadFileLimit).
+	ErrTooLarge = errors.New("file too large")
+	// ErrNotRegular is wrapped when a path to read or write is not a
+	// regular file (a FIFO, a socket, a device), which a file tool
+	// refuses: reading one may block forever or never end.
+	ErrNotRegular = errors.New("not a regular file")
 )
+
+// LimitReader is a backend that reads a file without holding more than
+// a bound of it in memory: a file larger than max wraps ErrTooLarge, one
+// that is not a regular file ErrNotRegular, before anything is read.
+type LimitReader interface {
+	ReadFileLimit(ctx context.Context, path string, max int64) ([]byte, error)
+}
+
+// ReadFileLimit reads path from b, at most max bytes: with b's
+// ReadFileLimit when it has one, else after b's Stat shows the file is
+// no larger (a file that grew in between is refused after the read).
+// A larger file wraps ErrTooLarge.
+func ReadFileLimit(ctx context.Context, b Backend, path string, max int64) ([]byte, error) {
+	if lr, ok := b.(LimitReader); ok {
+		return lr.ReadFileLimit(ctx, path, max)
+	}
+	fi, err := b.Stat(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size > max {
+		return nil, TooLarge(path, fi.Size, max)
+	}
+	data, err := b.ReadFile(ctx, path)
+	if err == nil && int64(len(data)) > max {
+		return nil, TooLarge(path, int64(len(data)), max)
+	}
+	return data, err
+}
+
+// TooLarge is the ErrTooLarge error of a file of size bytes read with
+// the limit max.
+func TooLarge(path string, size, max int64) error {
+	return fmt.Errorf("%s is %d bytes, more than the %d a read allows: %w", path, size, max, ErrTooLarge)
+}
 
 // Backend runs processes and touches files in one workspace.
 // Paths are absolute paths inside the backend, never host paths.

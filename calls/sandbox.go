@@ -10,7 +10,9 @@ import "strings"
 type Sandbox struct {
 	// Write lists the paths the call's processes may write: the working
 	// directories (none for a call allowed as read-only) and exactly the
-	// paths outside them the call was decided to write.
+	// paths outside them the call was decided to write. A path ending in
+	// "/" is a directory the command makes (a mkdir target); a path that
+	// does not exist yet is granted as itself, never as an ancestor.
 	Write []string `json:"write,omitempty"`
 	// Dirs are the call's working directories. The file tools follow a
 	// link only to a target inside them: a link that leads out is

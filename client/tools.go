@@ -35,6 +35,10 @@ type WorkerTools struct {
 	WorkflowID string `json:"workflow_id"`
 	// Tools are the worker's tools in registration order.
 	Tools []calls.Entry `json:"tools"`
+	// Backends and Protected are what the worker says of its backends'
+	// confinement and its own paths (workflows.ToolsList).
+	Backends  []workflows.BackendState `json:"backends,omitempty"`
+	Protected []string                 `json:"protected,omitempty"`
 }
 
 // Tools asks a worker of the client's task queue for its tool registry.
@@ -78,7 +82,7 @@ func (cl *Client) Tools(ctx context.Context, wait time.Duration) (WorkerTools, e
 	if getErr != nil {
 		return out, out.explain(getErr, h, wait)
 	}
-	out.Worker, out.Tools = h.worker, list.Tools
+	out.Worker, out.Tools, out.Backends, out.Protected = h.worker, list.Tools, list.Backends, list.Protected
 	return out, nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -30,8 +31,9 @@ const DefaultInboxListen = "127.0.0.1:8234"
 
 // Config is the whole file.
 type Config struct {
-	// own are the worker's own paths, set by Load (OwnPaths).
-	own []string
+	// file is the config file Load read, absolute ("" for none): one of
+	// the worker's own paths (OwnPaths).
+	file string
 
 	Server     Server            `yaml:"server"`
 	Temporal   Temporal          `yaml:"temporal"`
@@ -281,9 +283,7 @@ func Load(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if !explicit && errors.Is(err, os.ErrNotExist) {
-			c := Default()
-			c.protectOwnFiles("")
-			return c, nil
+			return Default(), nil
 		}
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
@@ -291,40 +291,95 @@ func Load(path string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
-	c.protectOwnFiles(path)
+	c.file = mustAbs(path)
 	return c, nil
 }
 
-// protectOwnFiles records the worker's own files: its data directory,
-// content store, key files and config file. No tool may read or write
-// them in any mode (permission.Context.Protected), and tool processes on
-// the local backend find them empty (OwnPaths).
-func (c *Config) protectOwnFiles(configPath string) {
+// File is the config file c was read from (absolute), "" when it was
+// not read from a file.
+func (c Config) File() string { return c.file }
+
+// OwnPaths are the worker's own files and directories, absolute, as c
+// names them now (after the environment's and the command line's
+// overrides, or however a caller built c): the data directory (its
+// keyring, operator key and database inside), the content store's
+// directory, the warden key files (temporal.key_file, inbox.key_file and
+// the WARDEN_KEY_FILE and WARDEN_INBOX_KEY_FILE variables, which the
+// worker and its clients read too), the Temporal and inbox TLS private
+// keys and the config file. No tool may read or write them in any mode
+// (OwnPatterns, permission.Context.Protected) and tool processes on the
+// local backend find them empty. Computed on each call, so it never
+// lags behind a field set after Load.
+func (c Config) OwnPaths() []string {
 	var own []string
 	add := func(p string) {
-		if p == "" {
-			return
-		}
-		if a, err := filepath.Abs(p); err == nil {
+		if a := mustAbs(p); a != "" && !slices.Contains(own, a) {
 			own = append(own, a)
 		}
 	}
 	add(c.Server.DataDir)
-	add(c.Content.Dir)
+	add(c.contentDir())
 	add(c.Temporal.KeyFile)
+	add(os.Getenv("WARDEN_KEY_FILE"))
+	add(c.InboxKeyFile())
+	add(os.Getenv("WARDEN_INBOX_KEY_FILE"))
 	add(c.Temporal.TLSKey)
-	add(c.Inbox.KeyFile)
 	add(c.Inbox.TLSKey)
-	add(configPath)
-	c.own = own
-	for _, p := range own {
-		pat := p
-		if fi, err := os.Stat(p); p == mustAbs(c.Server.DataDir) || p == mustAbs(c.Content.Dir) || (err == nil && fi.IsDir()) {
-			pat = p + "{,/**}"
-		}
-		c.Permission.SensitivePaths = append(c.Permission.SensitivePaths, pat)
-		c.Permission.Protected = append(c.Permission.Protected, pat)
+	add(c.file)
+	return own
+}
+
+// contentDir is the fs content store's directory ("" for an S3 store).
+func (c Config) contentDir() string {
+	if c.Content.Store == "s3" {
+		return ""
 	}
+	if c.Content.Dir != "" {
+		return c.Content.Dir
+	}
+	if c.Server.DataDir == "" {
+		return ""
+	}
+	return filepath.Join(c.Server.DataDir, "content")
+}
+
+// OwnPatterns are OwnPaths as doublestar patterns: a directory (the data
+// and content directories always, another path when it is one) stands
+// for itself and everything below it.
+func (c Config) OwnPatterns() []string {
+	dirs := []string{mustAbs(c.Server.DataDir), mustAbs(c.contentDir())}
+	var out []string
+	for _, p := range c.OwnPaths() {
+		if fi, err := os.Stat(p); slices.Contains(dirs, p) || (err == nil && fi.IsDir()) {
+			p += "{,/**}"
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// Policy is the permission section with the worker's own files added to
+// its sensitive and protected paths (OwnPatterns): the policy the
+// worker's clients base turns and checks on.
+func (c Config) Policy() permission.Policy {
+	p := c.Permission
+	own := c.OwnPatterns()
+	p.SensitivePaths = slices.Concat(p.SensitivePaths, own)
+	p.Protected = slices.Concat(p.Protected, own)
+	return p
+}
+
+// ConcretePaths are the patterns of ps that name one absolute path (no
+// glob; a trailing "{,/**}" names a directory): what a sandbox can hide.
+func ConcretePaths(ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		p = strings.TrimSuffix(p, "{,/**}")
+		if filepath.IsAbs(p) && !strings.ContainsAny(p, "*?[{") {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	return out
 }
 
 // mustAbs is filepath.Abs, "" when p is empty or cannot be made absolute.
@@ -338,11 +393,6 @@ func mustAbs(p string) string {
 	}
 	return a
 }
-
-// OwnPaths are the worker's own files and directories (data directory,
-// content store, key files, config file), absolute: what no tool
-// process may see.
-func (c Config) OwnPaths() []string { return slices.Clone(c.own) }
 
 // Parse reads YAML over the defaults. Unknown keys are errors.
 func Parse(data []byte) (Config, error) {

@@ -87,11 +87,14 @@ func TestOwnFilesSensitive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"**/secrets/**", filepath.Join(dir, "data") + "{,/**}", file}
-	if !slices.Equal(c.Permission.SensitivePaths, want) {
-		t.Errorf("sensitive paths %q, want %q", c.Permission.SensitivePaths, want)
+	want := []string{"**/secrets/**", filepath.Join(dir, "data") + "{,/**}", filepath.Join(dir, "data", "content") + "{,/**}", file}
+	if got := c.Policy().SensitivePaths; !slices.Equal(got, want) {
+		t.Errorf("sensitive paths %q, want %q", got, want)
 	}
-	pc, err := c.Permission.Context()
+	if got := c.Permission.SensitivePaths; !slices.Equal(got, want[:1]) {
+		t.Errorf("Policy changed the config's own section: %q", got)
+	}
+	pc, err := c.Policy().Context()
 	if err != nil || !slices.Contains(pc.Sensitive(), file) || !slices.Contains(pc.Sensitive(), "/etc/shadow") {
 		t.Errorf("context sensitive paths %q, %v", pc.Sensitive(), err)
 	}
@@ -132,7 +135,7 @@ func TestSandboxSettings(t *testing.T) {
 	if own := c.OwnPaths(); !slices.Contains(own, filepath.Join(dir, "data")) || !slices.Contains(own, file) {
 		t.Errorf("own paths %q", own)
 	}
-	pc, err := c.Permission.Context()
+	pc, err := c.Policy().Context()
 	if err != nil || !slices.Contains(pc.Protected, filepath.Join(dir, "data")+"{,/**}") || !slices.Contains(pc.Protected, file) {
 		t.Errorf("protected %q %v", pc.Protected, err)
 	}

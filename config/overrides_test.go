@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 )
 
@@ -112,5 +113,70 @@ func TestInboxPublicURL(t *testing.T) {
 		if got := c.in.PublicURL(); got != c.want {
 			t.Errorf("%+v: %q, want %q", c.in, got, c.want)
 		}
+	}
+}
+
+// TestResolvedOwnPaths: the worker's own paths are those it runs with,
+// after the environment and the flags (a --data-dir, WARDEN_KEY_FILE's
+// file, a TLS key given by flag), not the file's: the file's data
+// directory, replaced by the flag, is not among them.
+func TestResolvedOwnPaths(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "cfg.yaml")
+	fileData := filepath.Join(dir, "file-data")
+	if err := os.WriteFile(file, []byte("server:\n  data_dir: "+fileData+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	data, key, tlsKey := filepath.Join(dir, "srv", "data"), filepath.Join(dir, "keys", "worker.key"), filepath.Join(dir, "tls.key")
+	env := FromEnv(envMap{"WARDEN_KEY_FILE": key}.get)
+	c, err := Resolve(file, env, Overrides{DataDir: data, TLSKey: tlsKey, TLSCert: filepath.Join(dir, "tls.crt")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := c.OwnPaths()
+	for _, want := range []string{data, filepath.Join(data, "content"), key, tlsKey, file} {
+		if !slices.Contains(own, want) {
+			t.Errorf("own paths %q lack %s", own, want)
+		}
+	}
+	if slices.Contains(own, fileData) {
+		t.Errorf("own paths %q still hold the file's data dir %s, which the flag replaced", own, fileData)
+	}
+	pc, err := c.Policy().Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{data + "{,/**}", key, file} {
+		if !slices.Contains(pc.Protected, want) || !slices.Contains(c.OwnPatterns(), want) {
+			t.Errorf("protected %q lack %s", pc.Protected, want)
+		}
+	}
+	// A field set after Resolve (or a config built in code) counts too:
+	// nothing is cached.
+	c.Server.DataDir = filepath.Join(dir, "later")
+	if own := c.OwnPaths(); !slices.Contains(own, c.Server.DataDir) || slices.Contains(own, data) {
+		t.Errorf("own paths %q after data_dir changed to %s", own, c.Server.DataDir)
+	}
+}
+
+// TestOwnPathsOfConfigInCode: a config built in code (node.Run's
+// callers) names its own paths, WARDEN_KEY_FILE's and
+// WARDEN_INBOX_KEY_FILE's files included.
+func TestOwnPathsOfConfigInCode(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("WARDEN_KEY_FILE", filepath.Join(dir, "op.key"))
+	t.Setenv("WARDEN_INBOX_KEY_FILE", filepath.Join(dir, "inbox.key"))
+	c := Default()
+	c.Server.DataDir = filepath.Join(dir, "d")
+	c.Inbox.TLSKey = filepath.Join(dir, "inbox-tls.key")
+	c.Content.Dir = filepath.Join(dir, "content")
+	own := c.OwnPaths()
+	for _, want := range []string{c.Server.DataDir, c.Content.Dir, filepath.Join(dir, "op.key"), filepath.Join(dir, "inbox.key"), c.Inbox.TLSKey} {
+		if !slices.Contains(own, want) {
+			t.Errorf("own paths %q lack %s", own, want)
+		}
+	}
+	if c.File() != "" {
+		t.Errorf("File() = %q for a config built in code", c.File())
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/docker"
@@ -18,8 +16,9 @@ import (
 // backends builds the enabled non-local backends. The returned close
 // function releases what they created (a Docker container this worker
 // created is removed; an E2B sandbox is left to its keep-alive timeout so a
-// restarted worker reconnects to it).
-func backends(ctx context.Context, cfg config.Backend, workdir string, hide []string) (map[string]backend.Backend, func(), error) {
+// restarted worker reconnects to it). hide is what the local backend hides from tools; own are the worker's
+// own paths, which no Docker mount may expose.
+func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own []string) (map[string]backend.Backend, func(), error) {
 	env := backend.ResolveEnv(cfg.Env, os.Environ()) // backend.env: all that tools get beyond the allowlist
 	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Read: cfg.Local.Read, Unsandboxed: cfg.Local.SandboxOff()}
 	out := map[string]backend.Backend{"local": lb}
@@ -34,7 +33,7 @@ func backends(ctx context.Context, cfg config.Backend, workdir string, hide []st
 		b, err := docker.New(ctx, docker.Config{
 			Image: d.Image, Workdir: d.Workdir, Mounts: d.Mounts, Env: d.Env, User: d.User, Network: d.Network,
 			NanoCPUs: int64(d.CPUs * 1e9), Memory: d.MemoryMB << 20, PidsLimit: d.PidsLimit,
-			WorkspaceID: d.WorkspaceID, Session: d.Session, ExecEnv: env,
+			WorkspaceID: d.WorkspaceID, Session: d.Session, ExecEnv: env, Own: own,
 		})
 		if err != nil {
 			return nil, closeAll, fmt.Errorf("backend.docker: %w", err)
@@ -72,17 +71,4 @@ func checkSandbox(cfg config.Backend) (string, error) {
 		return "", fmt.Errorf("the local backend cannot sandbox tool processes here (%w); set backend.local.sandbox: off to run them unconfined as the worker's user", err)
 	}
 	return sandbox.Describe(abi), nil
-}
-
-// concretePaths are the patterns of ps that name one absolute path (no
-// glob; a trailing "{,/**}" names a directory): what a sandbox can hide.
-func concretePaths(ps []string) []string {
-	var out []string
-	for _, p := range ps {
-		p = strings.TrimSuffix(p, "{,/**}")
-		if filepath.IsAbs(p) && !strings.ContainsAny(p, "*?[{") {
-			out = append(out, filepath.Clean(p))
-		}
-	}
-	return out
 }

@@ -28,7 +28,7 @@ func Check(cfg config.Config) error {
 	}
 	// A rule whose examples fail does not load: it would not do what its
 	// author meant.
-	if err := tools.CheckExamples(context.Background(), cfg.Permission, tools.ExampleOptions{Workdir: cfg.Worker.Workdir}); err != nil {
+	if err := tools.CheckExamples(context.Background(), cfg.Policy(), tools.ExampleOptions{Workdir: cfg.Worker.Workdir}); err != nil {
 		errs = append(errs, fmt.Errorf("permission: %w", err))
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Content.Compaction)) {

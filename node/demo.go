@@ -19,7 +19,7 @@ func demo(ctx context.Context, c tclient.Client, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	pc, err := cfg.Permission.Context()
+	pc, err := cfg.Policy().Context()
 	if err != nil {
 		return err
 	}

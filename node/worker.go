@@ -11,6 +11,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware/std"
 	"github.com/wardenhq/warden/tools/mcp"
@@ -32,8 +33,8 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 		return nil, "", err
 	}
 	fmt.Printf("sandbox          %s\n", sbx)
-	hide := append(cfg.OwnPaths(), concretePaths(cfg.Permission.SensitivePaths)...)
-	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir, hide)
+	hide := hiddenPaths(cfg)
+	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir, hide, cfg.OwnPaths())
 	n.onStop(closeBackends)
 	if err != nil {
 		return nil, "", err
@@ -65,7 +66,7 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 	if _, err := warden.Register(w, warden.Options{
 		ToolMiddleware: toolMW, ModelMetrics: metrics.NewModels(n.reg), Models: providers, Tools: mcpSet.Tools(),
 		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: n.reg, Logger: n.logger,
-		Protected:    cfg.Permission.Protected,
+		Protected:    cfg.OwnPatterns(),
 		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool,
 		Notifier: sender(cfg.Notify), InboxURL: cfg.Inbox.PublicURL(),
 		Content: store, ContentCacheBytes: int64(cfg.Content.CacheMB) << 20, Compaction: compactions(cfg.Content.Compaction),
@@ -75,6 +76,14 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 		return nil, "", err
 	}
 	return w, workdir, nil
+}
+
+// hiddenPaths are the paths the local backend and the MCP servers'
+// sandbox hide from tools: the worker's own files as it runs with them
+// (cfg.OwnPaths, after the environment's and the flags' overrides) and
+// the policy's concrete sensitive paths.
+func hiddenPaths(cfg config.Config) []string {
+	return append(cfg.OwnPaths(), config.ConcretePaths(cfg.Permission.SensitivePaths)...)
 }
 
 // housekeep starts the node's background loops: the pending-approvals

@@ -15,6 +15,8 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/tools"
 )
@@ -58,6 +60,7 @@ func TestStarterToolsList(t *testing.T) {
 	}
 	for _, re := range []string{
 		`^task queue ` + regexp.QuoteMeta(queue) + `: worker \S+ answered\n`,
+		`(?m)^backend local \(default\): sandbox on: landlock v\d+, `,
 		`(?m)^NAME +SOURCE +READ-ONLY +CONCURRENT +EXTERNAL +STATE +DESCRIPTION$`,
 		`(?m)^mcp__echo__echo +mcp:echo +true +false +false +false +Echo the text back\.$`,
 		`(?m)^mcp__echo__write_note +mcp:echo +false +false +false +false `,
@@ -66,6 +69,33 @@ func TestStarterToolsList(t *testing.T) {
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("output does not match %s:\n%s", re, out)
+		}
+	}
+}
+
+// TestStarterToolsListSandboxOff: a worker whose local backend runs
+// tools unsandboxed says so in `starter tools list`, with its protected
+// paths.
+func TestStarterToolsListSandboxOff(t *testing.T) {
+	queue := "tq-tools-off-" + tag()
+	startWorkerOn(t, queue, warden.Options{Backends: map[string]backend.Backend{"local": &local.Backend{Unsandboxed: true}},
+		Protected: []string{"/srv/warden/data{,/**}"}})
+	ctx := ctxT(t, 90*time.Second)
+	waitFor(t, ctx, func() bool {
+		resp, err := env.c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+		return err == nil && len(resp.GetPollers()) > 0
+	})
+	dir := t.TempDir()
+	out, err := runStarter(t, buildStarter(t), dir, append(starterConn(t, dir), "--task-queue", queue, "tools", "list")...)
+	if err != nil {
+		t.Fatalf("tools list: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"backend local (default): sandbox OFF (backend.local.sandbox: off): tools run as the worker's user, with its files and network\n",
+		"protected: /srv/warden/data{,/**}\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
 }

@@ -115,11 +115,13 @@ func (Edit) Call(ctx context.Context, env *Env, input json.RawMessage) Stream {
 		return backendError(ctx, "Edit", p, err)
 	case fi.IsDir:
 		return Errorf("Error: Path is a directory, not a file: %s", in.FilePath)
+	case fi.Size > FileMaxBytes:
+		return tooLarge(p, fi.Size)
 	}
 	if !readFresh(env, p, fi) {
 		return Errorf("%s", editNotRead)
 	}
-	data, err := env.Backend.ReadFile(ctx, p)
+	data, err := backend.ReadFileLimit(ctx, env.Backend, p, FileMaxBytes)
 	if err != nil {
 		return backendError(ctx, "Edit", p, err)
 	}

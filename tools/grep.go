@@ -186,12 +186,12 @@ func (g Grep) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 	if err != nil {
 		return Fail(err)
 	}
-	var lines []string
+	var lines, skipped []string
 	var errMsg string
 	if engine == GrepRipgrep {
 		lines, errMsg, err = grep.Ripgrep(ctx, env.Backend, q, timeout)
 	} else {
-		lines, errMsg, err = grep.Go(ctx, env.Backend, q, timeout)
+		lines, skipped, errMsg, err = grep.Go(ctx, env.Backend, q, timeout)
 	}
 	if err != nil {
 		return Fail(err)
@@ -199,7 +199,24 @@ func (g Grep) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 	if errMsg != "" {
 		return Errorf("%s", errMsg)
 	}
-	return Single(grepResult(in.Pattern, lines, limit, in.Offset, engine))
+	c := grepResult(in.Pattern, lines, limit, in.Offset, engine)
+	if len(skipped) > 0 {
+		c.Text += skippedNote(skipped)
+		c.Metadata["skipped"] = skipped
+	}
+	return Single(c)
+}
+
+// skippedNote tells the model which files the Go engine did not search
+// (FIFOs, devices, sockets, files over its size limit): at most ten by
+// name.
+func skippedNote(skipped []string) string {
+	shown := skipped[:min(10, len(skipped))]
+	note := fmt.Sprintf("\n\n[Not searched: %d file(s) that are not regular files or are too large: %s", len(skipped), strings.Join(shown, ", "))
+	if len(skipped) > len(shown) {
+		note += ", …"
+	}
+	return note + "]"
 }
 
 // sensitiveExcludes are the globs that keep a search of a directory out of

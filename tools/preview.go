@@ -28,7 +28,7 @@ func Preview(ctx context.Context, env *Env, tool string, input json.RawMessage) 
 			return ""
 		}
 		p = path.Clean(in.FilePath)
-		data, err := env.Backend.ReadFile(ctx, p)
+		data, err := backend.ReadFileLimit(ctx, env.Backend, p, FileMaxBytes)
 		switch {
 		case errors.Is(err, backend.ErrNotExist):
 			return cutPreview(unifiedDiff("/dev/null", "b/"+strings.TrimPrefix(p, "/"), "", decodeText([]byte(in.Content))))
@@ -42,7 +42,7 @@ func Preview(ctx context.Context, env *Env, tool string, input json.RawMessage) 
 			return ""
 		}
 		p = path.Clean(in.FilePath)
-		data, err := env.Backend.ReadFile(ctx, p)
+		data, err := backend.ReadFileLimit(ctx, env.Backend, p, FileMaxBytes)
 		if err != nil {
 			return ""
 		}

@@ -30,6 +30,10 @@ const (
 	// ReadPDFPagesRequiredAbove is the page count above which Read needs
 	// the pages argument for a PDF.
 	ReadPDFPagesRequiredAbove = 10
+	// FileMaxBytes is the largest file Read, Edit and Write read (and an
+	// approval's preview diffs): a larger one is refused before a byte of
+	// it is read, so no file can exhaust the worker's memory.
+	FileMaxBytes = 32 << 20
 )
 
 // Read reads a text file, an image or a PDF from the call's backend and
@@ -158,16 +162,22 @@ func (r Read) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 		return backendError(ctx, "Read", p, err)
 	case fi.IsDir:
 		return Errorf("Error: Path is a directory, not a file: %s", in.FilePath)
+	case fi.Size > FileMaxBytes:
+		return tooLarge(p, fi.Size)
 	}
 	ext := strings.ToLower(path.Ext(p))
 	if unsupportedImage(ext) {
 		return Errorf("Error: Unsupported image format %s: only png, jpg, gif and webp images can be read: %s", ext, p)
 	}
-	data, err := env.Backend.ReadFile(ctx, p)
-	if errors.Is(err, backend.ErrNotExist) {
+	data, err := backend.ReadFileLimit(ctx, env.Backend, p, FileMaxBytes)
+	switch {
+	case errors.Is(err, backend.ErrNotExist):
 		return Errorf("Error: File does not exist: %s", in.FilePath)
-	}
-	if err != nil {
+	case errors.Is(err, backend.ErrTooLarge):
+		return tooLarge(p, -1)
+	case errors.Is(err, backend.ErrNotRegular):
+		return Errorf("Error: %s is not a regular file (a FIFO, socket or device); Read reads regular files only", p)
+	case err != nil:
 		return backendError(ctx, "Read", p, err)
 	}
 	// The stamp is taken before reading: if the file changed in between,
@@ -185,6 +195,16 @@ func (r Read) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 		return r.readPDF(p, data, in.Pages)
 	}
 	return Single(r.readText(p, data, in.Offset, in.Limit))
+}
+
+// tooLarge is the tool error of a file over FileMaxBytes (size -1: it
+// grew past it while read).
+func tooLarge(p string, size int64) Stream {
+	what := "is larger than"
+	if size >= 0 {
+		what = fmt.Sprintf("is %d bytes, more than", size)
+	}
+	return Errorf("Error: File %s %s the %d MiB the file tools read. Use Bash to read part of it (head, tail, sed -n '100,200p'), or Grep to search it.", p, what, FileMaxBytes>>20)
 }
 
 // readText formats lines offset..offset+limit of a text file.

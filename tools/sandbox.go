@@ -108,10 +108,33 @@ func outsideWrites(ctx context.Context, b bound, input json.RawMessage, dirs []s
 	var out []string
 	for _, acc := range a.Accesses() {
 		if acc.Write && acc.Resolved && !acc.Glob && !insideDirs(acc.Path, dirs) {
-			out = append(out, path.Clean(acc.Path))
+			p := path.Clean(acc.Path)
+			if makesDir(acc.Command) && p != "/" {
+				p += "/" // a directory the command makes (calls.Sandbox.Write)
+			}
+			out = append(out, p)
 		}
 	}
 	return out
+}
+
+// makesDir reports whether the simple command cmd (as written) makes
+// its write operands as directories: mkdir, install -d.
+func makesDir(cmd string) bool {
+	fs := strings.Fields(cmd)
+	for i, f := range fs {
+		if strings.Contains(f, "=") && !strings.HasPrefix(f, "-") {
+			continue // VAR=value before the command
+		}
+		switch path.Base(f) {
+		case "mkdir":
+			return true
+		case "install":
+			return slices.Contains(fs[i+1:], "-d")
+		}
+		return false
+	}
+	return false
 }
 
 // networkRule returns the first of rules (strings like "Bash(npm

@@ -92,12 +92,14 @@ func (Write) Call(ctx context.Context, env *Env, input json.RawMessage) Stream {
 		return backendError(ctx, "Write", p, err)
 	case fi.IsDir:
 		return Errorf("Error: Path is a directory, not a file: %s", in.FilePath)
+	case fi.Size > FileMaxBytes:
+		return tooLarge(p, fi.Size)
 	default:
 		exists = true
 		if !readFresh(env, p, fi) {
 			return Errorf("Error: File %s exists but has not been read yet. You must read the file first before writing to it.", in.FilePath)
 		}
-		data, err := env.Backend.ReadFile(ctx, p)
+		data, err := backend.ReadFileLimit(ctx, env.Backend, p, FileMaxBytes)
 		if err != nil {
 			return backendError(ctx, "Write", p, err)
 		}

@@ -230,7 +230,9 @@ func compatSamples() []struct {
 		{"ToolsList", workflows.ToolsList{Tools: []tools.Entry{{Info: tools.Info{
 			Name: "mcp__echo__echo", Description: "Echo the text back.", InputSchema: json.RawMessage(`{"type":"object"}`),
 			ReadOnly: true, ConcurrencySafe: true, External: true, StateInjected: true,
-		}, Source: "mcp:echo"}}}},
+		}, Source: "mcp:echo"}},
+			Backends:  []workflows.BackendState{{Name: "local", Default: true, Sandbox: "OFF (backend.local.sandbox: off)"}},
+			Protected: []string{"/srv/warden/data{,/**}"}}},
 		{"permission.Context", samplePermission()},
 		{"permission.Rule", sampleRule(permission.Allow)},
 		{"permission.Decision", sampleDecision()},

@@ -41,6 +41,25 @@ type ToolsInput struct {
 // registry of one worker, in registration order.
 type ToolsList struct {
 	Tools []calls.Entry `json:"tools"`
+	// Backends describe the worker's backends, by name: what protects
+	// their tool processes (the local one's sandbox, OFF included).
+	// Empty from a worker that predates them.
+	Backends []BackendState `json:"backends,omitempty"`
+	// Protected are the worker's own paths that no tool may read or
+	// write (its resolved data directory, keys and config).
+	Protected []string `json:"protected,omitempty"`
+}
+
+// BackendState is what a worker says of one of its backends.
+type BackendState struct {
+	Name string `json:"name"`
+	// Default is set for the backend a turn that names none runs on.
+	Default bool `json:"default,omitempty"`
+	// Sandbox says what confines its tool processes: for the local
+	// backend "on: landlock v7, ..." or "OFF (backend.local.sandbox:
+	// off): ...", for others "" (their own isolation: a container, a
+	// microVM).
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // ListTools is the ToolsWorkflow: it runs ActivityTools once, on the

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"strings"
 	"sync"
 
@@ -42,7 +43,13 @@ type Config struct {
 	// Workdir is the default working directory; empty means /workspace.
 	Workdir string
 	// Mounts are bind mounts as "host:container" or "host:container:ro".
+	// A mount whose host path is one of Own, holds one or lies inside
+	// one is refused (New fails, naming both).
 	Mounts []string
+	// Own are the worker's own host paths (data directory, key files,
+	// config file: config.Config.OwnPaths), which no mount may expose to
+	// the container.
+	Own []string
 	// Env holds KEY=VALUE entries for the container environment.
 	Env []string
 	// ExecEnv holds resolved backend.env entries (NAME=value, see
@@ -116,6 +123,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if cfg.Image == "" {
 		return nil, errors.New("docker: Config.Image is required")
 	}
+	if err := CheckMounts(cfg.Mounts, cfg.Own); err != nil {
+		return nil, err
+	}
 	if cfg.Workdir == "" {
 		cfg.Workdir = "/workspace"
 	}
@@ -140,6 +150,48 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// CheckMounts refuses a bind mount ("host:container[:opts]") whose host
+// path, links resolved, is one of the own paths, holds one (mounting a
+// project mounts its ./.warden: keys and database, writable) or lies
+// inside one. A source that is not a path (a named volume) is not
+// checked.
+func CheckMounts(mounts, own []string) error {
+	real := func(p string) string {
+		p = filepath.Clean(p)
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
+		}
+		return p
+	}
+	inside := func(p, dir string) bool {
+		return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+	}
+	for _, m := range mounts {
+		src, _, _ := strings.Cut(m, ":")
+		if !strings.HasPrefix(src, "/") && !strings.HasPrefix(src, ".") && !strings.HasPrefix(src, "~") {
+			continue // a named volume
+		}
+		abs, err := filepath.Abs(src)
+		if err != nil {
+			return fmt.Errorf("docker: mount %q: %w", m, err)
+		}
+		s := real(abs)
+		for _, o := range own {
+			if o == "" {
+				continue
+			}
+			r := real(o)
+			switch {
+			case inside(r, s):
+				return fmt.Errorf("docker: mount %q exposes the worker's own %s (its data directory, a key or its config) to the container: mount a directory that does not hold it, or move it out", m, o)
+			case inside(s, r):
+				return fmt.Errorf("docker: mount %q lies inside the worker's own %s (its data directory, a key or its config): no tool may see it", m, o)
+			}
+		}
+	}
+	return nil
 }
 
 // Name implements backend.Backend.

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -21,7 +23,13 @@ import (
 //   - the worker's own /proc entries (/proc/self, /proc/thread-self,
 //     /proc/<pid>) are refused: they would be the worker's, not a tool's;
 //   - a hidden path (the data directory, the config file) is refused,
-//     however it is reached;
+//     however it is reached: by its name, or by identity (device and
+//     inode, hidden), so a hidden file or directory renamed, or one
+//     of its ancestors, is still refused under its new name, and a
+//     hidden file replaced by rename is refused as its new inode;
+//   - only regular files are read or written (a FIFO, socket or device
+//     is refused, opened without blocking), and reads are bounded in
+//     size before a byte is read (ReadFileLimit);
 //   - a path is acted on as the file it resolves to, and a link that
 //     resolves outside the call's working directories is refused, so the
 //     model names the target and the call is decided as that path;
@@ -54,7 +62,8 @@ func (b *Backend) resolve(ctx context.Context, path string, write bool) (string,
 	if procEntry(real) {
 		return "", refused("%s leads to %s, a /proc entry of the worker process", path, real)
 	}
-	if b.isHidden(clean) || b.isHidden(real) {
+	h := b.hidden(false)
+	if h.covers(clean) || h.covers(real) || h.ids.holds(real) {
 		return "", refused("%s is one of the worker's own files (its data directory or config); no tool can read or write it", path)
 	}
 	if real != clean {
@@ -120,9 +129,10 @@ func procEntry(p string) bool {
 	return err == nil
 }
 
-// isHidden reports whether p is one of the hidden paths or below one.
-func (b *Backend) isHidden(p string) bool {
-	return insideAny(p, realPaths(b.Hide))
+// covers reports whether p is one of the hidden paths (as resolved at
+// the snapshot) or below one.
+func (h *hiddenSnap) covers(p string) bool {
+	return insideAny(p, h.reals)
 }
 
 func insideAny(p string, dirs []string) bool {
@@ -150,23 +160,142 @@ func open(real string, flags int, mode os.FileMode) (*os.File, error) {
 	return os.NewFile(uintptr(fd), real), nil
 }
 
-// checkLinks refuses a file with other hard links when it is one of the
-// hidden files, or when it is to be written.
-func (b *Backend) checkLinks(f *os.File, path string, write bool) error {
+// checkOpened checks the file f opened for path: a regular file, not
+// one of the hidden files (by identity), and, with several hard links,
+// not a link to one of them nor to be written. It returns f's status.
+func (b *Backend) checkOpened(f *os.File, path string, write bool) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
-		return wrap(err)
+		return st, wrap(err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink <= 1 {
-		return nil
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return st, notRegular(path, modeOf(st.Mode))
+	}
+	if b.hidden(false).ids.has(st.Dev, st.Ino) {
+		return st, refused("%s is one of the worker's own files (its data directory or config); no tool can read or write it", path)
+	}
+	if st.Nlink <= 1 {
+		return st, nil
 	}
 	if write {
-		return refused("%s has %d hard links; its other names may be outside the working directories, so it is not written through this one", path, st.Nlink)
+		return st, refused("%s has %d hard links; its other names may be outside the working directories, so it is not written through this one", path, st.Nlink)
 	}
 	if b.hiddenInode(st.Dev, st.Ino) {
-		return refused("%s is a hard link to one of the worker's own files", path)
+		return st, refused("%s is a hard link to one of the worker's own files", path)
 	}
-	return nil
+	return st, nil
+}
+
+// notRegular is the error of a file tool given a path that is not a
+// regular file.
+func notRegular(path string, m fs.FileMode) error {
+	kind := "not a regular file"
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a FIFO (named pipe)"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeSymlink != 0:
+		kind = "a link"
+	}
+	return fmt.Errorf("local: refused: %s is %s; the file tools read and write regular files only (use Bash for others): %w", path, kind, backend.ErrNotRegular)
+}
+
+// modeOf is the fs.FileMode type bits of a stat mode.
+func modeOf(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	}
+	return 0
+}
+
+// fileID is a file's identity: its device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// idSet is a set of identities.
+type idSet map[fileID]struct{}
+
+// has reports whether (dev, ino) is in s.
+func (s idSet) has(dev, ino uint64) bool {
+	_, ok := s[fileID{dev, ino}]
+	return ok
+}
+
+// holds reports whether real (a resolved path) or one of its existing
+// ancestors is in s.
+func (s idSet) holds(real string) bool {
+	if len(s) == 0 {
+		return false
+	}
+	for p := filepath.Clean(real); ; p = filepath.Dir(p) {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) == nil && s.has(st.Dev, st.Ino) {
+			return true
+		}
+		if p == "/" || p == "." {
+			return false
+		}
+	}
+}
+
+// maxHiddenIDs bounds the identities remembered: past it, only the
+// hidden paths' current ones are kept.
+const maxHiddenIDs = 4096
+
+// hiddenTTL is how long a snapshot of the hidden paths serves the file
+// operations before they stat them again (every process a call starts
+// takes a fresh one first): a Grep over 10,000 files does not stat them
+// 20,000 times.
+const hiddenTTL = 100 * time.Millisecond
+
+// hiddenSnap is what the hidden paths were at one moment: their
+// resolved paths, and every identity they have had since the backend's
+// first use. It is not changed once made.
+type hiddenSnap struct {
+	at    time.Time
+	reals []string
+	ids   idSet
+}
+
+// hidden returns the snapshot of the hidden paths, taken again when it
+// is older than hiddenTTL or force is set: each hidden path is resolved
+// and stat-ed, and its identity added to those it had, so a hidden file
+// or directory that was renamed (its old name is gone, its inode is the
+// same) or replaced by rename (the new inode is the hidden path's now)
+// is known either way. A handful of stats.
+func (b *Backend) hidden(force bool) *hiddenSnap {
+	b.idMu.Lock()
+	defer b.idMu.Unlock()
+	if old := b.snap; old != nil && !force && time.Since(old.at) < hiddenTTL {
+		return old
+	}
+	ids := idSet{}
+	if b.snap != nil && len(b.snap.ids) <= maxHiddenIDs {
+		ids = maps.Clone(b.snap.ids)
+	}
+	for _, h := range b.Hide {
+		var st unix.Stat_t
+		if unix.Stat(h, &st) == nil {
+			ids[fileID{st.Dev, st.Ino}] = struct{}{}
+		}
+	}
+	b.snap = &hiddenSnap{at: time.Now(), reals: realPaths(b.Hide), ids: ids}
+	return b.snap
 }
 
 // hiddenInode reports whether (dev, ino) is a file of the hidden paths

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local/sandbox"
 	"github.com/wardenhq/warden/calls"
@@ -64,6 +66,10 @@ type Backend struct {
 	mu           sync.Mutex
 	zygote       *sandbox.Zygote
 	zygoteHidden []string
+
+	// snap is the latest snapshot of the hidden paths (hidden).
+	idMu sync.Mutex
+	snap *hiddenSnap
 }
 
 // New returns a local backend whose default working directory is workdir.
@@ -97,6 +103,9 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	env := backend.ToolEnv(os.Environ(), b.Env, req.Env)
 	stdout := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 1)}
 	stderr := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 2)}
+	// The hidden files' identities, taken before the process can move
+	// them: the file tools know them under the names a call gives them.
+	b.hidden(true)
 	if b.Unsandboxed {
 		return b.execDirect(ctx, req, dir, env, nil, stdout, stderr)
 	}
@@ -211,7 +220,8 @@ func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, env []st
 	if err != nil {
 		return confinement{}, nil, fmt.Errorf("local exec: private temporary directory: %w", err)
 	}
-	c := confinement{prof: prof, write: append(grantable(realPaths(prof.Write)), tmp), protect: realPaths(prof.Protect)}
+	g := grantable(prof.Write, prof.Dirs)
+	c := confinement{prof: prof, write: append(g.paths, tmp), protect: realPaths(prof.Protect)}
 	env, cache := b.cacheEnv(env, prof)
 	if cache != "" {
 		c.write = append(c.write, cache)
@@ -222,7 +232,10 @@ func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, env []st
 		dir = b.Workdir
 	}
 	c.read = b.reads(append([]string{dir}, prof.Dirs...), c.env)
-	return c, func() { _ = os.RemoveAll(tmp) }, nil
+	return c, func() {
+		_ = os.RemoveAll(tmp)
+		g.undo()
+	}, nil
 }
 
 // reads is what a sandboxed process may read beyond the system's shared
@@ -359,25 +372,116 @@ func hidden(hide, keep []string) []string {
 	return out
 }
 
-// grantable turns each write path into one Landlock can grant: the path
-// itself when it exists, otherwise its nearest existing directory
-// (Landlock grants files and directories, not names that do not exist
-// yet: an approved `touch /x/new` can create /x/new, and so other new
-// entries of /x, for that one call).
-func grantable(ps []string) []string {
-	out := make([]string, 0, len(ps))
-	for _, p := range ps {
-		for q := p; ; q = filepath.Dir(q) {
-			if _, err := os.Lstat(q); err == nil || q == "/" {
-				p = q
-				break
-			}
-		}
-		if p != "/" && !slices.Contains(out, p) { // never the whole file system
-			out = append(out, p)
+// grant is what confine made of a call's write paths: the paths
+// Landlock grants, and what the worker created so that a path that did
+// not exist yet is granted as itself (undo removes what stayed empty).
+type grant struct {
+	paths   []string
+	created []created
+}
+
+// created is one entry the worker made for a grant: a directory, or an
+// empty file with its modification time when made.
+type created struct {
+	path  string
+	dir   bool
+	mtime time.Time
+	// keep: a directory the command itself makes (a mkdir target),
+	// left in place after the call.
+	keep bool
+}
+
+// grantable turns each write path into one Landlock can grant without
+// granting anything that existed and the call was not shown: the path
+// itself when it exists. Landlock grants files and directories, not
+// names to come, so for a path that does not exist yet the worker
+// creates it first: the missing directories between its nearest
+// existing ancestor and its parent (new and empty: granting the parent
+// grants nothing that was there), of which the parent is granted; or,
+// when the parent exists, the path itself, an empty file (a directory
+// for a path ending in "/", which the command makes with mkdir), which
+// is granted alone. Nothing is granted for a path whose ancestor is not
+// a directory or that cannot be made (the call then fails to write it),
+// for a working directory that is gone, and never for "/". undo removes what the call left as the worker made it.
+func grantable(ps, workdirs []string) grant {
+	var g grant
+	add := func(p string) {
+		if p != "/" && !slices.Contains(g.paths, p) {
+			g.paths = append(g.paths, p)
 		}
 	}
-	return out
+	for _, w := range ps {
+		isDir := strings.HasSuffix(w, "/") && w != "/"
+		p, err := realPath(filepath.Clean(w))
+		if err != nil {
+			continue
+		}
+		if _, err := os.Lstat(p); err == nil {
+			add(p)
+			continue
+		}
+		if slices.Contains(workdirs, filepath.Clean(w)) {
+			continue // a working directory that is gone is not made again
+		}
+		parent := filepath.Dir(p)
+		var missing []string
+		for q := parent; ; q = filepath.Dir(q) {
+			if _, err := os.Lstat(q); err == nil || q == "/" {
+				break
+			}
+			missing = append(missing, q)
+		}
+		ok := true
+		for _, d := range slices.Backward(missing) {
+			if err := os.Mkdir(d, 0o755); err != nil {
+				ok = false
+				break
+			}
+			g.created = append(g.created, created{path: d, dir: true})
+		}
+		if fi, err := os.Stat(parent); !ok || err != nil || !fi.IsDir() {
+			continue
+		}
+		if len(missing) > 0 {
+			add(parent) // new and empty: the command makes p in it
+			continue
+		}
+		if isDir {
+			if os.Mkdir(p, 0o755) == nil {
+				g.created = append(g.created, created{path: p, dir: true, keep: true})
+				add(p)
+			}
+			continue
+		}
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+		if err != nil {
+			continue
+		}
+		fi, err := f.Stat()
+		f.Close()
+		if err != nil {
+			continue
+		}
+		g.created = append(g.created, created{path: p, mtime: fi.ModTime()})
+		add(p)
+	}
+	return g
+}
+
+// undo removes, deepest first, what grantable created and the call left
+// as it was: an empty file it did not write, an empty directory that is
+// not a mkdir target.
+func (g grant) undo() {
+	for _, c := range slices.Backward(g.created) {
+		fi, err := os.Lstat(c.path)
+		switch {
+		case err != nil || c.keep:
+		case c.dir && fi.IsDir():
+			_ = os.Remove(c.path) // only when empty
+		case !c.dir && fi.Mode().IsRegular() && fi.Size() == 0 && fi.ModTime().Equal(c.mtime):
+			_ = os.Remove(c.path)
+		}
+	}
 }
 
 // realPaths resolves the links in each path that exists, so that a
@@ -399,27 +503,72 @@ func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
 
-// ReadFile implements backend.Backend. The path is checked as the file
-// it resolves to (see resolve), and the file opened is checked again: a
-// hard link to one of the hidden files is refused.
+// DefaultMaxRead bounds what ReadFile holds of one file in memory; the
+// file tools ask for less (ReadFileLimit).
+const DefaultMaxRead = 256 << 20
+
+// ReadFile implements backend.Backend: ReadFileLimit with
+// DefaultMaxRead.
 func (b *Backend) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	return b.ReadFileLimit(ctx, path, DefaultMaxRead)
+}
+
+// ReadFileLimit implements backend.LimitReader. The path is checked as
+// the file it resolves to (see resolve), and the file opened is checked
+// again: one of the hidden files (by identity, a hard link to one too)
+// is refused, and so is anything but a regular file (opened without
+// blocking, so a FIFO cannot hold the call) and a file larger than max,
+// before a byte is read. At most max+1 bytes are read, in steps that
+// stop when ctx is done.
+func (b *Backend) ReadFileLimit(ctx context.Context, path string, max int64) ([]byte, error) {
 	real, err := b.resolve(ctx, path, false)
 	if err != nil {
 		return nil, err
 	}
-	f, err := open(real, os.O_RDONLY, 0)
+	f, err := open(real, os.O_RDONLY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	if err := b.checkLinks(f, path, false); err != nil {
+	st, err := b.checkOpened(f, path, false)
+	if err != nil {
 		return nil, err
 	}
-	data, err := io.ReadAll(f)
-	return data, wrap(err)
+	if st.Size > max {
+		return nil, fmt.Errorf("local: %w", backend.TooLarge(path, st.Size, max))
+	}
+	return readBounded(ctx, f, path, st.Size, max)
 }
 
-// WriteFile implements backend.Backend, on the file path resolves to.
+// readBounded reads f (of size bytes when opened) to its end, at most
+// max bytes: more is ErrTooLarge. It checks ctx between reads.
+func readBounded(ctx context.Context, f *os.File, path string, size, max int64) ([]byte, error) {
+	const step = 1 << 20
+	buf := make([]byte, 0, min(size, max)+1)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("local read %s: %w", path, err)
+		}
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, int(min(step, max+1-int64(len(buf)))))
+		}
+		n, err := f.Read(buf[len(buf):min(cap(buf), len(buf)+step)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > max {
+			return nil, fmt.Errorf("local: %w", backend.TooLarge(path, int64(len(buf)), max))
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, wrap(err)
+		}
+	}
+}
+
+// WriteFile implements backend.Backend, on the file path resolves to:
+// a regular file, or a new one (a FIFO, a socket or a device is refused,
+// and opened without blocking).
 func (b *Backend) WriteFile(ctx context.Context, path string, data []byte) error {
 	real, err := b.resolve(ctx, path, true)
 	if err != nil {
@@ -429,14 +578,17 @@ func (b *Backend) WriteFile(ctx context.Context, path string, data []byte) error
 		return fmt.Errorf("local write: %w", err)
 	}
 	mode := os.FileMode(0o644)
-	if fi, err := os.Stat(real); err == nil {
+	if fi, err := os.Lstat(real); err == nil {
+		if !fi.Mode().IsRegular() {
+			return notRegular(path, fi.Mode())
+		}
 		mode = fi.Mode().Perm()
 	}
-	f, err := open(real, os.O_WRONLY|os.O_CREATE, mode)
+	f, err := open(real, os.O_WRONLY|os.O_CREATE|unix.O_NONBLOCK, mode)
 	if err != nil {
 		return err
 	}
-	if err := b.checkLinks(f, path, true); err != nil {
+	if _, err := b.checkOpened(f, path, true); err != nil {
 		f.Close()
 		return err
 	}
@@ -474,14 +626,18 @@ func (b *Backend) ListDir(ctx context.Context, path string) ([]backend.FileInfo,
 	if err != nil {
 		return nil, wrap(err)
 	}
+	h := b.hidden(false)
 	out := make([]backend.FileInfo, 0, len(entries))
 	for _, e := range entries {
-		if b.isHidden(filepath.Join(real, e.Name())) {
+		if h.covers(filepath.Join(real, e.Name())) {
 			continue
 		}
 		fi, err := e.Info()
 		if err != nil {
 			continue // removed since the listing
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && h.ids.has(st.Dev, st.Ino) {
+			continue // one of the hidden files or directories, under another name
 		}
 		out = append(out, info(fi))
 	}
@@ -491,6 +647,27 @@ func (b *Backend) ListDir(ctx context.Context, path string) ([]backend.FileInfo,
 
 // Sandboxed reports whether tool processes run in the kernel sandbox.
 func (b *Backend) Sandboxed() bool { return !b.Unsandboxed }
+
+// SandboxOff is SandboxState's text for an unsandboxed backend.
+const SandboxOff = "OFF (backend.local.sandbox: off): tools run as the worker's user, with its files and network"
+
+// SandboxState says what confines the backend's tool processes, as the
+// worker says at start: "on: landlock vN, ..." or SandboxOff ("on, but
+// unavailable here: ..." when the kernel lacks Landlock, where every
+// call fails).
+func (b *Backend) SandboxState() string {
+	if b.Unsandboxed {
+		return SandboxOff
+	}
+	abi, err := sandbox.ABI()
+	if err == nil && abi < sandbox.MinABI {
+		err = fmt.Errorf("landlock ABI %d is older than %d", abi, sandbox.MinABI)
+	}
+	if err != nil {
+		return "on, but unavailable here (" + err.Error() + "): every call fails"
+	}
+	return "on: " + sandbox.Describe(abi)
+}
 
 // Home implements backend.Backend.
 func (b *Backend) Home(context.Context) (string, error) { return os.UserHomeDir() }

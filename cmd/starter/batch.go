@@ -49,7 +49,7 @@ func (f batchFlags) run(cmd *cobra.Command, cn *conn) error {
 		return err
 	}
 	defer c.Close()
-	jobs, err := client.ReadJobs(f.file, cfg.Permission)
+	jobs, err := client.ReadJobs(f.file, cfg.Policy())
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -27,8 +28,10 @@ func newPermissionCmd() *cobra.Command {
 // permFlags are the flags of "permission check".
 type permFlags struct {
 	tool, input, mode, rules, config string
-	workdirs                         []string
-	jsonl                            bool
+	// dataDir is the worker's --data-dir, when it overrides its config's.
+	dataDir  string
+	workdirs []string
+	jsonl    bool
 }
 
 func newPermissionCheckCmd() *cobra.Command {
@@ -78,6 +81,7 @@ and writes one JSON result (or {"error":...}) per request, in order.
 	fl.StringArrayVar(&f.workdirs, "workdir", nil, "working directory (repeatable; the first is the workspace, default the current directory)")
 	fl.StringVar(&f.rules, "rules", "", "policy file (YAML or JSON)")
 	fl.StringVar(&f.config, "worker-config", "", "the worker's config file, for its protected files and sandbox setting (default temporal-dev.yaml when present)")
+	fl.StringVar(&f.dataDir, "worker-data-dir", "", "the worker's data directory when its --data-dir overrides the config's (protected like the rest of its own files)")
 	fl.BoolVar(&f.jsonl, "jsonl", false, "read JSON requests from stdin, write JSON results to stdout")
 	return cmd
 }
@@ -88,12 +92,13 @@ func (f permFlags) options(ctx context.Context) (tools.CheckOptions, error) {
 	if err != nil {
 		return tools.CheckOptions{}, err
 	}
-	// The worker's own files are protected as the worker protects them,
+	// The worker's own files are protected as the worker protects them
+	// (its config, the environment's overrides and --worker-data-dir),
 	// and its local backend's sandbox setting decides the profile.
-	cfg, err := config.Load(f.config)
+	cfg, _, err := config.ResolveClient(f.config, config.FromEnv(os.Getenv), config.Overrides{DataDir: f.dataDir})
 	if err != nil {
 		return tools.CheckOptions{}, err
 	}
-	base.Protected = append(base.Protected, cfg.Permission.Protected...)
+	base.Protected = append(base.Protected, cfg.OwnPatterns()...)
 	return tools.CheckOptions{Base: base, Workdirs: f.workdirs, Unsandboxed: cfg.Backend.Local.SandboxOff()}, nil
 }

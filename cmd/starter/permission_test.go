@@ -71,3 +71,35 @@ func TestPermissionCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestPermissionCheckWorkerOwnPaths: the check protects the worker's own
+// files as the worker runs with them: the data directory named by
+// --worker-data-dir (the worker's --data-dir) and the key file named by
+// WARDEN_KEY_FILE are denied even in bypass mode; the same read of a
+// file beside them is allowed (the control).
+func TestPermissionCheckWorkerOwnPaths(t *testing.T) {
+	wd := t.TempDir()
+	data, key := filepath.Join(wd, "srv-data"), filepath.Join(wd, "keys", "w.key")
+	t.Setenv("WARDEN_KEY_FILE", key)
+	cfg := filepath.Join(wd, "cfg.yaml")
+	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func(p string) string {
+		t.Helper()
+		out, err := runPerm(t, "", "check", "--tool", "Read", "--input", `{"file_path":"`+p+`"}`, "--workdir", wd,
+			"--mode", "bypass", "--worker-config", cfg, "--worker-data-dir", data)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return out
+	}
+	for _, p := range []string{filepath.Join(data, "auth", "operator.key"), key} {
+		if out := check(p); !strings.Contains(out, "Decision:    DENY") {
+			t.Errorf("Read %s in bypass: want DENY\n%s", p, out)
+		}
+	}
+	if out := check(filepath.Join(wd, "notes.txt")); !strings.Contains(out, "Decision:    ALLOW") {
+		t.Errorf("control: Read of an ordinary file in bypass: want ALLOW\n%s", out)
+	}
+}

@@ -61,7 +61,7 @@ func (f runFlags) run(cmd *cobra.Command, cn *conn) error {
 		return err
 	}
 	defer c.Close()
-	pc, err := client.PolicyContext(ctx, cfg.Permission, f.rules, permission.Mode(f.mode))
+	pc, err := client.PolicyContext(ctx, cfg.Policy(), f.rules, permission.Mode(f.mode))
 	if err != nil {
 		return err
 	}

@@ -76,12 +76,41 @@ func listWorkerTools(cmd *cobra.Command, cn *conn, wait time.Duration, asJSON bo
 	if len(others) > 0 {
 		head += fmt.Sprintf("; %s poll it too and may register other tools", strings.Join(others, ", "))
 	}
+	head += "\n" + backendLines(wt.Backends, wt.Protected)
 	if asJSON {
-		fmt.Fprintln(cmd.ErrOrStderr(), head)
+		fmt.Fprint(cmd.ErrOrStderr(), head)
 		return printEntries(cmd.OutOrStdout(), wt.Tools, true)
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "%s\n\n", head)
+	fmt.Fprintf(cmd.OutOrStdout(), "%s\n", head)
 	return printEntries(cmd.OutOrStdout(), wt.Tools, false)
+}
+
+// backendLines says, a line each, what confines the answering worker's
+// backends' tool processes (the local sandbox, OFF included) and which
+// of its own paths no tool may touch.
+func backendLines(bs []workflows.BackendState, protected []string) string {
+	if len(bs) == 0 {
+		return "backends: this worker does not say what confines its tools (an older version)\n"
+	}
+	var b strings.Builder
+	for _, s := range bs {
+		name := s.Name
+		if s.Default {
+			name += " (default)"
+		}
+		state := s.Sandbox
+		if state == "" {
+			state = "its own isolation"
+		}
+		if s.Name == "local" && state != "its own isolation" {
+			state = "sandbox " + state
+		}
+		fmt.Fprintf(&b, "backend %s: %s\n", name, state)
+	}
+	if len(protected) > 0 {
+		fmt.Fprintf(&b, "protected: %s\n", strings.Join(protected, ", "))
+	}
+	return b.String()
 }
 
 // listBuiltins prints the built-in tools and what protects their

@@ -5,9 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/tools"
+	"github.com/wardenhq/warden/workflows"
 )
 
 // TestToolsListBuiltin: --builtin lists the built-ins without a server,
@@ -43,5 +46,23 @@ func TestToolsListBuiltin(t *testing.T) {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("output does not match %s:\n%s", re, out)
 		}
+	}
+}
+
+// TestBackendLines: the tools listing's header says the worker's
+// sandbox state, OFF included, and its protected paths.
+func TestBackendLines(t *testing.T) {
+	got := backendLines([]workflows.BackendState{{Name: "docker"}, {Name: "local", Default: true, Sandbox: local.SandboxOff}}, []string{"/srv/data{,/**}"})
+	for _, want := range []string{
+		"backend docker: its own isolation\n",
+		"backend local (default): sandbox OFF (backend.local.sandbox: off): tools run as the worker's user",
+		"protected: /srv/data{,/**}\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("header lacks %q:\n%s", want, got)
+		}
+	}
+	if got := backendLines(nil, nil); !strings.Contains(got, "does not say") {
+		t.Errorf("older worker: %q", got)
 	}
 }

@@ -126,7 +126,7 @@ func (f whatIfFlags) options(p permission.Policy, cfg config.Config) (audit.What
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}
-	return audit.WhatIfOptions{Policy: p, Workdir: workdir, Home: home, Protected: cfg.Permission.Protected, Workers: f.workers}, nil
+	return audit.WhatIfOptions{Policy: p, Workdir: workdir, Home: home, Protected: cfg.OwnPatterns(), Workers: f.workers}, nil
 }
 
 // write prints the report as JSON (--json) or as text.

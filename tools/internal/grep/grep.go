@@ -16,7 +16,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/wardenhq/warden/backend"
 )
@@ -24,8 +27,15 @@ import (
 const (
 	// maxColumns replaces longer lines, as rg --max-columns.
 	maxColumns = 500
-	// maxFileBytes: the Go engine skips larger files.
+	// maxFileBytes: the Go engine skips larger files (and says so).
 	maxFileBytes = 64 << 20
+	// maxInFlightBytes bounds what one Go search holds of the files it
+	// is searching at once: its workers wait for each other's files to
+	// be done rather than load more.
+	maxInFlightBytes = 128 << 20
+	// maxOutputBytes bounds the output lines one Go search collects, as
+	// Ripgrep's output is capped: past it, no more lines or files.
+	maxOutputBytes = 32 << 20
 )
 
 // vcsDirs are never searched.
@@ -48,6 +58,10 @@ type Query struct {
 	LineNumbers   bool
 	IgnoreCase    bool
 	Multiline     bool
+
+	// output is what the Go engine may still collect, in bytes
+	// (maxOutputBytes at the start of a search).
+	output *atomic.Int64
 }
 
 // decode turns process output into text: invalid UTF-8 is replaced and
@@ -120,19 +134,30 @@ func Ripgrep(ctx context.Context, b backend.Backend, q Query, timeout time.Durat
 	return strings.Split(out, "\n"), "", nil
 }
 
-// Go is the Go engine, returning what Ripgrep returns: it walks the
-// tree through the backend with ripgrep's filtering rules and searches
-// each file with package regexp.
-func Go(ctx context.Context, b backend.Backend, q Query, timeout time.Duration) ([]string, string, error) {
+// Go is the Go engine, returning what Ripgrep returns and the files it
+// skipped without reading them (each with the reason: not a regular
+// file, or over maxFileBytes): it walks the tree through the backend
+// with ripgrep's filtering rules and searches each file with package
+// regexp, holding at most maxFileBytes of one file and maxInFlightBytes
+// of all at once.
+func Go(ctx context.Context, b backend.Backend, q Query, timeout time.Duration) (lines, skipped []string, msg string, err error) {
+	lines, skipped, msg, err = goSearch(ctx, b, q, timeout)
+	if msg != "" || err != nil {
+		return nil, nil, msg, err
+	}
+	return lines, skipped, "", nil
+}
+
+func goSearch(ctx context.Context, b backend.Backend, q Query, timeout time.Duration) ([]string, []string, string, error) {
 	re, msg := compile(q)
 	if msg != "" {
-		return nil, msg, nil
+		return nil, nil, msg, nil
 	}
 	var typeGlobs []string
 	if q.Type != "" {
 		var ok bool
 		if typeGlobs, ok = types()[q.Type]; !ok {
-			return nil, fmt.Sprintf("ripgrep error (code 2): rg: unrecognized file type: %s", q.Type), nil
+			return nil, nil, fmt.Sprintf("ripgrep error (code 2): rg: unrecognized file type: %s", q.Type), nil
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -140,15 +165,17 @@ func Go(ctx context.Context, b backend.Backend, q Query, timeout time.Duration) 
 	files, err := listFiles(ctx, b, q, typeGlobs)
 	if err != nil {
 		if ctx.Err() != nil {
-			return timedOut(ctx, timeout)
+			l, m, err := timedOut(ctx, timeout)
+			return l, nil, m, err
 		}
-		return nil, fmt.Sprintf("ripgrep error (code 2): %v", err), nil
+		return nil, nil, fmt.Sprintf("ripgrep error (code 2): %v", err), nil
 	}
-	results := searchAll(ctx, b, files, re, q)
+	results, skipped := searchAll(ctx, b, files, re, q)
 	if ctx.Err() != nil {
-		return timedOut(ctx, timeout)
+		l, m, err := timedOut(ctx, timeout)
+		return l, nil, m, err
 	}
-	return joinResults(results, q), "", nil
+	return joinResults(results, q), skipped, "", nil
 }
 
 // compile compiles q's pattern as ripgrep reads it, or returns the tool
@@ -185,40 +212,58 @@ func timedOut(ctx context.Context, timeout time.Duration) ([]string, string, err
 	return nil, "", fmt.Errorf("grep: %w", err)
 }
 
+// file is one file to search and its size as listed (-1: unknown).
+type file struct {
+	path string
+	size int64
+}
+
 // listFiles returns the files q searches: its root file, or the files
 // under its root that the filters select, in walk order.
-func listFiles(ctx context.Context, b backend.Backend, q Query, typeGlobs []string) ([]string, error) {
+func listFiles(ctx context.Context, b backend.Backend, q Query, typeGlobs []string) ([]file, error) {
 	if q.RootIsFile {
-		return []string{q.Root}, nil
+		return []file{{q.Root, -1}}, nil
 	}
-	var files []string
+	var files []file
 	f := newFilter(q.Globs, typeGlobs)
-	err := walkFiltered(ctx, b, q.Root, f, func(rel string) { files = append(files, path.Join(q.Root, rel)) })
+	err := walkFiltered(ctx, b, q.Root, f, func(rel string, size int64) { files = append(files, file{path.Join(q.Root, rel), size}) })
 	return files, err
 }
 
 // searchAll searches files in parallel and returns each one's output
-// lines in files' order. It stops handing out files once ctx is done.
-func searchAll(ctx context.Context, b backend.Backend, files []string, re *regexp.Regexp, q Query) [][]string {
+// lines in files' order, and the files skipped unread (with why). It
+// stops handing out files once ctx is done.
+func searchAll(ctx context.Context, b backend.Backend, files []file, re *regexp.Regexp, q Query) ([][]string, []string) {
 	results := make([][]string, len(files))
+	skips := make([]string, len(files))
+	budget := semaphore.NewWeighted(maxInFlightBytes)
+	var output atomic.Int64
+	output.Store(maxOutputBytes)
+	q.output = &output
 	var wg sync.WaitGroup
 	next := make(chan int)
 	for range min(8, len(files)) {
 		wg.Go(func() {
 			for i := range next {
-				results[i] = searchFile(ctx, b, files[i], re, q)
+				results[i], skips[i] = searchFile(ctx, b, budget, files[i], re, q)
 			}
 		})
 	}
 	for i := range files {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil || output.Load() <= 0 {
 			break
 		}
 		next <- i
 	}
 	close(next)
 	wg.Wait()
-	return results
+	var skipped []string
+	for _, s := range skips {
+		if s != "" {
+			skipped = append(skipped, s)
+		}
+	}
+	return results, skipped
 }
 
 // joinResults concatenates the files' output lines, with "--" between
@@ -237,11 +282,25 @@ func joinResults(results [][]string, q Query) []string {
 	return out
 }
 
-// searchFile searches one file and returns its output lines.
-func searchFile(ctx context.Context, b backend.Backend, file string, re *regexp.Regexp, q Query) []string {
-	data := readSearchable(ctx, b, file, re)
+// searchFile searches one file and returns its output lines, or why it
+// skipped the file unread. The file's bytes are held under budget (its
+// listed size, the most a search reads when unknown or grown since).
+func searchFile(ctx context.Context, b backend.Backend, budget *semaphore.Weighted, f file, re *regexp.Regexp, q Query) ([]string, string) {
+	file := f.path
+	if f.size > maxFileBytes {
+		return nil, fmt.Sprintf("%s (%d bytes, over the %d MiB a search reads)", file, f.size, maxFileBytes>>20)
+	}
+	weight := int64(maxFileBytes)
+	if f.size >= 0 {
+		weight = max(f.size, 4096)
+	}
+	if err := budget.Acquire(ctx, weight); err != nil {
+		return nil, ""
+	}
+	defer budget.Release(weight)
+	data, skip := readSearchable(ctx, b, file, min(weight, maxFileBytes), re)
 	if data == nil {
-		return nil
+		return nil, skip
 	}
 	ls := splitLines(data)
 	var matched []int
@@ -253,7 +312,7 @@ func searchFile(ctx context.Context, b backend.Backend, file string, re *regexp.
 		count = len(matched)
 	}
 	if len(matched) == 0 {
-		return nil
+		return nil, ""
 	}
 	prefix := ""
 	if !q.RootIsFile {
@@ -261,32 +320,40 @@ func searchFile(ctx context.Context, b backend.Backend, file string, re *regexp.
 	}
 	switch q.Mode {
 	case "files_with_matches":
-		return []string{file}
+		return []string{file}, ""
 	case "count":
 		if prefix == "" {
-			return []string{strconv.Itoa(count)}
+			return []string{strconv.Itoa(count)}, ""
 		}
-		return []string{prefix + ":" + strconv.Itoa(count)}
+		return []string{prefix + ":" + strconv.Itoa(count)}, ""
 	}
-	return ls.content(matched, prefix, q)
+	return ls.content(matched, prefix, q), ""
 }
 
 // readSearchable reads a file that ripgrep would search and in which re
 // matches, or returns nil: unreadable, empty (no lines, not one empty
-// line: ripgrep finds no match for ^$ in it), too large, binary or
-// without a match.
-func readSearchable(ctx context.Context, b backend.Backend, file string, re *regexp.Regexp) []byte {
-	data, err := b.ReadFile(ctx, file)
-	if err != nil || len(data) == 0 || len(data) > maxFileBytes {
-		return nil
+// line: ripgrep finds no match for ^$ in it), binary or without a
+// match, or, with the reason it was skipped, not a regular file (never
+// opened in a way that blocks) or too large (never read past the limit).
+func readSearchable(ctx context.Context, b backend.Backend, file string, limit int64, re *regexp.Regexp) ([]byte, string) {
+	data, err := backend.ReadFileLimit(ctx, b, file, limit)
+	switch {
+	case errors.Is(err, backend.ErrNotRegular):
+		return nil, file + " (not a regular file)"
+	case errors.Is(err, backend.ErrTooLarge) && limit < maxFileBytes:
+		return nil, file + " (grew past its listed size while it was searched)"
+	case errors.Is(err, backend.ErrTooLarge):
+		return nil, fmt.Sprintf("%s (over the %d MiB a search reads)", file, maxFileBytes>>20)
+	case err != nil || len(data) == 0:
+		return nil, ""
 	}
 	if bytes.IndexByte(data, 0) >= 0 {
-		return nil // binary, as ripgrep skips it
+		return nil, "" // binary, as ripgrep skips it
 	}
 	if !re.Match(data) {
-		return nil
+		return nil, ""
 	}
-	return data
+	return data, ""
 }
 
 // lines is a file's text and where its lines start.
@@ -389,7 +456,11 @@ func (ls lines) content(matched []int, prefix string, q Query) []string {
 		if printed >= 0 && l > printed+1 && (q.Before > 0 || q.After > 0) {
 			out = append(out, "--")
 		}
-		out = append(out, ls.format(l, isMatch[l], prefix, q.LineNumbers))
+		line := ls.format(l, isMatch[l], prefix, q.LineNumbers)
+		if q.output != nil && q.output.Add(-int64(len(line)+1)) < 0 {
+			break // the search's output is full
+		}
+		out = append(out, line)
 		printed = l
 	}
 	return out

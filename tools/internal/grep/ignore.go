@@ -84,9 +84,13 @@ func (r rule) match(rel string, isDir bool) bool {
 	return doublestar.MatchUnvalidated(r.pattern, rel)
 }
 
+// maxIgnoreBytes bounds one ignore file the Go engine reads; a larger
+// one is not read.
+const maxIgnoreBytes = 1 << 20
+
 // walkFiltered walks root and calls found for every file ripgrep would
 // search, in ripgrep --sort path order.
-func walkFiltered(ctx context.Context, b backend.Backend, root string, f *filter, found func(rel string)) error {
+func walkFiltered(ctx context.Context, b backend.Backend, root string, f *filter, found func(rel string, size int64)) error {
 	var walk func(dir, rel string, rules []rule) error
 	walk = func(dir, rel string, rules []rule) error {
 		if err := ctx.Err(); err != nil {
@@ -104,7 +108,7 @@ func walkFiltered(ctx context.Context, b backend.Backend, root string, f *filter
 			if !slices.ContainsFunc(entries, func(e backend.FileInfo) bool { return e.Name == name && !e.IsDir }) {
 				continue
 			}
-			data, err := b.ReadFile(ctx, path.Join(dir, name))
+			data, err := backend.ReadFileLimit(ctx, b, path.Join(dir, name), maxIgnoreBytes)
 			if err != nil {
 				continue
 			}
@@ -128,7 +132,7 @@ func walkFiltered(ctx context.Context, b backend.Backend, root string, f *filter
 					return err
 				}
 			} else {
-				found(r)
+				found(r, e.Size)
 			}
 		}
 		return nil

@@ -86,14 +86,14 @@ func TestGoWalk(t *testing.T) {
 	} {
 		typeGlobs := types()[c.typ]
 		var got []string
-		if err := walkFiltered(context.Background(), b, dir, newFilter(c.globs, typeGlobs), func(rel string) { got = append(got, rel) }); err != nil {
+		if err := walkFiltered(context.Background(), b, dir, newFilter(c.globs, typeGlobs), func(rel string, _ int64) { got = append(got, rel) }); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("globs %v type %q: %v, want %v", c.globs, c.typ, got, c.want)
 		}
 	}
-	lines, msg, err := Go(context.Background(), b, Query{Pattern: "foo", Root: dir, Mode: "count", Type: "go"}, time.Minute)
+	lines, _, msg, err := Go(context.Background(), b, Query{Pattern: "foo", Root: dir, Mode: "count", Type: "go"}, time.Minute)
 	if err != nil || msg != "" {
 		t.Fatal(err, msg)
 	}
@@ -101,7 +101,7 @@ func TestGoWalk(t *testing.T) {
 	if !slices.Equal(lines, want) {
 		t.Errorf("count: %v, want %v", lines, want)
 	}
-	if _, msg, _ := Go(context.Background(), b, Query{Pattern: "(", Root: dir, Mode: "count"}, time.Minute); msg == "" {
+	if _, _, msg, _ := Go(context.Background(), b, Query{Pattern: "(", Root: dir, Mode: "count"}, time.Minute); msg == "" {
 		t.Error("bad regexp: no tool error")
 	}
 }
