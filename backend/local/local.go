@@ -260,41 +260,9 @@ func (b *Backend) reads(dirs, env []string) []string {
 	for _, p := range b.Read {
 		add(p)
 	}
-	home, path := "", ""
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
-			home = v
-		}
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
+	for _, p := range sandbox.HomeReads(env, b.hide()) {
+		add(p)
 	}
-	if home == "" || !filepath.IsAbs(home) || filepath.Clean(home) == "/" {
-		return out
-	}
-	home = filepath.Clean(home)
-	hide := b.hide()
-	grant := func(p string) {
-		if !insideAny(p, hide) {
-			add(p)
-		}
-	}
-	for _, e := range filepath.SplitList(path) {
-		if !filepath.IsAbs(e) {
-			continue
-		}
-		rel, err := filepath.Rel(home, filepath.Clean(e))
-		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
-			continue
-		}
-		top := filepath.Join(home, strings.Split(rel, string(filepath.Separator))[0])
-		grant(top)
-		if filepath.Base(top) == ".cargo" {
-			grant(filepath.Join(home, ".rustup"))
-		}
-	}
-	grant(filepath.Join(home, ".gitconfig"))
-	grant(filepath.Join(home, ".config", "git"))
 	return out
 }
 

@@ -84,6 +84,10 @@ func (e *notFound) Error() string {
 // otherwise the first executable regular file of that name in PATH.
 func lookPath(name string) (string, error) { return lookPathList(name, os.Getenv("PATH")) }
 
+// LookPathList finds name as a shell would, in the directories of path
+// (a name with a slash as is).
+func LookPathList(name, path string) (string, error) { return lookPathList(name, path) }
+
 // lookPathList is lookPath with path as the list of directories.
 func lookPathList(name, path string) (string, error) {
 	if strings.Contains(name, "/") {
