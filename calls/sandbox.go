@@ -22,6 +22,27 @@ type Sandbox struct {
 	// and .git/config of each working directory, unless a rule grants
 	// them).
 	Protect []string `json:"protect,omitempty"`
+	// Git says git's own writes in the working directories' .git are
+	// allowed: the call is a git command an allow rule or a human
+	// allowed. Git's objects, refs, index and logs are then writable;
+	// what git executes or reads as configuration (hooks, config,
+	// commondir, info, modules, worktrees) stays read-only, and what such
+	// a call creates among those names is undone after it. Any other call
+	// finds every .git read-only.
+	Git bool `json:"git,omitempty"`
+	// Read lists the sensitive paths inside the working directories the
+	// call may read (doublestar patterns over absolute paths): the ones a
+	// human approved the call to read, or an allow rule names. Its
+	// processes find the other sensitive files (.env, keys, .npmrc, ...)
+	// empty.
+	Read []string `json:"read,omitempty"`
+	// Granted lists the dangerous paths inside the working directories
+	// the call may write (doublestar patterns over absolute paths): named
+	// by an Edit or Write allow rule, or written by a command a human
+	// approved. The other dangerous files and directories that exist
+	// (.bashrc, .vscode, .gitmodules, ...) stay read-only, and those the
+	// call creates are moved aside after it.
+	Granted []string `json:"granted,omitempty"`
 	// Network gives the call the host's network; NetworkBy says what
 	// turned it on (the turn's policy, a rule, the tool's settings).
 	Network   bool   `json:"network,omitempty"`
@@ -56,6 +77,15 @@ func (s *Sandbox) String() string {
 	if len(s.Protect) > 0 {
 		b.WriteString(" (read-only: " + strings.Join(s.Protect, ", ") + ")")
 	}
+	if s.Git {
+		b.WriteString(", git may write its own files in .git")
+	}
+	if len(s.Granted) > 0 {
+		b.WriteString(", may write " + strings.Join(s.Granted, ", "))
+	}
+	if len(s.Read) > 0 {
+		b.WriteString(", may read " + strings.Join(s.Read, ", "))
+	}
 	if s.Network {
 		b.WriteString(", network on")
 		if s.NetworkBy != "" {
@@ -77,6 +107,9 @@ func Rebased(s *Sandbox, wd string) *Sandbox {
 	}
 	old := s.Dirs[0]
 	move := func(ps []string) []string {
+		if ps == nil {
+			return nil
+		}
 		out := make([]string, len(ps))
 		for i, p := range ps {
 			switch {
@@ -91,5 +124,6 @@ func Rebased(s *Sandbox, wd string) *Sandbox {
 	}
 	r := *s
 	r.Dirs, r.Write, r.Protect = move(s.Dirs), move(s.Write), move(s.Protect)
+	r.Read, r.Granted = move(s.Read), move(s.Granted)
 	return &r
 }

@@ -17,10 +17,11 @@ import (
 // function releases what they created (a Docker container this worker
 // created is removed; an E2B sandbox is left to its keep-alive timeout so a
 // restarted worker reconnects to it). hide is what the local backend hides from tools; own are the worker's
-// own paths, which no Docker mount may expose.
-func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own []string) (map[string]backend.Backend, func(), error) {
+// own paths, which no Docker mount may expose; sensitive the policy's
+// sensitive_paths, whose files the local backend hides inside a call's working directories.
+func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own, sensitive []string) (map[string]backend.Backend, func(), error) {
 	env := backend.ResolveEnv(cfg.Env, os.Environ()) // backend.env: all that tools get beyond the allowlist
-	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Read: cfg.Local.Read, Unsandboxed: cfg.Local.SandboxOff()}
+	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Sensitive: sensitive, Read: cfg.Local.Read, Unsandboxed: cfg.Local.SandboxOff()}
 	out := map[string]backend.Backend{"local": lb}
 	var closers []func()
 	closers = append(closers, func() { _ = lb.Close() })

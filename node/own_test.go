@@ -47,7 +47,7 @@ func TestWorkerHidesResolvedOwnPaths(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	out, closeAll, err := backends(ctx, cfg.Backend, ws, hiddenPaths(cfg), cfg.OwnPaths())
+	out, closeAll, err := backends(ctx, cfg.Backend, ws, hiddenPaths(cfg), cfg.OwnPaths(), cfg.Permission.SensitivePaths)
 	defer closeAll()
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +83,7 @@ func TestDockerMountOfOwnPathsRefused(t *testing.T) {
 	cfg.Apply(config.Overrides{DataDir: data, Workdir: proj})
 	cfg.Backend.Docker.Enabled = true
 	cfg.Backend.Docker.Mounts = []string{proj + ":/workspace"}
-	_, closeAll, err := backends(context.Background(), cfg.Backend, proj, hiddenPaths(cfg), cfg.OwnPaths())
+	_, closeAll, err := backends(context.Background(), cfg.Backend, proj, hiddenPaths(cfg), cfg.OwnPaths(), cfg.Permission.SensitivePaths)
 	closeAll()
 	if err == nil || !strings.Contains(err.Error(), proj+":/workspace") || !strings.Contains(err.Error(), data) {
 		t.Errorf("backends: %v, want the mount refused naming %s", err, data)

@@ -34,7 +34,7 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 	}
 	fmt.Printf("sandbox          %s\n", sbx)
 	hide := hiddenPaths(cfg)
-	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir, hide, cfg.OwnPaths())
+	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir, hide, cfg.OwnPaths(), cfg.Permission.SensitivePaths)
 	n.onStop(closeBackends)
 	if err != nil {
 		return nil, "", err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/permission/shell"
 )
 
 // Profile is the sandbox profile of a call decided as v, recorded with
@@ -24,7 +25,14 @@ import (
 //     x > /etc/app.conf` gets /etc/app.conf, nothing else; bypass mode
 //     grants none);
 //   - .git/hooks and .git/config of each working directory stay
-//     read-only unless an Edit or Write allow rule names them;
+//     read-only unless an Edit or Write allow rule names them; the local
+//     backend keeps every .git read-only (Git: only what git executes or
+//     reads as configuration, for a git command a rule or a human
+//     allowed), and the dangerous files and directories (.bashrc,
+//     .vscode, ...) unless Granted;
+//   - the sensitive files inside the working directories (.env, keys)
+//     are unreadable unless Read: a human approved a command that reads
+//     them, or a Read allow rule names them;
 //   - the network is off unless the turn's policy turns it on for every
 //     call (sandbox.network) or for the calls a rule matches
 //     (sandbox.network_for).
@@ -43,20 +51,25 @@ func Profile(ctx context.Context, c Call, v permission.Verdict) calls.Sandbox {
 func profile(ctx context.Context, b bound, c Call, pc *permission.Context, v permission.Verdict) calls.Sandbox {
 	dirs := callDirs(c.Workdir, pc.WorkingDirs)
 	s := calls.Sandbox{Dirs: dirs}
+	// Granted by a human (a call that asks runs only once approved) or
+	// by a rule; never by a mode: bypass allows the call, not the access.
+	human := v.Behavior != permission.Allow
+	s.Read = sensitiveReads(ctx, b, c, pc, dirs, human)
 	if !v.ReadOnly {
 		s.Write = slices.Clone(dirs)
 		for _, d := range dirs {
 			for _, p := range []string{path.Join(d, ".git", "hooks"), path.Join(d, ".git", "config")} {
 				if r, _ := pathRule(&Env{Workdir: c.Workdir}, pc.Allow, []string{"Edit", "Write"}, p); r == nil || r.Content == "" {
 					s.Protect = append(s.Protect, p)
+				} else {
+					s.Granted = append(s.Granted, escapeGlob(p))
 				}
 			}
 		}
+		s.Granted = append(s.Granted, dangerousWrites(ctx, b, c, pc, dirs, human)...)
+		s.Git = gitCommand(ctx, b, c.Input) && (human || v.Layer == permission.LayerAllowRule)
 		for _, p := range outsideWrites(ctx, b, c.Input, dirs) {
-			// Granted by a human (a call that asks runs only once
-			// approved) or by a rule naming the path; never by a mode:
-			// bypass allows the call, not the write.
-			granted := v.Behavior != permission.Allow
+			granted := human
 			if r, _ := pathRule(&Env{Workdir: c.Workdir}, pc.Allow, []string{"Edit", "Write"}, p); r != nil {
 				granted = true
 			}
@@ -200,4 +213,122 @@ func autoAllow(ctx context.Context, b bound, c Call, pc *permission.Context, v p
 func neverAutoAllowed() []string {
 	return []string{"git reset:*", "git clean:*", "git push:*", "git branch -D:*", "git checkout -f:*", "git checkout --:*",
 		"git rebase:*", "git filter-branch:*", "git stash drop:*", "git stash clear:*", "git restore:*", "git rm:*"}
+}
+
+// gitCommand reports whether the Bash call is a git command: every
+// top-level command git, or read-only on its own.
+func gitCommand(ctx context.Context, b bound, input json.RawMessage) bool {
+	if b.t == nil || b.Name() != "Bash" {
+		return false
+	}
+	a, _, err := analyse(b.ctx(ctx), b.env, input)
+	return err == nil && a.MatchRule("git:*", permission.Allow)
+}
+
+// sensitiveReads are the sensitive paths inside dirs the call may read:
+// those its Bash command reads when a human approves it (human), and
+// the patterns of the Read allow rules that name a sensitive path.
+func sensitiveReads(ctx context.Context, b bound, c Call, pc *permission.Context, dirs []string, human bool) []string {
+	var out []string
+	add := func(p string) {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if human && b.t != nil && b.Name() == "Bash" {
+		if a, _, err := analyse(b.ctx(ctx), b.env, c.Input); err == nil {
+			for _, acc := range a.Accesses() {
+				if acc.Write || !acc.Resolved || !insideDirs(globBase(acc), dirs) || sensitiveMatch(pc.Sensitive(), c.Home, acc.Path, acc.Glob) == "" {
+					continue
+				}
+				if acc.Glob {
+					add(path.Clean(acc.Path))
+				} else {
+					add(escapeGlob(path.Clean(acc.Path)))
+				}
+			}
+		}
+	}
+	for _, pat := range rulePatterns(c, pc.Allow, []string{"Read"}, dirs) {
+		if sensitiveMatch(pc.Sensitive(), c.Home, pat, false) != "" {
+			add(pat)
+		}
+	}
+	return out
+}
+
+// dangerousWrites are the dangerous paths inside dirs the call may
+// write: those its Bash command writes when a human approves it, and
+// the patterns of the Edit and Write allow rules that name one.
+func dangerousWrites(ctx context.Context, b bound, c Call, pc *permission.Context, dirs []string, human bool) []string {
+	var out []string
+	add := func(p string) {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	if human && b.t != nil && b.Name() == "Bash" {
+		if a, _, err := analyse(b.ctx(ctx), b.env, c.Input); err == nil {
+			for _, acc := range a.Accesses() {
+				if !acc.Write || !acc.Resolved || !insideDirs(globBase(acc), dirs) || !dangerousPath(pc, path.Clean(acc.Path)) {
+					continue
+				}
+				if acc.Glob {
+					add(path.Clean(acc.Path))
+				} else {
+					add(escapeGlob(path.Clean(acc.Path)))
+				}
+			}
+		}
+	}
+	for _, pat := range rulePatterns(c, pc.Allow, []string{"Edit", "Write"}, dirs) {
+		if dangerousPath(pc, pat) {
+			add(pat)
+		}
+	}
+	return out
+}
+
+// rulePatterns are the absolute patterns of the rules for one of the
+// tools names that have a content and reach inside dirs.
+func rulePatterns(c Call, rules []permission.Rule, names []string, dirs []string) []string {
+	var out []string
+	for _, r := range rules {
+		if !slices.Contains(names, r.Tool) || r.Content == "" {
+			continue
+		}
+		pat := r.Content
+		if !path.IsAbs(pat) {
+			if c.Workdir == "" {
+				continue
+			}
+			pat = path.Join(c.Workdir, pat)
+		}
+		base := shell.GlobBase(pat)
+		if insideDirs(base, dirs) || slices.ContainsFunc(dirs, func(d string) bool { return insideDirs(d, []string{base}) }) {
+			out = append(out, pat)
+		}
+	}
+	return out
+}
+
+// globBase is the directory an access's pattern starts from, or its
+// path.
+func globBase(acc shell.Access) string {
+	if acc.Glob {
+		return shell.GlobBase(acc.Path)
+	}
+	return acc.Path
+}
+
+// escapeGlob makes the path p a doublestar pattern that matches only p.
+func escapeGlob(p string) string {
+	var b strings.Builder
+	for _, r := range p {
+		if strings.ContainsRune(`\*?[]{}`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
 )
 
@@ -236,5 +237,58 @@ func TestGlobSuggestionCoversTheCall(t *testing.T) {
 		if v, err := Decide(ctx, call); err != nil || v.Behavior != permission.Allow {
 			t.Errorf("%s with %s: %s %v, want the suggestion to allow it", c.input, c.want, v.Behavior, err)
 		}
+	}
+}
+
+// TestProfileGuard: Git for a git command a rule or a human allowed
+// (never a mode); Read for the sensitive files a human approved reading
+// or a Read rule names; Granted for the dangerous paths a human approved
+// writing or an Edit/Write rule names.
+func TestProfileGuard(t *testing.T) {
+	ctx := context.Background()
+	prof := func(cmd string, pc *permission.Context) calls.Sandbox {
+		in, _ := json.Marshal(BashInput{Command: cmd})
+		c := Call{Tool: Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: pc}
+		v, err := Decide(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Profile(ctx, c, v)
+	}
+	rule := func(tool, content string) permission.Rule {
+		return permission.Rule{Tool: tool, Content: content, Behavior: permission.Allow}
+	}
+	gitRule := &permission.Context{Mode: permission.ModeDefault, Allow: []permission.Rule{rule("Bash", "git commit:*"), rule("Bash", "python3:*")}}
+	if p := prof("git commit -m x", gitRule); !p.Git || !strings.Contains(p.String(), "git may write") {
+		t.Errorf("git commit allowed by a rule: %+v", p)
+	}
+	if p := prof("git commit -m x", &permission.Context{Mode: permission.ModeDefault}); !p.Git {
+		t.Errorf("git commit approved by a human: %+v", p)
+	}
+	if p := prof("git commit -m x", &permission.Context{Mode: permission.ModeBypass}); p.Git {
+		t.Errorf("git commit allowed by bypass mode gets Git: %+v", p)
+	}
+	if p := prof("git commit -m x && python3 x.py", gitRule); p.Git {
+		t.Errorf("a compound command with python3 gets Git: %+v", p)
+	}
+	if p := prof("cat .env", &permission.Context{Mode: permission.ModeDefault}); !slices.Equal(p.Read, []string{"/src/app/.env"}) {
+		t.Errorf("cat .env approved: read %q", p.Read)
+	}
+	if p := prof("cat .env", &permission.Context{Mode: permission.ModeBypass}); len(p.Read) != 0 {
+		t.Errorf("cat .env in bypass: read %q, want none", p.Read)
+	}
+	readRule := &permission.Context{Mode: permission.ModeDefault, Allow: []permission.Rule{rule("Bash", "python3:*"), rule("Read", ".env"), rule("Read", "src/**")}}
+	if p := prof("python3 x.py", readRule); !slices.Equal(p.Read, []string{"/src/app/.env"}) {
+		t.Errorf("Read(.env) rule: read %q, want only the sensitive one", p.Read)
+	}
+	if p := prof("echo x >> .bashrc", &permission.Context{Mode: permission.ModeDefault}); !slices.Contains(p.Granted, "/src/app/.bashrc") {
+		t.Errorf("approved write of .bashrc: granted %q", p.Granted)
+	}
+	editRule := &permission.Context{Mode: permission.ModeDefault, Allow: []permission.Rule{rule("Bash", "python3:*"), rule("Edit", ".vscode/**"), rule("Edit", "src/**")}}
+	if p := prof("python3 x.py", editRule); !slices.Equal(p.Granted, []string{"/src/app/.vscode/**"}) {
+		t.Errorf("Edit(.vscode/**) rule: granted %q", p.Granted)
+	}
+	if p := prof("python3 x.py", gitRule); len(p.Granted) != 0 || len(p.Read) != 0 || p.Git {
+		t.Errorf("python3 allowed by a rule: %+v, want nothing granted", p)
 	}
 }

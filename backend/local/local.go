@@ -55,6 +55,11 @@ type Backend struct {
 	// system's shared roots, its working directories and the toolchains
 	// on its PATH under the home directory (backend.local.read).
 	Read []string
+	// Sensitive are sensitive path patterns beyond
+	// permission.DefaultSensitivePaths (the policy's sensitive_paths):
+	// the files inside a call's working directories they match are
+	// hidden from its processes unless its profile grants the read.
+	Sensitive []string
 	// Unsandboxed runs tool processes as the worker's user with its file
 	// system and network (backend.local.sandbox: off). The zero value
 	// sandboxes every process, and a kernel without Landlock or user
@@ -66,6 +71,12 @@ type Backend struct {
 	mu           sync.Mutex
 	zygote       *sandbox.Zygote
 	zygoteHidden []string
+
+	// idx indexes the working directories for the guard (guard.go),
+	// made at the first call; noGuard turns the guard off (tests'
+	// controls).
+	idx     *index
+	noGuard bool
 
 	// snap is the latest snapshot of the hidden paths (hidden).
 	idMu sync.Mutex
@@ -117,11 +128,12 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	}
 	defer cleanup()
 	res, err := b.viaZygote(ctx, req, dir, c, stdout, stderr)
-	if !errors.Is(err, sandbox.ErrSlow) && !errors.Is(err, errNoZygote) {
-		return res, err
+	if errors.Is(err, sandbox.ErrSlow) || errors.Is(err, errNoZygote) {
+		// Nothing ran: a sandbox of its own (a re-executed helper).
+		res, err = b.execDirect(ctx, req, dir, env, &c, stdout, stderr)
 	}
-	// Nothing ran: a sandbox of its own (a re-executed helper).
-	return b.execDirect(ctx, req, dir, env, &c, stdout, stderr)
+	// The call's processes are gone: undo what no mount could prevent.
+	return c.guard.verify(res, err)
 }
 
 // execDirect runs req as a process of its own, built by command (in the
@@ -203,6 +215,8 @@ type confinement struct {
 	hide, pin, read []string
 	// env is its environment, TMPDIR and the caches included.
 	env []string
+	// guard checks the working directories after the call (guard.go).
+	guard *guardCall
 }
 
 // confine prepares the sandbox of req: its profile (req.Sandbox, else
@@ -227,6 +241,11 @@ func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, env []st
 		c.write = append(c.write, cache)
 	}
 	c.env = append(env, "TMPDIR="+tmp)
+	if c.hide, c.pin, c.protect, c.guard, err = b.guard(prof, c.write, c.protect); err != nil {
+		_ = os.RemoveAll(tmp)
+		g.undo()
+		return confinement{}, nil, err
+	}
 	dir := req.Dir
 	if dir == "" {
 		dir = b.Workdir

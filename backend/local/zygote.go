@@ -17,9 +17,12 @@ var errNoZygote = errors.New("local exec: no zygote for this call")
 // runs). The backend starts a new one if used again.
 func (b *Backend) Close() error {
 	b.mu.Lock()
-	z := b.zygote
-	b.zygote = nil
+	z, idx := b.zygote, b.idx
+	b.zygote, b.idx = nil, nil
 	b.mu.Unlock()
+	if idx != nil {
+		idx.close() // a later call indexes its directories afresh
+	}
 	if z == nil {
 		return nil
 	}
@@ -56,6 +59,11 @@ func (b *Backend) startedZygote() (*sandbox.Zygote, []string, error) {
 // protected paths apply in a mount namespace of its own, so no call
 // inherits another's.)
 func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir string, c confinement, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
+	if len(c.hide) > 0 || len(c.pin) > 0 {
+		// The zygote does not apply a call's own hidden and pinned paths
+		// yet: a sandbox of its own does.
+		return backend.ExecResult{}, errNoZygote
+	}
 	z, hide, err := b.startedZygote()
 	if err != nil {
 		return backend.ExecResult{}, errNoZygote

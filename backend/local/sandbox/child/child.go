@@ -220,7 +220,7 @@ func callMounts(hides, pins, protects []string) error {
 }
 
 // pin bind-mounts p onto itself, writable: a mount point cannot be
-// renamed or removed (EBUSY).
+// renamed, removed or replaced (EBUSY). A missing path needs nothing.
 func pin(p string) error {
 	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
 		return nil
