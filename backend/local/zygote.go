@@ -59,11 +59,6 @@ func (b *Backend) startedZygote() (*sandbox.Zygote, []string, error) {
 // protected paths apply in a mount namespace of its own, so no call
 // inherits another's.)
 func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir string, c confinement, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
-	if len(c.hide) > 0 || len(c.pin) > 0 {
-		// The zygote does not apply a call's own hidden and pinned paths
-		// yet: a sandbox of its own does.
-		return backend.ExecResult{}, errNoZygote
-	}
 	z, hide, err := b.startedZygote()
 	if err != nil {
 		return backend.ExecResult{}, errNoZygote
