@@ -210,6 +210,12 @@ type Local struct {
 	// worker. Off runs tools as the worker's user, which the worker, the
 	// tool list and every audit record then say.
 	Sandbox string `yaml:"sandbox"`
+	// Read lists paths sandboxed tools may read beyond the system's
+	// shared roots (/usr, /bin, /lib, /opt, the world-readable parts of
+	// /etc and /var), their working directories and the toolchains on
+	// their PATH under the home directory: say a directory of shared
+	// data, or a file only root may read that a tool needs.
+	Read []string `yaml:"read"`
 }
 
 // SandboxOff reports whether backend.local.sandbox is off.

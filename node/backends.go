@@ -21,7 +21,7 @@ import (
 // sensitive_paths, whose files the local backend hides inside a call's working directories.
 func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own, sensitive []string) (map[string]backend.Backend, func(), error) {
 	env := backend.ResolveEnv(cfg.Env, os.Environ()) // backend.env: all that tools get beyond the allowlist
-	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Sensitive: sensitive, Unsandboxed: cfg.Local.SandboxOff()}
+	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Sensitive: sensitive, Read: cfg.Local.Read, Unsandboxed: cfg.Local.SandboxOff()}
 	out := map[string]backend.Backend{"local": lb}
 	var closers []func()
 	closers = append(closers, func() { _ = lb.Close() })

@@ -229,38 +229,25 @@ func gitCommand(ctx context.Context, b bound, input json.RawMessage) bool {
 // those its Bash command reads when a human approves it (human), and
 // the patterns of the Read allow rules that name a sensitive path.
 func sensitiveReads(ctx context.Context, b bound, c Call, pc *permission.Context, dirs []string, human bool) []string {
-	var out []string
-	add := func(p string) {
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	if human && b.t != nil && b.Name() == "Bash" {
-		if a, _, err := analyse(b.ctx(ctx), b.env, c.Input); err == nil {
-			for _, acc := range a.Accesses() {
-				if acc.Write || !acc.Resolved || !insideDirs(globBase(acc), dirs) || sensitiveMatch(pc.Sensitive(), c.Home, acc.Path, acc.Glob) == "" {
-					continue
-				}
-				if acc.Glob {
-					add(path.Clean(acc.Path))
-				} else {
-					add(escapeGlob(path.Clean(acc.Path)))
-				}
-			}
-		}
-	}
-	for _, pat := range rulePatterns(c, pc.Allow, []string{"Read"}, dirs) {
-		if sensitiveMatch(pc.Sensitive(), c.Home, pat, false) != "" {
-			add(pat)
-		}
-	}
-	return out
+	return grantedPaths(ctx, b, c, pc, dirs, human, false, []string{"Read"}, func(p string, glob bool) bool {
+		return sensitiveMatch(pc.Sensitive(), c.Home, p, glob) != ""
+	})
 }
 
 // dangerousWrites are the dangerous paths inside dirs the call may
 // write: those its Bash command writes when a human approves it, and
 // the patterns of the Edit and Write allow rules that name one.
 func dangerousWrites(ctx context.Context, b bound, c Call, pc *permission.Context, dirs []string, human bool) []string {
+	return grantedPaths(ctx, b, c, pc, dirs, human, true, []string{"Edit", "Write"}, func(p string, _ bool) bool {
+		return dangerousPath(pc, path.Clean(p))
+	})
+}
+
+// grantedPaths are the paths inside dirs that match (a sensitive or a
+// dangerous path) and that the call was granted: the ones its Bash
+// command reads (or, with write, writes) when a human approves it, and
+// the patterns of the allow rules of the tools names.
+func grantedPaths(ctx context.Context, b bound, c Call, pc *permission.Context, dirs []string, human, write bool, names []string, match func(p string, glob bool) bool) []string {
 	var out []string
 	add := func(p string) {
 		if !slices.Contains(out, p) {
@@ -270,7 +257,7 @@ func dangerousWrites(ctx context.Context, b bound, c Call, pc *permission.Contex
 	if human && b.t != nil && b.Name() == "Bash" {
 		if a, _, err := analyse(b.ctx(ctx), b.env, c.Input); err == nil {
 			for _, acc := range a.Accesses() {
-				if !acc.Write || !acc.Resolved || !insideDirs(globBase(acc), dirs) || !dangerousPath(pc, path.Clean(acc.Path)) {
+				if acc.Write != write || !acc.Resolved || !insideDirs(globBase(acc), dirs) || !match(acc.Path, acc.Glob) {
 					continue
 				}
 				if acc.Glob {
@@ -281,8 +268,21 @@ func dangerousWrites(ctx context.Context, b bound, c Call, pc *permission.Contex
 			}
 		}
 	}
-	for _, pat := range rulePatterns(c, pc.Allow, []string{"Edit", "Write"}, dirs) {
-		if dangerousPath(pc, pat) {
+	if human && !write && b.t != nil && b.Name() == "Grep" {
+		// Grep's search runs as a sandboxed process (ripgrep): an
+		// approved search of a sensitive file must find it there.
+		if in, err := decodeInput[GrepInput]("Grep", c.Input); err == nil && in.Path != "" {
+			p := in.Path
+			if !path.IsAbs(p) {
+				p = path.Join(c.Workdir, p)
+			}
+			if p = path.Clean(p); insideDirs(p, dirs) && match(p, false) {
+				add(escapeGlob(p))
+			}
+		}
+	}
+	for _, pat := range rulePatterns(c, pc.Allow, names, dirs) {
+		if match(pat, false) {
 			add(pat)
 		}
 	}

@@ -51,6 +51,10 @@ type Backend struct {
 	// process could poison for builds run outside warden. Empty:
 	// the user cache directory's warden/sandbox.
 	CacheDir string
+	// Read lists paths every sandboxed process may read beyond the
+	// system's shared roots, its working directories and the toolchains
+	// on its PATH under the home directory (backend.local.read).
+	Read []string
 	// Sensitive are sensitive path patterns beyond
 	// permission.DefaultSensitivePaths (the policy's sensitive_paths):
 	// the files inside a call's working directories they match are
@@ -242,10 +246,43 @@ func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, env []st
 		g.undo()
 		return confinement{}, nil, err
 	}
+	dir := req.Dir
+	if dir == "" {
+		dir = b.Workdir
+	}
+	c.read = b.reads(append([]string{dir}, prof.Dirs...), c.env)
 	return c, func() {
 		_ = os.RemoveAll(tmp)
 		g.undo()
 	}, nil
+}
+
+// reads is what a sandboxed process may read beyond the system's shared
+// roots and its write paths: its working directories, the backend's
+// Read list, and from the home directory the toolchains on the
+// process's PATH (the first directory below home of each PATH entry
+// under it: ~/.pyenv, ~/.cargo with ~/.rustup, ~/go) and git's
+// configuration (~/.gitconfig, ~/.config/git). Never the home directory
+// itself, nor a hidden path.
+func (b *Backend) reads(dirs, env []string) []string {
+	out := realPaths(dirs)
+	add := func(p string) {
+		if _, err := os.Lstat(p); err != nil {
+			return
+		}
+		for _, r := range realPaths([]string{p}) {
+			if !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	for _, p := range b.Read {
+		add(p)
+	}
+	for _, p := range sandbox.HomeReads(env, b.hide()) {
+		add(p)
+	}
+	return out
 }
 
 // cacheEnv points the caches of env into the backend's cache directory

@@ -2,9 +2,12 @@ package local_test
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/backendtest"
@@ -65,5 +68,100 @@ func TestParseEnvSpecErrors(t *testing.T) {
 		if err := backend.ParseEnvSpec(bad); err == nil {
 			t.Errorf("ParseEnvSpec(%q) accepted", bad)
 		}
+	}
+}
+
+// TestHomeReads: a sandboxed tool reads the toolchain on its PATH under
+// the home directory and ~/.gitconfig, but not the rest of the home
+// directory (a 0600 history, an agent's credentials directory), with the
+// errno printed. Control: unsandboxed it reads them all.
+func TestHomeReads(t *testing.T) {
+	home := t.TempDir()
+	mk := func(p, data string, mode os.FileMode) {
+		p = filepath.Join(home, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(data), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk(".tool/bin/hello", "#!/bin/sh\necho TOOL-RAN\n", 0o755)
+	mk(".gitconfig", "[user]\n\tname = GITCONFIG-READ\n", 0o644)
+	mk(".bash_history", "HISTORY-SECRET\n", 0o600)
+	mk(".agent/credentials.json", "CRED-SECRET\n", 0o600)
+	t.Setenv("HOME", home)
+	t.Setenv("PATH", filepath.Join(home, ".tool/bin")+":/usr/bin:/bin")
+	script := "hello; cat ~/.gitconfig; cat ~/.bash_history; cat ~/.agent/credentials.json; ls ~"
+	for _, off := range []bool{false, true} {
+		dir := t.TempDir()
+		b := &local.Backend{Workdir: dir, Unsandboxed: off}
+		res, err := b.Exec(t.Context(), backend.ExecRequest{Argv: []string{"/bin/sh", "-c", script}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Close()
+		out := string(res.Stdout) + string(res.Stderr)
+		t.Logf("unsandboxed=%v: %q", off, out)
+		for _, want := range []string{"TOOL-RAN", "GITCONFIG-READ"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("unsandboxed=%v: %s missing: %q", off, want, out)
+			}
+		}
+		for _, secret := range []string{"HISTORY-SECRET", "CRED-SECRET"} {
+			if strings.Contains(out, secret) != off {
+				t.Errorf("unsandboxed=%v: %s readable=%v: %q", off, secret, !off, out)
+			}
+		}
+		if !off && strings.Count(out, "Permission denied") < 3 {
+			t.Errorf("the reads did not fail with EACCES: %q", out)
+		}
+	}
+}
+
+// TestRealTools: the tools of this machine work in the sandbox with the
+// real home directory: a shell, coreutils, make, python3 (pyenv's
+// shims), git init/commit/status (reading ~/.gitconfig), go build (with
+// GOCACHE in the sandbox cache), node and npm, cargo.
+func TestRealTools(t *testing.T) {
+	dir := t.TempDir()
+	b := &local.Backend{Workdir: dir}
+	defer b.Close()
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() { println(\"go-built\") }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/x\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "Makefile"), []byte("all:\n\t@echo make-ran\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, script, want string
+		optional           string // the program; skipped when not installed
+	}{
+		{"sh and coreutils", "echo a > f && cat f && ls f && wc -l < f", "f", ""},
+		{"make", "make", "make-ran", "make"},
+		{"python3", "python3 -c 'import json,ssl; print(json.dumps(1+1))'", "2", "python3"},
+		{"git", "git init -q r && cd r && echo x > a && git add a && git commit -qm m && git status --short && git log --format=%an", "", "git"},
+		{"go build", "go build -o prog . && ./prog", "go-built", "go"},
+		{"node", "node -e 'console.log(6*7)'", "42", "node"},
+		{"npm", "npm --version", ".", "npm"},
+		{"cargo", "cargo --version", "cargo", "cargo"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.optional != "" {
+				if _, err := exec.LookPath(c.optional); err != nil {
+					t.Skipf("%s is not installed", c.optional)
+				}
+			}
+			res, err := b.Exec(t.Context(), backend.ExecRequest{Argv: []string{"/bin/sh", "-c", c.script}, Timeout: 3 * time.Minute})
+			out := string(res.Stdout) + string(res.Stderr)
+			t.Logf("%s: exit %d: %q", c.name, res.ExitCode, out)
+			if err != nil || res.ExitCode != 0 || !strings.Contains(out, c.want) {
+				t.Fatalf("%s failed in the sandbox: %v exit %d: %q", c.name, err, res.ExitCode, out)
+			}
+		})
 	}
 }

@@ -55,14 +55,10 @@ func (b *Backend) startedZygote() (*sandbox.Zygote, []string, error) {
 // viaZygote runs req through the zygote, confined by c. errNoZygote (or
 // sandbox.ErrSlow) means nothing ran and the call needs a sandbox of its
 // own (c serves it unused): its working directory or a write path lies
-// in a hidden tree the zygote hides, or it may write a path an earlier
-// call protected.
+// in a hidden tree the zygote hides. (Each call's hidden, pinned and
+// protected paths apply in a mount namespace of its own, so no call
+// inherits another's.)
 func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir string, c confinement, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
-	if len(c.hide) > 0 || len(c.pin) > 0 {
-		// The zygote does not apply a call's own hidden and pinned paths
-		// yet: a sandbox of its own does.
-		return backend.ExecResult{}, errNoZygote
-	}
 	z, hide, err := b.startedZygote()
 	if err != nil {
 		return backend.ExecResult{}, errNoZygote

@@ -169,7 +169,11 @@ func (s *server) transport() sdk.Transport {
 			s.tmp = tmp
 		}
 		tmp := s.tmp
-		spec := sandbox.Spec{Write: append([]string{sb.Workdir, tmp}, s.cfg.Write...), Hide: append(slices.Clone(sb.Hide), "/run"),
+		hide := append(slices.Clone(sb.Hide), "/run")
+		// Beyond the shared roots it reads its program and, as a tool
+		// does, the toolchains on its PATH under the home directory.
+		read := append(sandbox.ProgramReads(s.cfg.Command, env), sandbox.HomeReads(env, hide)...)
+		spec := sandbox.Spec{Write: append([]string{sb.Workdir, tmp}, s.cfg.Write...), Hide: hide, Read: read,
 			Network: s.cfg.Network, Dir: sb.Workdir, Argv: append([]string{s.cfg.Command}, s.cfg.Args...)}
 		cmd, err := sandbox.Command(context.Background(), spec, append(env, "TMPDIR="+tmp))
 		if err != nil {

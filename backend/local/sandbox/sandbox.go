@@ -1,14 +1,19 @@
 // Package sandbox runs one tool process on the local machine inside a
 // kernel sandbox: new user, mount, PID, IPC and (unless the call may use
-// the network) network namespaces, and a Landlock domain that makes the
-// whole file system read-only except the paths the call may write.
+// the network) network namespaces, of which the tool is the PID
+// namespace's init (everything it starts ends with it), and a Landlock
+// domain that lets it read only the system's shared roots, what anyone
+// may read of /etc and /var, and the paths the call may read, and write
+// only the paths it may write. It holds only its standard streams.
 //
 // The worker never restricts itself. Command re-executes the running
 // binary (/proc/self/exe) as a helper in fresh namespaces; the helper
-// hides the worker's secrets behind empty mounts, makes the files that
-// run later (git hooks and config) read-only, mounts a /proc that shows
-// only the call's own processes, applies Landlock to the one thread that
-// then execs the tool, and drops every capability on the way. Any binary
+// hides the worker's secrets behind empty mounts, pins and protects the
+// files that run later (git directories, hooks and config), mounts a
+// /proc that shows only the call's own processes, applies Landlock to
+// the one thread that then execs the tool, and drops every capability on
+// the way. Zygote does the same for many calls from one re-executed
+// process. Any binary
 // that links this package can act as the helper (its init recognises
 // the helper's argv[0]), so the worker, starter and test binaries all
 // can.
@@ -29,6 +34,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -114,4 +120,75 @@ func Check() (int, error) {
 		return abi, fmt.Errorf("a sandboxed process could not write its working directory: %v", err)
 	}
 	return abi, nil
+}
+
+// HomeReads is what a sandboxed process with the environment env reads
+// of its home directory ($HOME): the toolchains on its PATH (the first
+// directory below home of each PATH entry under it: ~/.pyenv, ~/.cargo
+// with ~/.rustup, ~/go) and git's configuration (~/.gitconfig,
+// ~/.config/git), those that exist; never the home directory itself,
+// nor a path inside one of hidden.
+func HomeReads(env, hidden []string) []string {
+	home, path := "", ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "HOME="); ok {
+			home = v
+		}
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	if home == "" || !filepath.IsAbs(home) || filepath.Clean(home) == "/" {
+		return nil
+	}
+	home = filepath.Clean(home)
+	var out []string
+	grant := func(p string) {
+		if slices.Contains(out, p) || slices.ContainsFunc(hidden, func(h string) bool { return within(p, h) }) {
+			return
+		}
+		if _, err := os.Lstat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	for _, e := range filepath.SplitList(path) {
+		if !filepath.IsAbs(e) {
+			continue
+		}
+		rel, err := filepath.Rel(home, filepath.Clean(e))
+		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		top := filepath.Join(home, strings.Split(rel, string(filepath.Separator))[0])
+		grant(top)
+		if filepath.Base(top) == ".cargo" {
+			grant(filepath.Join(home, ".rustup"))
+		}
+	}
+	grant(filepath.Join(home, ".gitconfig"))
+	grant(filepath.Join(home, ".config", "git"))
+	return out
+}
+
+// ProgramReads is what running name needs to read beyond the shared
+// roots: the program it resolves to in env's PATH (a server built into
+// a directory of its own, say), nothing when it is not found.
+func ProgramReads(name string, env []string) []string {
+	path := ""
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	p, err := child.LookPathList(name, path)
+	if err != nil || !filepath.IsAbs(p) {
+		return nil
+	}
+	return []string{p}
+}
+
+// within reports whether p is dir or below it.
+func within(p, dir string) bool {
+	p, dir = filepath.Clean(p), filepath.Clean(dir)
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }

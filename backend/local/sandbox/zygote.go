@@ -38,21 +38,28 @@ var (
 
 // Zygote is a long-lived helper that starts sandboxed processes without
 // re-executing the worker for each: it is set up once (user, mount, PID
-// and IPC namespaces, the hidden paths, a /proc that shows a process
-// only the processes of its own call), and each process it starts gets
-// its own network namespace, Landlock domain, process group and no
-// capabilities, as from Command. It ends when its Close is called or the
-// worker dies, and every process it started with it.
+// and IPC namespaces, the hidden paths, checked again before each call),
+// and each process it starts is the init of PID, mount, IPC and (unless
+// the call has the network) network namespaces of its own, with the
+// call's hidden, pinned and protected paths, its own /proc, its own
+// Landlock domain, no capabilities and only its standard streams, as
+// from Command: everything the call starts ends when that process does.
+// It ends when its Close is called or the worker dies, and every process
+// it started with it.
 type Zygote struct {
 	mu   sync.Mutex // one request message at a time
 	ctl  *os.File
+	pid  int // the zygote's pid in the worker's namespace
 	done chan struct{}
 	err  error
 }
 
 // StartZygote starts a zygote whose processes find hide empty.
-func StartZygote(hide []string) (*Zygote, error) {
-	b, err := json.Marshal(child.ZygoteSpec{Hide: hide})
+func StartZygote(hide []string) (*Zygote, error) { return startZygote(child.ZygoteSpec{Hide: hide}) }
+
+// startZygote starts a zygote of spec (the tests set its Controls).
+func startZygote(spec child.ZygoteSpec) (*Zygote, error) {
+	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: %w", err)
 	}
@@ -89,6 +96,7 @@ func StartZygote(hide []string) (*Zygote, error) {
 			close(z.done)
 			return
 		}
+		z.pid = cmd.Process.Pid
 		started <- nil
 		z.err = cmd.Wait()
 		close(z.done)

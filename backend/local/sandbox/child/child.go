@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -33,8 +34,9 @@ const MinABI = 3
 // Spec is what one sandboxed process may do.
 type Spec struct {
 	// Write lists the paths the process may write (directories with
-	// everything beneath them, or single files). Everything else is
-	// read-only, or hidden.
+	// everything beneath them, or single files). Beyond them it reads
+	// only the system's shared roots (SharedRoots), the world-readable
+	// parts of the walked roots (WalkedRoots) and Read.
 	Write []string `json:"write,omitempty"`
 	// Protect lists paths inside Write that stay read-only (a
 	// workspace's .git/hooks and .git/config: they run later, outside
@@ -81,6 +83,10 @@ func (e *notFound) Error() string {
 // lookPath finds name as a shell would: a name with a slash as is,
 // otherwise the first executable regular file of that name in PATH.
 func lookPath(name string) (string, error) { return lookPathList(name, os.Getenv("PATH")) }
+
+// LookPathList finds name as a shell would, in the directories of path
+// (a name with a slash as is).
+func LookPathList(name, path string) (string, error) { return lookPathList(name, path) }
 
 // lookPathList is lookPath with path as the list of directories.
 func lookPathList(name, path string) (string, error) {
@@ -158,53 +164,59 @@ func helper(arg string) error {
 	if err := landlock(spec); err != nil {
 		return err
 	}
+	// Only the standard streams reach the tool: not a descriptor the
+	// worker inherited without close-on-exec, nor one of ours.
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
+		return fmt.Errorf("close descriptors: %w", err)
+	}
 	return syscall.Exec(prog, spec.Argv, os.Environ())
 }
 
-// mounts makes the mount namespace private, hides, protects and mounts
-// a /proc of the new PID namespace.
+// mounts makes the mount namespace private, applies the call's hidden,
+// pinned and protected paths and mounts a /proc of the new PID
+// namespace.
 func mounts(spec Spec) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("private mounts: %w", err)
 	}
-	for _, p := range spec.Hide {
-		if err := hide(p); err != nil {
-			return fmt.Errorf("hide %s: %w", p, err)
-		}
+	if err := callMounts(spec.Hide, spec.Pin, spec.Protect); err != nil {
+		return err
 	}
-	for _, p := range spec.Pin {
-		if err := pin(p); err != nil {
-			return fmt.Errorf("pin %s: %w", p, err)
-		}
-	}
-	for _, p := range spec.Protect {
-		if err := readOnly(p); err != nil {
-			return fmt.Errorf("protect %s: %w", p, err)
-		}
-	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+	if err := unix.Mount("proc", "/proc", "proc", procFlags, procOptions); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
 	return nil
 }
 
-// hide covers p: a directory with an empty read-only tmpfs, anything
-// else with /dev/null. A missing path needs nothing.
-func hide(p string) error {
-	fi, err := os.Lstat(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
+// The /proc a sandboxed process gets: of its own PID namespace, and
+// hidepid=2 with an exempt group no process holds (gid= names a group
+// the user namespace does not map: the default, 0, would exempt the
+// tools, which run as gid 0).
+const (
+	procFlags   = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	procOptions = "hidepid=2,gid=65534"
+)
+
+// callMounts applies a call's paths in the current mount namespace, in
+// this order: hide, pin, protect. A path that does not exist is
+// skipped; any other failure fails the call.
+func callMounts(hides, pins, protects []string) error {
+	for _, p := range hides {
+		if _, err := hide(p); err != nil {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
 	}
-	if err != nil {
-		return err
+	for _, p := range pins {
+		if err := pin(p); err != nil {
+			return fmt.Errorf("pin %s: %w", p, err)
+		}
 	}
-	if fi.IsDir() {
-		return unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555")
+	for _, p := range protects {
+		if err := readOnly(p); err != nil {
+			return fmt.Errorf("protect %s: %w", p, err)
+		}
 	}
-	if fi.Mode()&os.ModeSymlink != 0 {
-		return nil // the worker hides link targets; a link itself leads nowhere once they are hidden
-	}
-	return unix.Mount("/dev/null", p, "", unix.MS_BIND, "")
+	return nil
 }
 
 // pin bind-mounts p onto itself, writable: a mount point cannot be
@@ -214,6 +226,26 @@ func pin(p string) error {
 		return nil
 	}
 	return unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, "")
+}
+
+// hide covers p: a directory with an empty read-only tmpfs, anything
+// else with /dev/null. A missing path needs nothing. It reports whether
+// it covered p.
+func hide(p string) (bool, error) {
+	fi, err := os.Lstat(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	if fi.IsDir() {
+		return true, unix.Mount("tmpfs", p, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=0555")
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		return false, nil // the worker hides link targets; a link itself leads nowhere once they are hidden
+	}
+	return true, unix.Mount("/dev/null", p, "", unix.MS_BIND, "")
 }
 
 // readOnly bind-mounts p onto itself read-only, keeping the flags the
@@ -274,6 +306,17 @@ func dropCapabilities() error {
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
 		return fmt.Errorf("clear ambient capabilities: %w", err)
 	}
+	// The inheritable set too: root's permitted set after exec is the
+	// inheritable set plus the (now empty) bounding set.
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("clear inheritable capabilities: %w", err)
+	}
 	return nil
 }
 
@@ -309,17 +352,58 @@ func devices() []string {
 	return []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
 }
 
-// landlock restricts the calling thread: everything readable and
-// executable, the Write paths writable, the common devices usable;
-// nothing else may be changed, and no signal or abstract socket reaches
-// outside the domain.
+// landlock restricts the calling thread for spec: see ruleset. It walks
+// the walked roots itself (a helper runs once).
 func landlock(spec Spec) error {
-	abi, err := ABI()
+	walked, err := WalkReadable(WalkedRoots(), false)
 	if err != nil {
 		return err
 	}
+	defer walked.Close()
+	rfd, err := ruleset(spec, walked, false, false)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(rfd)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("no_new_privs: %w", err)
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(rfd), 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_restrict_self: %w", errno)
+	}
+	return nil
+}
+
+// ruleset builds the Landlock ruleset of a process: baseRuleset, then
+// the Read paths readable and the Write paths writable.
+//
+// procGranted leaves /proc out: the zygote's child grants the /proc it
+// mounts itself. readRoot grants read on the whole file system instead
+// of the shared roots (a test's control only).
+func ruleset(spec Spec, walked *Readable, readRoot, procGranted bool) (int, error) {
+	rfd, err := baseRuleset(walked, readRoot, procGranted)
+	if err != nil {
+		return -1, err
+	}
+	if err := callRules(rfd, spec); err != nil {
+		unix.Close(rfd)
+		return -1, err
+	}
+	return rfd, nil
+}
+
+// baseRuleset builds what every process's ruleset holds: the system's
+// shared roots and what walked found world-readable readable and
+// executable, the common devices usable, /dev listable; nothing else
+// readable or writable, and no signal or abstract socket reaching
+// outside the domain.
+func baseRuleset(walked *Readable, readRoot, procGranted bool) (int, error) {
+	abi, err := ABI()
+	if err != nil {
+		return -1, err
+	}
 	if abi < MinABI {
-		return fmt.Errorf("landlock ABI %d is older than %d", abi, MinABI)
+		return -1, fmt.Errorf("landlock ABI %d is older than %d", abi, MinABI)
 	}
 	fs, scoped := handled(abi)
 	attr := unix.LandlockRulesetAttr{Access_fs: fs, Scoped: scoped}
@@ -330,29 +414,57 @@ func landlock(spec Spec) error {
 	if abi < 4 {
 		size = unsafe.Offsetof(attr.Access_net)
 	}
-	rfd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
+	r, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
 	if errno != 0 {
-		return fmt.Errorf("landlock_create_ruleset: %w", errno)
+		return -1, fmt.Errorf("landlock_create_ruleset: %w", errno)
 	}
-	defer unix.Close(int(rfd))
-	if err := addRule(int(rfd), "/", fsRead); err != nil {
-		return err
+	rfd := int(r)
+	fail := func(err error) (int, error) { unix.Close(rfd); return -1, err }
+	reads := SharedRoots()
+	if procGranted {
+		reads = slices.DeleteFunc(reads, func(p string) bool { return p == "/proc" })
 	}
-	for _, p := range spec.Write {
-		if err := addRule(int(rfd), p, fs); err != nil {
-			return err
+	if readRoot {
+		reads = []string{"/"}
+	}
+	for _, p := range reads {
+		if err := addRule(rfd, p, fsRead); err != nil {
+			return fail(err)
+		}
+	}
+	for i, fd := range walked.fds {
+		if err := addRuleKnown(rfd, fd, walked.isDir[i], walked.Paths[i], fsRead); err != nil {
+			return fail(err)
 		}
 	}
 	for _, p := range devices() {
-		if err := addRule(int(rfd), p, fsFile|(fs&(unix.LANDLOCK_ACCESS_FS_TRUNCATE|unix.LANDLOCK_ACCESS_FS_IOCTL_DEV))); err != nil {
+		if err := addRule(rfd, p, fsFile|(fs&(unix.LANDLOCK_ACCESS_FS_TRUNCATE|unix.LANDLOCK_ACCESS_FS_IOCTL_DEV))); err != nil {
+			return fail(err)
+		}
+	}
+	if err := addRule(rfd, "/dev", unix.LANDLOCK_ACCESS_FS_READ_DIR); err != nil {
+		return fail(err)
+	}
+	return rfd, nil
+}
+
+// callRules adds a process's own paths to rfd: Read readable, Write
+// writable.
+func callRules(rfd int, spec Spec) error {
+	abi, err := ABI()
+	if err != nil {
+		return err
+	}
+	fs, _ := handled(abi)
+	for _, p := range spec.Read {
+		if err := addRule(rfd, p, fsRead); err != nil {
 			return err
 		}
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
-	}
-	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, rfd, 0, 0); errno != 0 {
-		return fmt.Errorf("landlock_restrict_self: %w", errno)
+	for _, p := range spec.Write {
+		if err := addRule(rfd, p, fs); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -368,11 +480,21 @@ func addRule(rfd int, p string, access uint64) error {
 		return fmt.Errorf("open %s: %w", p, err)
 	}
 	defer unix.Close(fd)
+	return addRuleFD(rfd, fd, p, access)
+}
+
+// addRuleFD grants access beneath the file fd holds (p names it).
+func addRuleFD(rfd, fd int, p string, access uint64) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return fmt.Errorf("stat %s: %w", p, err)
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	return addRuleKnown(rfd, fd, st.Mode&unix.S_IFMT == unix.S_IFDIR, p, access)
+}
+
+// addRuleKnown is addRuleFD when whether fd is a directory is known.
+func addRuleKnown(rfd, fd int, isDir bool, p string, access uint64) error {
+	if !isDir {
 		access &= fsFile | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 	}
 	rule := unix.LandlockPathBeneathAttr{Allowed_access: access, Parent_fd: int32(fd)}

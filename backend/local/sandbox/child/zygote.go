@@ -1,12 +1,15 @@
 package child
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -22,6 +25,15 @@ const ZygoteName = "warden-sandbox-zygote"
 // it starts finds empty.
 type ZygoteSpec struct {
 	Hide []string `json:"hide,omitempty"`
+	// Controls turns named protections off, for the controls of the
+	// sandbox's own tests (which show that an attempt the sandbox stops
+	// succeeds without it); package sandbox sets it only there:
+	// "inherited-fds" keeps the descriptors the zygote inherited and
+	// passes them on, "shared-pid" runs every process in the zygote's PID
+	// namespace, "proc-gid0" mounts /proc with procfs's default exempt
+	// group, "read-root" grants read on the whole file system, "no-rehide"
+	// hides the zygote's paths only once, at its start.
+	Controls []string `json:"controls,omitempty"`
 }
 
 // Request asks a zygote for one process. It travels as one message on
@@ -49,8 +61,9 @@ type Reply struct {
 	Error   string `json:"error,omitempty"`
 	// NotFound says the program is not in PATH (exit code 127).
 	NotFound bool `json:"not_found,omitempty"`
-	// Slow says the zygote cannot run this request as asked (its mounts
-	// protect a path the request may write): run it with a helper.
+	// Slow says the zygote cannot run this request: run it with a
+	// helper. (This zygote never says it: every call has a mount
+	// namespace of its own.)
 	Slow     bool `json:"slow,omitempty"`
 	Exited   bool `json:"exited,omitempty"`
 	ExitCode int  `json:"exit_code,omitempty"`
@@ -67,21 +80,34 @@ func zygote(arg string) error {
 	if err := json.Unmarshal([]byte(arg), &spec); err != nil {
 		return fmt.Errorf("bad spec: %w", err)
 	}
+	z := &zygoteState{hides: make([]hidden, len(spec.Hide)), reads: readCache{roots: WalkedRoots()}, controls: map[string]bool{},
+		spares: make(chan spare, 1)}
+	for _, c := range spec.Controls {
+		z.controls[c] = true
+	}
+	if !z.controls["inherited-fds"] {
+		if err := closeInherited(); err != nil {
+			return err
+		}
+	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("private mounts: %w", err)
 	}
-	for _, p := range spec.Hide {
-		if err := hide(p); err != nil {
-			return fmt.Errorf("hide %s: %w", p, err)
-		}
+	for i, p := range spec.Hide {
+		z.hides[i].path = p
 	}
-	// Each process is in its own Landlock domain, and hidepid hides the
-	// entries of processes a process may not ptrace: those of the other
-	// calls, and of the zygote.
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "hidepid=2"); err != nil {
+	if err := z.rehide(); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", "/proc", "proc", procFlags, z.procOptions()); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
 	}
-	z := &zygoteState{protected: map[string]bool{}}
+	if _, release, err := z.reads.get(); err != nil {
+		return err
+	} else {
+		release()
+	}
+	z.prepareSpare()
 	buf := make([]byte, 1<<20)
 	oob := make([]byte, unix.CmsgSpace(4*4))
 	for {
@@ -109,11 +135,113 @@ func zygote(arg string) error {
 	}
 }
 
+// closeInherited makes the control socket close-on-exec and closes
+// every other descriptor the zygote inherited (the worker's own
+// inherited descriptors that lack close-on-exec pass through its exec:
+// a pipe at 251, say). Descriptors the runtime opened are close-on-exec
+// and stay.
+func closeInherited() error {
+	if _, err := unix.FcntlInt(ControlFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+		return fmt.Errorf("control socket: %w", err)
+	}
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return fmt.Errorf("list descriptors: %w", err)
+	}
+	names, err := d.Readdirnames(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("list descriptors: %w", err)
+	}
+	for _, n := range names {
+		fd, err := strconv.Atoi(n)
+		if err != nil || fd <= ControlFD {
+			continue
+		}
+		if flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil && flags&unix.FD_CLOEXEC == 0 {
+			unix.Close(fd)
+		}
+	}
+	return nil
+}
+
 type zygoteState struct {
+	// mu serialises the mounts in the zygote's own namespace (re-hiding).
 	mu sync.Mutex
-	// protected are the paths made read-only in the zygote's mount
-	// namespace so far (for every later process too).
-	protected map[string]bool
+	// hides are the zygote's hidden paths and how each is covered.
+	hides []hidden
+	// gen counts the times rehide covered a path: a spare's mount
+	// namespace is a copy of an older generation's.
+	gen atomic.Uint64
+	// spares holds at most one spare; preparing says one is being made.
+	spares    chan spare
+	preparing atomic.Bool
+	// reads is the walk of the walked roots.
+	reads    readCache
+	controls map[string]bool
+}
+
+// hidden is one of the zygote's hidden paths and the cover on it: the
+// device of the tmpfs over a directory, or /dev/null's (a file).
+type hidden struct {
+	path  string
+	cover uint64 // st_dev of the tmpfs, 0 when not covered yet
+}
+
+func (z *zygoteState) procOptions() string {
+	if z.controls["proc-gid0"] {
+		return "hidepid=2"
+	}
+	return procOptions
+}
+
+// rehide covers each hidden path that is not covered (any more): one
+// created since the zygote started, or replaced on the host by rename
+// (the kernel detaches the mount on the old file).
+func (z *zygoteState) rehide() error {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	var null unix.Stat_t
+	if err := unix.Stat("/dev/null", &null); err != nil {
+		return fmt.Errorf("stat /dev/null: %w", err)
+	}
+	for i := range z.hides {
+		h := &z.hides[i]
+		var st unix.Stat_t
+		if err := unix.Lstat(h.path, &st); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue
+			}
+			return fmt.Errorf("hide %s: %w", h.path, err)
+		}
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			continue
+		case unix.S_IFDIR:
+			if h.cover != 0 && st.Dev == h.cover {
+				continue
+			}
+		default:
+			if st.Mode&unix.S_IFMT == unix.S_IFCHR && st.Rdev == null.Rdev {
+				continue
+			}
+		}
+		covered, err := hide(h.path)
+		if err != nil {
+			return fmt.Errorf("hide %s: %w", h.path, err)
+		}
+		if covered {
+			z.gen.Add(1)
+		}
+		if covered && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			var cst unix.Stat_t
+			if err := unix.Stat(h.path, &cst); err != nil {
+				return fmt.Errorf("hide %s: %w", h.path, err)
+			}
+			h.cover = cst.Dev
+		}
+	}
+	return nil
 }
 
 func rights(oob []byte) ([]int, error) {
@@ -153,45 +281,56 @@ func reply(sock int, r Reply, fd int) error {
 func (z *zygoteState) serve(req Request, fds []int) {
 	sock := fds[3]
 	defer unix.Close(sock)
-	if slow, err := z.protect(req); err != nil || slow {
-		closeAll(fds[:3])
-		msg := ""
-		if err != nil {
-			msg = err.Error()
+	if !z.controls["no-rehide"] {
+		if err := z.rehide(); err != nil {
+			closeAll(fds[:3])
+			_ = reply(sock, Reply{Error: err.Error()}, -1)
+			return
 		}
-		_ = reply(sock, Reply{Slow: slow, Error: msg}, -1)
-		return
-	}
-	type started struct {
-		pid int
-		err error
 	}
 	ch := make(chan started, 1)
-	go func() {
-		// This thread takes the process's restrictions and is never
-		// given back: it ends with this goroutine.
-		runtime.LockOSThread()
-		pid, err := spawn(req, fds[:3])
-		ch <- started{pid, err}
-	}()
+	// The spawning thread holds the call's namespaces until the call is
+	// answered: the last reference tears the mount namespace down, and
+	// that is better done after the answer than on the tool's exit path.
+	hold := make(chan struct{})
+	defer close(hold)
+	if sp, ok := z.takeSpare(req); ok {
+		sp.jobs <- job{req, fds[:3], ch, hold}
+	} else {
+		go func() {
+			// This thread takes the process's namespaces and restrictions
+			// and is never given back: it ends with this goroutine.
+			runtime.LockOSThread()
+			pid, err := z.spawn(req, fds[:3], false, nil)
+			ch <- started{pid, err}
+			<-hold
+		}()
+	}
 	s := <-ch
 	closeAll(fds[:3])
+	// The next call's spare is made while this one runs, not while it
+	// starts.
+	z.prepareSpare()
 	if s.err != nil {
 		var nf *notFound
 		_ = reply(sock, Reply{Error: s.err.Error(), NotFound: errors.As(s.err, &nf)}, -1)
 		return
 	}
+	// The process is the init of its own PID namespace: killing it kills
+	// everything the call started, however it detached (a new session, a
+	// double fork), and so does its end.
+	kill := func() { _ = syscall.Kill(s.pid, syscall.SIGKILL); _ = syscall.Kill(-s.pid, syscall.SIGKILL) }
 	if err := reply(sock, Reply{Started: true}, -1); err != nil {
 		// The worker stopped waiting (its call was cancelled): nobody
 		// would see the process end, so it does not run on.
-		_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+		kill()
 	}
 	go func() {
 		// A message from the worker (a timeout, a cancellation) kills the
-		// process and everything it started in its group.
+		// process and everything it started.
 		buf := make([]byte, 16)
 		if n, _, _, _, err := unix.Recvmsg(sock, buf, nil, 0); err == nil && n > 0 {
-			_ = syscall.Kill(-s.pid, syscall.SIGKILL)
+			kill()
 		}
 	}()
 	var ws syscall.WaitStatus
@@ -201,7 +340,8 @@ func (z *zygoteState) serve(req Request, fds []int) {
 			break
 		}
 	}
-	// What it left behind in its group goes with it.
+	// What it left behind in its group goes with it (its namespace, too,
+	// is gone with it unless "shared-pid").
 	_ = syscall.Kill(-s.pid, syscall.SIGKILL)
 	r := Reply{Exited: true, ExitCode: ws.ExitStatus()}
 	if ws.Signaled() {
@@ -210,50 +350,18 @@ func (z *zygoteState) serve(req Request, fds []int) {
 	_ = reply(sock, r, -1)
 }
 
-// protect makes the request's Protect paths read-only in the zygote's
-// mount namespace. It reports slow when an earlier request protected a
-// path this one may write (a rule granted it): that needs a mount
-// namespace of its own.
-func (z *zygoteState) protect(req Request) (slow bool, err error) {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	want := map[string]bool{}
-	for _, p := range req.Protect {
-		want[p] = true
-	}
-	for p := range z.protected {
-		if want[p] {
-			continue
-		}
-		for _, w := range req.Write {
-			if within(p, w) {
-				return true, nil
-			}
-		}
-	}
-	for _, p := range req.Protect {
-		if z.protected[p] {
-			continue
-		}
-		if _, err := os.Lstat(p); err != nil {
-			continue // nothing to protect yet
-		}
-		if err := readOnly(p); err != nil {
-			return false, fmt.Errorf("protect %s: %w", p, err)
-		}
-		z.protected[p] = true
-	}
-	return false, nil
-}
-
-func within(p, dir string) bool {
-	return p == dir || dir == "/" || (len(p) > len(dir) && p[:len(dir)] == dir && p[len(dir)] == '/')
-}
-
-// spawn runs on a locked thread: it gives the thread the process's
-// network namespace and restrictions, then forks the process from it
-// (a child inherits the forking thread's namespaces and credentials).
-func spawn(req Request, stdio []int) (pid int, err error) {
+// spawn runs on a locked thread that it spends: it gives the thread the
+// call's namespaces (PID, mount, IPC and, unless the call has the
+// network, network), applies the call's hidden, pinned and protected
+// paths in the new mount namespace, drops the capabilities, and forks
+// the process from it (a child inherits the forking thread's namespaces
+// and credentials), which mounts its own /proc, enters its Landlock
+// domain and execs.
+//
+// entered says the thread is in the call's namespaces already (a spare).
+// base, when not nil, is a base ruleset made ahead (a spare's), used
+// when the walk it was made from is still current.
+func (z *zygoteState) spawn(req Request, stdio []int, entered bool, base *baseRules) (pid int, err error) {
 	if len(req.Argv) == 0 {
 		return 0, errors.New("empty argv")
 	}
@@ -261,33 +369,216 @@ func spawn(req Request, stdio []int) (pid int, err error) {
 	if err != nil {
 		return 0, err
 	}
-	if !req.Network {
-		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-			return 0, fmt.Errorf("network namespace: %w", err)
+	if !entered {
+		if err := z.enter(req.Network); err != nil {
+			return 0, err
 		}
-		if err := loopbackUp(); err != nil {
-			return 0, fmt.Errorf("loopback: %w", err)
-		}
+	}
+	if err := callMounts(req.Hide, req.Pin, req.Protect); err != nil {
+		return 0, err
+	}
+	walked, release, err := z.reads.get()
+	if err != nil {
+		return 0, err
+	}
+	rfd := -1
+	if base != nil && base.walk == walked {
+		rfd, base.rfd = base.rfd, -1
+	} else if rfd, err = baseRuleset(walked, z.controls["read-root"], true); err != nil {
+		release()
+		return 0, err
+	}
+	release()
+	defer unix.Close(rfd)
+	if err := callRules(rfd, Spec{Write: req.Write, Read: req.Read}); err != nil {
+		return 0, err
 	}
 	if err := dropCapabilities(); err != nil {
 		return 0, err
 	}
-	if err := landlock(Spec{Write: req.Write}); err != nil {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return 0, fmt.Errorf("no_new_privs: %w", err)
+	}
+	a := &forkArgs{ruleset: rfd, procFlags: procFlags, procRule: &unix.LandlockPathBeneathAttr{Allowed_access: fsRead}}
+	if a.prog, err = syscall.BytePtrFromString(prog); err != nil {
 		return 0, err
 	}
-	attr := &syscall.ProcAttr{
-		Dir:   req.Dir,
-		Env:   req.Env,
-		Files: []uintptr{uintptr(stdio[0]), uintptr(stdio[1]), uintptr(stdio[2])},
-		// Its own process group: when it ends, or is killed, the group
-		// goes with it.
-		Sys: &syscall.SysProcAttr{Setpgid: true},
+	if a.argv, err = syscall.SlicePtrFromStrings(req.Argv); err != nil {
+		return 0, err
 	}
-	pid, err = syscall.ForkExec(prog, req.Argv, attr)
-	if err != nil {
-		return 0, fmt.Errorf("start %s: %w", prog, err)
+	if a.envv, err = syscall.SlicePtrFromStrings(req.Env); err != nil {
+		return 0, err
 	}
-	return pid, nil
+	if a.dir, err = syscall.BytePtrFromString(req.Dir); err != nil {
+		return 0, err
+	}
+	if a.procData, err = syscall.BytePtrFromString(z.procOptions()); err != nil {
+		return 0, err
+	}
+	a.procSrc, a.procTarget, a.procType = &[]byte("proc\x00")[0], &[]byte("/proc\x00")[0], &[]byte("proc\x00")[0]
+	a.stdio = [3]int{stdio[0], stdio[1], stdio[2]}
+	a.keepFDs = z.controls["inherited-fds"]
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return 0, fmt.Errorf("pipe: %w", err)
+	}
+	a.errPipe = p[1]
+	pid, step, errno := forkExec(a)
+	unix.Close(p[1])
+	defer unix.Close(p[0])
+	runtime.KeepAlive(a)
+	if errno != 0 {
+		return 0, fmt.Errorf("fork: %w", errno)
+	}
+	var report [8]byte
+	n, _ := readFull(p[0], report[:])
+	if n == 0 {
+		return pid, nil // the exec closed the pipe: it runs
+	}
+	var ws syscall.WaitStatus
+	_, _ = syscall.Wait4(pid, &ws, 0, nil)
+	step = binary.NativeEndian.Uint32(report[0:4])
+	errno = syscall.Errno(binary.NativeEndian.Uint32(report[4:8]))
+	if step == stepExec {
+		return 0, fmt.Errorf("start %s: %w", prog, errno)
+	}
+	return 0, fmt.Errorf("sandbox %s: %w", stepNames[step], errno)
+}
+
+// started is how starting a process went.
+type started struct {
+	pid int
+	err error
+}
+
+// enter gives the calling (locked, spent) thread the namespaces of a
+// call: PID, mount, IPC and, unless network, network with its loopback
+// up.
+func (z *zygoteState) enter(network bool) error {
+	flags := unix.CLONE_NEWNS | unix.CLONE_NEWIPC
+	if !z.controls["shared-pid"] {
+		flags |= unix.CLONE_NEWPID
+	}
+	if !network {
+		flags |= unix.CLONE_NEWNET
+	}
+	if err := unix.Unshare(flags); err != nil {
+		return fmt.Errorf("namespaces: %w", err)
+	}
+	if !network {
+		if err := loopbackUp(); err != nil {
+			return fmt.Errorf("loopback: %w", err)
+		}
+	}
+	return nil
+}
+
+// A spare is a thread that entered a call's namespaces (without the
+// network) ahead of the call, so that a call does not wait for them (a
+// network namespace takes most of a millisecond): it serves one job and
+// ends. gen is the zygote's hide generation when its mount namespace was
+// copied: a spare made before a hidden path was covered again is not
+// used.
+type spare struct {
+	jobs chan job
+	gen  uint64
+}
+
+// baseRules is a base ruleset made ahead, and the walk it was made of.
+type baseRules struct {
+	walk *Readable
+	rfd  int
+}
+
+// close releases the ruleset unless it was used.
+func (b *baseRules) close() {
+	if b != nil && b.rfd >= 0 {
+		unix.Close(b.rfd)
+		b.rfd = -1
+	}
+}
+
+// job is a request handed to a spare.
+type job struct {
+	req   Request
+	stdio []int
+	done  chan started
+	// hold is closed once the call is answered.
+	hold chan struct{}
+}
+
+// prepareSpare makes a spare, unless one waits or is being made.
+func (z *zygoteState) prepareSpare() {
+	if len(z.spares) > 0 || !z.preparing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		runtime.LockOSThread() // spent: ends with this goroutine
+		gen := z.gen.Load()
+		err := z.enter(false)
+		if err != nil {
+			z.preparing.Store(false)
+			return // no spare: calls enter their namespaces themselves
+		}
+		var base *baseRules
+		if walked, release, err := z.reads.get(); err == nil {
+			if rfd, err := baseRuleset(walked, z.controls["read-root"], true); err == nil {
+				base = &baseRules{walk: walked, rfd: rfd}
+			}
+			release()
+		}
+		sp := spare{jobs: make(chan job), gen: gen}
+		select {
+		case z.spares <- sp:
+			z.preparing.Store(false)
+		default:
+			z.preparing.Store(false)
+			base.close()
+			return
+		}
+		j, ok := <-sp.jobs
+		if !ok {
+			base.close()
+			return
+		}
+		pid, err := z.spawn(j.req, j.stdio, true, base)
+		base.close()
+		j.done <- started{pid, err}
+		<-j.hold
+	}()
+}
+
+// takeSpare returns a spare for req, if one waits and is current.
+func (z *zygoteState) takeSpare(req Request) (spare, bool) {
+	if req.Network {
+		return spare{}, false
+	}
+	select {
+	case sp := <-z.spares:
+		if sp.gen != z.gen.Load() {
+			close(sp.jobs)
+			return spare{}, false
+		}
+		return sp, true
+	default:
+		return spare{}, false
+	}
+}
+
+// readFull reads into b until it is full or the pipe ends.
+func readFull(fd int, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		m, err := unix.Read(fd, b[n:])
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil || m == 0 {
+			return n, err
+		}
+		n += m
+	}
+	return n, nil
 }
 
 // lookPathIn is lookPath with the PATH of env.
