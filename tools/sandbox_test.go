@@ -334,8 +334,8 @@ func TestGlobSuggestionCoversTheCall(t *testing.T) {
 	}
 }
 
-// TestProfileGuard: Git for a git command a rule or a human allowed
-// (never a mode); Read for the sensitive files a human approved reading
+// TestProfileGuard: Git for a git command a rule, a human or the team's
+// sandbox.auto_allow allowed (never a mode); Read for the sensitive files a human approved reading
 // or a Read rule names; Granted for the dangerous paths a human approved
 // writing or an Edit/Write rule names.
 func TestProfileGuard(t *testing.T) {
@@ -361,6 +361,12 @@ func TestProfileGuard(t *testing.T) {
 	}
 	if p := prof("git commit -m x", &permission.Context{Mode: permission.ModeBypass}); p.Git {
 		t.Errorf("git commit allowed by bypass mode gets Git: %+v", p)
+	}
+	auto := &permission.Context{Mode: permission.ModeDefault, Sandbox: &permission.Sandbox{AutoAllow: true}}
+	in, _ := json.Marshal(BashInput{Command: "git commit -m x"})
+	ac := Call{Tool: Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: auto, Sandboxed: true}
+	if v, err := Decide(ctx, ac); err != nil || v.Layer != permission.LayerSandbox || !Profile(ctx, ac, v).Git {
+		t.Errorf("git commit auto-allowed by the team's sandbox.auto_allow: %+v %v (Git %v)", v, err, Profile(ctx, ac, v).Git)
 	}
 	if p := prof("git commit -m x && python3 x.py", gitRule); p.Git {
 		t.Errorf("a compound command with python3 gets Git: %+v", p)
