@@ -113,6 +113,16 @@ func TestFileToolsCannotHurtTheWorker(t *testing.T) {
 		!strings.Contains(r.Content, fifo+" (not a regular file)") || !strings.Contains(r.Content, sparse+" (214748364800 bytes") {
 		t.Errorf("Grep over the directory: %v %q", r.IsError, r.Content)
 	}
+	if haveRipgrep(t) {
+		// rg skips what the Go engine skips: without --max-filesize it
+		// reads the sparse file's zeros until its 30 s timeout.
+		r = within(t, 10*time.Second, "Grep (rg) over the directory", func() Result {
+			return callTool(t, Grep{Engine: GrepRipgrep, Timeout: 30 * time.Second}, env, GrepInput{Pattern: "needle", Path: dir, OutputMode: "files_with_matches"})
+		})
+		if r.IsError || !strings.Contains(r.Content, small) {
+			t.Errorf("Grep (rg) over the directory: %v %q", r.IsError, r.Content)
+		}
+	}
 	r = within(t, 10*time.Second, "Grep (Go engine) of the FIFO", func() Result {
 		return callTool(t, Grep{Engine: GrepGo}, env, GrepInput{Pattern: "needle", Path: fifo})
 	})

@@ -84,7 +84,10 @@ func Ripgrep(ctx context.Context, b backend.Backend, q Query, timeout time.Durat
 	for _, d := range vcsDirs() {
 		argv = append(argv, "--glob", "!"+d)
 	}
-	argv = append(argv, "--max-columns", strconv.Itoa(maxColumns), "--sort", "path", "--no-config")
+	// The same files as the Go engine: none over maxFileBytes (a 200 GB
+	// sparse file would keep rg reading zeros until the timeout).
+	argv = append(argv, "--max-columns", strconv.Itoa(maxColumns), "--max-filesize", strconv.Itoa(maxFileBytes),
+		"--sort", "path", "--no-config")
 	if q.Multiline {
 		argv = append(argv, "-U", "--multiline-dotall")
 	}
