@@ -423,7 +423,7 @@ func (z *zygoteState) spawn(req Request, stdio []int, entered bool, base *baseRu
 		return 0, fmt.Errorf("pipe: %w", err)
 	}
 	a.errPipe = p[1]
-	pid, step, errno := forkExec(a)
+	pid, _, errno := forkExec(a)
 	unix.Close(p[1])
 	defer unix.Close(p[0])
 	runtime.KeepAlive(a)
@@ -437,7 +437,7 @@ func (z *zygoteState) spawn(req Request, stdio []int, entered bool, base *baseRu
 	}
 	var ws syscall.WaitStatus
 	_, _ = syscall.Wait4(pid, &ws, 0, nil)
-	step = binary.NativeEndian.Uint32(report[0:4])
+	step := binary.NativeEndian.Uint32(report[0:4])
 	errno = syscall.Errno(binary.NativeEndian.Uint32(report[4:8]))
 	if step == stepExec {
 		return 0, fmt.Errorf("start %s: %w", prog, errno)
