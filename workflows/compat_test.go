@@ -88,7 +88,8 @@ func samplePermission() permission.Context {
 
 func sampleSandbox() *calls.Sandbox {
 	return &calls.Sandbox{Write: []string{"/work", "/etc/app.conf"}, Dirs: []string{"/work"}, Protect: []string{"/work/.git/hooks"},
-		Network: true, NetworkBy: "sandbox.network_for rule Bash(npm install:*)", Off: true, Backend: "docker"}
+		Network: true, NetworkBy: "sandbox.network_for rule Bash(npm install:*)", Off: true, Backend: "docker",
+		Git: true, Read: []string{"/work/.env"}, Granted: []string{"/work/.vscode"}}
 }
 
 func sampleDecision() permission.Decision {
