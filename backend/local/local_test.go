@@ -12,6 +12,7 @@ import (
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/backendtest"
 	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/calls"
 )
 
 func TestConformance(t *testing.T) {
@@ -163,5 +164,30 @@ func TestRealTools(t *testing.T) {
 				t.Fatalf("%s failed in the sandbox: %v exit %d: %q", c.name, err, res.ExitCode, out)
 			}
 		})
+	}
+}
+
+// TestWorktreeWorkspace: a workspace whose .git is a file (a linked
+// worktree or a submodule) runs its calls: the profile's protected
+// .git/hooks and .git/config lie beneath a file, so they do not exist
+// and need no mount (the mount failed every call with ENOTDIR).
+func TestWorktreeWorkspace(t *testing.T) {
+	repo, wt := t.TempDir(), filepath.Join(t.TempDir(), "wt")
+	for _, args := range [][]string{{"init", "-q", repo}, {"-C", repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x"},
+		{"-C", repo, "worktree", "add", "-q", wt}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v %s", args, err, out)
+		}
+	}
+	if fi, err := os.Lstat(filepath.Join(wt, ".git")); err != nil || fi.IsDir() {
+		t.Fatalf("the worktree's .git is not a file: %v", err)
+	}
+	b := local.New(wt)
+	defer b.Close()
+	prof := &calls.Sandbox{Write: []string{wt}, Dirs: []string{wt},
+		Protect: []string{filepath.Join(wt, ".git", "hooks"), filepath.Join(wt, ".git", "config")}}
+	res, err := b.Exec(backend.WithSandbox(t.Context(), prof), backend.ExecRequest{Argv: []string{"sh", "-c", "echo ran > out.txt && cat out.txt"}})
+	if err != nil || res.ExitCode != 0 || strings.TrimSpace(string(res.Stdout)) != "ran" {
+		t.Fatalf("a call in a worktree: %v exit %d %q %q", err, res.ExitCode, res.Stdout, res.Stderr)
 	}
 }

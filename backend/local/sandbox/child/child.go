@@ -219,10 +219,17 @@ func callMounts(hides, pins, protects []string) error {
 	return nil
 }
 
+// missing reports whether err says a path does not exist: no entry of
+// that name, or a component on the way that is not a directory (the
+// .git/hooks of a worktree or submodule, whose .git is a file).
+func missing(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
+}
+
 // pin bind-mounts p onto itself, writable: a mount point cannot be
 // renamed, removed or replaced (EBUSY). A missing path needs nothing.
 func pin(p string) error {
-	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(p); missing(err) {
 		return nil
 	}
 	return unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, "")
@@ -233,7 +240,7 @@ func pin(p string) error {
 // it covered p.
 func hide(p string) (bool, error) {
 	fi, err := os.Lstat(p)
-	if errors.Is(err, os.ErrNotExist) {
+	if missing(err) {
 		return false, nil
 	}
 	if err != nil {
@@ -251,7 +258,7 @@ func hide(p string) (bool, error) {
 // readOnly bind-mounts p onto itself read-only, keeping the flags the
 // mount it sits on has (a user namespace may not clear them).
 func readOnly(p string) error {
-	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Lstat(p); missing(err) {
 		return nil
 	}
 	if err := unix.Mount(p, p, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
@@ -473,7 +480,7 @@ func callRules(rfd int, spec Spec) error {
 // directory). A missing path is skipped: it cannot be reached anyway.
 func addRule(rfd int, p string, access uint64) error {
 	fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENXIO) {
+	if missing(err) || errors.Is(err, unix.ENXIO) {
 		return nil
 	}
 	if err != nil {

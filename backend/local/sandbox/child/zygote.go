@@ -209,7 +209,7 @@ func (z *zygoteState) rehide() error {
 		h := &z.hides[i]
 		var st unix.Stat_t
 		if err := unix.Lstat(h.path, &st); err != nil {
-			if errors.Is(err, unix.ENOENT) {
+			if missing(err) {
 				continue
 			}
 			return fmt.Errorf("hide %s: %w", h.path, err)
