@@ -325,9 +325,18 @@ func (z *zygoteState) serve(req Request, fds []int) {
 		// would see the process end, so it does not run on.
 		kill()
 	}
+	// A message from the worker (a timeout, a cancellation) kills the
+	// process and everything it started. The reader is done before sock
+	// is closed: a reader still on its way to Recvmsg would otherwise read
+	// the socket of a later call that got the same descriptor number, and
+	// take that call's kill.
+	watched := make(chan struct{})
+	defer func() {
+		_ = unix.Shutdown(sock, unix.SHUT_RD)
+		<-watched
+	}()
 	go func() {
-		// A message from the worker (a timeout, a cancellation) kills the
-		// process and everything it started.
+		defer close(watched)
 		buf := make([]byte, 16)
 		if n, _, _, _, err := unix.Recvmsg(sock, buf, nil, 0); err == nil && n > 0 {
 			kill()
