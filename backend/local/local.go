@@ -122,7 +122,7 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	}
 	// One confinement (and one temporary directory) for the call, whichever
 	// way its process is started.
-	c, cleanup, err := b.confine(ctx, req, env)
+	c, cleanup, err := b.confine(ctx, req, dir, env)
 	if err != nil {
 		return backend.ExecResult{}, err
 	}
@@ -219,10 +219,11 @@ type confinement struct {
 	guard *guardCall
 }
 
-// confine prepares the sandbox of req: its profile (req.Sandbox, else
-// the call's in ctx, else the workdir writable), a private temporary
-// directory that cleanup removes, and the caches.
-func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, env []string) (confinement, func(), error) {
+// confine prepares the sandbox of req, run in dir: its profile
+// (req.Sandbox, else the call's in ctx, else the workdir writable), a
+// private temporary directory and the grants made for it, which cleanup
+// removes, and the caches.
+func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, dir string, env []string) (confinement, func(), error) {
 	prof := req.Sandbox
 	if prof == nil {
 		prof = backend.SandboxFrom(ctx)
@@ -235,6 +236,10 @@ func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, env []st
 		return confinement{}, nil, fmt.Errorf("local exec: private temporary directory: %w", err)
 	}
 	g := grantable(prof.Write, prof.Dirs)
+	cleanup := func() {
+		_ = os.RemoveAll(tmp)
+		g.undo()
+	}
 	c := confinement{prof: prof, write: append(g.paths, tmp), protect: realPaths(prof.Protect)}
 	env, cache := b.cacheEnv(env, prof)
 	if cache != "" {
@@ -242,19 +247,11 @@ func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, env []st
 	}
 	c.env = append(env, "TMPDIR="+tmp)
 	if c.hide, c.pin, c.protect, c.guard, err = b.guard(prof, c.write, c.protect); err != nil {
-		_ = os.RemoveAll(tmp)
-		g.undo()
+		cleanup()
 		return confinement{}, nil, err
 	}
-	dir := req.Dir
-	if dir == "" {
-		dir = b.Workdir
-	}
 	c.read = b.reads(append([]string{dir}, prof.Dirs...), c.env)
-	return c, func() {
-		_ = os.RemoveAll(tmp)
-		g.undo()
-	}, nil
+	return c, cleanup, nil
 }
 
 // reads is what a sandboxed process may read beyond the system's shared
