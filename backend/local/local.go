@@ -128,7 +128,7 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	}
 	defer cleanup()
 	res, err := b.viaZygote(ctx, req, dir, c, stdout, stderr)
-	if errors.Is(err, sandbox.ErrSlow) || errors.Is(err, errNoZygote) {
+	if errors.Is(err, errNoZygote) {
 		// Nothing ran: a sandbox of its own (a re-executed helper).
 		res, err = b.execDirect(ctx, req, dir, env, &c, stdout, stderr)
 	}

@@ -52,8 +52,8 @@ func (b *Backend) startedZygote() (*sandbox.Zygote, []string, error) {
 	return z, hide, nil
 }
 
-// viaZygote runs req through the zygote, confined by c. errNoZygote (or
-// sandbox.ErrSlow) means nothing ran and the call needs a sandbox of its
+// viaZygote runs req through the zygote, confined by c. errNoZygote
+// means nothing ran and the call needs a sandbox of its
 // own (c serves it unused): its working directory or a write path lies
 // in a hidden tree the zygote hides. (Each call's hidden, pinned and
 // protected paths apply in a mount namespace of its own, so no call
@@ -79,8 +79,6 @@ func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir st
 		ExitCode:  out.ExitCode,
 	}
 	switch {
-	case errors.Is(err, sandbox.ErrSlow):
-		return backend.ExecResult{}, err
 	case errors.Is(err, sandbox.ErrNotFound):
 		// Reported like a shell would.
 		res.ExitCode = 127

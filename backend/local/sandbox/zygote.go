@@ -26,9 +26,6 @@ type reply = child.Reply
 
 // Errors of Zygote.Run.
 var (
-	// ErrSlow means the zygote cannot run the request as asked; run it
-	// with Command, which sets up a sandbox of its own.
-	ErrSlow = errors.New("sandbox: the request needs a sandbox of its own")
 	// ErrNotFound wraps a program that is not in PATH.
 	ErrNotFound = errors.New("executable file not found in $PATH")
 	// ErrGone means the zygote went away; a process it ran may have run
@@ -285,8 +282,6 @@ func (c *zcall) awaitStart(ctx context.Context) error {
 	switch r := first.r; {
 	case first.err != nil:
 		return fmt.Errorf("%w: %w", ErrGone, first.err)
-	case r.Slow:
-		return ErrSlow
 	case r.NotFound:
 		return fmt.Errorf("%w: %s", ErrNotFound, r.Error)
 	case r.Error != "":

@@ -61,10 +61,6 @@ type Reply struct {
 	Error   string `json:"error,omitempty"`
 	// NotFound says the program is not in PATH (exit code 127).
 	NotFound bool `json:"not_found,omitempty"`
-	// Slow says the zygote cannot run this request: run it with a
-	// helper. (This zygote never says it: every call has a mount
-	// namespace of its own.)
-	Slow     bool `json:"slow,omitempty"`
 	Exited   bool `json:"exited,omitempty"`
 	ExitCode int  `json:"exit_code,omitempty"`
 	// Signal is the signal that ended the process, 0 if it exited.
