@@ -127,6 +127,14 @@ type ExecResult struct {
 	// Truncated reports that output was cut at MaxOutput.
 	Truncated bool
 	Duration  time.Duration
+	// Connections are the connections the call's processes asked the
+	// egress proxy for, in order (local backend, a call with the
+	// network).
+	Connections []calls.Connection
+	// Limit says which of the call's limits ended it ("memory: the
+	// call's processes used the 512 MiB of limits.memory"), "" when
+	// none did.
+	Limit string
 }
 
 // Streamer is implemented by backends that can report a process's output

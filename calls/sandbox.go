@@ -43,10 +43,23 @@ type Sandbox struct {
 	// (.bashrc, .vscode, .gitmodules, ...) stay read-only, and those the
 	// call creates are moved aside after it.
 	Granted []string `json:"granted,omitempty"`
-	// Network gives the call the host's network; NetworkBy says what
-	// turned it on (the turn's policy, a rule, the tool's settings).
+	// Network gives the call a way out: on the local backend a network
+	// namespace of its own whose only exit is an egress proxy the worker
+	// runs for the call, which lets through the hosts of Hosts and nothing
+	// else. NetworkBy says what turned it on (the turn's policy, a rule,
+	// the tool's settings, an approval).
 	Network   bool   `json:"network,omitempty"`
 	NetworkBy string `json:"network_by,omitempty"`
+	// Hosts are the hosts the call may reach when Network is on: a name
+	// ("registry.npmjs.org"), a suffix ("*.example.org"), an address or
+	// a range ("10.0.0.5", "10.0.0.0/8"), each with an optional port
+	// (":443"); "*" is any host. A name lets through only public
+	// addresses: a loopback, private or link-local address is reached
+	// only when an entry names it (an address or a range). Empty with
+	// Network on (profiles recorded before hosts existed) means "*".
+	Hosts []string `json:"hosts,omitempty"`
+	// Limits bound the call's processes (nil: the backend's defaults).
+	Limits *Limits `json:"limits,omitempty"`
 	// Off records that the worker runs this backend without the sandbox
 	// (backend.local.sandbox: off): the call runs as the worker's user.
 	Off bool `json:"off,omitempty"`
@@ -87,12 +100,19 @@ func (s *Sandbox) String() string {
 		b.WriteString(", may read " + strings.Join(s.Read, ", "))
 	}
 	if s.Network {
-		b.WriteString(", network on")
+		hosts := "any public host"
+		if len(s.Hosts) > 0 && !(len(s.Hosts) == 1 && s.Hosts[0] == "*") {
+			hosts = strings.Join(s.Hosts, ", ")
+		}
+		b.WriteString(", network to " + hosts)
 		if s.NetworkBy != "" {
 			b.WriteString(" (" + s.NetworkBy + ")")
 		}
 	} else {
 		b.WriteString(", network off")
+	}
+	if l := s.Limits.String(); l != "" {
+		b.WriteString(", limits " + l)
 	}
 	return b.String()
 }

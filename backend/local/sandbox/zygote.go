@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -135,18 +137,55 @@ type Result struct {
 // stderr (each from one goroutine), until it ends or ctx is done, which
 // kills it and everything it started.
 func (z *Zygote) Run(ctx context.Context, req Request, stdin []byte, stdout, stderr io.Writer) (Result, error) {
+	return z.RunCall(ctx, req, Call{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+}
+
+// Call is what one RunCall carries beside its request.
+type Call struct {
+	Stdin          []byte
+	Stdout, Stderr io.Writer
+	// Cgroups are the cgroup.procs files (opened for writing) of the
+	// call's cgroups: the process joins each before it execs. RunCall
+	// sets the request's Cgroups from their number; the caller closes
+	// them.
+	Cgroups []*os.File
+	// Proxy, for a request with Proxy, is called once the process has
+	// started with the listener the zygote made in the call's network
+	// namespace (127.0.0.1:child.ProxyPort). It serves the call's egress
+	// proxy and returns when the listener is closed, which RunCall does
+	// once the process has ended; RunCall returns after it.
+	Proxy func(net.Listener)
+}
+
+// RunCall runs req as Run does, with the call's cgroups and egress
+// proxy.
+func (z *Zygote) RunCall(ctx context.Context, req Request, call Call) (Result, error) {
 	c, err := openCall()
 	if err != nil {
 		return Result{}, err
 	}
 	defer c.replies.Close()
-	if err := z.send(c, req); err != nil {
+	req.Cgroups = len(call.Cgroups)
+	if err := z.send(c, req, call.Cgroups); err != nil {
 		return Result{}, err
 	}
-	c.stream(stdin, stdout, stderr)
+	c.stream(call.Stdin, call.Stdout, call.Stderr)
 	defer c.finish()
-	if err := c.awaitStart(ctx); err != nil {
+	ln, err := c.awaitStart(ctx)
+	if err != nil {
 		return Result{}, err
+	}
+	if ln != nil {
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			if call.Proxy != nil {
+				call.Proxy(ln)
+			}
+		}()
+		defer func() { ln.Close(); <-served }()
+	} else if req.Proxy {
+		return Result{}, errors.New("sandbox: the zygote sent no proxy listener")
 	}
 	return c.awaitExit(ctx)
 }
@@ -190,7 +229,7 @@ func openCall() (*zcall, error) {
 }
 
 // send hands req and the far ends to the zygote, and closes them here.
-func (z *Zygote) send(c *zcall, req Request) error {
+func (z *Zygote) send(c *zcall, req Request, extra []*os.File) error {
 	defer func() {
 		for _, f := range c.far {
 			f.Close()
@@ -198,9 +237,9 @@ func (z *Zygote) send(c *zcall, req Request) error {
 	}()
 	msg, err := json.Marshal(req)
 	if err == nil {
-		fds := make([]int, len(c.far))
-		for i, f := range c.far {
-			fds[i] = int(f.Fd())
+		fds := make([]int, 0, len(c.far)+len(extra))
+		for _, f := range append(slices.Clip(c.far), extra...) {
+			fds = append(fds, int(f.Fd()))
 		}
 		z.mu.Lock()
 		err = unix.Sendmsg(int(z.ctl.Fd()), msg, unix.UnixRights(fds...), nil, 0)
@@ -251,19 +290,20 @@ func (c *zcall) finish() {
 // answer is one reply of the zygote, or why none could be read.
 type answer struct {
 	r   reply
+	fd  int // a descriptor that came with it, -1 for none
 	err error
 }
 
 // nextReply reads the call's next reply in the background.
 func (c *zcall) nextReply() <-chan answer {
 	ch := make(chan answer, 1)
-	go func() { r, _, err := readReply(c.replies); ch <- answer{r, err} }()
+	go func() { r, fd, err := readReply(c.replies); ch <- answer{r, fd, err} }()
 	return ch
 }
 
 // awaitStart waits for the zygote's first reply: the process started,
 // or why it did not.
-func (c *zcall) awaitStart(ctx context.Context) error {
+func (c *zcall) awaitStart(ctx context.Context) (net.Listener, error) {
 	started := c.nextReply()
 	var first answer
 	select {
@@ -276,18 +316,29 @@ func (c *zcall) awaitStart(ctx context.Context) error {
 		// process itself.
 		_ = unix.Sendmsg(int(c.replies.Fd()), []byte("kill"), nil, nil, 0)
 		_ = unix.Shutdown(int(c.replies.Fd()), unix.SHUT_RD)
-		<-started
-		return ctx.Err()
+		if a := <-started; a.fd >= 0 {
+			unix.Close(a.fd)
+		}
+		return nil, ctx.Err()
 	}
 	switch r := first.r; {
 	case first.err != nil:
-		return fmt.Errorf("%w: %w", ErrGone, first.err)
+		return nil, fmt.Errorf("%w: %w", ErrGone, first.err)
 	case r.NotFound:
-		return fmt.Errorf("%w: %s", ErrNotFound, r.Error)
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, r.Error)
 	case r.Error != "":
-		return errors.New("sandbox: " + r.Error)
+		return nil, errors.New("sandbox: " + r.Error)
 	}
-	return nil
+	if first.fd < 0 {
+		return nil, nil
+	}
+	f := os.NewFile(uintptr(first.fd), "egress-proxy")
+	defer f.Close() // FileListener holds a copy
+	ln, err := net.FileListener(f)
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: proxy listener: %w", err)
+	}
+	return ln, nil
 }
 
 // awaitExit waits for the zygote's last reply, how the process ended;

@@ -48,10 +48,38 @@ type Request struct {
 	Pin     []string `json:"pin,omitempty"`
 	Read    []string `json:"read,omitempty"`
 	Network bool     `json:"network,omitempty"`
+	// Proxy gives the process a network namespace of its own (loopback
+	// only) in which the zygote listens on 127.0.0.1:ProxyPort before the
+	// process starts; the listener comes back with the Started reply, and
+	// the worker serves the call's egress proxy on it.
+	Proxy bool `json:"proxy,omitempty"`
+	// Cgroups is the number of descriptors after the four that are
+	// cgroup.procs files of the call's cgroups (one per hierarchy),
+	// opened for writing by the worker: the process joins each before it
+	// execs, so everything it starts is counted from its first
+	// instruction.
+	Cgroups int `json:"cgroups,omitempty"`
+	// Rlimits are set on the process before it execs.
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// Tmp, when set, is covered in the call's mount namespace by a tmpfs
+	// of TmpSize bytes (its private TMPDIR).
+	Tmp     string   `json:"tmp,omitempty"`
+	TmpSize int64    `json:"tmp_size,omitempty"`
 	Dir     string   `json:"dir"`
 	Argv    []string `json:"argv"`
 	Env     []string `json:"env"`
 }
+
+// Rlimit is one resource limit (unix.RLIMIT_*) of a process.
+type Rlimit struct {
+	Resource int    `json:"resource"`
+	Cur      uint64 `json:"cur"`
+	Max      uint64 `json:"max"`
+}
+
+// ProxyPort is the port of the egress proxy inside a call's network
+// namespace (the port squid made the custom for one).
+const ProxyPort = 3128
 
 // Reply is a zygote's answer: first Started or an error, then, once the
 // process has exited, Exited. Any message the worker sends on the reply
@@ -69,6 +97,10 @@ type Reply struct {
 
 // ControlFD is the zygote's control socket (its first extra file).
 const ControlFD = 3
+
+// maxCgroups bounds Request.Cgroups (cgroup v1 has one hierarchy per
+// controller).
+const maxCgroups = 8
 
 // zygote serves requests until its control socket closes.
 func zygote(arg string) error {
@@ -105,7 +137,7 @@ func zygote(arg string) error {
 	}
 	z.prepareSpare()
 	buf := make([]byte, 1<<20)
-	oob := make([]byte, unix.CmsgSpace(4*4))
+	oob := make([]byte, unix.CmsgSpace(4*(4+maxCgroups)))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(ControlFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err != nil {
@@ -115,15 +147,17 @@ func zygote(arg string) error {
 			return nil // the worker closed it: its processes die with us
 		}
 		fds, err := rights(oob[:oobn])
-		if err != nil || len(fds) != 4 {
-			for _, fd := range fds {
-				unix.Close(fd)
-			}
+		if err != nil || len(fds) < 4 {
+			closeAll(fds)
 			continue
 		}
 		var req Request
-		if err := json.Unmarshal(buf[:n], &req); err != nil {
-			_ = reply(fds[3], Reply{Error: "bad request: " + err.Error()}, -1)
+		if err := json.Unmarshal(buf[:n], &req); err != nil || req.Cgroups != len(fds)-4 {
+			msg := fmt.Sprintf("bad request: %d descriptors for %d cgroups", len(fds), req.Cgroups)
+			if err != nil {
+				msg = "bad request: " + err.Error()
+			}
+			_ = reply(fds[3], Reply{Error: msg}, -1)
 			closeAll(fds)
 			continue
 		}
@@ -277,6 +311,7 @@ func reply(sock int, r Reply, fd int) error {
 func (z *zygoteState) serve(req Request, fds []int) {
 	sock := fds[3]
 	defer unix.Close(sock)
+	defer closeAll(fds[4:]) // the cgroup.procs files, joined by then
 	if !z.controls["no-rehide"] {
 		if err := z.rehide(); err != nil {
 			closeAll(fds[:3])
@@ -291,19 +326,22 @@ func (z *zygoteState) serve(req Request, fds []int) {
 	hold := make(chan struct{})
 	defer close(hold)
 	if sp, ok := z.takeSpare(req); ok {
-		sp.jobs <- job{req, fds[:3], ch, hold}
+		sp.jobs <- job{req, fds, ch, hold}
 	} else {
 		go func() {
 			// This thread takes the process's namespaces and restrictions
 			// and is never given back: it ends with this goroutine.
 			runtime.LockOSThread()
-			pid, err := z.spawn(req, fds[:3], false, nil)
-			ch <- started{pid, err}
+			pid, lfd, err := z.spawn(req, fds, false, nil)
+			ch <- started{pid, lfd, err}
 			<-hold
 		}()
 	}
 	s := <-ch
 	closeAll(fds[:3])
+	if s.listener >= 0 {
+		defer unix.Close(s.listener)
+	}
 	// The next call's spare is made while this one runs, not while it
 	// starts.
 	z.prepareSpare()
@@ -316,7 +354,7 @@ func (z *zygoteState) serve(req Request, fds []int) {
 	// everything the call started, however it detached (a new session, a
 	// double fork), and so does its end.
 	kill := func() { _ = syscall.Kill(s.pid, syscall.SIGKILL); _ = syscall.Kill(-s.pid, syscall.SIGKILL) }
-	if err := reply(sock, Reply{Started: true}, -1); err != nil {
+	if err := reply(sock, Reply{Started: true}, s.listener); err != nil {
 		// The worker stopped waiting (its call was cancelled): nobody
 		// would see the process end, so it does not run on.
 		kill()
@@ -366,7 +404,21 @@ func (z *zygoteState) serve(req Request, fds []int) {
 // entered says the thread is in the call's namespaces already (a spare).
 // base, when not nil, is a base ruleset made ahead (a spare's), used
 // when the walk it was made from is still current.
-func (z *zygoteState) spawn(req Request, stdio []int, entered bool, base *baseRules) (pid int, err error) {
+func (z *zygoteState) spawn(req Request, fds []int, entered bool, base *baseRules) (pid, listener int, err error) {
+	listener = -1
+	defer func() {
+		if err != nil && listener >= 0 {
+			unix.Close(listener)
+			listener = -1
+		}
+	}()
+	pid, err = z.spawnIn(req, fds, entered, base, &listener)
+	return pid, listener, err
+}
+
+// spawnIn is spawn; it sets *listener to the proxy's listener once made.
+func (z *zygoteState) spawnIn(req Request, fds []int, entered bool, base *baseRules, listener *int) (pid int, err error) {
+	stdio := fds[:3]
 	if len(req.Argv) == 0 {
 		return 0, errors.New("empty argv")
 	}
@@ -375,8 +427,13 @@ func (z *zygoteState) spawn(req Request, stdio []int, entered bool, base *baseRu
 		return 0, err
 	}
 	if !entered {
-		if err := z.enter(req.Network); err != nil {
+		if err := z.enter(req.Network && !req.Proxy); err != nil {
 			return 0, err
+		}
+	}
+	if req.Proxy {
+		if *listener, err = proxyListener(); err != nil {
+			return 0, fmt.Errorf("egress proxy: %w", err)
 		}
 	}
 	if err := callMounts(req.Hide, req.Pin, req.Protect); err != nil {
@@ -450,10 +507,34 @@ func (z *zygoteState) spawn(req Request, stdio []int, entered bool, base *baseRu
 	return 0, fmt.Errorf("sandbox %s: %w", stepNames[step], errno)
 }
 
-// started is how starting a process went.
+// started is how starting a process went; listener is the proxy's
+// listener of a Proxy request (-1 for none).
 type started struct {
-	pid int
-	err error
+	pid      int
+	listener int
+	err      error
+}
+
+// proxyListener listens on 127.0.0.1:ProxyPort in the calling thread's
+// network namespace (a call's own).
+func proxyListener() (int, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Port: ProxyPort, Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := unix.Listen(fd, 128); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
 }
 
 // enter gives the calling (locked, spent) thread the namespaces of a
@@ -505,9 +586,11 @@ func (b *baseRules) close() {
 
 // job is a request handed to a spare.
 type job struct {
-	req   Request
-	stdio []int
-	done  chan started
+	req Request
+	// fds are the request's descriptors: stdio, the reply socket, the
+	// cgroup.procs files.
+	fds  []int
+	done chan started
 	// hold is closed once the call is answered.
 	hold chan struct{}
 }
@@ -546,9 +629,9 @@ func (z *zygoteState) prepareSpare() {
 			base.close()
 			return
 		}
-		pid, err := z.spawn(j.req, j.stdio, true, base)
+		pid, lfd, err := z.spawn(j.req, j.fds, true, base)
 		base.close()
-		j.done <- started{pid, err}
+		j.done <- started{pid, lfd, err}
 		<-j.hold
 	}()
 }
