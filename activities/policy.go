@@ -100,6 +100,9 @@ func merge(s, t config.ToolSettings) config.ToolSettings {
 	if t.Network {
 		s.Network = true
 	}
+	if t.NetworkHosts != nil {
+		s.NetworkHosts = t.NetworkHosts
+	}
 	if t.Escalation != "" {
 		s.Escalation = t.Escalation
 	}

@@ -74,7 +74,16 @@ func (a *Activities) bind(ctx context.Context, in workflows.PrepareInput, t tool
 	pc.Protected = append(slices.Clone(pc.Protected), a.Protected...)
 	sandboxed, off := sandboxOf(env.Backend)
 	return env, tools.Call{Tool: t, Input: in.Call.Input, Workdir: env.Workdir, Home: home, Policy: pc,
-		Validator: &a.validator, State: in.State, Sandboxed: sandboxed}, off, nil
+		Validator: &a.validator, State: in.State, Sandboxed: sandboxed, ToolNetwork: a.toolNetwork(t.Info().Name)}, off, nil
+}
+
+// toolNetwork is the network the worker's settings give every call of
+// the tool: tools.NAME.network (any public host) or
+// tools.NAME.network_hosts (those hosts; naming them turns the network
+// on), or nil.
+func (a *Activities) toolNetwork(name string) *tools.NetworkGrant {
+	s := a.settings(name)
+	return tools.SettingsNetwork(name, s.Network, s.NetworkHosts)
 }
 
 // record fills out with the verdict v: the decision, the call's run
@@ -91,9 +100,6 @@ func (a *Activities) record(ctx context.Context, out *workflows.Prepared, in wor
 	out.Policy = a.policy(info, out.ReadOnly, backendName)
 	out.Policy.Notify = a.Notifier != nil && len(a.Notifier.URLs) > 0
 	prof := tools.Profile(ctx, call, v)
-	if s := a.settings(info.Name); s.Network && !prof.Network {
-		prof.Network, prof.NetworkBy = true, "tools."+info.Name+".network"
-	}
 	prof.Off = sandboxOff
 	if backendName != "local" {
 		prof.Backend = backendName

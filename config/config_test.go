@@ -140,3 +140,38 @@ func TestSandboxSettings(t *testing.T) {
 		t.Errorf("protected %q %v", pc.Protected, err)
 	}
 }
+
+// TestParseNetworkHosts: tools.NAME.network_hosts and the object form of
+// permission.sandbox.network_for are read from the file; a bad host
+// names its key.
+func TestParseNetworkHosts(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte(`tools:
+  per_tool:
+    Bash: {network_hosts: [registry.npmjs.org, "10.0.0.5:4873"]}
+permission:
+  sandbox:
+    network_for:
+      - "Bash(make:*)"
+      - {rule: "Bash(npm install:*)", hosts: [npm.example.internal, "*.example.org"]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := c.Tools.PerTool["Bash"].NetworkHosts; len(h) != 2 || h[1] != "10.0.0.5:4873" {
+		t.Errorf("network_hosts = %q", h)
+	}
+	nf := c.Permission.Sandbox.NetworkFor
+	if len(nf) != 2 || nf[0].Rule != "Bash(make:*)" || len(nf[0].Hosts) != 0 || nf[1].Rule != "Bash(npm install:*)" || len(nf[1].Hosts) != 2 {
+		t.Errorf("network_for = %+v", nf)
+	}
+	for in, key := range map[string]string{
+		"tools:\n  per_tool:\n    Bash: {network_hosts: [\"a b\"]}\n":                                   "tools.per_tool.Bash.network_hosts",
+		"permission:\n  sandbox:\n    network_for: [{rule: \"Bash(x:*)\", hosts: [\"x:0\"]}]\n":         "sandbox.network_for rule 1",
+		"permission:\n  sandbox:\n    network_for: [{rule: \"Bash(x:*)\", hosts: [a.b], match: [x]}]\n": "match",
+	} {
+		if _, err := Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%q: error %v, want one naming %s", in, err, key)
+		}
+	}
+}

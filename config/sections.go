@@ -33,9 +33,14 @@ type ToolSettings struct {
 	// Escalation at the deadline: deny (default), allow or notify (the
 	// workflow's workflows.Escalation values).
 	Escalation string `yaml:"escalation" json:"escalation,omitempty"`
-	// Network gives the tool's processes the host's network in the local
-	// sandbox (default off); the profile records it.
+	// Network gives the tool's processes the network in the local
+	// sandbox, through the egress proxy (default off): to the hosts of
+	// NetworkHosts, else to any public host. The profile records it.
 	Network bool `yaml:"network" json:"network,omitempty"`
+	// NetworkHosts are the hosts the tool's calls may reach (a name,
+	// *.suffix, an address or a range, with an optional :port); naming
+	// hosts turns the network on for the tool's calls.
+	NetworkHosts []string `yaml:"network_hosts" json:"network_hosts,omitempty"`
 }
 
 // Retry configures retries of a tool's activity. Without MaxAttempts,

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/wardenhq/warden/permission"
 )
 
 // Validate checks values; errors name the key. It checks what the file
@@ -134,6 +136,11 @@ func (s ToolSettings) validate(key string) []error {
 	}
 	if s.Timeout < 0 {
 		errs = append(errs, fmt.Errorf("%s.timeout: must not be negative", key))
+	}
+	for _, h := range s.NetworkHosts {
+		if err := permission.CheckHost(h); err != nil {
+			errs = append(errs, fmt.Errorf("%s.network_hosts: %w", key, err))
+		}
 	}
 	return errs
 }

@@ -18,8 +18,8 @@ const (
 	LayerAskRule  Layer = "ask rule"
 	// LayerSafety is a bypass-immune ASK of the tool's own check (a
 	// sensitive path, a read or write outside the working directories,
-	// a command that cannot be analysed); LayerTool any other verdict of
-	// that check.
+	// a command that cannot be analysed, network hosts nothing grants);
+	// LayerTool any other verdict of that check.
 	LayerSafety    Layer = "safety check"
 	LayerTool      Layer = "tool check"
 	LayerReadOnly  Layer = "read-only"

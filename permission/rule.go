@@ -114,9 +114,14 @@ func (p Policy) Context() (Context, error) {
 	c := Context{Mode: p.Mode, DangerousFiles: p.DangerousFiles, DangerousDirs: p.DangerousDirs, Sandbox: p.Sandbox,
 		Protected: p.Protected}
 	if p.Sandbox != nil {
-		for i, s := range p.Sandbox.NetworkFor {
-			if _, err := ParseRule(s, Allow); err != nil {
+		for i, n := range p.Sandbox.NetworkFor {
+			if err := n.Check(); err != nil {
 				return Context{}, fmt.Errorf("policy: sandbox.network_for rule %d: %w", i+1, err)
+			}
+		}
+		for _, h := range p.Sandbox.Hosts {
+			if err := CheckHost(h); err != nil {
+				return Context{}, fmt.Errorf("policy: sandbox.hosts: %w", err)
 			}
 		}
 	}

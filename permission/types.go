@@ -128,11 +128,17 @@ func DefaultSensitivePaths() []string {
 // Sandbox is the sandbox part of a policy (permission.sandbox in the
 // config, or a turn's policy).
 type Sandbox struct {
-	// Network gives every call of the turn the host's network.
+	// Network gives every call of the turn the network, through the
+	// egress proxy: to the hosts of Hosts (none: any public host).
 	Network bool `json:"network,omitempty" yaml:"network,omitempty"`
-	// NetworkFor are rules ("Bash(npm install:*)") whose calls get the
-	// network; the rule is recorded with the call's profile.
-	NetworkFor []string `json:"network_for,omitempty" yaml:"network_for,omitempty"`
+	// Hosts are the hosts Network lets every call reach (calls.Sandbox.Hosts
+	// syntax); empty means any public host ("*").
+	Hosts []string `json:"hosts,omitempty" yaml:"hosts,omitempty"`
+	// NetworkFor are rules whose calls get the network, each with the
+	// hosts they may reach: "Bash(npm install:*)" (any public host) or
+	// {rule: "Bash(npm install:*)", hosts: ["npm.example.internal"]}.
+	// The rule is recorded with the call's profile.
+	NetworkFor []NetworkRule `json:"network_for,omitempty" yaml:"network_for,omitempty"`
 	// AutoAllow runs a Bash command that would ask only because it is
 	// not read-only without asking, confined: when it names no path
 	// outside the working directories, matches no ask or deny rule,

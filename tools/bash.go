@@ -30,11 +30,20 @@ type BashInput struct {
 	Description string `json:"description,omitempty" jsonschema_description:"A short description of what the command does."`
 	// Timeout is in milliseconds (default 120000, max 600000).
 	Timeout int `json:"timeout,omitempty" jsonschema:"minimum=0,maximum=600000" jsonschema_description:"Timeout in milliseconds (default 120000, max 600000)."`
+	// NetworkHosts are the hosts the command asks to reach through the
+	// sandbox's egress proxy; hosts no rule grants make the call ask, and
+	// an approval grants them (bypass mode does not).
+	NetworkHosts []string `json:"network_hosts,omitempty" jsonschema_description:"Hosts this command must reach (registry.npmjs.org, *.example.org, host:port); a person is asked unless a rule grants them. Without it the command has the network only where a rule grants it."`
 }
 
 func (in BashInput) check() string {
 	if strings.TrimSpace(in.Command) == "" {
 		return "Command failed: empty command"
+	}
+	for _, h := range in.NetworkHosts {
+		if err := permission.CheckHost(h); err != nil {
+			return "Invalid input for Bash: network_hosts: " + err.Error()
+		}
 	}
 	return ""
 }
@@ -141,19 +150,19 @@ func (Bash) CheckPermissions(ctx context.Context, env *Env, input json.RawMessag
 	if err != nil {
 		return pd, err
 	}
-	if d.Behavior == permission.Ask && d.BypassImmune && pd.Behavior != permission.Deny {
+	switch {
+	case d.Behavior == permission.Ask && d.BypassImmune && pd.Behavior != permission.Deny:
 		// A dangerous pattern, command or removal says more than its
 		// paths; a protected path (or a path deny rule) still denies, so
 		// that bypass, which skips the safety ask, cannot reach it.
-		return d, nil
-	}
-	if pd.Behavior != permission.Passthrough {
-		return pd, nil
-	}
-	if d.Behavior == permission.Passthrough {
+	case pd.Behavior != permission.Passthrough:
+		d = pd
+	case d.Behavior == permission.Passthrough:
 		d.Message = "not read-only: " + a.NotReadOnly()
 	}
-	return d, nil
+	return hostsAsk("Bash", d, ungrantedHosts("Bash", input, pc, m.tool, func(content string) bool {
+		return a.MatchRule(content, permission.Allow)
+	})), nil
 }
 
 // CheckReadOnly implements ReadOnlyChecker: true only for commands the

@@ -40,6 +40,10 @@ type Call struct {
 	// Sandboxed says the call will run in the local kernel sandbox, which
 	// sandbox.auto_allow requires.
 	Sandboxed bool
+	// ToolNetwork is the network the worker's settings give every call
+	// of the tool (tools.NAME.network, tools.NAME.network_hosts); nil:
+	// none.
+	ToolNetwork *NetworkGrant
 }
 
 // Decide is the one decision function for a tool call: it validates the
@@ -82,6 +86,7 @@ func Decide(ctx context.Context, c Call) (permission.Verdict, error) {
 	}
 	env.State = nil // the permission checks do not depend on it
 	b := bindTool(c.Tool, env, c.Home, &pc)
+	b.memo.tool = c.ToolNetwork
 	verdict, err := permission.Evaluate(ctx, &pc, b, c.Input)
 	if err != nil {
 		return verdict, err
@@ -121,6 +126,7 @@ func bindTool(t Tool, env *Env, home string, pc *permission.Context) bound {
 type memo struct {
 	home     string
 	pc       *permission.Context
+	tool     *NetworkGrant
 	input    string
 	analysis *shell.Analysis
 	// raw is the JSON input the analysis is of.

@@ -34,8 +34,11 @@ import (
 //     are unreadable unless Read: a human approved a command that reads
 //     them, or a Read allow rule names them;
 //   - the network is off unless the turn's policy turns it on for every
-//     call (sandbox.network) or for the calls a rule matches
-//     (sandbox.network_for).
+//     call (sandbox.network, to sandbox.hosts) or for the calls a rule
+//     matches (sandbox.network_for, to the rule's hosts), the tool's
+//     settings do (tools.NAME.network, tools.NAME.network_hosts), or a
+//     human approves a call that asks for hosts (Bash's network_hosts);
+//     Hosts are the hosts those grants name ("*": any public host).
 //
 // Bypass mode changes what asks, never the profile.
 func Profile(ctx context.Context, c Call, v permission.Verdict) calls.Sandbox {
@@ -81,19 +84,43 @@ func profile(ctx context.Context, b bound, c Call, pc *permission.Context, v per
 			}
 		}
 	}
-	if sb := pc.Sandbox; sb != nil {
-		r := ""
-		if !sb.Network && c.Tool != nil {
-			r = networkRule(ctx, b, c.Input, sb.NetworkFor)
+	s.Network, s.Hosts, s.NetworkBy = callNetwork(ctx, b, c, pc, human)
+	return s
+}
+
+// callNetwork is the network of a call: the hosts its grants name
+// (networkGrants) and, when a human decides the call, the hosts it asks
+// for that none of them covers; by names what granted each.
+func callNetwork(ctx context.Context, b bound, c Call, pc *permission.Context, human bool) (on bool, hosts []string, by string) {
+	name := ""
+	if c.Tool != nil {
+		name = c.Tool.Info().Name
+	}
+	grants := networkGrants(name, pc, c.ToolNetwork, func(content string) bool {
+		ok, err := b.MatchRule(permission.WithRuleBehavior(ctx, permission.Allow), content, c.Input)
+		return err == nil && ok
+	})
+	hosts = grantHosts(grants)
+	var bys []string
+	for _, g := range grants {
+		bys = append(bys, g.By)
+	}
+	if human {
+		var asked []string
+		for _, h := range requestedHosts(name, c.Input) {
+			if permission.HostCovered(hosts, h) == "" {
+				asked = append(asked, h)
+			}
 		}
-		switch {
-		case sb.Network:
-			s.Network, s.NetworkBy = true, "the turn's policy: sandbox.network"
-		case r != "":
-			s.Network, s.NetworkBy = true, "sandbox.network_for rule "+r
+		if len(asked) > 0 {
+			hosts = append(hosts, asked...)
+			bys = append(bys, "network_hosts approved by a person: "+strings.Join(asked, ", "))
 		}
 	}
-	return s
+	if len(hosts) == 0 {
+		return false, nil, ""
+	}
+	return true, hosts, strings.Join(bys, "; ")
 }
 
 // callDirs are the working directories of a call, cleaned, the workdir
@@ -153,30 +180,10 @@ func makesDir(cmd string) bool {
 	return false
 }
 
-// networkRule returns the first of rules (strings like "Bash(npm
-// install:*)") that matches the call, or "".
-// b is the tool bound to the call (its memo keeps the Bash analysis of
-// the decision, so matching does not parse the command again).
-func networkRule(ctx context.Context, b bound, input json.RawMessage, rules []string) string {
-	for _, s := range rules {
-		r, err := permission.ParseRule(s, permission.Allow)
-		if err != nil || r.Tool != b.Name() {
-			continue
-		}
-		if r.Content == "" {
-			return r.String()
-		}
-		if ok, err := b.MatchRule(permission.WithRuleBehavior(ctx, permission.Allow), r.Content, input); err == nil && ok {
-			return r.String()
-		}
-	}
-	return ""
-}
-
 // autoAllow turns the ASK of a Bash command that asks only because it is
 // not read-only into an ALLOW when the policy's sandbox.auto_allow is on
 // and the call runs in the local sandbox: its writes stay in the working
-// directories and it has no network. A path outside them, a sensitive
+// directories and it has no network (granted or asked for). A path outside them, a sensitive
 // path, an ask or deny rule, a safety check or a network rule keeps the
 // ASK.
 func autoAllow(ctx context.Context, b bound, c Call, pc *permission.Context, v permission.Verdict) permission.Verdict {
@@ -187,8 +194,8 @@ func autoAllow(ctx context.Context, b bound, c Call, pc *permission.Context, v p
 	if v.Behavior != permission.Ask || v.Layer != permission.LayerMode || v.Rule != nil || v.Tool.Behavior != permission.Passthrough {
 		return v
 	}
-	if sb.Network || networkRule(ctx, b, c.Input, sb.NetworkFor) != "" {
-		return v
+	if on, _, _ := callNetwork(ctx, b, c, pc, false); on || len(requestedHosts("Bash", c.Input)) > 0 {
+		return v // the network (granted or asked for) is not confined
 	}
 	a, _, err := analyse(b.ctx(ctx), b.env, c.Input) // the decision's analysis, from the memo
 	if err != nil {

@@ -201,7 +201,7 @@ func TestAutoAllowKeepsAsks(t *testing.T) {
 			t.Errorf("%q: allowed (%s), want it to ask or be denied", c, v.Reason)
 		}
 	}
-	pc.Sandbox.NetworkFor = []string{"Bash(npm install:*)"}
+	pc.Sandbox.NetworkFor = permission.NetworkRules("Bash(npm install:*)")
 	if v := decideBash(t, "npm install left-pad", pc, true); v.Behavior == permission.Allow {
 		t.Errorf("a call with the network was auto-allowed: %s", v.Reason)
 	}
@@ -249,7 +249,7 @@ func TestProfile(t *testing.T) {
 	if p.Network {
 		t.Error("network on by default")
 	}
-	net := &permission.Context{Mode: permission.ModeDefault, Sandbox: &permission.Sandbox{NetworkFor: []string{"Bash(npm install:*)"}}}
+	net := &permission.Context{Mode: permission.ModeDefault, Sandbox: &permission.Sandbox{NetworkFor: permission.NetworkRules("Bash(npm install:*)")}}
 	c = call("npm install", net)
 	v, _ = Decide(ctx, c)
 	if p := Profile(ctx, c, v); !p.Network || !strings.Contains(p.NetworkBy, "npm install") {
@@ -265,7 +265,7 @@ func TestProfile(t *testing.T) {
 func TestProfileAnalysesOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pc := &permission.Context{Mode: permission.ModeDefault, Sandbox: &permission.Sandbox{NetworkFor: []string{"Bash(npm install:*)"}}}
+	pc := &permission.Context{Mode: permission.ModeDefault, Sandbox: &permission.Sandbox{NetworkFor: permission.NetworkRules("Bash(npm install:*)")}}
 	in, _ := json.Marshal(BashInput{Command: "npm install > /etc/app.log"})
 	c := Call{Tool: Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: pc}
 	v, err := Decide(ctx, c)
