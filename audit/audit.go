@@ -31,6 +31,7 @@ import (
 	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
@@ -53,6 +54,13 @@ const (
 	KindEscalation = "escalation"
 	// KindExecution is a call that ran, with its effective input.
 	KindExecution = "execution"
+	// KindConnection is a connection a call's processes asked the
+	// egress proxy for: Decision is allowed or refused, Reason the
+	// connection (host, port, address dialled, bytes, what decided),
+	// Connection its fields.
+	KindConnection = "connection"
+	// KindLimit is a limit that ended a call (Reason says which).
+	KindLimit = "limit"
 	// KindNotification is a webhook notification about a call:
 	// Decision is delivered or undelivered (it failed for good, or its
 	// turn ended while it was in flight), Notification its type.
@@ -126,6 +134,8 @@ type Record struct {
 	// PolicyVersion is the policy store's version the verdict was
 	// decided under (turns that follow a store).
 	PolicyVersion int `json:"policy_version,omitempty"`
+	// Connection is the connection of a connection record.
+	Connection *calls.Connection `json:"connection,omitempty"`
 }
 
 // Workflow reads every run of a workflow's continue-as-new chain, from
@@ -479,6 +489,10 @@ func (x *extractor) activityCompleted(t time.Time, a *historypb.ActivityTaskComp
 			x.notification(t, in, NotificationDelivered, "")
 		}
 	case workflows.ActivityTool:
+		var out workflows.ToolOutput
+		if x.decode(a.GetResult(), &out) == nil {
+			x.evidence(t, out.Result)
+		}
 	default:
 		x.modelAnswer(a.GetResult())
 	}
@@ -835,7 +849,79 @@ func (x *extractor) marker(m lamarker) {
 		if c := x.calls[out.Result.CallID]; c != nil {
 			x.execution(m.t, c.id, c.tool, c.effective(), "local")
 		}
+		x.evidence(m.t, out.Result)
 	}
+}
+
+// Decisions of connection records.
+const (
+	ConnectionAllowed = "allowed"
+	ConnectionRefused = "refused"
+)
+
+// evidence records what a call's result says its processes did beyond
+// their output: each connection the egress proxy saw
+// (Metadata["connections"]) and the limit that ended the call
+// (Metadata["limit"]). A connection is also kept with the call's
+// verdict, for what-if.
+func (x *extractor) evidence(t time.Time, res calls.Result) {
+	conns := Connections(res.Metadata)
+	limit, _ := res.Metadata["limit"].(string)
+	if len(conns) == 0 && limit == "" {
+		return
+	}
+	tool := res.Name
+	c := x.calls[res.CallID]
+	if c != nil && tool == "" {
+		tool = c.tool
+	}
+	for _, conn := range conns {
+		d := ConnectionRefused
+		if conn.Allowed {
+			d = ConnectionAllowed
+		}
+		x.record(Record{Time: t, CallID: res.CallID, Tool: tool, Kind: KindConnection, Decision: d, By: "proxy",
+			Reason: conn.String(), Layer: "egress", Connection: &conn})
+		if c != nil && c.dec != nil {
+			c.dec.Connections = append(c.dec.Connections, conn)
+		}
+	}
+	if limit != "" {
+		x.record(Record{Time: t, CallID: res.CallID, Tool: tool, Kind: KindLimit, Decision: "ended", By: "worker",
+			Reason: limit, Layer: "limits"})
+	}
+}
+
+// Connections reads the connections of a tool result's metadata
+// (Metadata["connections"]: []calls.Connection, or what a JSON round
+// trip makes of it); entries that do not decode are left out.
+func Connections(md map[string]any) []calls.Connection {
+	v, ok := md["connections"]
+	if !ok || v == nil {
+		return nil
+	}
+	if cs, ok := v.([]calls.Connection); ok {
+		return cs
+	}
+	list, ok := v.([]any)
+	if !ok {
+		b, err := json.Marshal(v)
+		if err != nil || json.Unmarshal(b, &list) != nil {
+			return nil
+		}
+	}
+	var out []calls.Connection
+	for _, e := range list {
+		b, err := json.Marshal(e)
+		if err != nil {
+			continue
+		}
+		var c calls.Connection
+		if json.Unmarshal(b, &c) == nil && c.Host != "" {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // nextPrepared picks the call a marker's verdict is about.
@@ -972,6 +1058,9 @@ type Decided struct {
 	// deadline, or the re-check an added rule allowed. Nil for calls the
 	// engine decided alone and for asks still waiting.
 	Answer *Record `json:"answer,omitempty"`
+	// Connections are the connections the call's processes asked the
+	// egress proxy for when it ran on this verdict.
+	Connections []calls.Connection `json:"connections,omitempty"`
 }
 
 // decide keeps the engine's verdict r on c's input for ExtractCalls.

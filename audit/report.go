@@ -66,16 +66,32 @@ func WhatIfOf(ctx context.Context, c tclient.Client, q Query, o WhatIfOptions) (
 // would newly allow a call a human denied marked DENIED-BY-HUMAN.
 func (r WhatIf) WriteReport(w io.Writer, name string, read time.Duration) error {
 	r.writeSummary(w, name, read)
-	if len(r.Changes) == 0 {
+	if len(r.Changes) == 0 && len(r.Connections) == 0 {
 		return nil
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	r.writeCounts(tw)
-	r.writeChanges(tw)
+	if len(r.Changes) > 0 {
+		r.writeCounts(tw)
+		r.writeChanges(tw)
+	}
+	r.writeConnections(tw)
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}
 	return nil
+}
+
+// writeConnections writes the table of recorded connections the
+// proposed policy would decide otherwise, and why.
+func (r WhatIf) writeConnections(tw io.Writer) {
+	if len(r.Connections) == 0 {
+		return
+	}
+	fmt.Fprintln(tw, "\nTIME\tWORKFLOW\tCALL\tTOOL\tCONNECTION\tCHANGE\tWHY")
+	for _, c := range r.Connections {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Time.Local().Format("2006-01-02 15:04:05"), c.WorkflowID, c.CallID,
+			c.Tool, c.Host, c.Change, cut(c.Why, 100))
+	}
 }
 
 // writeSummary writes the report's first lines: what was re-decided,
@@ -101,6 +117,9 @@ func (r WhatIf) writeSummary(w io.Writer, name string, read time.Duration) {
 	}
 	if r.DeniedByHuman > 0 {
 		fmt.Fprintf(w, "%d change(s) would newly allow a call a human once denied (DENIED-BY-HUMAN below)\n", r.DeniedByHuman)
+	}
+	if n := len(r.Connections) + r.ConnectionsUnchanged; n > 0 {
+		fmt.Fprintf(w, "%d recorded connection(s) replayed: %d would be decided otherwise, %d would not\n", n, len(r.Connections), r.ConnectionsUnchanged)
 	}
 }
 

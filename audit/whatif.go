@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	tclient "go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
@@ -149,6 +152,11 @@ type WhatIfOptions struct {
 	Protected []string
 	// Workers bounds the decisions made at once (0: GOMAXPROCS).
 	Workers int
+	// ToolNetwork gives the network grant of the worker's settings for
+	// a tool (tools.NAME.network, network_hosts: tools.SettingsNetwork),
+	// which calls are decided and their connections replayed with; nil:
+	// none.
+	ToolNetwork func(tool string) *tools.NetworkGrant
 }
 
 // Change is a recorded call the proposed policy decides differently.
@@ -210,6 +218,12 @@ type WhatIf struct {
 	// DeniedByHuman counts the changes that would newly allow a call a
 	// human once denied.
 	DeniedByHuman int `json:"denied_by_human"`
+	// Connections are the recorded connections the proposed policy
+	// would let through or refuse otherwise than the egress proxy did
+	// (or whose call it would not run), oldest first;
+	// ConnectionsUnchanged counts the others.
+	Connections          []ConnectionChange `json:"connections,omitempty"`
+	ConnectionsUnchanged int                `json:"connections_unchanged,omitempty"`
 	// Elapsed is the time the decisions took; PerSecond the calls
 	// re-decided per second.
 	Elapsed   time.Duration `json:"elapsed_ns"`
@@ -276,9 +290,10 @@ type redecider struct {
 // outcome is what came of re-deciding one call: skipped (why), changed,
 // or decided the same (the decision).
 type outcome struct {
-	skip string
-	ch   *Change
-	same string
+	skip  string
+	ch    *Change
+	same  string
+	conns []connReplay
 }
 
 // redecide re-decides the recorded call d.
@@ -294,34 +309,126 @@ func (r *redecider) redecide(ctx context.Context, d *Decided) outcome {
 	if !ok {
 		return outcome{skip: SkipUnknownTool}
 	}
-	now, reason, layer, rule := r.decide(ctx, t, d)
+	now, reason, layer, rule, call, v := r.decide(ctx, t, d)
+	conns := r.replay(ctx, d, now, call, v)
 	if now == was {
-		return outcome{same: now}
+		return outcome{same: now, conns: conns}
 	}
 	ch := &Change{Time: d.Verdict.Time, WorkflowID: d.Verdict.WorkflowID, CallID: d.Verdict.CallID, Tool: d.Verdict.Tool,
 		Kind: d.Verdict.Kind, Input: d.Input, Was: was, Now: now, Change: was + "→" + now,
 		WasReason: d.Verdict.Reason, NowReason: reason, WasRule: ruleOf(d.Verdict.Reason), NowRule: rule, NowLayer: layer}
 	ch.Human, ch.DeniedByHuman = human(d)
 	ch.DeniedByHuman = ch.DeniedByHuman && now == string(permission.Allow)
-	return outcome{ch: ch}
+	return outcome{ch: ch, conns: conns}
+}
+
+// replay replays the connections the call d made against the network
+// the proposed policy gives it (decided now, as v, for call): each one
+// the proposal would let through or refuse otherwise than the proxy did
+// is a ConnectionChange; same counts the others.
+func (r *redecider) replay(ctx context.Context, d *Decided, now string, call tools.Call, v permission.Verdict) []connReplay {
+	if len(d.Connections) == 0 {
+		return nil
+	}
+	var grants []tools.NetworkGrant
+	runs := now == string(permission.Allow) || now == string(permission.Ask)
+	if runs {
+		grants = tools.Network(ctx, call, v)
+	}
+	out := make([]connReplay, 0, len(d.Connections))
+	for _, c := range d.Connections {
+		was := ConnectionRefused
+		if c.Allowed {
+			was = ConnectionAllowed
+		}
+		nowC, why := ConnectionRefused, "would be refused: "
+		switch {
+		case !runs:
+			nowC, why = ConnectionNotMade, "would not be made: the call is "+now+" under the proposed policy"
+		case len(grants) == 0:
+			why += "the call has no network under the proposed policy"
+		default:
+			why += "no host of " + strings.Join(grantHostsOf(grants), ", ") + " lets " + hostPort(c) + " through"
+			for _, g := range grants {
+				if h := permission.HostAllows(g.Hosts, c.Host, c.Port, c.Addr); h != "" {
+					nowC, why = ConnectionAllowed, "would be allowed by "+g.By+" (host "+h+")"
+					break
+				}
+			}
+		}
+		if nowC == was {
+			out = append(out, connReplay{})
+			continue
+		}
+		out = append(out, connReplay{ch: &ConnectionChange{Time: d.Verdict.Time, WorkflowID: d.Verdict.WorkflowID,
+			CallID: d.Verdict.CallID, Tool: d.Verdict.Tool, Connection: c.String(), Host: hostPort(c), Was: was, Now: nowC,
+			Change: was + "→" + nowC, Why: why}})
+	}
+	return out
+}
+
+// ConnectionNotMade is a replayed connection whose call the proposed
+// policy would not run.
+const ConnectionNotMade = "not made"
+
+// ConnectionChange is a recorded connection the proposed policy would
+// decide differently than the egress proxy did.
+type ConnectionChange struct {
+	Time       time.Time `json:"time"`
+	WorkflowID string    `json:"workflow_id"`
+	CallID     string    `json:"call_id"`
+	Tool       string    `json:"tool"`
+	// Connection is the recorded connection's line; Host its host:port.
+	Connection string `json:"connection"`
+	Host       string `json:"host"`
+	// Was and Now are allowed, refused or (Now) not made; Change is
+	// "was→now"; Why says what under the proposed policy would decide:
+	// "would be allowed by sandbox.network_for rule Bash(npm
+	// install:*) (host *.npmjs.org)", "would be refused: ...".
+	Was    string `json:"was"`
+	Now    string `json:"now"`
+	Change string `json:"change"`
+	Why    string `json:"why"`
+}
+
+// connReplay is one replayed connection: changed, or the same (nil).
+type connReplay struct{ ch *ConnectionChange }
+
+func hostPort(c calls.Connection) string {
+	return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
+}
+
+func grantHostsOf(grants []tools.NetworkGrant) []string {
+	var out []string
+	for _, g := range grants {
+		for _, h := range g.Hosts {
+			if !slices.Contains(out, h) {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
 }
 
 // decide decides d with t under the proposed policy and returns the
 // decision ("invalid" for an input the tool rejects or a tool the turn
 // did not enable), its reason, its layer and the rule that decided.
-func (r *redecider) decide(ctx context.Context, t tools.Tool, d *Decided) (now, reason, layer, rule string) {
+func (r *redecider) decide(ctx context.Context, t tools.Tool, d *Decided) (now, reason, layer, rule string, call tools.Call, v permission.Verdict) {
 	pc := proposedContext(r.base, r.o, d)
 	wd := d.Workdir
 	if wd == "" {
 		wd = r.o.Workdir
 	}
-	var v permission.Verdict
+	call = tools.Call{Tool: t, Input: d.Input, Workdir: wd, Home: r.o.Home, Policy: &pc,
+		Validator: r.val, Sandboxed: d.Sandboxed}
+	if r.o.ToolNetwork != nil {
+		call.ToolNetwork = r.o.ToolNetwork(t.Info().Name)
+	}
 	invalid := ""
 	if len(d.Tools) > 0 && !slices.Contains(d.Tools, t.Info().Name) {
 		invalid = "the tool is not enabled in the turn"
 	} else {
-		v, invalid = tools.DecideOrAsk(ctx, tools.Call{Tool: t, Input: d.Input, Workdir: wd, Home: r.o.Home, Policy: &pc,
-			Validator: r.val, Sandboxed: d.Sandboxed})
+		v, invalid = tools.DecideOrAsk(ctx, call)
 	}
 	now, reason, layer = string(v.Behavior), v.Reason, string(v.Layer)
 	if v.Rule != nil {
@@ -333,7 +440,7 @@ func (r *redecider) decide(ctx context.Context, t tools.Tool, d *Decided) (now, 
 	if d.Verdict.Remembered != "" && now == string(permission.Ask) && !v.BypassImmune && (v.Rule == nil || v.Rule.Behavior != permission.Ask) {
 		now, reason, layer, rule = string(permission.Allow), d.Verdict.Reason, "remembered", ""
 	}
-	return now, reason, layer, rule
+	return now, reason, layer, rule, call, v
 }
 
 // summarize counts the outcomes of re-deciding calls, in the calls'
@@ -349,6 +456,13 @@ func summarize(res []outcome, elapsed time.Duration) WhatIf {
 		return rules[r]
 	}
 	for _, r := range res {
+		for _, c := range r.conns {
+			if c.ch == nil {
+				w.ConnectionsUnchanged++
+			} else {
+				w.Connections = append(w.Connections, *c.ch)
+			}
+		}
 		switch {
 		case r.skip != "":
 			if w.Skipped == nil {

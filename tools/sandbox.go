@@ -89,9 +89,24 @@ func profile(ctx context.Context, b bound, c Call, pc *permission.Context, v per
 }
 
 // callNetwork is the network of a call: the hosts its grants name
-// (networkGrants) and, when a human decides the call, the hosts it asks
-// for that none of them covers; by names what granted each.
+// (callGrants) and what granted them.
 func callNetwork(ctx context.Context, b bound, c Call, pc *permission.Context, human bool) (on bool, hosts []string, by string) {
+	grants := callGrants(ctx, b, c, pc, human)
+	hosts = grantHosts(grants)
+	if len(hosts) == 0 {
+		return false, nil, ""
+	}
+	var bys []string
+	for _, g := range grants {
+		bys = append(bys, g.By)
+	}
+	return true, hosts, strings.Join(bys, "; ")
+}
+
+// callGrants are the grants of the network of a call (networkGrants)
+// and, when a human decides the call, the grant of the hosts it asks
+// for that none of them covers.
+func callGrants(ctx context.Context, b bound, c Call, pc *permission.Context, human bool) []NetworkGrant {
 	name := ""
 	if c.Tool != nil {
 		name = c.Tool.Info().Name
@@ -100,12 +115,8 @@ func callNetwork(ctx context.Context, b bound, c Call, pc *permission.Context, h
 		ok, err := b.MatchRule(permission.WithRuleBehavior(ctx, permission.Allow), content, c.Input)
 		return err == nil && ok
 	})
-	hosts = grantHosts(grants)
-	var bys []string
-	for _, g := range grants {
-		bys = append(bys, g.By)
-	}
 	if human {
+		hosts := grantHosts(grants)
 		var asked []string
 		for _, h := range requestedHosts(name, c.Input) {
 			if permission.HostCovered(hosts, h) == "" {
@@ -113,14 +124,23 @@ func callNetwork(ctx context.Context, b bound, c Call, pc *permission.Context, h
 			}
 		}
 		if len(asked) > 0 {
-			hosts = append(hosts, asked...)
-			bys = append(bys, "network_hosts approved by a person: "+strings.Join(asked, ", "))
+			grants = append(grants, NetworkGrant{Hosts: asked, By: "network_hosts approved by a person: " + strings.Join(asked, ", ")})
 		}
 	}
-	if len(hosts) == 0 {
-		return false, nil, ""
+	return grants
+}
+
+// Network returns the grants of the network of a call decided as v:
+// what the profile's Hosts and NetworkBy are made of (Profile), one
+// grant each, in order. "starter policy what-if" replays a recorded
+// connection against them.
+func Network(ctx context.Context, c Call, v permission.Verdict) []NetworkGrant {
+	pc := permission.Context{}
+	if c.Policy != nil {
+		pc = *c.Policy
 	}
-	return true, hosts, strings.Join(bys, "; ")
+	b := bindTool(c.Tool, &Env{Workdir: c.Workdir, Permission: &pc}, c.Home, &pc)
+	return callGrants(ctx, b, c, &pc, v.Behavior != permission.Allow)
 }
 
 // callDirs are the working directories of a call, cleaned, the workdir

@@ -14,6 +14,7 @@ import (
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
 )
 
 const whatIfLong = `what-if reads the same turn histories as "starter audit" and re-decides
@@ -126,7 +127,8 @@ func (f whatIfFlags) options(p permission.Policy, cfg config.Config) (audit.What
 	if home == "" {
 		home, _ = os.UserHomeDir()
 	}
-	return audit.WhatIfOptions{Policy: p, Workdir: workdir, Home: home, Protected: cfg.OwnPatterns(), Workers: f.workers}, nil
+	return audit.WhatIfOptions{Policy: p, Workdir: workdir, Home: home, Protected: cfg.OwnPatterns(), Workers: f.workers,
+		ToolNetwork: toolNetwork(cfg)}, nil
 }
 
 // write prints the report as JSON (--json) or as text.
@@ -138,4 +140,20 @@ func (f whatIfFlags) write(out io.Writer, w audit.WhatIf, read time.Duration) er
 		return nil
 	}
 	return w.WriteReport(out, filepath.Base(f.rules), read)
+}
+
+// toolNetwork gives the network grant of the config's settings for a
+// tool (tools.defaults, then tools.per_tool.NAME: network and
+// network_hosts), as the worker's Prepare applies them.
+func toolNetwork(cfg config.Config) func(string) *tools.NetworkGrant {
+	return func(name string) *tools.NetworkGrant {
+		net, hosts := cfg.Tools.Defaults.Network, cfg.Tools.Defaults.NetworkHosts
+		if t, ok := cfg.Tools.PerTool[name]; ok {
+			net = net || t.Network
+			if t.NetworkHosts != nil {
+				hosts = t.NetworkHosts
+			}
+		}
+		return tools.SettingsNetwork(name, net, hosts)
+	}
 }
