@@ -2,12 +2,16 @@ package activities
 
 import (
 	"context"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/tools"
+	"github.com/wardenhq/warden/workflows"
 )
 
 // TestListToolsSaysSandboxState: the worker's tools listing says what
@@ -47,3 +51,25 @@ func TestListToolsSaysSandboxState(t *testing.T) {
 // otherBackend is a backend that is not local: it says nothing of a
 // sandbox.
 type otherBackend struct{ backend.Backend }
+
+// TestListToolsSaysNetwork: the listing names the tools whose calls the
+// worker's settings give the network, with the hosts and the setting
+// (network_hosts alone turns it on); the others are not listed.
+func TestListToolsSaysNetwork(t *testing.T) {
+	reg, err := tools.NewRegistry(tools.Builtins()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{Tools: reg, Backends: map[string]backend.Backend{"other": otherBackend{}}, DefaultBackend: "other",
+		ToolSettings: map[string]config.ToolSettings{"Bash": {NetworkHosts: []string{"registry.npmjs.org"}}, "Grep": {Network: true}}}
+	list, err := a.ListTools(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []workflows.ToolNetwork{{Tool: "Bash", Hosts: []string{"registry.npmjs.org"}, By: "tools.Bash.network_hosts"},
+		{Tool: "Grep", Hosts: []string{"*"}, By: "tools.Grep.network"}}
+	slices.SortFunc(list.Network, func(a, b workflows.ToolNetwork) int { return strings.Compare(a.Tool, b.Tool) })
+	if !reflect.DeepEqual(list.Network, want) {
+		t.Errorf("network = %+v, want %+v", list.Network, want)
+	}
+}

@@ -39,6 +39,9 @@ type WorkerTools struct {
 	// confinement and its own paths (workflows.ToolsList).
 	Backends  []workflows.BackendState `json:"backends,omitempty"`
 	Protected []string                 `json:"protected,omitempty"`
+	// Network are the tools the worker's settings give the network
+	// (workflows.ToolsList).
+	Network []workflows.ToolNetwork `json:"network,omitempty"`
 }
 
 // Tools asks a worker of the client's task queue for its tool registry.
@@ -82,7 +85,7 @@ func (cl *Client) Tools(ctx context.Context, wait time.Duration) (WorkerTools, e
 	if getErr != nil {
 		return out, out.explain(getErr, h, wait)
 	}
-	out.Worker, out.Tools, out.Backends, out.Protected = h.worker, list.Tools, list.Backends, list.Protected
+	out.Worker, out.Tools, out.Backends, out.Protected, out.Network = h.worker, list.Tools, list.Backends, list.Protected, list.Network
 	return out, nil
 }
 

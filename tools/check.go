@@ -49,6 +49,10 @@ type CheckOptions struct {
 	// (backend.local.sandbox: off); the profile then says so, and
 	// sandbox.auto_allow cannot apply.
 	Unsandboxed bool
+	// ToolNetwork gives the network grant of the worker's settings for a
+	// tool (tools.NAME.network, network_hosts: SettingsNetwork); nil:
+	// none.
+	ToolNetwork func(tool string) *NetworkGrant
 }
 
 // CheckResult is the verdict of Decide (through DecideOrAsk, as the
@@ -117,6 +121,9 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 		home, _ = os.UserHomeDir()
 	}
 	call := Call{Tool: t, Input: req.Input, Workdir: wd, Home: home, Policy: &pc, Sandboxed: !o.Unsandboxed}
+	if o.ToolNetwork != nil {
+		call.ToolNetwork = o.ToolNetwork(t.Info().Name)
+	}
 	v, invalid := DecideOrAsk(ctx, call)
 	if invalid != "" {
 		return CheckResult{Tool: t.Info().Name, Behavior: "invalid", Invalid: invalid, Message: invalid,

@@ -48,6 +48,20 @@ type ToolsList struct {
 	// Protected are the worker's own paths that no tool may read or
 	// write (its resolved data directory, keys and config).
 	Protected []string `json:"protected,omitempty"`
+	// Network are the tools whose every call gets the network from the
+	// worker's settings (tools.NAME.network, tools.NAME.network_hosts),
+	// with the hosts and the setting; the other tools' calls get it
+	// only from a turn's policy or an approval.
+	Network []ToolNetwork `json:"network,omitempty"`
+}
+
+// ToolNetwork is the network a worker's settings give a tool's calls.
+type ToolNetwork struct {
+	Tool string `json:"tool"`
+	// Hosts are the hosts they may reach ("*": any public host); By
+	// names the setting.
+	Hosts []string `json:"hosts"`
+	By    string   `json:"by"`
 }
 
 // BackendState is what a worker says of one of its backends.

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wardenhq/warden/activities"
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
@@ -1810,5 +1811,31 @@ func TestTurnReadsToolFlags(t *testing.T) {
 		if c.Call.Name == "AskUser" {
 			t.Fatal("the external AskUser call ran as a tool")
 		}
+	}
+}
+
+// TestTurnPendingShowsHosts: the inbox entry of an asked call says how
+// it will run if allowed, with the hosts its network reaches, what
+// granted them and its limits (the recorded profile's String).
+func TestTurnPendingShowsHosts(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = func(in workflows.PrepareInput) workflows.Prepared {
+		p := asked(in.Call.Name, "Permission required for Bash: the command asks for the network to registry.npmjs.org")
+		p.Sandbox = &calls.Sandbox{Write: []string{"/work"}, Dirs: []string{"/work"}, Network: true,
+			Hosts: []string{"registry.npmjs.org"}, NetworkBy: "network_hosts approved by a person: registry.npmjs.org",
+			Limits: &calls.Limits{Processes: 512, Memory: 2 << 30}}
+		return p
+	}
+	in := turnInput(step("", call("Bash", map[string]any{"command": "npm install", "network_hosts": []string{"registry.npmjs.org"}})), step("fine"))
+	var got []workflows.Pending
+	h.env.RegisterDelayedCallback(func() {
+		got = h.pending()
+		h.env.SignalWorkflow(workflows.SignalApprove, workflows.Approval{
+			CallID: "call_1_1", Hash: h.hash("call_1_1"), Decision: workflows.DecisionDeny, By: "bob"})
+	}, time.Minute)
+	h.run(in)
+	want := "write /work, network to registry.npmjs.org (network_hosts approved by a person: registry.npmjs.org), limits processes 512, memory 2 GiB"
+	if len(got) != 1 || got[0].Sandbox != want {
+		t.Fatalf("pending = %+v, want its sandbox %q", got, want)
 	}
 }

@@ -100,5 +100,6 @@ func (f permFlags) options(ctx context.Context) (tools.CheckOptions, error) {
 		return tools.CheckOptions{}, err
 	}
 	base.Protected = append(base.Protected, cfg.OwnPatterns()...)
-	return tools.CheckOptions{Base: base, Workdirs: f.workdirs, Unsandboxed: cfg.Backend.Local.SandboxOff()}, nil
+	return tools.CheckOptions{Base: base, Workdirs: f.workdirs, Unsandboxed: cfg.Backend.Local.SandboxOff(),
+		ToolNetwork: toolNetwork(cfg)}, nil
 }

@@ -103,3 +103,54 @@ func TestPermissionCheckWorkerOwnPaths(t *testing.T) {
 		t.Errorf("control: Read of an ordinary file in bypass: want ALLOW\n%s", out)
 	}
 }
+
+// TestPermissionCheckHosts: the check shows the hosts a call's network
+// reaches and what granted them: a network_for rule's hosts (rules
+// file), the worker config's tools.Bash.network_hosts, and hosts the
+// call asks for that nothing grants, which make it ask and go to the
+// approval.
+func TestPermissionCheckHosts(t *testing.T) {
+	wd := t.TempDir()
+	rules := filepath.Join(wd, "rules.yaml")
+	if err := os.WriteFile(rules, []byte(`mode: default
+allow: ["Bash(npm install:*)"]
+sandbox:
+  network_for:
+    - {rule: "Bash(npm install:*)", hosts: [npm.example.internal, "*.example.org"]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(wd, "cfg.yaml")
+	if err := os.WriteFile(cfg, []byte("tools:\n  per_tool:\n    Bash: {network_hosts: [proxy.golang.org]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(wd, "empty.yaml")
+	if err := os.WriteFile(empty, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func(input, config string) string {
+		t.Helper()
+		out, err := runPerm(t, "", "check", "--tool", "Bash", "--input", input, "--workdir", wd, "--rules", rules, "--worker-config", config)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return out
+	}
+	out := check(`{"command":"npm install left-pad"}`, empty)
+	if !strings.Contains(out, "Decision:    ALLOW") || !strings.Contains(out, ", network to npm.example.internal, *.example.org (sandbox.network_for rule Bash(npm install:*))") {
+		t.Errorf("rule's hosts:\n%s", out)
+	}
+	out = check(`{"command":"go mod download"}`, cfg)
+	if !strings.Contains(out, ", network to proxy.golang.org (tools.Bash.network_hosts)") {
+		t.Errorf("tool's hosts:\n%s", out)
+	}
+	// Control: without the config's hosts, no network.
+	if out := check(`{"command":"go mod download"}`, empty); !strings.Contains(out, "network off") {
+		t.Errorf("control:\n%s", out)
+	}
+	out = check(`{"command":"npm install left-pad","network_hosts":["registry.npmjs.org"]}`, empty)
+	if !strings.Contains(out, "Decision:    ASK") || !strings.Contains(out, "Decided by:  Safety check: network hosts no rule grants: registry.npmjs.org") ||
+		!strings.Contains(out, "network to npm.example.internal, *.example.org, registry.npmjs.org (sandbox.network_for rule Bash(npm install:*); network_hosts approved by a person: registry.npmjs.org)") {
+		t.Errorf("asked hosts:\n%s", out)
+	}
+}

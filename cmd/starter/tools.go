@@ -79,10 +79,24 @@ func listWorkerTools(cmd *cobra.Command, cn *conn, wait time.Duration, asJSON bo
 	head += "\n" + backendLines(wt.Backends, wt.Protected)
 	if asJSON {
 		fmt.Fprint(cmd.ErrOrStderr(), head)
-		return printEntries(cmd.OutOrStdout(), wt.Tools, true)
+		return printEntries(cmd.OutOrStdout(), wt.Tools, true, nil)
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "%s\n", head)
-	return printEntries(cmd.OutOrStdout(), wt.Tools, false)
+	net := map[string]string{}
+	for _, n := range wt.Network {
+		net[n.Tool] = networkLine(n.Hosts, n.By)
+	}
+	return printEntries(cmd.OutOrStdout(), wt.Tools, false, net)
+}
+
+// networkLine says which hosts a tool's calls reach and what setting
+// grants them: "registry.npmjs.org (tools.Bash.network_hosts)".
+func networkLine(hosts []string, by string) string {
+	h := strings.Join(hosts, ", ")
+	if len(hosts) == 0 || len(hosts) == 1 && hosts[0] == "*" {
+		h = "any public host"
+	}
+	return h + " (" + by + ")"
 }
 
 // backendLines says, a line each, what confines the answering worker's
@@ -121,31 +135,49 @@ func listBuiltins(out io.Writer, cn *conn, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		return printEntries(out, reg.Entries(), true)
+		return printEntries(out, reg.Entries(), true, nil)
 	}
 	cfg, err := cn.settings()
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "local backend: %s\n\n", localSandbox(cfg))
-	return printEntries(out, reg.Entries(), false)
+	net := map[string]string{}
+	settings := toolNetwork(cfg)
+	for _, e := range reg.Entries() {
+		if g := settings(e.Name); g != nil {
+			net[e.Name] = networkLine(g.Hosts, g.By)
+		}
+	}
+	return printEntries(out, reg.Entries(), false, net)
 }
 
-// printEntries prints tools as an indented JSON array or as a table.
-func printEntries(out io.Writer, es []tools.Entry, asJSON bool) error {
+// printEntries prints tools as an indented JSON array or as a table,
+// with the network the settings give each tool's calls (net, by tool;
+// "policy" for the others: only a turn's policy or an approval gives
+// them the network).
+func printEntries(out io.Writer, es []tools.Entry, asJSON bool, net map[string]string) error {
 	if asJSON {
 		return jsonEncoder(out).Encode(es)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSOURCE\tREAD-ONLY\tCONCURRENT\tEXTERNAL\tSTATE\tDESCRIPTION")
+	fmt.Fprintln(tw, "NAME\tSOURCE\tREAD-ONLY\tCONCURRENT\tEXTERNAL\tSTATE\tNETWORK\tDESCRIPTION")
 	for _, e := range es {
 		desc, _, _ := strings.Cut(e.Description, "\n")
 		if len(desc) > 60 {
 			desc = desc[:57] + "..."
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%v\t%s\n", e.Name, e.Source, e.ReadOnly, e.ConcurrencySafe, e.External, e.StateInjected, desc)
+		n := net[e.Name]
+		if n == "" {
+			n = "policy"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%v\t%v\t%v\t%v\t%s\t%s\n", e.Name, e.Source, e.ReadOnly, e.ConcurrencySafe, e.External, e.StateInjected, n, desc)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, "\nNETWORK \"policy\": a call gets the network only from the turn's permission.sandbox (network, network_for) or a person's approval of the hosts it asks for.")
+	return nil
 }
 
 // localSandbox says what protects tool processes on the local backend

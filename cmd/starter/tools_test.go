@@ -17,7 +17,7 @@ import (
 // as JSON entries and as a table with their source.
 func TestToolsListBuiltin(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte("tools:\n  per_tool:\n    Bash: {network_hosts: [registry.npmjs.org]}\n    Grep: {network: true}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := execute(t, newRoot(), "", "--config", cfg, "tools", "list", "--builtin", "--json")
@@ -41,8 +41,10 @@ func TestToolsListBuiltin(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, re := range []string{`(?m)^local backend: `, `(?m)^NAME +SOURCE +READ-ONLY +CONCURRENT +EXTERNAL +STATE +DESCRIPTION$`,
-		`(?m)^Read +builtin +true +true +false +true +\S`, `(?m)^AskUser +builtin +\w+ +\w+ +true `} {
+	for _, re := range []string{`(?m)^local backend: `, `(?m)^NAME +SOURCE +READ-ONLY +CONCURRENT +EXTERNAL +STATE +NETWORK +DESCRIPTION$`,
+		`(?m)^Read +builtin +true +true +false +true +policy +\S`, `(?m)^AskUser +builtin +\w+ +\w+ +true `,
+		`(?m)^Bash +builtin +false +false +false +false +registry\.npmjs\.org \(tools\.Bash\.network_hosts\) +\S`,
+		`(?m)^Grep +builtin +\w+ +\w+ +\w+ +\w+ +any public host \(tools\.Grep\.network\) +\S`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("output does not match %s:\n%s", re, out)
 		}
