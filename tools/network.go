@@ -22,9 +22,9 @@ type NetworkGrant struct {
 }
 
 // requestedHosts are the hosts a call asks for in its input
-// (BashInput.NetworkHosts).
+// (BashInput.NetworkHosts, PowerShellInput.NetworkHosts).
 func requestedHosts(name string, input json.RawMessage) []string {
-	if name != "Bash" {
+	if name != "Bash" && name != "PowerShell" {
 		return nil
 	}
 	var in struct {
@@ -179,7 +179,7 @@ func RefusedHint(s *calls.Sandbox, tool string, c calls.Connection) string {
 		}
 	}
 	fmt.Fprintf(&b, ". To reach %s, a sandbox.network_for rule's hosts or tools.%s.network_hosts must name it", c.Host, tool)
-	if tool == "Bash" {
+	if tool == "Bash" || tool == "PowerShell" {
 		fmt.Fprintf(&b, ", or the command can ask for it with the input network_hosts: [%q] (a person is asked)", c.Host)
 	}
 	b.WriteString(".")

@@ -186,3 +186,21 @@ func TestRefusedHint(t *testing.T) {
 		t.Errorf("loopback: %s", got)
 	}
 }
+
+// TestPowerShellRequestedHosts: PowerShell's network_hosts asks like
+// Bash's, whatever a PowerShell allow rule says; approved, the profile
+// gets them; a tool-level network_for rule's hosts cover them.
+func TestPowerShellRequestedHosts(t *testing.T) {
+	t.Parallel()
+	in, _ := json.Marshal(PowerShellInput{Command: "Invoke-WebRequest https://registry.npmjs.org", NetworkHosts: []string{"registry.npmjs.org"}})
+	pc := &permission.Context{Mode: permission.ModeDefault, Allow: []permission.Rule{{Tool: "PowerShell", Behavior: permission.Allow}}}
+	c := Call{Tool: PowerShell{}, Input: in, Workdir: "/src/app", Policy: pc}
+	v, p := decideProfile(t, c)
+	if v.Behavior != permission.Ask || !strings.Contains(v.Reason, "registry.npmjs.org") || !slices.Equal(p.Hosts, []string{"registry.npmjs.org"}) {
+		t.Errorf("asked: %s %q, hosts %q", v.Behavior, v.Reason, p.Hosts)
+	}
+	pc.Sandbox = &permission.Sandbox{NetworkFor: []permission.NetworkRule{{Rule: "PowerShell", Hosts: []string{"*.npmjs.org"}}}}
+	if v, p := decideProfile(t, c); v.Behavior != permission.Allow || !slices.Equal(p.Hosts, []string{"*.npmjs.org"}) {
+		t.Errorf("granted: %s %q, hosts %q", v.Behavior, v.Reason, p.Hosts)
+	}
+}

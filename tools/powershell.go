@@ -29,11 +29,18 @@ type PowerShellInput struct {
 	Description string `json:"description,omitempty" jsonschema_description:"A short description of what the script does."`
 	// Timeout is in milliseconds (default 120000, max 600000).
 	Timeout int `json:"timeout,omitempty" jsonschema:"minimum=0,maximum=600000" jsonschema_description:"Timeout in milliseconds (default 120000, max 600000)."`
+	// NetworkHosts are the hosts the script asks to reach, as Bash's.
+	NetworkHosts []string `json:"network_hosts,omitempty" jsonschema_description:"Hosts this script must reach (registry.npmjs.org, *.example.org, host:port); a person is asked unless a rule grants them. Without it the script has the network only where a rule grants it."`
 }
 
 func (in PowerShellInput) check() string {
 	if strings.TrimSpace(in.Command) == "" {
 		return "Command failed: empty command"
+	}
+	for _, h := range in.NetworkHosts {
+		if err := permission.CheckHost(h); err != nil {
+			return "Invalid input for PowerShell: network_hosts: " + err.Error()
+		}
 	}
 	return ""
 }
@@ -61,12 +68,18 @@ func (PowerShell) CheckInput(_ context.Context, _ *Env, input json.RawMessage) e
 
 // CheckPermissions implements PermissionChecker: PowerShell is not
 // analysed, so every call is a (non-safety) ASK.
-func (PowerShell) CheckPermissions(context.Context, *Env, json.RawMessage, *permission.Context) (permission.Decision, error) {
-	return permission.Decision{
+func (PowerShell) CheckPermissions(ctx context.Context, _ *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+	d := permission.Decision{
 		Behavior: permission.Ask,
 		Message:  "Execute PowerShell command",
 		Reason:   "Tool check: PowerShell commands are not analysed",
-	}, nil
+	}
+	var tool *NetworkGrant
+	if m := memoFrom(ctx); m != nil {
+		tool = m.tool
+	}
+	// Only tool-level rules match PowerShell (MatchRule).
+	return hostsAsk("PowerShell", d, ungrantedHosts("PowerShell", input, pc, tool, func(content string) bool { return content == "" })), nil
 }
 
 // MatchRule implements RuleMatcher: only tool-level rules (no content)
