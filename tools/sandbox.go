@@ -37,7 +37,8 @@ import (
 //     call (sandbox.network, to sandbox.hosts) or for the calls a rule
 //     matches (sandbox.network_for, to the rule's hosts), the tool's
 //     settings do (tools.NAME.network, tools.NAME.network_hosts), or a
-//     human approves a call that asks for hosts (Bash's network_hosts);
+//     human approves a call that asks for hosts (the network_hosts of Bash
+//     and PowerShell);
 //     Hosts are the hosts those grants name ("*": any public host).
 //
 // Bypass mode changes what asks, never the profile.
@@ -203,9 +204,9 @@ func makesDir(cmd string) bool {
 // autoAllow turns the ASK of a Bash command that asks only because it is
 // not read-only into an ALLOW when the policy's sandbox.auto_allow is on
 // and the call runs in the local sandbox: its writes stay in the working
-// directories and it has no network (granted or asked for). A path outside them, a sensitive
-// path, an ask or deny rule, a safety check or a network rule keeps the
-// ASK.
+// directories and it has no network (granted or asked for). A path
+// outside them, a sensitive path, an ask or deny rule, a safety check or
+// the network keeps the ASK.
 func autoAllow(ctx context.Context, b bound, c Call, pc *permission.Context, v permission.Verdict) permission.Verdict {
 	sb := pc.Sandbox
 	if !c.Sandboxed || sb == nil || !sb.AutoAllow || c.Tool == nil || c.Tool.Info().Name != "Bash" {
