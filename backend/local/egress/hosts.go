@@ -151,13 +151,14 @@ func (h Hosts) byName(host string, port int) (entry, *Refusal) {
 				return e, nil
 			}
 		}
-		if kind := Special(a); kind != "" {
-			return entry{}, &Refusal{Host: host, Port: port, Addr: a.String(), Kind: kind}
-		}
 		for _, e := range h.entries {
-			if e.any && e.ports(port) {
-				return e, nil
+			if !e.any || !e.ports(port) {
+				continue
 			}
+			if kind := Special(a); kind != "" {
+				return entry{}, &Refusal{Host: host, Port: port, Addr: a.String(), Kind: kind}
+			}
+			return e, nil
 		}
 		return entry{}, &Refusal{Host: host, Port: port}
 	}
