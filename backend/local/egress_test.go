@@ -1,11 +1,13 @@
 package local_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -174,4 +176,169 @@ func TestEgressProxy(t *testing.T) {
 			}
 		}
 	})
+}
+
+// goProxyDir lays out a Go module proxy (the GOPROXY file protocol:
+// <module>/@v/list, .info, .mod, .zip) holding mod@version, copied
+// from what `go mod download -json` puts in the module cache.
+func goProxyDir(t *testing.T, mod, version string) string {
+	t.Helper()
+	out, err := exec.Command("go", "mod", "download", "-json", mod+"@"+version).Output()
+	if err != nil {
+		t.Fatalf("go mod download %s@%s: %v", mod, version, err)
+	}
+	var dl struct{ Info, GoMod, Zip string }
+	if err := json.Unmarshal(out, &dl); err != nil || dl.Zip == "" {
+		t.Fatalf("go mod download: %s (%v)", out, err)
+	}
+	dir := t.TempDir()
+	v := filepath.Join(dir, mod, "@v")
+	if err := os.MkdirAll(v, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(v, "list"), []byte(version+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for ext, src := range map[string]string{".info": dl.Info, ".mod": dl.GoMod, ".zip": dl.Zip} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(v, version+ext), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// TestGoModDownloadThroughProxy: a Go module proxy served on this
+// machine's eth0 address, named as the call's host, serves a sandboxed
+// `go mod download` through the egress proxy; not named (the call may
+// reach only proxy.golang.org), the download fails and the refusal is
+// recorded. Control: unsandboxed, the download succeeds directly.
+func TestGoModDownloadThroughProxy(t *testing.T) {
+	const mod, version = "github.com/bmatcuk/doublestar/v4", "v4.10.4"
+	ln, err := net.Listen("tcp", net.JoinHostPort(hostAddr(t), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(goProxyDir(t, mod, version)))}
+	go srv.Serve(ln)
+	defer srv.Close()
+	registry := ln.Addr().String()
+	download := func(b *local.Backend, hosts []string) (backend.ExecResult, string) {
+		t.Helper()
+		ws := t.TempDir()
+		prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Network: true, NetworkBy: "test rule Bash(go mod download:*)", Hosts: hosts}
+		res, err := b.Exec(t.Context(), backend.ExecRequest{
+			Argv: []string{"go", "mod", "download", "-json", mod + "@" + version}, Dir: ws, Sandbox: prof, Timeout: 2 * time.Minute,
+			Env: []string{"GOPROXY=http://" + registry, "GOSUMDB=off", "GOFLAGS=-modcacherw", "GOTOOLCHAIN=local",
+				"GOMODCACHE=" + filepath.Join(ws, "modcache"), "GOPATH=" + filepath.Join(ws, "gopath")},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := string(res.Stdout) + string(res.Stderr)
+		t.Logf("hosts %v: exit %d: %s", hosts, res.ExitCode, out)
+		for _, c := range res.Connections {
+			t.Logf("  %s", c)
+		}
+		return res, out
+	}
+	b := local.New(t.TempDir())
+	defer b.Close()
+	res, out := download(b, []string{registry})
+	if res.ExitCode != 0 || !strings.Contains(out, `"Sum": "h1:`) {
+		t.Errorf("named registry: exit %d", res.ExitCode)
+	}
+	var got int64
+	for _, c := range res.Connections {
+		if !c.Allowed || net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) != registry {
+			t.Errorf("connection: %s", c)
+		}
+		got += c.Received
+	}
+	if len(res.Connections) == 0 || got == 0 {
+		t.Errorf("no allowed connection with bytes recorded: %v", res.Connections)
+	}
+	res, _ = download(b, []string{"proxy.golang.org"})
+	if res.ExitCode == 0 {
+		t.Error("unnamed registry: the download succeeded")
+	}
+	if len(res.Connections) == 0 || res.Connections[0].Allowed || !strings.Contains(res.Connections[0].By, "add it to the hosts of test rule") {
+		t.Errorf("unnamed registry: connections %v", res.Connections)
+	}
+	u := &local.Backend{Workdir: t.TempDir(), Unsandboxed: true}
+	defer u.Close()
+	if res, _ := download(u, []string{"proxy.golang.org"}); res.ExitCode != 0 {
+		t.Errorf("control (unsandboxed): exit %d", res.ExitCode)
+	}
+}
+
+// TestEgressLocalServices: with `network: true` (Hosts "*") a
+// sandboxed call asking its proxy for the worker's local services (a
+// listener on 127.0.0.1 as the Temporal frontend, the inbox and the
+// metrics have, one on this machine's eth0 address, and localhost, a
+// name that resolves to 127.0.0.1) is refused each, by plain HTTP and
+// through CONNECT; a name resolving to loopback is reached only once
+// 127.0.0.1 is named. Control: unsandboxed, each answers.
+func TestEgressLocalServices(t *testing.T) {
+	loop := serveText(t, "127.0.0.1", "REACHED")
+	_, port, _ := net.SplitHostPort(loop)
+	eth := serveText(t, hostAddr(t), "REACHED")
+	targets := []string{loop, eth, "localhost:" + port}
+	// Through the proxy by name, as curl does not for localhost unless told.
+	var script strings.Builder
+	for _, tg := range targets {
+		for _, flag := range []string{"", "-p"} {
+			fmt.Fprintf(&script, "echo %s %s: $(curl -sS %s --noproxy '' -x http://127.0.0.1:3128 --max-time 5 http://%s/ 2>&1); ", tg, map[string]string{"": "plain", "-p": "tunnel"}[flag], flag, tg)
+		}
+	}
+	ws := t.TempDir()
+	b := local.New(ws)
+	defer b.Close()
+	run := func(b *local.Backend, hosts ...string) (backend.ExecResult, string) {
+		t.Helper()
+		prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Network: true, NetworkBy: "network: true", Hosts: hosts}
+		res, err := b.Exec(t.Context(), backend.ExecRequest{Argv: []string{"bash", "-c", script.String()}, Sandbox: prof, Timeout: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := string(res.Stdout) + string(res.Stderr)
+		t.Logf("hosts %v:\n%s", hosts, out)
+		return res, out
+	}
+	res, out := run(b, "*")
+	if strings.Contains(out, "REACHED") {
+		t.Error(`network: true reached a local service`)
+	}
+	if n := strings.Count(out, "response 403") + strings.Count(out, `which no host name and no "*" reaches`); n != 6 {
+		t.Errorf("%d refusals in the output, want 6", n)
+	}
+	refused := 0
+	for _, c := range res.Connections {
+		if !c.Allowed && strings.Contains(c.By, "which no host name and no \"*\" reaches") {
+			refused++
+		}
+	}
+	if refused != 6 || len(res.Connections) != 6 {
+		t.Errorf("connections: %v", res.Connections)
+	}
+	_, out = run(b, "localhost:"+port)
+	if strings.Contains(out, "REACHED") {
+		t.Error("a name resolving to 127.0.0.1 reached loopback")
+	}
+	_, out = run(b, "localhost:"+port, "127.0.0.1")
+	if l := lineOf(out, "localhost:"+port+" tunnel:"); !strings.HasSuffix(l, "REACHED") {
+		t.Errorf("localhost with 127.0.0.1 named: %q", l)
+	}
+	u := &local.Backend{Workdir: ws, Unsandboxed: true}
+	defer u.Close()
+	script.Reset()
+	for _, tg := range targets {
+		fmt.Fprintf(&script, "echo %s direct: $(curl -sS --noproxy '*' --max-time 5 http://%s/ 2>&1); ", tg, tg)
+	}
+	if _, out := run(u, "*"); strings.Count(out, "REACHED") != 3 {
+		t.Error("control (unsandboxed): not every service answered")
+	}
 }

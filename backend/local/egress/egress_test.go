@@ -230,8 +230,8 @@ func TestNonPublic(t *testing.T) {
 	}{
 		{[]string{"*"}, "127.0.0.1:" + p, false, "is a loopback address, which no host name"},
 		{[]string{"*"}, "[::ffff:127.0.0.1]:" + p, false, "is a loopback address"},
-		{[]string{"*"}, "localhost:" + p, false, "localhost:" + p + " resolves to 127.0.0.1, which is a loopback address"},
-		{[]string{"localhost:" + p}, "localhost:" + p, false, "resolves to 127.0.0.1, which is a loopback address"},
+		{[]string{"*"}, "localhost:" + p, false, "localhost:" + p + " resolves to 127.0.0.1, a loopback address"},
+		{[]string{"localhost:" + p}, "localhost:" + p, false, "resolves to 127.0.0.1, a loopback address"},
 		{[]string{"*"}, "169.254.169.254:80", false, "link-local address (cloud metadata"},
 		{[]string{"*"}, "10.1.2.3:443", false, "a private address"},
 		{[]string{"*"}, "100.64.0.1:443", false, "CGNAT"},
@@ -321,9 +321,9 @@ func TestDialTimeCheck(t *testing.T) {
 		ok    bool
 		why   string
 	}{
-		{[4]byte{127, 0, 0, 1}, []string{"registry.test"}, false, "registry.test:" + p + " resolves to 127.0.0.1, which is a loopback address"},
-		{[4]byte{10, 0, 0, 7}, []string{"*.test"}, false, "resolves to 10.0.0.7, which is a private address"},
-		{[4]byte{169, 254, 169, 254}, []string{"*"}, false, "resolves to 169.254.169.254, which is a link-local address"},
+		{[4]byte{127, 0, 0, 1}, []string{"registry.test"}, false, "registry.test:" + p + " resolves to 127.0.0.1, a loopback address"},
+		{[4]byte{10, 0, 0, 7}, []string{"*.test"}, false, "resolves to 10.0.0.7, a private address"},
+		{[4]byte{169, 254, 169, 254}, []string{"*"}, false, "resolves to 169.254.169.254, a link-local address"},
 		{[4]byte{127, 0, 0, 1}, []string{"registry.test", "127.0.0.1/32"}, true, ""},
 	} {
 		dns := dnsServer(t, tc.to)

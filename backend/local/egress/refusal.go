@@ -47,10 +47,10 @@ func (r *Refusal) Error() string {
 		return fmt.Sprintf("warden: %s is not among the hosts this call may reach (%s); add it to %s to allow it",
 			r.target(), r.grant(), r.where())
 	}
-	via := ""
+	what := r.target() + " is " + r.Kind
 	if _, err := netip.ParseAddr(r.Host); err != nil {
-		via = " resolves to " + r.Addr + ", which"
+		what = r.target() + " resolves to " + r.Addr + ", " + r.Kind
 	}
-	return fmt.Sprintf("warden: %s%s is %s, which no host name and no \"*\" reaches (%s); add %s (or a range holding it) to %s to allow it",
-		r.target(), via, r.Kind, r.grant(), r.Addr, r.where())
+	return fmt.Sprintf("warden: %s, which no host name and no \"*\" reaches (%s); add %s (or a range holding it) to %s to allow it",
+		what, r.grant(), r.Addr, r.where())
 }
