@@ -54,6 +54,11 @@ func egressPolicy(prof *calls.Sandbox) egress.Policy {
 	return egress.Policy{Hosts: hosts, By: prof.NetworkBy}
 }
 
+// maxConnections bounds the records a call's result carries (the
+// observer sees them all): a call that opens thousands of connections
+// keeps its first ones, refusals first.
+const maxConnections = 1000
+
 // connections collects a call's connection records and shows each to
 // the backend's observer.
 type connections struct {
@@ -62,8 +67,23 @@ type connections struct {
 }
 
 func (c *connections) record(cn calls.Connection) {
-	c.list = append(c.list, cn)
 	if c.obs != nil {
 		c.obs.Connection(cn)
+	}
+	if len(c.list) < maxConnections {
+		c.list = append(c.list, cn)
+		return
+	}
+	if cn.Allowed {
+		return
+	}
+	// A refusal replaces the last allowed record: the refusals are what
+	// the model needs to read.
+	for i := len(c.list) - 1; i >= 0; i-- {
+		if c.list[i].Allowed {
+			c.list = append(c.list[:i], c.list[i+1:]...)
+			c.list = append(c.list, cn)
+			return
+		}
 	}
 }

@@ -431,3 +431,32 @@ func TestCompile(t *testing.T) {
 		}
 	}
 }
+
+// TestPassThrough: a plain HTTP request and its response pass as they
+// are: the client's Accept-Encoding reaches the host and a gzip body
+// comes back still compressed.
+func TestPassThrough(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Accept-Encoding") != "gzip" {
+			http.Error(w, "no gzip asked: "+r.Header.Get("Accept-Encoding"), 400)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		io.WriteString(w, "\x1f\x8bnot really gzip")
+	}))
+	defer srv.Close()
+	px := startProxy(t, Policy{Hosts: []string{"127.0.0.1"}}, nil)
+	c := px.client(nil)
+	c.Transport.(*http.Transport).DisableCompression = true
+	req, _ := http.NewRequest("GET", srv.URL, nil)
+	req.Header.Set("Accept-Encoding", "gzip")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Encoding") != "gzip" || string(body) != "\x1f\x8bnot really gzip" {
+		t.Errorf("%s %v %q", resp.Status, resp.Header, body)
+	}
+}

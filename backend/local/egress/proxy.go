@@ -97,6 +97,9 @@ func newServer(p Policy, record func(calls.Connection), resolver *net.Resolver) 
 	gp.Tr = &http.Transport{Proxy: nil, DialContext: func(context.Context, string, string) (net.Conn, error) {
 		return nil, errors.New("warden: egress: no dialer for this request")
 	}}
+	// Requests and responses pass as they are (no gzip added, none
+	// removed).
+	gp.KeepAcceptEncoding = true
 	gp.ConnectDial = nil
 	gp.ConnectDialWithReq = s.connectDial
 	gp.ConnectionErrHandler = s.connectError
@@ -354,7 +357,7 @@ func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ")
 
 // roundTrip sends a plain HTTP request over a connection of its own.
 func (a *attempt) roundTrip(req *http.Request) (*http.Response, error) {
-	tr := &http.Transport{Proxy: nil, DialContext: a.dial, DisableKeepAlives: true,
+	tr := &http.Transport{Proxy: nil, DialContext: a.dial, DisableKeepAlives: true, DisableCompression: true,
 		TLSHandshakeTimeout: dialTimeout, MaxResponseHeaderBytes: 1 << 20}
 	resp, err := tr.RoundTrip(req)
 	if err == nil {
