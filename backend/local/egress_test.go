@@ -342,3 +342,26 @@ func TestEgressLocalServices(t *testing.T) {
 		t.Error("control (unsandboxed): not every service answered")
 	}
 }
+
+// BenchmarkExecProxy: what the network costs a sandboxed call: `true`
+// with the network off, and on (a network namespace with the egress
+// proxy served for the call), on the zygote's path.
+func BenchmarkExecProxy(b *testing.B) {
+	ws := b.TempDir()
+	lb := local.New(ws)
+	defer lb.Close()
+	for _, tc := range []struct {
+		name    string
+		network bool
+	}{{"off", false}, {"proxy", true}} {
+		prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Network: tc.network, Hosts: []string{"*"}}
+		b.Run(tc.name, func(b *testing.B) {
+			for b.Loop() {
+				res, err := lb.Exec(b.Context(), backend.ExecRequest{Argv: []string{"true"}, Sandbox: prof})
+				if err != nil || res.ExitCode != 0 {
+					b.Fatalf("exit %d: %v: %s", res.ExitCode, err, res.Stderr)
+				}
+			}
+		})
+	}
+}

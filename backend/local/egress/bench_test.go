@@ -127,29 +127,31 @@ func BenchmarkConnectionLatency(b *testing.B) {
 }
 
 // BenchmarkDownload: throughput of a 100 MB download, direct and
-// through the proxy (plain HTTP and a CONNECT tunnel).
+// through the proxy (plain HTTP and a CONNECT tunnel), interleaved in
+// the same run; it reports each one's MB/s and its share of direct's.
 func BenchmarkDownload(b *testing.B) {
 	const size = 100 << 20
 	srv := benchServer(b, size)
 	px := benchProxy(b)
 	target := strings.TrimPrefix(srv.URL, "http://")
-	for _, tc := range []struct {
-		name  string
-		fetch func(b *testing.B) int64
-	}{
-		{"direct", func(b *testing.B) int64 { return tunnelGet(b, nil, target, "/big") }},
-		{"plain", func(b *testing.B) int64 {
-			return get(b, &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(px), DisableKeepAlives: true}}, srv.URL+"/big")
-		}},
-		{"connect", func(b *testing.B) int64 { return tunnelGet(b, px, target, "/big") }},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			b.SetBytes(size)
-			for b.Loop() {
-				if n := tc.fetch(b); n != size {
-					b.Fatalf("got %d bytes", n)
-				}
-			}
-		})
+	plain := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(px), DisableKeepAlives: true}}
+	var tDirect, tPlain, tTunnel time.Duration
+	timed := func(d *time.Duration, fetch func() int64) {
+		start := time.Now()
+		if n := fetch(); n != size {
+			b.Fatalf("got %d bytes", n)
+		}
+		*d += time.Since(start)
 	}
+	for b.Loop() {
+		timed(&tDirect, func() int64 { return tunnelGet(b, nil, target, "/big") })
+		timed(&tPlain, func() int64 { return get(b, plain, srv.URL+"/big") })
+		timed(&tTunnel, func() int64 { return tunnelGet(b, px, target, "/big") })
+	}
+	mbps := func(d time.Duration) float64 { return float64(b.N) * size / 1e6 / d.Seconds() }
+	b.ReportMetric(mbps(tDirect), "direct-MB/s")
+	b.ReportMetric(mbps(tPlain), "plain-MB/s")
+	b.ReportMetric(mbps(tTunnel), "connect-MB/s")
+	b.ReportMetric(float64(tDirect)/float64(tPlain), "plain/direct")
+	b.ReportMetric(float64(tDirect)/float64(tTunnel), "connect/direct")
 }

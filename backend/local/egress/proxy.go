@@ -84,6 +84,8 @@ type server struct {
 	// work counts the handlers running and the tunnels open.
 	work  sync.WaitGroup
 	recMu sync.Mutex
+	// buffers are the tunnels' copy buffers.
+	buffers sync.Pool
 }
 
 func newServer(p Policy, record func(calls.Connection), resolver *net.Resolver) *server {
@@ -476,13 +478,36 @@ func (c *upConn) Write(p []byte) (int, error) {
 // whole stream before they return a count: the bytes are counted as
 // they pass, so a tunnel closed at the end of a call is recorded with
 // what it carried.
+// They copy through a buffer of copyBuffer bytes: fewer system calls
+// per megabyte than io.Copy's 32 KiB.
 func (c *upConn) ReadFrom(r io.Reader) (int64, error) {
-	return io.Copy(struct{ io.Writer }{writerFunc(c.Write)}, r)
+	buf := c.a.s.buffer()
+	defer c.a.s.buffers.Put(buf)
+	return io.CopyBuffer(writerFunc(c.Write), readerOnly(r), *buf)
 }
 
 func (c *upConn) WriteTo(w io.Writer) (int64, error) {
-	return io.Copy(w, struct{ io.Reader }{readerFunc(c.Read)})
+	buf := c.a.s.buffer()
+	defer c.a.s.buffers.Put(buf)
+	return io.CopyBuffer(writerOnly(w), readerFunc(c.Read), *buf)
 }
+
+// buffer returns a copy buffer from the server's pool.
+func (s *server) buffer() *[]byte {
+	if b, ok := s.buffers.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, copyBuffer)
+	return &b
+}
+
+// copyBuffer is the size of a tunnel's copy buffers.
+const copyBuffer = 256 << 10
+
+// readerOnly and writerOnly hide a ReaderFrom or WriterTo, so that
+// io.CopyBuffer uses the buffer it is given.
+func readerOnly(r io.Reader) io.Reader { return readerFunc(r.Read) }
+func writerOnly(w io.Writer) io.Writer { return writerFunc(w.Write) }
 
 type (
 	readerFunc func([]byte) (int, error)
