@@ -365,3 +365,102 @@ func BenchmarkExecProxy(b *testing.B) {
 		})
 	}
 }
+
+// npmRegistry serves one package, made with npm pack, the way the npm
+// registry does (its packument and its tarball), on addr.
+func npmRegistry(t *testing.T, addr string) string {
+	t.Helper()
+	src, out := t.TempDir(), t.TempDir()
+	const name = "warden-egress-demo"
+	if err := os.WriteFile(filepath.Join(src, "package.json"), []byte(`{"name":"`+name+`","version":"1.0.0","main":"index.js"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(src, "index.js"), []byte("module.exports = 'from the local registry';\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("npm", "pack", "--json", "--pack-destination", out)
+	cmd.Dir, cmd.Env = src, append(os.Environ(), "npm_config_cache="+filepath.Join(out, "cache"), "npm_config_offline=true")
+	js, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("npm pack: %v", err)
+	}
+	var packed []struct{ Filename, Shasum, Integrity string }
+	if err := json.Unmarshal(js, &packed); err != nil || len(packed) != 1 {
+		t.Fatalf("npm pack: %s (%v)", js, err)
+	}
+	tgz, err := os.ReadFile(filepath.Join(out, packed[0].Filename))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(addr, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	doc, _ := json.Marshal(map[string]any{
+		"name": name, "dist-tags": map[string]string{"latest": "1.0.0"},
+		"versions": map[string]any{"1.0.0": map[string]any{"name": name, "version": "1.0.0", "main": "index.js",
+			"dist": map[string]string{"tarball": base + "/" + name + "/-/" + packed[0].Filename, "shasum": packed[0].Shasum, "integrity": packed[0].Integrity}}},
+	})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/"+name, func(w http.ResponseWriter, _ *http.Request) { w.Header().Set("Content-Type", "application/json"); w.Write(doc) })
+	mux.HandleFunc("/"+name+"/-/"+packed[0].Filename, func(w http.ResponseWriter, _ *http.Request) { w.Write(tgz) })
+	srv := &http.Server{Handler: mux}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// TestNpmInstallThroughProxy: npm installs a package from a registry
+// served on this machine's eth0 address through the egress proxy when
+// the registry is named, and fails, the refusal recorded, when it is
+// not. Control: unsandboxed, the install succeeds.
+func TestNpmInstallThroughProxy(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		t.Skip("npm is not installed")
+	}
+	registry := npmRegistry(t, hostAddr(t))
+	install := func(b *local.Backend, hosts []string) (backend.ExecResult, string) {
+		t.Helper()
+		ws := t.TempDir()
+		prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Network: true, NetworkBy: "test rule Bash(npm install:*)", Hosts: hosts}
+		res, err := b.Exec(t.Context(), backend.ExecRequest{
+			Argv: []string{"sh", "-c", "npm install --no-audit --no-fund --fetch-retries=0 warden-egress-demo && node -e 'console.log(require(\"warden-egress-demo\"))'"},
+			Dir:  ws, Sandbox: prof, Timeout: 2 * time.Minute,
+			Env: []string{"npm_config_registry=http://" + registry + "/", "npm_config_cache=" + filepath.Join(ws, ".npm"),
+				"npm_config_logs_dir=" + filepath.Join(ws, ".npm-logs"), "npm_config_update_notifier=false"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := string(res.Stdout) + string(res.Stderr)
+		t.Logf("hosts %v: exit %d: %s", hosts, res.ExitCode, out)
+		for _, c := range res.Connections {
+			t.Logf("  %s", c)
+		}
+		return res, out
+	}
+	b := local.New(t.TempDir())
+	defer b.Close()
+	res, out := install(b, []string{registry})
+	if res.ExitCode != 0 || !strings.Contains(out, "from the local registry") {
+		t.Errorf("named registry: exit %d", res.ExitCode)
+	}
+	if len(res.Connections) == 0 {
+		t.Error("named registry: no connection recorded")
+	}
+	for _, c := range res.Connections {
+		if !c.Allowed {
+			t.Errorf("named registry: %s", c)
+		}
+	}
+	res, _ = install(b, []string{"registry.npmjs.org"})
+	if res.ExitCode == 0 || len(res.Connections) == 0 || res.Connections[0].Allowed {
+		t.Errorf("unnamed registry: exit %d, connections %v", res.ExitCode, res.Connections)
+	}
+	u := &local.Backend{Workdir: t.TempDir(), Unsandboxed: true}
+	defer u.Close()
+	if res, _ := install(u, []string{"registry.npmjs.org"}); res.ExitCode != 0 {
+		t.Errorf("control (unsandboxed): exit %d", res.ExitCode)
+	}
+}
