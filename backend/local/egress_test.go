@@ -403,7 +403,10 @@ func npmRegistry(t *testing.T, addr string) string {
 			"dist": map[string]string{"tarball": base + "/" + name + "/-/" + packed[0].Filename, "shasum": packed[0].Shasum, "integrity": packed[0].Integrity}}},
 	})
 	mux := http.NewServeMux()
-	mux.HandleFunc("/"+name, func(w http.ResponseWriter, _ *http.Request) { w.Header().Set("Content-Type", "application/json"); w.Write(doc) })
+	mux.HandleFunc("/"+name, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(doc)
+	})
 	mux.HandleFunc("/"+name+"/-/"+packed[0].Filename, func(w http.ResponseWriter, _ *http.Request) { w.Write(tgz) })
 	srv := &http.Server{Handler: mux}
 	go srv.Serve(ln)
