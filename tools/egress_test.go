@@ -60,6 +60,15 @@ func TestBashNetworkNote(t *testing.T) {
 	if r := call("curl -sS http://" + named + "/"); strings.Contains(r.Content, "Network:") {
 		t.Errorf("a call refused nothing has a Network section: %q", r.Content)
 	}
+	// A call that times out after a refusal (a client retrying) says so too.
+	in, _ := json.Marshal(BashInput{Command: "curl -s http://" + other + "/ >/dev/null; curl -s http://" + other + "/ >/dev/null; sleep 30", Timeout: 1500})
+	r, err = Collect(Bash{}.Call(context.Background(), env, in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(r.Content, "Command timed out") || !strings.Contains(r.Content, "to allow it (2 times)\n") || r.Metadata["connections"] == nil {
+		t.Errorf("timed out call: %q %v", r.Content, r.Metadata)
+	}
 }
 
 // nonLoopback is this machine's first non-loopback IPv4 address.

@@ -53,7 +53,8 @@ func runShell(ctx context.Context, env *Env, argv []string, command string, time
 	}
 	stdout, stderr := decode(res.Stdout), decode(res.Stderr)
 	if res.TimedOut {
-		return Errorf("Command timed out after %dms: %s", timeout.Milliseconds(), command)
+		return Single(Chunk{Text: fmt.Sprintf("Command timed out after %dms: %s", timeout.Milliseconds(), command) + networkNote(res.Connections),
+			IsError: true, Metadata: withConnections(map[string]any{}, res.Connections)})
 	}
 	if res.ExitCode != 0 {
 		var b strings.Builder
