@@ -237,6 +237,9 @@ func TestNonPublic(t *testing.T) {
 		{[]string{"*"}, "100.64.0.1:443", false, "CGNAT"},
 		{[]string{"*"}, "[fd00::1]:443", false, "unique local"},
 		{[]string{"*"}, "0.0.0.0:" + p, false, "unspecified"},
+		{[]string{"*"}, "[fe80::1%25lo]:" + p, false, "link-local"},
+		{[]string{"*"}, "[::127.0.0.1]:" + p, false, "IPv4-compatible"},
+		{[]string{"*"}, "[64:ff9b::7f00:1]:" + p, false, "loopback"},
 		{[]string{"127.0.0.1"}, "localhost:" + p, false, "is not among the hosts"},
 		// Controls.
 		{[]string{"127.0.0.1"}, "127.0.0.1:" + p, true, ""},

@@ -90,7 +90,7 @@ func parseEntry(s string) (entry, error) {
 		e.prefix = netip.PrefixFrom(p.Addr().Unmap(), unmappedBits(p)).Masked()
 	case isAddr(host):
 		a, _ := netip.ParseAddr(host)
-		a = a.Unmap()
+		a = plain(a)
 		e.prefix = netip.PrefixFrom(a, a.BitLen())
 	case strings.HasPrefix(host, "*."):
 		e.suffix = normName(host[2:])
@@ -145,7 +145,7 @@ func (e entry) ports(port int) bool { return e.port == 0 || e.port == port }
 func (h Hosts) byName(host string, port int) (entry, *Refusal) {
 	host = normName(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
 	if a, err := netip.ParseAddr(host); err == nil {
-		a = a.Unmap()
+		a = plain(a)
 		for _, e := range h.entries {
 			if e.prefix.IsValid() && e.prefix.Contains(a) && e.ports(port) {
 				return e, nil
@@ -176,7 +176,7 @@ func (h Hosts) byName(host string, port int) (entry, *Refusal) {
 // name was checked), a non-public one only when an address or range
 // entry holds it.
 func (h Hosts) byAddr(host string, a netip.Addr, port int) *Refusal {
-	a = a.Unmap()
+	a = plain(a)
 	kind := Special(a)
 	if kind == "" {
 		return nil
@@ -235,6 +235,7 @@ var special = func() []struct {
 		{"2001:db8::/32", "a documentation address"},
 		{"100::/64", "a discard address"},
 		{"64:ff9b:1::/48", "a local NAT64 address"},
+		{"::/96", "a reserved (IPv4-compatible) address"},
 	} {
 		out = append(out, struct {
 			p    netip.Prefix
@@ -244,6 +245,10 @@ var special = func() []struct {
 	return out
 }()
 
+// plain is a without an IPv6 zone (which netip.Prefix.Contains never
+// matches) and IPv4-mapped addresses as IPv4.
+func plain(a netip.Addr) netip.Addr { return a.WithZone("").Unmap() }
+
 // nat64 is the well-known NAT64 prefix: its addresses carry an IPv4
 // address, which is classified instead.
 var nat64 = netip.MustParsePrefix("64:ff9b::/96")
@@ -251,9 +256,9 @@ var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 // Special says what kind of non-public address a is ("a loopback
 // address", "a private address", ...), or "" for a public one.
 // IPv4-mapped IPv6 addresses are classified as their IPv4 address, and
-// so are NAT64 ones.
+// so are NAT64 ones; an IPv6 zone is ignored.
 func Special(a netip.Addr) string {
-	a = a.Unmap()
+	a = plain(a)
 	if nat64.Contains(a) {
 		b := a.As16()
 		a = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
