@@ -345,14 +345,14 @@ func (s *server) connectDial(r *http.Request, network, addr string) (net.Conn, e
 // connectError answers a CONNECT whose dial failed: 403 for a refusal,
 // 502 for a host that could not be reached.
 func (s *server) connectError(w io.Writer, _ *goproxy.ProxyCtx, err error) {
-	code, msg := http.StatusBadGateway, "warden: "+err.Error()
+	code, msg, header := http.StatusBadGateway, "warden: "+err.Error(), "X-Warden-Error"
 	var ref *Refusal
 	if errors.As(err, &ref) {
-		code, msg = http.StatusForbidden, ref.Error()
+		code, msg, header = http.StatusForbidden, ref.Error(), "X-Warden-Refused"
 	}
 	body := msg + "\n"
-	_, _ = fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\nX-Warden-Refused: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
-		code, oneLine(msg), oneLine(msg), len(body), body)
+	_, _ = fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n%s: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		code, oneLine(msg), header, oneLine(msg), len(body), body)
 }
 
 func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
@@ -365,16 +365,16 @@ func (a *attempt) roundTrip(req *http.Request) (*http.Response, error) {
 	if err == nil {
 		return resp, nil
 	}
-	code, msg := http.StatusBadGateway, "warden: "+err.Error()
+	code, msg, header := http.StatusBadGateway, "warden: "+err.Error(), "X-Warden-Error"
 	var ref *Refusal
 	if errors.As(err, &ref) {
-		code, msg = http.StatusForbidden, ref.Error()
+		code, msg, header = http.StatusForbidden, ref.Error(), "X-Warden-Refused"
 	} else {
 		a.failed(err)
 	}
 	body := msg + "\n"
 	return &http.Response{StatusCode: code, Status: strconv.Itoa(code) + " " + oneLine(msg), ProtoMajor: 1, ProtoMinor: 1,
-		Header:        http.Header{"Content-Type": {"text/plain; charset=utf-8"}, "X-Warden-Refused": {oneLine(msg)}},
+		Header:        http.Header{"Content-Type": {"text/plain; charset=utf-8"}, header: {oneLine(msg)}},
 		Body:          io.NopCloser(strings.NewReader(body)),
 		ContentLength: int64(len(body)), Request: req}, nil
 }
