@@ -49,6 +49,7 @@ func TestDashboardReferencesRegisteredMetrics(t *testing.T) {
 	known := &names{Registerer: reg, seen: map[string]bool{}}
 	metrics.NewTools(known)
 	metrics.NewApprovals(known)
+	metrics.NewEgress(known)
 	metrics.NewModels(known)
 	if _, err := mwmetrics.New(mwmetrics.Config{Registerer: known}); err != nil {
 		t.Fatal(err)

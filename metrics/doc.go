@@ -1,7 +1,7 @@
 // Package metrics exposes warden's worker-level metrics on an injected
 // Prometheus registry: the Temporal SDK's own metrics (NewSDKHandler),
 // approval metrics (Approvals), model-call metrics (Models), tool-call
-// and permission metrics (Tools) and tool output sizes (ToolOutput, for
-// the output middleware). Every warden_* metric the worker exposes is
+// and permission metrics (Tools), tool output sizes (ToolOutput, for
+// the output middleware) and the sandbox's egress connections (Egress). Every warden_* metric the worker exposes is
 // defined here. Nothing here touches the global registry.
 package metrics

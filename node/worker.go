@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/metrics"
@@ -38,6 +39,9 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 	n.onStop(closeBackends)
 	if err != nil {
 		return nil, "", err
+	}
+	if lb, ok := extra["local"].(*local.Backend); ok {
+		lb.Egress = metrics.NewEgress(n.reg) // the sandbox's egress connections
 	}
 	providers, err := models(cfg.Models)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/calls"
 )
 
 // Process helpers of the shell tools (Bash, PowerShell) and of the tools
@@ -52,7 +53,8 @@ func runShell(ctx context.Context, env *Env, argv []string, command string, time
 	}
 	stdout, stderr := decode(res.Stdout), decode(res.Stderr)
 	if res.TimedOut {
-		return Errorf("Command timed out after %dms: %s", timeout.Milliseconds(), command)
+		return Single(Chunk{Text: fmt.Sprintf("Command timed out after %dms: %s", timeout.Milliseconds(), command) + networkNote(res.Connections),
+			IsError: true, Metadata: withConnections(map[string]any{}, res.Connections)})
 	}
 	if res.ExitCode != 0 {
 		var b strings.Builder
@@ -64,14 +66,58 @@ func runShell(ctx context.Context, env *Env, argv []string, command string, time
 		if stderr != "" {
 			b.WriteString("\nStderr:\n" + stderr)
 		}
-		return Single(Chunk{Text: Truncate(b.String(), MaxOutputChars), IsError: true,
-			Metadata: map[string]any{"exit_code": res.ExitCode}})
+		return Single(Chunk{Text: Truncate(b.String(), MaxOutputChars) + networkNote(res.Connections), IsError: true,
+			Metadata: withConnections(map[string]any{"exit_code": res.ExitCode}, res.Connections)})
 	}
 	out := stdout
 	if stderr != "" {
 		out += "\n" + stderr
 	}
-	return Single(Chunk{Text: Truncate(out, MaxOutputChars), Metadata: map[string]any{"exit_code": 0}})
+	return Single(Chunk{Text: Truncate(out, MaxOutputChars) + networkNote(res.Connections),
+		Metadata: withConnections(map[string]any{"exit_code": 0}, res.Connections)})
+}
+
+// networkNote is what the model reads of the connections the sandbox's
+// egress proxy refused: one line each (repeats counted), saying why and
+// what would allow it; "" when none was refused.
+func networkNote(conns []calls.Connection) string {
+	var lines []string
+	count := map[string]int{}
+	for _, c := range conns {
+		if c.Allowed {
+			continue
+		}
+		line := c.By
+		if line == "" {
+			line = c.String()
+		}
+		if count[line] == 0 {
+			lines = append(lines, line)
+		}
+		count[line]++
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n\nNetwork: the sandbox refused these connections:\n")
+	for _, l := range lines {
+		b.WriteString("- " + l)
+		if n := count[l]; n > 1 {
+			fmt.Fprintf(&b, " (%d times)", n)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// withConnections adds the call's connections to a result's metadata
+// (for the audit), when it made any.
+func withConnections(md map[string]any, conns []calls.Connection) map[string]any {
+	if len(conns) > 0 {
+		md["connections"] = conns
+	}
+	return md
 }
 
 // decode turns process output into text: invalid UTF-8 is replaced and

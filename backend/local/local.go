@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/local/egress"
 	"github.com/wardenhq/warden/backend/local/sandbox"
 	"github.com/wardenhq/warden/calls"
 )
@@ -65,6 +67,9 @@ type Backend struct {
 	// sandboxes every process, and a kernel without Landlock or user
 	// namespaces then fails every call.
 	Unsandboxed bool
+	// Egress, when not nil, sees every connection a sandboxed call's
+	// processes asked the egress proxy for (metrics).
+	Egress egress.Observer
 
 	// zygote starts the sandboxed processes (started at the first one);
 	// zygoteHidden is what it hides.
@@ -141,7 +146,7 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 // going to stdout and stderr. A program that cannot be started is
 // reported as exit code 127, like a shell would.
 func (b *Backend) execDirect(ctx context.Context, req backend.ExecRequest, dir string, env []string, c *confinement, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
-	cmd, err := b.command(ctx, req, dir, env, c)
+	cmd, recv, err := b.command(ctx, req, dir, env, c)
 	if err != nil {
 		return backend.ExecResult{}, err
 	}
@@ -157,12 +162,18 @@ func (b *Backend) execDirect(ctx context.Context, req backend.ExecRequest, dir s
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
-	err = cmd.Run()
+	conns := &connections{obs: b.Egress}
+	if recv == nil {
+		err = cmd.Run()
+	} else {
+		err = runProxied(cmd, recv, *c.proxy, conns)
+	}
 	res := backend.ExecResult{
-		Stdout:    stdout.Bytes(),
-		Stderr:    stderr.Bytes(),
-		Truncated: stdout.Truncated() || stderr.Truncated(),
-		Duration:  time.Since(start),
+		Stdout:      stdout.Bytes(),
+		Stderr:      stderr.Bytes(),
+		Truncated:   stdout.Truncated() || stderr.Truncated(),
+		Duration:    time.Since(start),
+		Connections: conns.list,
 	}
 	var exitErr *exec.ExitError
 	switch {
@@ -185,20 +196,50 @@ func (b *Backend) execDirect(ctx context.Context, req backend.ExecRequest, dir s
 
 // command builds the process of req: in the sandbox c (made by
 // confine), or, when c is nil (Unsandboxed), as the worker's user with
-// the environment env.
-func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir string, env []string, c *confinement) (*exec.Cmd, error) {
+// the environment env. For a call with the network, recv receives the
+// listener of its egress proxy once the process started (nil for
+// others).
+func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir string, env []string, c *confinement) (cmd *exec.Cmd, recv func() (net.Listener, error), err error) {
 	if c == nil {
 		cmd := exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
 		cmd.Dir, cmd.Env, cmd.SysProcAttr = dir, env, &syscall.SysProcAttr{}
-		return cmd, nil
+		return cmd, nil, nil
 	}
-	spec := sandbox.Spec{Write: c.write, Protect: c.protect, Pin: c.pin, Read: c.read, Network: c.prof.Network, Dir: dir, Argv: req.Argv}
+	spec := sandbox.Spec{Write: c.write, Protect: c.protect, Pin: c.pin, Read: c.read, Dir: dir, Argv: req.Argv}
 	spec.Hide = append(hidden(b.hide(), append([]string{dir}, spec.Write...)), c.hide...)
-	cmd, err := sandbox.Command(ctx, spec, c.env)
-	if err != nil {
-		return nil, fmt.Errorf("local exec: %w", err)
+	if c.proxy != nil {
+		cmd, recv, err = sandbox.CommandProxy(ctx, spec, c.env)
+	} else {
+		cmd, err = sandbox.Command(ctx, spec, c.env)
 	}
-	return cmd, nil
+	if err != nil {
+		return nil, nil, fmt.Errorf("local exec: %w", err)
+	}
+	return cmd, recv, nil
+}
+
+// runProxied runs cmd (from sandbox.CommandProxy) while serving its
+// egress proxy with p on the listener recv returns; it returns once the
+// process has ended and the proxy with it.
+func runProxied(cmd *exec.Cmd, recv func() (net.Listener, error), p egress.Policy, conns *connections) error {
+	if err := cmd.Start(); err != nil {
+		_, _ = recv() // closes the sockets
+		return err
+	}
+	served := make(chan struct{})
+	ln, err := recv()
+	if err != nil {
+		// The helper ended before it listened: it says why (exit 126).
+		close(served)
+	} else {
+		go func() { defer close(served); egress.Serve(ln, p, conns.record) }()
+	}
+	err = cmd.Wait()
+	if ln != nil {
+		ln.Close()
+	}
+	<-served
+	return err
 }
 
 // confinement is what one sandboxed process of a call gets, whichever
@@ -215,6 +256,9 @@ type confinement struct {
 	hide, pin, read []string
 	// env is its environment, TMPDIR and the caches included.
 	env []string
+	// proxy, for a call with the network, is the policy of its egress
+	// proxy, its only way out.
+	proxy *egress.Policy
 	// guard checks the working directories after the call (guard.go).
 	guard *guardCall
 }
@@ -246,6 +290,10 @@ func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, dir stri
 		c.write = append(c.write, cache)
 	}
 	c.env = append(env, "TMPDIR="+tmp)
+	if prof.Network {
+		p := egressPolicy(prof)
+		c.proxy, c.env = &p, proxyEnv(c.env)
+	}
 	if c.hide, c.pin, c.protect, c.guard, err = b.guard(prof, c.write, c.protect); err != nil {
 		cleanup()
 		return confinement{}, nil, err

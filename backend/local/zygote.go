@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/local/egress"
 	"github.com/wardenhq/warden/backend/local/sandbox"
 )
 
@@ -68,15 +70,23 @@ func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir st
 			return backend.ExecResult{}, errNoZygote
 		}
 	}
-	r := sandbox.Request{Write: c.write, Protect: c.protect, Hide: c.hide, Pin: c.pin, Read: c.read, Network: c.prof.Network, Dir: dir, Argv: req.Argv, Env: c.env}
+	// A call with the network gets a network namespace of its own whose
+	// only way out is its egress proxy (never the host's network).
+	r := sandbox.Request{Write: c.write, Protect: c.protect, Hide: c.hide, Pin: c.pin, Read: c.read, Proxy: c.proxy != nil, Dir: dir, Argv: req.Argv, Env: c.env}
+	call := sandbox.Call{Stdin: req.Stdin, Stdout: stdout, Stderr: stderr}
+	conns := &connections{obs: b.Egress}
+	if c.proxy != nil {
+		call.Proxy = func(ln net.Listener) { egress.Serve(ln, *c.proxy, conns.record) }
+	}
 	start := time.Now()
-	out, err := z.Run(ctx, r, req.Stdin, stdout, stderr)
+	out, err := z.RunCall(ctx, r, call)
 	res := backend.ExecResult{
-		Stdout:    stdout.Bytes(),
-		Stderr:    stderr.Bytes(),
-		Truncated: stdout.Truncated() || stderr.Truncated(),
-		Duration:  time.Since(start),
-		ExitCode:  out.ExitCode,
+		Stdout:      stdout.Bytes(),
+		Stderr:      stderr.Bytes(),
+		Truncated:   stdout.Truncated() || stderr.Truncated(),
+		Duration:    time.Since(start),
+		ExitCode:    out.ExitCode,
+		Connections: conns.list, // RunCall returns after the proxy
 	}
 	switch {
 	case errors.Is(err, sandbox.ErrNotFound):

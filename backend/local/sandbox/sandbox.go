@@ -31,12 +31,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/wardenhq/warden/backend/local/sandbox/child"
 )
@@ -84,6 +87,50 @@ func Command(ctx context.Context, spec Spec, env []string) (*exec.Cmd, error) {
 		GidMappingsEnableSetgroups: false,
 	}
 	return cmd, nil
+}
+
+// CommandProxy is Command for a spec with Proxy: the process gets a
+// network namespace of its own, and recv, called once the command has
+// started, returns the listener the helper made in it on
+// 127.0.0.1:child.ProxyPort (an error when the helper ended without
+// sending one). The caller serves the call's egress proxy on it and
+// closes it once the process has ended.
+func CommandProxy(ctx context.Context, spec Spec, env []string) (cmd *exec.Cmd, recv func() (net.Listener, error), err error) {
+	spec.Proxy, spec.Network = true, false
+	if cmd, err = Command(ctx, spec, env); err != nil {
+		return nil, nil, err
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox: proxy socket: %w", err)
+	}
+	near, far := os.NewFile(uintptr(fds[0]), "proxy-socket"), os.NewFile(uintptr(fds[1]), "proxy-socket")
+	cmd.ExtraFiles = []*os.File{far} // the helper's descriptor 3
+	recv = func() (net.Listener, error) {
+		defer near.Close()
+		far.Close() // the helper holds its copy: its end reads EOF when it is gone
+		buf, oob := make([]byte, 16), make([]byte, unix.CmsgSpace(4))
+		_, oobn, _, _, err := unix.Recvmsg(int(near.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: proxy listener: %w", err)
+		}
+		msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+		if err != nil || len(msgs) != 1 {
+			return nil, errors.New("sandbox: the helper sent no proxy listener")
+		}
+		lfds, err := unix.ParseUnixRights(&msgs[0])
+		if err != nil || len(lfds) != 1 {
+			return nil, errors.New("sandbox: the helper sent no proxy listener")
+		}
+		f := os.NewFile(uintptr(lfds[0]), "egress-proxy")
+		defer f.Close()
+		ln, err := net.FileListener(f)
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: proxy listener: %w", err)
+		}
+		return ln, nil
+	}
+	return cmd, recv, nil
 }
 
 // Describe says what protects a process, for the worker's start-up line:

@@ -56,6 +56,11 @@ type Spec struct {
 	// Network keeps the host's network; otherwise the process gets a
 	// network namespace of its own with only a loopback interface.
 	Network bool `json:"network,omitempty"`
+	// Proxy (with Network off) makes the helper listen on
+	// 127.0.0.1:ProxyPort in the process's network namespace and send
+	// the listener over descriptor 3 (a socket the worker passes) before
+	// it confines itself: the worker serves the call's egress proxy on it.
+	Proxy bool `json:"proxy,omitempty"`
 	// Dir is the working directory.
 	Dir string `json:"dir"`
 	// Argv is the program and its arguments; the program is looked up in
@@ -149,6 +154,11 @@ func helper(arg string) error {
 	if !spec.Network {
 		if err := loopbackUp(); err != nil {
 			return fmt.Errorf("loopback: %w", err)
+		}
+	}
+	if spec.Proxy {
+		if err := sendProxyListener(proxyFD); err != nil {
+			return fmt.Errorf("egress proxy: %w", err)
 		}
 	}
 	prog, err := lookPath(spec.Argv[0])
@@ -510,4 +520,21 @@ func addRuleKnown(rfd, fd int, isDir bool, p string, access uint64) error {
 		return fmt.Errorf("landlock rule for %s: %w", p, errno)
 	}
 	return nil
+}
+
+// proxyFD is the helper's descriptor of the socket over which it sends
+// a Proxy spec's listener (the command's first extra file).
+const proxyFD = 3
+
+// sendProxyListener listens on 127.0.0.1:ProxyPort in the helper's
+// network namespace and sends the listener over the socket fd, which it
+// closes.
+func sendProxyListener(fd int) error {
+	defer unix.Close(fd)
+	ln, err := proxyListener()
+	if err != nil {
+		return err
+	}
+	defer unix.Close(ln)
+	return unix.Sendmsg(fd, []byte("proxy"), unix.UnixRights(ln), nil, 0)
 }

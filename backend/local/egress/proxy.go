@@ -1,0 +1,533 @@
+// Package egress is the proxy through which a sandboxed call reaches
+// the network: the call's network namespace has only a loopback
+// interface, and the worker serves this proxy on the listener made in
+// it (127.0.0.1:3128). It speaks HTTP CONNECT (tunnels, for https and
+// anything else over TCP) and plain HTTP with absolute-URI requests,
+// both through github.com/elazarl/goproxy (no SOCKS: no maintained
+// SOCKS5 server module is served here).
+//
+// A connection is let through when a host entry of the call's policy
+// names the host (checked before dialling), and then only to the
+// addresses the name resolves to that are public, or that an address
+// or range entry names: the dialled address is checked in the dialer's
+// Control hook, after resolution, so a name that resolves to loopback,
+// a private range or the cloud metadata address never reaches it
+// unless the policy names that address. Every connection, allowed or
+// refused, is recorded once it ends (calls.Connection).
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/elazarl/goproxy"
+
+	"github.com/wardenhq/warden/calls"
+)
+
+// Policy is what one call may reach.
+type Policy struct {
+	// Hosts are the host entries (calls.Sandbox.Hosts, Compile); none
+	// lets nothing through ("*" must be said).
+	Hosts []string
+	// By says what granted the network ("sandbox.network_for rule
+	// Bash(npm install:*)"), for the records and the refusals.
+	By string
+}
+
+// Observer sees every connection once it ended, as recorded (metrics).
+type Observer interface {
+	Connection(calls.Connection)
+}
+
+// dialTimeout bounds one dial.
+const dialTimeout = 30 * time.Second
+
+// Serve serves the egress proxy of one call on ln with the policy p
+// until ln is closed, and returns once every connection it let through
+// is closed too (it closes them): a call's connections do not outlive
+// it. record (when not nil) is called once for each connection, allowed
+// or refused, as it ends, never concurrently. Host entries that do not
+// parse allow nothing.
+func Serve(ln net.Listener, p Policy, record func(calls.Connection)) {
+	newServer(p, record, nil).serve(ln)
+}
+
+// server is the proxy of one call.
+type server struct {
+	p        Policy
+	hosts    Hosts
+	record   func(calls.Connection)
+	resolver *net.Resolver // nil: the default
+	gp       *goproxy.ProxyHttpServer
+
+	// ctx ends when the server closes: dials in progress stop.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu       sync.Mutex
+	closed   bool
+	clients  map[net.Conn]struct{}
+	upstream map[*upConn]struct{}
+	// work counts the handlers running and the tunnels open.
+	work  sync.WaitGroup
+	recMu sync.Mutex
+	// buffers are the tunnels' copy buffers.
+	buffers sync.Pool
+}
+
+func newServer(p Policy, record func(calls.Connection), resolver *net.Resolver) *server {
+	hosts, _ := Compile(p.Hosts) // a bad entry allows nothing
+	s := &server{p: p, hosts: hosts, record: record, resolver: resolver,
+		clients: map[net.Conn]struct{}{}, upstream: map[*upConn]struct{}{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	gp := goproxy.NewProxyHttpServer()
+	gp.Logger = log.New(io.Discard, "", 0)
+	// Never the worker's own proxy settings, and no dial but ours.
+	gp.Tr = &http.Transport{Proxy: nil, DialContext: func(context.Context, string, string) (net.Conn, error) {
+		return nil, errors.New("warden: egress: no dialer for this request")
+	}}
+	// Requests and responses pass as they are (no gzip added, none
+	// removed).
+	gp.KeepAcceptEncoding = true
+	gp.ConnectDial = nil
+	gp.ConnectDialWithReq = s.connectDial
+	gp.ConnectionErrHandler = s.connectError
+	gp.NonproxyHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "warden egress proxy: send CONNECT or absolute-URI requests (HTTP_PROXY)", http.StatusBadRequest)
+	})
+	gp.OnRequest().DoFunc(func(r *http.Request, ctx *goproxy.ProxyCtx) (*http.Request, *http.Response) {
+		if a := attemptOf(r.Context()); a != nil {
+			ctx.RoundTripper = goproxy.RoundTripperFunc(func(req *http.Request, _ *goproxy.ProxyCtx) (*http.Response, error) {
+				return a.roundTrip(req)
+			})
+		}
+		return r, nil
+	})
+	s.gp = gp
+	return s
+}
+
+// serve serves ln until it is closed, then closes every connection and
+// waits for the records.
+func (s *server) serve(ln net.Listener) {
+	srv := &http.Server{Handler: s, ConnState: s.track, ReadHeaderTimeout: time.Minute,
+		ErrorLog: log.New(io.Discard, "", 0)}
+	_ = srv.Serve(ln)
+	s.mu.Lock()
+	s.closed = true
+	clients, ups := s.clients, s.upstream
+	s.clients, s.upstream = map[net.Conn]struct{}{}, map[*upConn]struct{}{}
+	s.mu.Unlock()
+	s.cancel()
+	_ = srv.Close()
+	for c := range clients {
+		_ = c.Close()
+	}
+	for u := range ups {
+		_ = u.Close()
+	}
+	s.work.Wait()
+}
+
+// track keeps the client connections, hijacked ones (tunnels) included,
+// so that serve can close them.
+func (s *server) track(c net.Conn, state http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch state {
+	case http.StateNew:
+		if s.closed {
+			_ = c.Close()
+			return
+		}
+		s.clients[c] = struct{}{}
+	case http.StateClosed:
+		delete(s.clients, c)
+	}
+}
+
+// begin counts one piece of work, unless the server is closing.
+func (s *server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.work.Add(1)
+	return true
+}
+
+// emit records c.
+func (s *server) emit(c calls.Connection) {
+	if s.record == nil {
+		return
+	}
+	s.recMu.Lock()
+	defer s.recMu.Unlock()
+	s.record(c)
+}
+
+// attemptKey carries a request's attempt to the dialer.
+type attemptKey struct{}
+
+func attemptOf(ctx context.Context) *attempt {
+	a, _ := ctx.Value(attemptKey{}).(*attempt)
+	return a
+}
+
+// attempt is one connection asked for, recorded once when it ends.
+type attempt struct {
+	s      *server
+	tunnel bool
+	// mu guards c until recorded.
+	mu         sync.Mutex
+	c          calls.Connection
+	dialled    bool
+	sent, recv atomic.Int64
+	once       sync.Once
+}
+
+// refused marks the attempt refused by ref.
+func (a *attempt) refused(ref *Refusal) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.c.Allowed, a.c.By = false, ref.Error()
+	if ref.Addr != "" {
+		a.c.Addr = ref.Addr
+	}
+}
+
+func (a *attempt) failed(err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.c.Error == "" {
+		a.c.Error = err.Error()
+	}
+}
+
+// end records the attempt (once).
+func (a *attempt) end() {
+	a.once.Do(func() {
+		a.mu.Lock()
+		c := a.c
+		a.mu.Unlock()
+		c.Sent, c.Received = a.sent.Load(), a.recv.Load()
+		a.s.emit(c)
+	})
+}
+
+// ServeHTTP checks a request by its host before goproxy serves it.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !s.begin() {
+		http.Error(w, "warden egress proxy: the call is over", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.work.Done()
+	connect := r.Method == http.MethodConnect
+	hostport, defPort := r.Host, "443"
+	if !connect {
+		if !r.URL.IsAbs() {
+			s.gp.ServeHTTP(w, r) // goproxy's answer to a non-proxy request
+			return
+		}
+		hostport = r.URL.Host
+		switch r.URL.Scheme {
+		case "http":
+			defPort = "80"
+		case "https":
+		default:
+			http.Error(w, "warden egress proxy: only http and https URLs, and CONNECT for the rest", http.StatusBadRequest)
+			return
+		}
+	}
+	host, port, err := splitHostPort(hostport, defPort)
+	if err != nil {
+		http.Error(w, "warden egress proxy: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	a := &attempt{s: s, tunnel: connect, c: calls.Connection{Host: host, Port: port, Method: r.Method}}
+	e, ref := s.hosts.byName(host, port)
+	if ref != nil {
+		ref.Hosts, ref.By = s.hosts.String(), s.p.By
+		a.refused(ref)
+		a.end()
+		writeRefusal(w, r.Method, ref.Error())
+		return
+	}
+	a.c.Allowed, a.c.By = true, s.allowedBy(e)
+	r = r.WithContext(context.WithValue(r.Context(), attemptKey{}, a))
+	if connect {
+		r.URL.Host = net.JoinHostPort(host, strconv.Itoa(port))
+	}
+	s.gp.ServeHTTP(w, r)
+	if !connect {
+		a.end()
+		return
+	}
+	a.mu.Lock()
+	dialled := a.dialled
+	a.mu.Unlock()
+	if !dialled {
+		a.failed(errors.New("no tunnel was made"))
+		a.end()
+	}
+}
+
+// allowedBy says what let a connection through: the entry and what
+// granted the network.
+func (s *server) allowedBy(e entry) string {
+	by := "host entry " + strconv.Quote(e.raw)
+	if s.p.By != "" {
+		by += " (" + s.p.By + ")"
+	}
+	return by
+}
+
+// splitHostPort splits a request's target, with def as the port when
+// it names none.
+func splitHostPort(hostport, def string) (string, int, error) {
+	host, ps, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, ps = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), def
+	}
+	port, err := strconv.Atoi(ps)
+	if err != nil || port < 1 || port > 65535 || host == "" {
+		return "", 0, fmt.Errorf("bad target %q", hostport)
+	}
+	return normName(host), port, nil
+}
+
+// writeRefusal answers a refused request with 403, its status text and
+// body saying why, and closes the connection.
+func writeRefusal(w http.ResponseWriter, method, msg string) {
+	body := msg + "\n"
+	resp := &http.Response{StatusCode: http.StatusForbidden, Status: "403 " + msg, ProtoMajor: 1, ProtoMinor: 1,
+		Header:        http.Header{"Content-Type": {"text/plain; charset=utf-8"}, "X-Warden-Refused": {msg}},
+		Body:          io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)), Close: true}
+	if method == http.MethodHead {
+		resp.Body, resp.ContentLength = http.NoBody, 0
+	}
+	if hj, ok := w.(http.Hijacker); ok {
+		if c, buf, err := hj.Hijack(); err == nil {
+			defer c.Close()
+			_ = resp.Write(buf)
+			_ = buf.Flush()
+			return
+		}
+	}
+	w.Header().Set("X-Warden-Refused", msg)
+	http.Error(w, msg, http.StatusForbidden)
+}
+
+// connectDial dials a CONNECT's target for goproxy.
+func (s *server) connectDial(r *http.Request, network, addr string) (net.Conn, error) {
+	a := attemptOf(r.Context())
+	if a == nil {
+		return nil, errors.New("warden: egress: a tunnel without a check")
+	}
+	return a.dial(r.Context(), network, addr)
+}
+
+// connectError answers a CONNECT whose dial failed: 403 for a refusal,
+// 502 for a host that could not be reached.
+func (s *server) connectError(w io.Writer, _ *goproxy.ProxyCtx, err error) {
+	code, msg, header := http.StatusBadGateway, "warden: "+err.Error(), "X-Warden-Error"
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		code, msg, header = http.StatusForbidden, ref.Error(), "X-Warden-Refused"
+	}
+	body := msg + "\n"
+	_, _ = fmt.Fprintf(w, "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n%s: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		code, oneLine(msg), header, oneLine(msg), len(body), body)
+}
+
+func oneLine(s string) string { return strings.NewReplacer("\r", " ", "\n", " ").Replace(s) }
+
+// roundTrip sends a plain HTTP request over a connection of its own.
+func (a *attempt) roundTrip(req *http.Request) (*http.Response, error) {
+	tr := &http.Transport{Proxy: nil, DialContext: a.dial, DisableKeepAlives: true, DisableCompression: true,
+		TLSHandshakeTimeout: dialTimeout, MaxResponseHeaderBytes: 1 << 20}
+	resp, err := tr.RoundTrip(req)
+	if err == nil {
+		return resp, nil
+	}
+	code, msg, header := http.StatusBadGateway, "warden: "+err.Error(), "X-Warden-Error"
+	var ref *Refusal
+	if errors.As(err, &ref) {
+		code, msg, header = http.StatusForbidden, ref.Error(), "X-Warden-Refused"
+	} else {
+		a.failed(err)
+	}
+	body := msg + "\n"
+	return &http.Response{StatusCode: code, Status: strconv.Itoa(code) + " " + oneLine(msg), ProtoMajor: 1, ProtoMinor: 1,
+		Header:        http.Header{"Content-Type": {"text/plain; charset=utf-8"}, header: {oneLine(msg)}},
+		Body:          io.NopCloser(strings.NewReader(body)),
+		ContentLength: int64(len(body)), Request: req}, nil
+}
+
+// dial connects to addr (the attempt's own host and port) and refuses,
+// in the dialer's Control hook, an address the policy does not let the
+// call reach.
+func (a *attempt) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	s := a.s
+	a.mu.Lock()
+	a.dialled = true
+	want := net.JoinHostPort(a.c.Host, strconv.Itoa(a.c.Port))
+	a.mu.Unlock()
+	if h, p, err := splitHostPort(addr, "0"); err != nil || net.JoinHostPort(h, strconv.Itoa(p)) != want {
+		err := fmt.Errorf("warden: egress: dial of %s for a request to %s", addr, want)
+		a.failed(err)
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(s.ctx, cancel)
+	defer stop()
+	d := net.Dialer{Timeout: dialTimeout, Resolver: s.resolver,
+		ControlContext: func(_ context.Context, _, address string, _ syscall.RawConn) error {
+			ap, err := netip.ParseAddrPort(address)
+			if err != nil {
+				return fmt.Errorf("warden: egress: dialled address %q: %w", address, err)
+			}
+			if ref := s.hosts.byAddr(a.c.Host, ap.Addr(), int(ap.Port())); ref != nil {
+				ref.Hosts, ref.By = s.hosts.String(), s.p.By
+				return ref
+			}
+			return nil
+		}}
+	if network != "tcp4" && network != "tcp6" {
+		network = "tcp"
+	}
+	conn, err := d.DialContext(ctx, network, addr)
+	if err != nil {
+		var ref *Refusal
+		if errors.As(err, &ref) {
+			a.refused(ref)
+			err = ref
+		} else {
+			a.failed(err)
+		}
+		if a.tunnel {
+			a.end() // a request's is recorded when its handler ends
+		}
+		return nil, err
+	}
+	tcp, ok := conn.(*net.TCPConn)
+	if !ok {
+		_ = conn.Close()
+		return nil, errors.New("warden: egress: not a TCP connection")
+	}
+	u := &upConn{TCPConn: tcp, a: a}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = tcp.Close()
+		err := errors.New("the call ended")
+		a.failed(err)
+		if a.tunnel {
+			a.end()
+		}
+		return nil, err
+	}
+	s.upstream[u] = struct{}{}
+	if a.tunnel {
+		s.work.Add(1)
+	}
+	s.mu.Unlock()
+	a.mu.Lock()
+	a.c.Addr = tcp.RemoteAddr().String()
+	a.mu.Unlock()
+	return u, nil
+}
+
+// upConn is a connection to a host, counting the bytes each way; a
+// tunnel's is recorded when it is closed.
+type upConn struct {
+	*net.TCPConn
+	a    *attempt
+	once sync.Once
+}
+
+func (c *upConn) Read(p []byte) (int, error) {
+	n, err := c.TCPConn.Read(p)
+	c.a.recv.Add(int64(n))
+	return n, err
+}
+
+func (c *upConn) Write(p []byte) (int, error) {
+	n, err := c.TCPConn.Write(p)
+	c.a.sent.Add(int64(n))
+	return n, err
+}
+
+// ReadFrom and WriteTo hide the TCP connection's own, which copy a
+// whole stream before they return a count: the bytes are counted as
+// they pass, so a tunnel closed at the end of a call is recorded with
+// what it carried.
+// They copy through a buffer of copyBuffer bytes: fewer system calls
+// per megabyte than io.Copy's 32 KiB.
+func (c *upConn) ReadFrom(r io.Reader) (int64, error) {
+	buf := c.a.s.buffer()
+	defer c.a.s.buffers.Put(buf)
+	return io.CopyBuffer(writerFunc(c.Write), readerOnly(r), *buf)
+}
+
+func (c *upConn) WriteTo(w io.Writer) (int64, error) {
+	buf := c.a.s.buffer()
+	defer c.a.s.buffers.Put(buf)
+	return io.CopyBuffer(writerOnly(w), readerFunc(c.Read), *buf)
+}
+
+// buffer returns a copy buffer from the server's pool.
+func (s *server) buffer() *[]byte {
+	if b, ok := s.buffers.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, copyBuffer)
+	return &b
+}
+
+// copyBuffer is the size of a tunnel's copy buffers.
+const copyBuffer = 256 << 10
+
+// readerOnly and writerOnly hide a ReaderFrom or WriterTo, so that
+// io.CopyBuffer uses the buffer it is given.
+func readerOnly(r io.Reader) io.Reader { return readerFunc(r.Read) }
+func writerOnly(w io.Writer) io.Writer { return writerFunc(w.Write) }
+
+type (
+	readerFunc func([]byte) (int, error)
+	writerFunc func([]byte) (int, error)
+)
+
+func (f readerFunc) Read(p []byte) (int, error)  { return f(p) }
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+func (c *upConn) Close() error {
+	err := c.TCPConn.Close()
+	c.once.Do(func() {
+		s := c.a.s
+		s.mu.Lock()
+		delete(s.upstream, c)
+		s.mu.Unlock()
+		if c.a.tunnel {
+			c.a.end()
+			s.work.Done()
+		}
+	})
+	return err
+}
