@@ -145,9 +145,9 @@ func initRepo(t *testing.T, dir string) {
 // huge file dies instead of taking the machine's memory). extra is
 // appended to the config ({{WS}} in it names the workspace); off turns
 // the local sandbox off.
-func startRealWorker(t *testing.T, lay layout, off bool, extra string) *realWorker {
+func startRealWorker(t *testing.T, lay layout, off bool, extra string, args ...string) *realWorker {
 	t.Helper()
-	w, out, err := tryStartRealWorker(t, lay, off, extra)
+	w, out, err := tryStartRealWorker(t, lay, off, extra, args...)
 	if err != nil {
 		t.Fatalf("%v:\n%s", err, out)
 	}
@@ -157,7 +157,7 @@ func startRealWorker(t *testing.T, lay layout, off bool, extra string) *realWork
 // tryStartRealWorker is startRealWorker that returns the error and the
 // worker's output when the worker exits at start (with the worker, whose
 // paths say what it was started with).
-func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string) (*realWorker, string, error) {
+func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string, more ...string) (*realWorker, string, error) {
 	t.Helper()
 	id := tag()
 	root := t.TempDir()
@@ -206,6 +206,7 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string) (*real
 	bin := buildWorker(t)
 	args := []string{"--config", w.cfg, "--data-dir", w.data, "--temporal-address", env.srv.Addr(), "--namespace", "default",
 		"--task-queue", w.queue, "--metrics-addr", "off", "--workdir", w.ws}
+	args = append(args, more...)
 	w.cmd = exec.Command("sh", append([]string{"-c", `ulimit -v 6000000 && exec "$@"`, "sh", bin}, args...)...)
 	w.cmd.Dir = w.ws
 	w.cmd.Env = append(workerEnv(), "HOME="+w.home, "WARDEN_KEY_FILE="+w.key, "WARDEN_INBOX_KEY_FILE="+w.lateKey)
@@ -366,6 +367,8 @@ type modeRun struct {
 	// approve makes the test approve every call that asks, as an
 	// approver would, instead of letting the approval time out.
 	approve bool
+	// sandbox is the turns' sandbox policy (network, hosts).
+	sandbox *permission.Sandbox
 }
 
 // name is how failures name the run.
@@ -442,7 +445,7 @@ func (m modeRun) start(t *testing.T, label, workdir string, steps ...[]attempt) 
 	id := fmt.Sprintf("real-%s-%s-%s", mode, strings.ReplaceAll(label, " ", "-"), tag())
 	cl := startWorkerless(m.w.queue)
 	ctx := ctxT(t, 5*time.Minute)
-	pc := policy(t, permission.Policy{Mode: mode, Allow: m.rules})
+	pc := policy(t, permission.Policy{Mode: mode, Allow: m.rules, Sandbox: m.sandbox})
 	timeout := 2 * time.Second
 	if m.approve {
 		timeout = 2 * time.Minute

@@ -41,7 +41,8 @@ func TestBashNetworkNote(t *testing.T) {
 	text := r.Content
 	want := "Network: the sandbox refused these connections:\n- warden: " + other +
 		" is not among the hosts this call may reach (sandbox.network_for rule Bash(curl:*): hosts " + named +
-		"); add it to the hosts of sandbox.network_for rule Bash(curl:*) to allow it\n"
+		"); add it to the hosts of sandbox.network_for rule Bash(curl:*) to allow it\n" +
+		"A command can ask for a host it needs with the input network_hosts: [\"host\"] (a person is asked).\n"
 	if !strings.Contains(text, "NAMED") || !strings.HasSuffix(text, want) {
 		t.Errorf("text:\n%s\nwant it to end with:\n%s", text, want)
 	}

@@ -108,6 +108,7 @@ func networkNote(conns []calls.Connection) string {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("A command can ask for a host it needs with the input network_hosts: [\"host\"] (a person is asked).\n")
 	return b.String()
 }
 

@@ -2,14 +2,9 @@ package tools
 
 import (
 	"encoding/json"
-	"fmt"
-	"net"
-	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
 )
 
@@ -156,32 +151,3 @@ func SettingsNetwork(name string, network bool, hosts []string) *NetworkGrant {
 	return nil
 }
 
-// RefusedHint is what the model reads of a connection the egress proxy
-// refused to a call of the tool tool run with the profile s: what the
-// call may reach and by what grant, and how it could reach the host (a
-// rule's hosts, the tool's network_hosts setting, or asking for it with
-// Bash's network_hosts, which a person approves).
-func RefusedHint(s *calls.Sandbox, tool string, c calls.Connection) string {
-	target := net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
-	var b strings.Builder
-	fmt.Fprintf(&b, "warden: the sandbox's egress proxy refused %s", target)
-	if a, err := netip.ParseAddrPort(c.Addr); err == nil && !permission.Public(a.Addr()) {
-		fmt.Fprintf(&b, " (it resolved to %s: a name or * reaches only public addresses; a loopback or private address needs a host entry that names it)", a.Addr())
-	}
-	if s != nil && s.Network {
-		hosts := strings.Join(s.Hosts, ", ")
-		if len(s.Hosts) == 0 || len(s.Hosts) == 1 && s.Hosts[0] == "*" {
-			hosts = "any public host"
-		}
-		fmt.Fprintf(&b, ". This call may reach %s", hosts)
-		if s.NetworkBy != "" {
-			fmt.Fprintf(&b, " (%s)", s.NetworkBy)
-		}
-	}
-	fmt.Fprintf(&b, ". To reach %s, a sandbox.network_for rule's hosts or tools.%s.network_hosts must name it", c.Host, tool)
-	if tool == "Bash" || tool == "PowerShell" {
-		fmt.Fprintf(&b, ", or the command can ask for it with the input network_hosts: [%q] (a person is asked)", c.Host)
-	}
-	b.WriteString(".")
-	return b.String()
-}
