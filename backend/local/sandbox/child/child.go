@@ -61,6 +61,14 @@ type Spec struct {
 	// Argv is the program and its arguments; the program is looked up in
 	// the PATH of the process's environment.
 	Argv []string `json:"argv"`
+	// Cgroups is the number of cgroup.procs files (opened for writing)
+	// the helper inherits as descriptors 3, 4, ...: it joins each before
+	// it execs the tool.
+	Cgroups int `json:"cgroups,omitempty"`
+	// Rlimits, Tmp and TmpSize are as in Request.
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	Tmp     string   `json:"tmp,omitempty"`
+	TmpSize int64    `json:"tmp_size,omitempty"`
 }
 
 // ABI returns the kernel's Landlock ABI version, or an error saying why
@@ -158,6 +166,9 @@ func helper(arg string) error {
 	if err := os.Chdir(spec.Dir); err != nil {
 		return err
 	}
+	if err := join(spec.Cgroups, spec.Rlimits); err != nil {
+		return err
+	}
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
@@ -172,6 +183,23 @@ func helper(arg string) error {
 	return syscall.Exec(prog, spec.Argv, os.Environ())
 }
 
+// join moves the helper into the cgroups whose cgroup.procs files it
+// inherited as descriptors 3 to 3+n-1, and sets its rlimits: the tool it
+// execs is counted from its first instruction.
+func join(n int, rlimits []Rlimit) error {
+	for fd := 3; fd < 3+n; fd++ {
+		if _, err := unix.Write(fd, []byte("0")); err != nil {
+			return fmt.Errorf("join cgroup: %w", err)
+		}
+	}
+	for _, r := range rlimits {
+		if err := unix.Prlimit(0, r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max}, nil); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", r.Resource, err)
+		}
+	}
+	return nil
+}
+
 // mounts makes the mount namespace private, applies the call's hidden,
 // pinned and protected paths and mounts a /proc of the new PID
 // namespace.
@@ -181,6 +209,13 @@ func mounts(spec Spec) error {
 	}
 	if err := callMounts(spec.Hide, spec.Pin, spec.Protect); err != nil {
 		return err
+	}
+	if spec.Tmp != "" {
+		fd, err := tmpMount(spec.Tmp, spec.TmpSize)
+		if err != nil {
+			return err
+		}
+		unix.Close(fd)
 	}
 	if err := unix.Mount("proc", "/proc", "proc", procFlags, procOptions); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)
