@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/local/cgroup"
 	"github.com/wardenhq/warden/backend/local/sandbox"
 	"github.com/wardenhq/warden/calls"
 )
@@ -65,6 +66,18 @@ type Backend struct {
 	// sandboxes every process, and a kernel without Landlock or user
 	// namespaces then fails every call.
 	Unsandboxed bool
+	// Limits bound each sandboxed call whose profile names no Limits of
+	// its own (backend.local.limits; DefaultLimits): its processes,
+	// memory and CPU through cgroups where the worker can make them, its
+	// TMPDIR's size and the bytes it may add to the disks it writes. The
+	// zero value bounds nothing.
+	Limits calls.Limits
+
+	// cg makes the calls' cgroups (opened at the first call that needs
+	// one); cgErr says why there are none.
+	cgMu  sync.Mutex
+	cg    *cgroup.Manager
+	cgErr error
 
 	// zygote starts the sandboxed processes (started at the first one);
 	// zygoteHidden is what it hides.
@@ -127,11 +140,21 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 		return backend.ExecResult{}, err
 	}
 	defer cleanup()
-	res, err := b.viaZygote(ctx, req, dir, c, stdout, stderr)
+	lim := b.Limits
+	if c.prof.Limits != nil {
+		lim = *c.prof.Limits
+	}
+	lctx, l, err := b.limitCall(ctx, lim, c.write, c.tmp)
+	if err != nil {
+		return backend.ExecResult{}, err
+	}
+	c.limits = l
+	res, err := b.viaZygote(lctx, req, dir, &c, stdout, stderr)
 	if errors.Is(err, errNoZygote) {
 		// Nothing ran: a sandbox of its own (a re-executed helper).
-		res, err = b.execDirect(ctx, req, dir, env, &c, stdout, stderr)
+		res, err = b.execDirect(lctx, req, dir, env, &c, stdout, stderr)
 	}
+	err = l.finish(lctx, &res, err, c.ended)
 	// The call's processes are gone: undo what no mount could prevent.
 	return c.guard.verify(res, err)
 }
@@ -194,10 +217,17 @@ func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir stri
 	}
 	spec := sandbox.Spec{Write: c.write, Protect: c.protect, Pin: c.pin, Read: c.read, Network: c.prof.Network, Dir: dir, Argv: req.Argv}
 	spec.Hide = append(hidden(b.hide(), append([]string{dir}, spec.Write...)), c.hide...)
+	var cgroups []*os.File
+	if c.limits != nil {
+		r := sandbox.Request{}
+		cgroups = c.limits.request(&r, c.tmp)
+		spec.Cgroups, spec.Rlimits, spec.Tmp, spec.TmpSize = len(cgroups), r.Rlimits, r.Tmp, r.TmpSize
+	}
 	cmd, err := sandbox.Command(ctx, spec, c.env)
 	if err != nil {
 		return nil, fmt.Errorf("local exec: %w", err)
 	}
+	cmd.ExtraFiles = cgroups
 	return cmd, nil
 }
 
@@ -217,6 +247,11 @@ type confinement struct {
 	env []string
 	// guard checks the working directories after the call (guard.go).
 	guard *guardCall
+	// tmp is its private TMPDIR; limits hold it to its limits (limits.go),
+	// and ended is how its process ended, as the zygote saw it.
+	tmp    string
+	limits *limiter
+	ended  sandbox.Result
 }
 
 // confine prepares the sandbox of req, run in dir: its profile
@@ -240,7 +275,7 @@ func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, dir stri
 		_ = os.RemoveAll(tmp)
 		g.undo()
 	}
-	c := confinement{prof: prof, write: append(g.paths, tmp), protect: realPaths(prof.Protect)}
+	c := confinement{prof: prof, write: append(g.paths, tmp), protect: realPaths(prof.Protect), tmp: tmp}
 	env, cache := b.cacheEnv(env, prof)
 	if cache != "" {
 		c.write = append(c.write, cache)
@@ -650,7 +685,7 @@ func (b *Backend) SandboxState() string {
 	if err != nil {
 		return "on, but unavailable here (" + err.Error() + "): every call fails"
 	}
-	return "on: " + sandbox.Describe(abi)
+	return "on: " + sandbox.Describe(abi) + "; " + b.limitsState()
 }
 
 // Home implements backend.Backend.

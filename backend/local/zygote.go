@@ -23,10 +23,11 @@ func (b *Backend) Close() error {
 	if idx != nil {
 		idx.close() // a later call indexes its directories afresh
 	}
-	if z == nil {
-		return nil
+	var err error
+	if z != nil {
+		err = z.Close()
 	}
-	return z.Close()
+	return errors.Join(err, b.closeCgroups())
 }
 
 // zygoteHide is what the zygote hides: the backend's hidden paths that
@@ -58,7 +59,7 @@ func (b *Backend) startedZygote() (*sandbox.Zygote, []string, error) {
 // in a hidden tree the zygote hides. (Each call's hidden, pinned and
 // protected paths apply in a mount namespace of its own, so no call
 // inherits another's.)
-func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir string, c confinement, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
+func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir string, c *confinement, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
 	z, hide, err := b.startedZygote()
 	if err != nil {
 		return backend.ExecResult{}, errNoZygote
@@ -69,8 +70,13 @@ func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir st
 		}
 	}
 	r := sandbox.Request{Write: c.write, Protect: c.protect, Hide: c.hide, Pin: c.pin, Read: c.read, Network: c.prof.Network, Dir: dir, Argv: req.Argv, Env: c.env}
+	call := sandbox.Call{Stdin: req.Stdin, Stdout: stdout, Stderr: stderr}
+	if c.limits != nil {
+		call.Cgroups = c.limits.request(&r, c.tmp)
+	}
 	start := time.Now()
-	out, err := z.Run(ctx, r, req.Stdin, stdout, stderr)
+	out, err := z.RunCall(ctx, r, call)
+	c.ended = out
 	res := backend.ExecResult{
 		Stdout:    stdout.Bytes(),
 		Stderr:    stderr.Bytes(),

@@ -6,7 +6,7 @@
 // controllers; otherwise the cgroup v1 hierarchies of memory, pids, cpu
 // and cpuacct (a hybrid machine: v1 controllers, a unified hierarchy with
 // none of them). The worker makes one parent group per worker process
-// (warden-<pid>) and one child per call, removed after the call; the
+// (warden-<pid>-<random>) and one child per call, removed after the call; the
 // parents of dead workers are removed when a Manager opens. Only a
 // worker that may write the hierarchies (root, or a delegated subtree on
 // v2) gets limits; Open says why not otherwise.
@@ -14,6 +14,7 @@ package cgroup
 
 import (
 	"bufio"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -52,7 +53,10 @@ func Open() (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := fmt.Sprintf("warden-%d", os.Getpid())
+	// One parent per Manager: a process may hold several (tests do).
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	name := fmt.Sprintf("warden-%d-%x", os.Getpid(), r)
 	if m, err := openV2(mounts, name); err == nil {
 		return m, nil
 	} else if len(mounts.v1) == 0 {
@@ -399,6 +403,7 @@ func cleanStale(base string) {
 		if !ok || !e.IsDir() {
 			continue
 		}
+		s, _, _ = strings.Cut(s, "-")
 		pid, err := strconv.Atoi(s)
 		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
 			continue
@@ -500,4 +505,55 @@ func ownCgroups() (map[string]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// Calls lists the call groups that exist now, in every hierarchy.
+func (m *Manager) Calls() []string {
+	var out []string
+	for _, p := range m.parents {
+		ents, _ := os.ReadDir(p)
+		for _, e := range ents {
+			if e.IsDir() && strings.HasPrefix(e.Name(), "call-") {
+				out = append(out, filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	return out
+}
+
+// Written is the bytes the call's processes wrote to files so far
+// (write_bytes of /proc/PID/io: counted when a page is dirtied, so
+// buffered writes count at once): the sum over the group's live
+// processes, each of which counts the processes it reaped. Rewriting a
+// page counts again; fallocate counts nothing.
+func (g *Group) Written() int64 {
+	d := g.dir("pids")
+	if d == "" {
+		d = g.dirs[0]
+	}
+	b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, f := range strings.Fields(string(b)) {
+		if v, err := keyedColon("/proc/"+f+"/io", "write_bytes"); err == nil {
+			n += v
+		}
+	}
+	return n
+}
+
+// keyedColon reads the value of key in a "key: value" file.
+func keyedColon(path, key string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, key+":"); ok {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("cgroup: no %s in %s", key, path)
 }

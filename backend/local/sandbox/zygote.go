@@ -23,6 +23,9 @@ import (
 // Request is one process a zygote runs (child.Request).
 type Request = child.Request
 
+// Rlimit is one resource limit of a process (child.Rlimit).
+type Rlimit = child.Rlimit
+
 // reply is a zygote's answer (child.Reply).
 type reply = child.Reply
 
