@@ -246,7 +246,8 @@ func (l *limiter) finish(ctx context.Context, res *backend.ExecResult, err error
 		}()
 	}
 	s := l.limited()
-	if s == "" && ctx.Err() == nil {
+	// A call that ended well is not blamed on a limit it came near.
+	if s == "" && ctx.Err() == nil && res.ExitCode != 0 {
 		s = l.check()
 		if s == "" {
 			s = l.after(res, tmp)

@@ -181,8 +181,10 @@ func (m *Manager) Close() error {
 
 // Group is the cgroups of one call: one per hierarchy.
 type Group struct {
-	m     *Manager
-	dirs  []string
+	m    *Manager
+	dirs []string
+	// ctl are the controllers of each of dirs' hierarchies.
+	ctl   []map[string]bool
 	procs []*os.File
 	lim   calls.Limits
 }
@@ -194,12 +196,15 @@ func (m *Manager) New(l calls.Limits) (*Group, error) {
 	g := &Group{m: m, lim: l}
 	name := fmt.Sprintf("call-%d", m.seq.Add(1))
 	for i, p := range m.parents {
+		if !m.v2 && !needed(m.ctl[i], l) {
+			continue // joining a hierarchy costs the call's start time
+		}
 		dir := filepath.Join(p, name)
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			g.Remove()
 			return nil, fmt.Errorf("cgroup: %w", err)
 		}
-		g.dirs = append(g.dirs, dir)
+		g.dirs, g.ctl = append(g.dirs, dir), append(g.ctl, m.ctl[i])
 		if err := m.set(dir, m.ctl[i], l); err != nil {
 			g.Remove()
 			return nil, fmt.Errorf("cgroup: %w", err)
@@ -212,6 +217,14 @@ func (m *Manager) New(l calls.Limits) (*Group, error) {
 		g.procs = append(g.procs, f)
 	}
 	return g, nil
+}
+
+// needed reports whether a v1 hierarchy of the controllers ctl holds
+// one of l's bounds or what the watcher reads for them (cpuacct for the
+// CPU time; pids for the processes, whose list the write watcher reads,
+// and memory are always made).
+func needed(ctl map[string]bool, l calls.Limits) bool {
+	return ctl["memory"] || ctl["pids"] || ctl["cpu"] && l.CPUs > 0 || ctl["cpuacct"] && l.CPUTime > 0
 }
 
 // cpuPeriod is the CFS period the CPU bound is a quota of (µs).
@@ -268,7 +281,7 @@ func (g *Group) Dirs() []string { return g.dirs }
 // dir returns the group directory that holds controller c ("" none).
 func (g *Group) dir(c string) string {
 	for i, d := range g.dirs {
-		if g.m.v2 || g.m.ctl[i][c] {
+		if g.m.v2 || g.ctl[i][c] {
 			return d
 		}
 	}
