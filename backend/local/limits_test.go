@@ -206,3 +206,43 @@ func du(t *testing.T, dir string) int64 {
 	})
 	return n
 }
+
+// TestLimitsNotWidened: a call's process can neither raise its own
+// bound nor leave its group for its parent's: the cgroup files are not
+// among what it may write. Control: the worker (root) writes the same
+// kind of file of a group it made.
+func TestLimitsNotWidened(t *testing.T) {
+	ws := t.TempDir()
+	b := &Backend{Workdir: ws, Limits: calls.Limits{Processes: 100, Memory: 64 << 20}}
+	defer b.Close()
+	m, err := b.cgroups()
+	if err != nil {
+		t.Fatalf("no cgroups here: %v", err)
+	}
+	// The pids group's path as the process sees it, then its own bound and
+	// its parent's member list.
+	script := `g=$(sed -n 's/^[0-9]*:pids://p' /proc/self/cgroup); d=/sys/fs/cgroup/pids$g; echo "GROUP $g"
+echo 100000 > $d/pids.max && echo RAISED; echo $$ > $(dirname $d)/cgroup.procs && echo LEFT; cat $d/pids.max`
+	res, err := b.Exec(context.Background(), backend.ExecRequest{Argv: []string{"bash", "-c", script}, Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(res.Stdout) + string(res.Stderr)
+	t.Logf("%q", out)
+	if !strings.Contains(out, "GROUP /warden-") || strings.Contains(out, "RAISED") || strings.Contains(out, "LEFT") || !strings.Contains(out, "\n100\n") {
+		t.Errorf("the process widened its limits: %q", out)
+	}
+	g, err := m.New(calls.Limits{Processes: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Remove()
+	for _, d := range g.Dirs() {
+		if _, err := os.Stat(filepath.Join(d, "pids.max")); err != nil {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(d, "pids.max"), []byte("100000"), 0); err != nil {
+			t.Errorf("control: the worker cannot write %s: %v", d, err)
+		}
+	}
+}

@@ -83,12 +83,18 @@ func openV2(mounts mountSet, name string) (*Manager, error) {
 	if !ctrl["memory"] || !ctrl["pids"] {
 		return nil, fmt.Errorf("cgroup2 at %s has no memory and pids controllers (it has %q)", mounts.v2, strings.TrimSpace(string(have)))
 	}
-	enable := "+memory +pids"
-	if ctrl["cpu"] {
-		enable += " +cpu"
-	}
-	if err := write(filepath.Join(mounts.v2, "cgroup.subtree_control"), enable); err != nil {
+	root := filepath.Join(mounts.v2, "cgroup.subtree_control")
+	if err := write(root, "+memory +pids"); err != nil {
 		return nil, fmt.Errorf("cgroup2: enable controllers: %w", err)
+	}
+	// cpu is optional (the kernel refuses it while a realtime process
+	// runs outside the root group, say): without it limits.cpus is not
+	// held, and CPU time is still read from cpu.stat.
+	enable := "+memory +pids"
+	if ctrl["cpu"] && write(root, "+cpu") == nil {
+		enable += " +cpu"
+	} else {
+		ctrl["cpu"] = false
 	}
 	cleanStale(mounts.v2)
 	parent := filepath.Join(mounts.v2, name)
