@@ -87,7 +87,11 @@ func TestGroup(t *testing.T) {
 	}
 	// A process joins (as the zygote's child does) and forks past the
 	// bound; it stays when the group is removed, which kills it.
-	cmd := exec.Command("sh", "-c", "for i in $(seq 1 100); do sleep 60 & done; sleep 60")
+	cmd := exec.Command("sh", "-c", "read go; for i in $(seq 1 100); do sleep 60 & done; sleep 60")
+	start, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -96,6 +100,8 @@ func TestGroup(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	start.Write([]byte("go\n")) // it forks once in its groups
+	start.Close()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	for range 200 {
