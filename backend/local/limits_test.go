@@ -145,7 +145,9 @@ func TestLimits(t *testing.T) {
 				}
 				// The watcher reads the disks every pollEvery: at page
 				// cache speed (~3 GB/s) a call writes ~64 MiB more.
-				if n := du(t, dir); !control && n > lim.Write+(64<<20) {
+				n := du(t, dir)
+				t.Logf("%s: the workspace holds %s", name, calls.Bytes(n))
+				if !control && n > lim.Write+(64<<20) {
 					t.Errorf("the workspace holds %d bytes, more than limits.write (%d)", n, lim.Write)
 				}
 				if r := rss(t); r > rss0+200<<20 {
