@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -84,6 +86,17 @@ type limiter struct {
 	cancel context.CancelCauseFunc
 	stop   chan struct{}
 	done   chan struct{}
+	// writes are the call's write paths on the disks (walked), start when
+	// it started, nextWalk the earliest next walk of them; others returns
+	// the write paths of the backend's other running calls.
+	writes   []string
+	start    time.Time
+	nextWalk time.Time
+	// cache is the shared cache directory among its write paths ("" none).
+	cache     string
+	nextCache time.Time
+	others    func() map[string]bool
+	release   func()
 
 	mu  sync.Mutex
 	hit string // the limit that ended the call
@@ -99,11 +112,11 @@ type disk struct {
 var errLimit = errors.New("local exec: a limit ended the call")
 
 // limitCall prepares the limits of a call that writes writes (its
-// private TMPDIR, tmp, excluded): its cgroups, when the backend can make
+// private TMPDIR, tmp, excluded; cache is the shared cache directory): its cgroups, when the backend can make
 // them, and the watcher. The returned context is cancelled when a
 // limit ends the call.
-func (b *Backend) limitCall(ctx context.Context, lim calls.Limits, writes []string, tmp string) (context.Context, *limiter, error) {
-	l := &limiter{lim: lim, stop: make(chan struct{}), done: make(chan struct{})}
+func (b *Backend) limitCall(ctx context.Context, lim calls.Limits, writes []string, tmp, cache string) (context.Context, *limiter, error) {
+	l := &limiter{lim: lim, stop: make(chan struct{}), done: make(chan struct{}), start: time.Now()}
 	if lim.Processes > 0 || lim.Memory > 0 || lim.CPUs > 0 || lim.CPUTime > 0 {
 		if m, err := b.cgroups(); err == nil {
 			if l.g, err = m.New(lim); err != nil {
@@ -111,23 +124,71 @@ func (b *Backend) limitCall(ctx context.Context, lim calls.Limits, writes []stri
 			}
 		}
 	}
-	if lim.Write > 0 {
-		seen := map[unix.Fsid]bool{}
-		for _, p := range writes {
-			if p == tmp {
-				continue
-			}
-			var st unix.Statfs_t
-			if unix.Statfs(p, &st) != nil || st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC || seen[st.Fsid] {
-				continue
-			}
+	// The write paths are kept of every call, limited or not: another
+	// call's walk leaves them out.
+	seen := map[unix.Fsid]bool{}
+	for _, p := range writes {
+		if p == tmp {
+			continue
+		}
+		var st unix.Statfs_t
+		if unix.Statfs(p, &st) != nil || st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC {
+			continue
+		}
+		if p == cache {
+			l.cache = p
+		} else {
+			l.writes = append(l.writes, p)
+		}
+		if lim.Write > 0 && !seen[st.Fsid] {
 			seen[st.Fsid] = true
 			l.disks = append(l.disks, disk{path: p, used: used(&st)})
 		}
 	}
+	l.others = func() map[string]bool { return b.writesBut(l) }
+	b.runMu.Lock()
+	if b.running == nil {
+		b.running = map[*limiter]time.Time{}
+	}
+	// A call that ended stays while a call that ran beside it runs: its
+	// files are not that call's.
+	oldest := l.start
+	for o, end := range b.running {
+		if end.IsZero() && o.start.Before(oldest) {
+			oldest = o.start
+		}
+	}
+	for o, end := range b.running {
+		if !end.IsZero() && end.Before(oldest) {
+			delete(b.running, o)
+		}
+	}
+	b.running[l] = time.Time{}
+	b.runMu.Unlock()
+	l.release = func() {
+		b.runMu.Lock()
+		b.running[l] = time.Now()
+		b.runMu.Unlock()
+	}
 	ctx, l.cancel = context.WithCancelCause(ctx)
 	go l.watch()
 	return ctx, l, nil
+}
+
+// writesBut returns the write paths of the backend's calls that ran
+// beside l (running, or ended since l started).
+func (b *Backend) writesBut(l *limiter) map[string]bool {
+	b.runMu.Lock()
+	defer b.runMu.Unlock()
+	out := map[string]bool{}
+	for o, end := range b.running {
+		if o != l && (end.IsZero() || end.After(l.start)) {
+			for _, p := range o.writes {
+				out[p] = true
+			}
+		}
+	}
+	return out
 }
 
 // used is the bytes a file system has in use.
@@ -193,17 +254,78 @@ func (l *limiter) check() string {
 	}
 	for _, d := range l.disks {
 		var st unix.Statfs_t
-		if unix.Statfs(d.path, &st) != nil || used(&st)-d.used <= l.lim.Write {
+		// Half the bound is the trigger: files freed meanwhile (by anyone)
+		// hide growth.
+		if unix.Statfs(d.path, &st) != nil || used(&st)-d.used <= l.lim.Write/2 {
 			continue
 		}
 		// The file system grew past the bound: by this call's writes, not
 		// another call's or another program's (with no cgroups the call's
 		// processes cannot be told apart, and the growth alone counts).
-		if l.g == nil || l.g.Written() > l.lim.Write {
+		// What its processes wrote tells at once; what they allocated
+		// without writing (fallocate) shows only in the files of its write
+		// paths changed since it started, walked at most every walkEvery.
+		if l.g == nil || l.g.Written() > l.lim.Write || l.walked() > l.lim.Write {
 			return fmt.Sprintf("write: the call grew the file system of %s by more than limits.write (%s) and was killed", d.path, calls.Bytes(l.lim.Write))
 		}
 	}
 	return ""
+}
+
+// walkEvery is how often, at most, the write watcher walks the call's
+// write paths (only while its disks grew by more than half the bound),
+// and never more than a quarter of the time (the shared cache directory
+// of a busy machine takes tens of milliseconds).
+const walkEvery = 100 * time.Millisecond
+
+// walked is what the files of the call's write paths that changed since
+// it started take on disk (it stops counting past limits.write), or 0
+// when the last walk was too recent.
+func (l *limiter) walked() int64 {
+	n := walk(l.writes, l.lim.Write, &l.nextWalk, walkEvery, l)
+	if n <= l.lim.Write && l.cache != "" {
+		// The cache directory every call shares: larger, walked less often.
+		n += walk([]string{l.cache}, l.lim.Write-n, &l.nextCache, 10*walkEvery, l)
+	}
+	return n
+}
+
+// walk is walked for roots, when *next has come: it sets the next walk
+// at least every after, and three times as long as this one took.
+func walk(roots []string, bound int64, next *time.Time, every time.Duration, l *limiter) int64 {
+	if len(roots) == 0 || time.Now().Before(*next) {
+		return 0
+	}
+	began := time.Now()
+	defer func() { *next = time.Now().Add(max(every, 3*time.Since(began))) }()
+	// A directory another running call writes and this one was not given
+	// is that call's: its files are not counted here.
+	mine := map[string]bool{l.cache: l.cache != ""}
+	for _, p := range l.writes {
+		mine[p] = true
+	}
+	others := l.others()
+	start := l.start.UnixNano()
+	var n int64
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || n > bound {
+				return filepath.SkipDir
+			}
+			if e.IsDir() && others[p] && !mine[p] {
+				return filepath.SkipDir
+			}
+			if !e.Type().IsRegular() {
+				return nil
+			}
+			var st unix.Stat_t
+			if unix.Lstat(p, &st) == nil && st.Ctim.Nano() >= start {
+				n += st.Blocks * 512
+			}
+			return nil
+		})
+	}
+	return n
 }
 
 func (l *limiter) memory() string {
@@ -238,6 +360,7 @@ func (l *limiter) finish(ctx context.Context, res *backend.ExecResult, err error
 	close(l.stop)
 	<-l.done
 	defer l.cancel(nil)
+	defer l.release()
 	if l.g != nil {
 		defer func() {
 			if rerr := l.g.Remove(); rerr != nil && err == nil {

@@ -57,6 +57,10 @@ var bombs = []bomb{
 	{name: "write-files", script: `for i in $(seq 1 20); do dd if=/dev/zero of=f$i bs=1M count=8 status=none || exit; done; echo WROTE`,
 		limit: "write: the call grew", off: func(l *calls.Limits) { l.Write = 0 },
 		control: "WROTE"},
+	// Files allocated without a write (each below the file size bound)
+	// are found by the walk of the call's write paths.
+	{name: "write-fallocates", script: `for i in $(seq 1 16); do fallocate -l 32M f$i || exit; sleep 0.1; done; echo WROTE`,
+		limit: "write: the call grew", off: func(l *calls.Limits) { l.Write = 0 }, control: "WROTE"},
 	{name: "cpu", script: `timeout 3 sh -c 'while :; do :; done'; echo SPUN`,
 		limit: "cpu_time: ", off: func(l *calls.Limits) { l.CPUTime = 0 }, control: "SPUN"},
 }

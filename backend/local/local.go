@@ -78,6 +78,10 @@ type Backend struct {
 	cgMu  sync.Mutex
 	cg    *cgroup.Manager
 	cgErr error
+	// running are the limits of the calls running now and of those that
+	// ended while one of them ran, with when they ended (zero: running).
+	runMu   sync.Mutex
+	running map[*limiter]time.Time
 
 	// zygote starts the sandboxed processes (started at the first one);
 	// zygoteHidden is what it hides.
@@ -144,7 +148,7 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	if c.prof.Limits != nil {
 		lim = *c.prof.Limits
 	}
-	lctx, l, err := b.limitCall(ctx, lim, c.write, c.tmp)
+	lctx, l, err := b.limitCall(ctx, lim, c.write, c.tmp, c.cache)
 	if err != nil {
 		return backend.ExecResult{}, err
 	}
@@ -249,9 +253,9 @@ type confinement struct {
 	guard *guardCall
 	// tmp is its private TMPDIR; limits hold it to its limits (limits.go),
 	// and ended is how its process ended, as the zygote saw it.
-	tmp    string
-	limits *limiter
-	ended  sandbox.Result
+	tmp, cache string
+	limits     *limiter
+	ended      sandbox.Result
 }
 
 // confine prepares the sandbox of req, run in dir: its profile
@@ -278,7 +282,7 @@ func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, dir stri
 	c := confinement{prof: prof, write: append(g.paths, tmp), protect: realPaths(prof.Protect), tmp: tmp}
 	env, cache := b.cacheEnv(env, prof)
 	if cache != "" {
-		c.write = append(c.write, cache)
+		c.write, c.cache = append(c.write, cache), cache
 	}
 	c.env = append(env, "TMPDIR="+tmp)
 	if c.hide, c.pin, c.protect, c.guard, err = b.guard(prof, c.write, c.protect); err != nil {
