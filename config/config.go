@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	units "github.com/docker/go-units"
 	"gopkg.in/yaml.v3"
 
 	"github.com/wardenhq/warden/permission"
@@ -216,6 +217,90 @@ type Local struct {
 	// their PATH under the home directory: say a directory of shared
 	// data, or a file only root may read that a tool needs.
 	Read []string `yaml:"read"`
+	// Limits bound each sandboxed call whose permission profile names
+	// none of its own; see LocalLimits.
+	Limits LocalLimits `yaml:"limits"`
+}
+
+// LocalLimits is backend.local.limits: what one sandboxed call's
+// processes may use together. Each field left out keeps the default
+// (local.DefaultLimits: processes 4096, memory the smaller of 4GiB and
+// half the RAM, tmp 1GiB, write 10GiB, cpu_time and cpus unbounded); 0,
+// "off" or "none" turns it off. Sizes are like "512MiB" or "4GiB".
+type LocalLimits struct {
+	// Processes bounds the processes and threads alive at once.
+	Processes string `yaml:"processes"`
+	// Memory bounds their memory, page cache and TMPDIR included.
+	Memory string `yaml:"memory"`
+	// CPUTime bounds the CPU time they use ("10m").
+	CPUTime string `yaml:"cpu_time"`
+	// CPUs bounds their share of the CPUs ("1.5").
+	CPUs string `yaml:"cpus"`
+	// Tmp is the size of the call's TMPDIR, a tmpfs.
+	Tmp string `yaml:"tmp"`
+	// Write bounds the bytes the call may add to the disks it writes,
+	// and the size of any one file.
+	Write string `yaml:"write"`
+}
+
+// LimitValues are the parsed fields of LocalLimits: nil keeps the
+// default, zero is off.
+type LimitValues struct {
+	Processes, Memory, Tmp, Write *int64
+	CPUTime                       *time.Duration
+	CPUs                          *float64
+}
+
+// Values parses l.
+func (l LocalLimits) Values() (LimitValues, error) {
+	var v LimitValues
+	var errs []error
+	off := func(s string) bool { return s == "0" || strings.EqualFold(s, "off") || strings.EqualFold(s, "none") }
+	size := func(name, s string) *int64 {
+		s = strings.TrimSpace(s)
+		switch {
+		case s == "":
+			return nil
+		case off(s):
+			return new(int64)
+		}
+		n, err := units.RAMInBytes(s)
+		if err != nil || n < 0 {
+			errs = append(errs, fmt.Errorf("backend.local.limits.%s: %q is not a size like 512MiB, or off", name, s))
+			return nil
+		}
+		return &n
+	}
+	v.Memory, v.Tmp, v.Write = size("memory", l.Memory), size("tmp", l.Tmp), size("write", l.Write)
+	if s := strings.TrimSpace(l.Processes); s != "" {
+		var n int64
+		if !off(s) {
+			if _, err := fmt.Sscan(s, &n); err != nil || n <= 0 {
+				errs = append(errs, fmt.Errorf("backend.local.limits.processes: %q is not a number, or off", s))
+			}
+		}
+		v.Processes = &n
+	}
+	if s := strings.TrimSpace(l.CPUTime); s != "" {
+		var d time.Duration
+		if !off(s) {
+			var err error
+			if d, err = time.ParseDuration(s); err != nil || d <= 0 {
+				errs = append(errs, fmt.Errorf("backend.local.limits.cpu_time: %q is not a duration like 10m, or off", s))
+			}
+		}
+		v.CPUTime = &d
+	}
+	if s := strings.TrimSpace(l.CPUs); s != "" {
+		var f float64
+		if !off(s) {
+			if _, err := fmt.Sscan(s, &f); err != nil || f < 0.01 {
+				errs = append(errs, fmt.Errorf("backend.local.limits.cpus: %q is not a number of CPUs (at least 0.01), or off", s))
+			}
+		}
+		v.CPUs = &f
+	}
+	return v, errors.Join(errs...)
 }
 
 // SandboxOff reports whether backend.local.sandbox is off.

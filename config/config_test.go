@@ -175,3 +175,33 @@ permission:
 		}
 	}
 }
+
+// TestLocalLimits: backend.local.limits parses sizes, durations and
+// counts, keeps the defaults of what it leaves out, turns off what is 0,
+// off or none, and refuses a bad value by its key.
+func TestLocalLimits(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte("backend:\n  local:\n    limits:\n      processes: 512\n      memory: 512MiB\n      cpu_time: 10m\n      cpus: 1.5\n      tmp: \"off\"\n      write: 0\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := c.Backend.Local.Limits.Values()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *v.Processes != 512 || *v.Memory != 512<<20 || *v.CPUTime != 10*time.Minute || *v.CPUs != 1.5 || *v.Tmp != 0 || *v.Write != 0 {
+		t.Errorf("values: %d %d %v %v %d %d", *v.Processes, *v.Memory, *v.CPUTime, *v.CPUs, *v.Tmp, *v.Write)
+	}
+	c, err = Parse([]byte("backend:\n  local:\n    limits:\n      memory: 4GiB\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := c.Backend.Local.Limits.Values(); *v.Memory != 4<<30 || v.Processes != nil || v.Write != nil || v.CPUTime != nil {
+		t.Errorf("defaults kept: %+v", v)
+	}
+	for key, bad := range map[string]string{"memory": "lots", "processes": "-3", "cpu_time": "soon", "cpus": "0.001", "write": "-1"} {
+		if _, err := Parse([]byte("backend:\n  local:\n    limits:\n      " + key + ": " + bad + "\n")); err == nil || !strings.Contains(err.Error(), "backend.local.limits."+key) {
+			t.Errorf("%s: %s: %v", key, bad, err)
+		}
+	}
+}

@@ -87,6 +87,9 @@ func (c Config) validateBackend() []error {
 	if s := b.Local.Sandbox; s != "" && s != "on" && s != "off" {
 		errs = append(errs, fmt.Errorf("backend.local.sandbox: %q is not on or off", s))
 	}
+	if _, err := b.Local.Limits.Values(); err != nil {
+		errs = append(errs, err)
+	}
 	if b.Docker.Enabled && b.Docker.Image == "" {
 		errs = append(errs, errors.New("backend.docker.image: required when docker is enabled"))
 	}

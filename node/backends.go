@@ -10,6 +10,7 @@ import (
 	"github.com/wardenhq/warden/backend/e2b"
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/backend/local/sandbox"
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/config"
 )
 
@@ -21,7 +22,11 @@ import (
 // sensitive_paths, whose files the local backend hides inside a call's working directories.
 func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own, sensitive []string) (map[string]backend.Backend, func(), error) {
 	env := backend.ResolveEnv(cfg.Env, os.Environ()) // backend.env: all that tools get beyond the allowlist
-	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Sensitive: sensitive, Read: cfg.Local.Read, Unsandboxed: cfg.Local.SandboxOff()}
+	limits, err := localLimits(cfg.Local.Limits)
+	if err != nil {
+		return nil, func() {}, err
+	}
+	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Sensitive: sensitive, Read: cfg.Local.Read, Unsandboxed: cfg.Local.SandboxOff(), Limits: limits}
 	out := map[string]backend.Backend{"local": lb}
 	var closers []func()
 	closers = append(closers, func() { _ = lb.Close() })
@@ -58,6 +63,30 @@ func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own
 		_, _ = b.Home(ctx) // resolved once here, so the permission check never execs for it
 	}
 	return out, closeAll, nil
+}
+
+// localLimits is backend.local.limits over local.DefaultLimits.
+func localLimits(l config.LocalLimits) (calls.Limits, error) {
+	v, err := l.Values()
+	if err != nil {
+		return calls.Limits{}, err
+	}
+	out := local.DefaultLimits()
+	for _, f := range []struct {
+		v   *int64
+		dst *int64
+	}{{v.Processes, &out.Processes}, {v.Memory, &out.Memory}, {v.Tmp, &out.Tmp}, {v.Write, &out.Write}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if v.CPUTime != nil {
+		out.CPUTime = *v.CPUTime
+	}
+	if v.CPUs != nil {
+		out.CPUs = *v.CPUs
+	}
+	return out, nil
 }
 
 // checkSandbox says what protects local tool processes, and refuses to

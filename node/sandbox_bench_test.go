@@ -11,6 +11,7 @@ import (
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/calls"
 )
 
 // BenchmarkLocalExec measures one tool process on the local backend with
@@ -19,7 +20,8 @@ import (
 // the worker's), on a workspace of 10,000 files: the difference is what
 // the sandbox adds per call. Each sub-benchmark reports the median of
 // its processes (median-ms/op), and the parent logs the difference and
-// the ratio of the two medians of the same run.
+// the ratio of the two medians of the same run; sandboxed+limits is the
+// sandbox with local.DefaultLimits (the cgroups of each call).
 func BenchmarkLocalExec(b *testing.B) {
 	work := b.TempDir()
 	for i := range 10000 {
@@ -37,9 +39,10 @@ func BenchmarkLocalExec(b *testing.B) {
 	for _, v := range []struct {
 		name        string
 		unsandboxed bool
-	}{{"unsandboxed", true}, {"sandboxed", false}} {
+		limits      calls.Limits
+	}{{"unsandboxed", true, calls.Limits{}}, {"sandboxed", false, calls.Limits{}}, {"sandboxed+limits", false, local.DefaultLimits()}} {
 		b.Run(v.name, func(b *testing.B) {
-			be := &local.Backend{Workdir: work, Unsandboxed: v.unsandboxed}
+			be := &local.Backend{Workdir: work, Unsandboxed: v.unsandboxed, Limits: v.limits}
 			defer be.Close()
 			ctx := context.Background()
 			var took []time.Duration
@@ -60,5 +63,9 @@ func BenchmarkLocalExec(b *testing.B) {
 	if u, s := medians["unsandboxed"], medians["sandboxed"]; u > 0 && s > 0 {
 		b.Logf("median per process: unsandboxed %.2f ms, sandboxed %.2f ms: the sandbox adds %.2f ms (%.2fx)",
 			float64(u.Microseconds())/1000, float64(s.Microseconds())/1000, float64((s-u).Microseconds())/1000, float64(s)/float64(u))
+	}
+	if s, l := medians["sandboxed"], medians["sandboxed+limits"]; s > 0 && l > 0 {
+		b.Logf("median per process: sandboxed %.2f ms, with the default limits (cgroups, rlimit, tmpfs TMPDIR, watcher) %.2f ms: the limits add %.2f ms",
+			float64(s.Microseconds())/1000, float64(l.Microseconds())/1000, float64((l-s).Microseconds())/1000)
 	}
 }

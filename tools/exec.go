@@ -52,6 +52,10 @@ func runShell(ctx context.Context, env *Env, argv []string, command string, time
 		return Errorf("Command failed: %s\nError: %v", command, err)
 	}
 	stdout, stderr := decode(res.Stdout), decode(res.Stderr)
+	if res.Limit != "" {
+		return Single(Chunk{Text: Truncate(limitText(res.Limit, command, stdout, stderr), MaxOutputChars), IsError: true,
+			Metadata: map[string]any{"exit_code": res.ExitCode, "limit": res.Limit}})
+	}
 	if res.TimedOut {
 		return Single(Chunk{Text: fmt.Sprintf("Command timed out after %dms: %s", timeout.Milliseconds(), command) + networkNote(res.Connections),
 			IsError: true, Metadata: withConnections(map[string]any{}, res.Connections)})
@@ -119,6 +123,20 @@ func withConnections(md map[string]any, conns []calls.Connection) map[string]any
 		md["connections"] = conns
 	}
 	return md
+}
+
+// limitText is what the model reads of a call a limit ended: which
+// limit, and the output so far.
+func limitText(limit, command, stdout, stderr string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Command stopped: %s\nCommand: %s\n", limit, command)
+	if stdout != "" {
+		b.WriteString("\nStdout:\n" + stdout)
+	}
+	if stderr != "" {
+		b.WriteString("\nStderr:\n" + stderr)
+	}
+	return b.String()
 }
 
 // decode turns process output into text: invalid UTF-8 is replaced and

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/local/cgroup"
 	"github.com/wardenhq/warden/backend/local/egress"
 	"github.com/wardenhq/warden/backend/local/sandbox"
 	"github.com/wardenhq/warden/calls"
@@ -70,6 +71,22 @@ type Backend struct {
 	// Egress, when not nil, sees every connection a sandboxed call's
 	// processes asked the egress proxy for (metrics).
 	Egress egress.Observer
+	// Limits bound each sandboxed call whose profile names no Limits of
+	// its own (backend.local.limits; DefaultLimits): its processes,
+	// memory and CPU through cgroups where the worker can make them, its
+	// TMPDIR's size and the bytes it may add to the disks it writes. The
+	// zero value bounds nothing.
+	Limits calls.Limits
+
+	// cg makes the calls' cgroups (opened at the first call that needs
+	// one); cgErr says why there are none.
+	cgMu  sync.Mutex
+	cg    *cgroup.Manager
+	cgErr error
+	// running are the limits of the calls running now and of those that
+	// ended while one of them ran, with when they ended (zero: running).
+	runMu   sync.Mutex
+	running map[*limiter]time.Time
 
 	// zygote starts the sandboxed processes (started at the first one);
 	// zygoteHidden is what it hides.
@@ -132,11 +149,21 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 		return backend.ExecResult{}, err
 	}
 	defer cleanup()
-	res, err := b.viaZygote(ctx, req, dir, c, stdout, stderr)
+	lim := b.Limits
+	if c.prof.Limits != nil {
+		lim = *c.prof.Limits
+	}
+	lctx, l, err := b.limitCall(ctx, lim, c.write, c.tmp, c.cache)
+	if err != nil {
+		return backend.ExecResult{}, err
+	}
+	c.limits = l
+	res, err := b.viaZygote(lctx, req, dir, &c, stdout, stderr)
 	if errors.Is(err, errNoZygote) {
 		// Nothing ran: a sandbox of its own (a re-executed helper).
-		res, err = b.execDirect(ctx, req, dir, env, &c, stdout, stderr)
+		res, err = b.execDirect(lctx, req, dir, env, &c, stdout, stderr)
 	}
+	err = l.finish(lctx, &res, err, c.ended)
 	// The call's processes are gone: undo what no mount could prevent.
 	return c.guard.verify(res, err)
 }
@@ -207,6 +234,12 @@ func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir stri
 	}
 	spec := sandbox.Spec{Write: c.write, Protect: c.protect, Pin: c.pin, Read: c.read, Dir: dir, Argv: req.Argv}
 	spec.Hide = append(hidden(b.hide(), append([]string{dir}, spec.Write...)), c.hide...)
+	var cgroups []*os.File
+	if c.limits != nil {
+		r := sandbox.Request{}
+		cgroups = c.limits.request(&r, c.tmp)
+		spec.Cgroups, spec.Rlimits, spec.Tmp, spec.TmpSize = len(cgroups), r.Rlimits, r.Tmp, r.TmpSize
+	}
 	if c.proxy != nil {
 		cmd, recv, err = sandbox.CommandProxy(ctx, spec, c.env)
 	} else {
@@ -215,6 +248,8 @@ func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir stri
 	if err != nil {
 		return nil, nil, fmt.Errorf("local exec: %w", err)
 	}
+	// The cgroup.procs files follow the proxy's socket (child.Spec.Cgroups).
+	cmd.ExtraFiles = append(cmd.ExtraFiles, cgroups...)
 	return cmd, recv, nil
 }
 
@@ -261,6 +296,11 @@ type confinement struct {
 	proxy *egress.Policy
 	// guard checks the working directories after the call (guard.go).
 	guard *guardCall
+	// tmp is its private TMPDIR; limits hold it to its limits (limits.go),
+	// and ended is how its process ended, as the zygote saw it.
+	tmp, cache string
+	limits     *limiter
+	ended      sandbox.Result
 }
 
 // confine prepares the sandbox of req, run in dir: its profile
@@ -284,10 +324,10 @@ func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, dir stri
 		_ = os.RemoveAll(tmp)
 		g.undo()
 	}
-	c := confinement{prof: prof, write: append(g.paths, tmp), protect: realPaths(prof.Protect)}
+	c := confinement{prof: prof, write: append(g.paths, tmp), protect: realPaths(prof.Protect), tmp: tmp}
 	env, cache := b.cacheEnv(env, prof)
 	if cache != "" {
-		c.write = append(c.write, cache)
+		c.write, c.cache = append(c.write, cache), cache
 	}
 	c.env = append(env, "TMPDIR="+tmp)
 	if prof.Network {
@@ -698,7 +738,7 @@ func (b *Backend) SandboxState() string {
 	if err != nil {
 		return "on, but unavailable here (" + err.Error() + "): every call fails"
 	}
-	return "on: " + sandbox.Describe(abi)
+	return "on: " + sandbox.Describe(abi) + "; " + b.limitsState()
 }
 
 // Home implements backend.Backend.

@@ -25,10 +25,11 @@ func (b *Backend) Close() error {
 	if idx != nil {
 		idx.close() // a later call indexes its directories afresh
 	}
-	if z == nil {
-		return nil
+	var err error
+	if z != nil {
+		err = z.Close()
 	}
-	return z.Close()
+	return errors.Join(err, b.closeCgroups())
 }
 
 // zygoteHide is what the zygote hides: the backend's hidden paths that
@@ -60,7 +61,7 @@ func (b *Backend) startedZygote() (*sandbox.Zygote, []string, error) {
 // in a hidden tree the zygote hides. (Each call's hidden, pinned and
 // protected paths apply in a mount namespace of its own, so no call
 // inherits another's.)
-func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir string, c confinement, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
+func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir string, c *confinement, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
 	z, hide, err := b.startedZygote()
 	if err != nil {
 		return backend.ExecResult{}, errNoZygote
@@ -78,8 +79,12 @@ func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir st
 	if c.proxy != nil {
 		call.Proxy = func(ln net.Listener) { egress.Serve(ln, *c.proxy, conns.record) }
 	}
+	if c.limits != nil {
+		call.Cgroups = c.limits.request(&r, c.tmp)
+	}
 	start := time.Now()
 	out, err := z.RunCall(ctx, r, call)
+	c.ended = out
 	res := backend.ExecResult{
 		Stdout:      stdout.Bytes(),
 		Stderr:      stderr.Bytes(),

@@ -23,6 +23,9 @@ import (
 // Request is one process a zygote runs (child.Request).
 type Request = child.Request
 
+// Rlimit is one resource limit of a process (child.Rlimit).
+type Rlimit = child.Rlimit
+
 // reply is a zygote's answer (child.Reply).
 type reply = child.Reply
 
@@ -131,6 +134,9 @@ type Result struct {
 	ExitCode int
 	// Signal ended the process (ExitCode is then -1).
 	Signal syscall.Signal
+	// TmpUsed and TmpFree are the bytes used and left of the call's
+	// TMPDIR tmpfs (Request.Tmp) when it ended.
+	TmpUsed, TmpFree int64
 }
 
 // Run runs req, feeding it stdin and copying its output to stdout and
@@ -355,7 +361,7 @@ func (c *zcall) awaitExit(ctx context.Context) (Result, error) {
 	if a.err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrGone, a.err)
 	}
-	return Result{ExitCode: a.r.ExitCode, Signal: syscall.Signal(a.r.Signal)}, nil
+	return Result{ExitCode: a.r.ExitCode, Signal: syscall.Signal(a.r.Signal), TmpUsed: a.r.TmpUsed, TmpFree: a.r.TmpFree}, nil
 }
 
 // readReply reads one reply and the descriptor attached to it (-1 when

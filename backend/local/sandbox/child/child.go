@@ -66,6 +66,14 @@ type Spec struct {
 	// Argv is the program and its arguments; the program is looked up in
 	// the PATH of the process's environment.
 	Argv []string `json:"argv"`
+	// Cgroups is the number of cgroup.procs files (opened for writing)
+	// the helper inherits as descriptors 3, 4, ... (from 4 with Proxy, whose
+	// socket is 3): it joins each before it execs the tool.
+	Cgroups int `json:"cgroups,omitempty"`
+	// Rlimits, Tmp and TmpSize are as in Request.
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	Tmp     string   `json:"tmp,omitempty"`
+	TmpSize int64    `json:"tmp_size,omitempty"`
 }
 
 // ABI returns the kernel's Landlock ABI version, or an error saying why
@@ -168,6 +176,13 @@ func helper(arg string) error {
 	if err := os.Chdir(spec.Dir); err != nil {
 		return err
 	}
+	first := 3 // the cgroup.procs files follow the proxy's socket
+	if spec.Proxy {
+		first = proxyFD + 1
+	}
+	if err := join(first, spec.Cgroups, spec.Rlimits); err != nil {
+		return err
+	}
 	if err := dropCapabilities(); err != nil {
 		return err
 	}
@@ -182,6 +197,23 @@ func helper(arg string) error {
 	return syscall.Exec(prog, spec.Argv, os.Environ())
 }
 
+// join moves the helper into the cgroups whose cgroup.procs files it
+// inherited as descriptors 3 to 3+n-1, and sets its rlimits: the tool it
+// execs is counted from its first instruction.
+func join(first, n int, rlimits []Rlimit) error {
+	for fd := first; fd < first+n; fd++ {
+		if _, err := unix.Write(fd, []byte("0")); err != nil {
+			return fmt.Errorf("join cgroup: %w", err)
+		}
+	}
+	for _, r := range rlimits {
+		if err := unix.Prlimit(0, r.Resource, &unix.Rlimit{Cur: r.Cur, Max: r.Max}, nil); err != nil {
+			return fmt.Errorf("setrlimit %d: %w", r.Resource, err)
+		}
+	}
+	return nil
+}
+
 // mounts makes the mount namespace private, applies the call's hidden,
 // pinned and protected paths and mounts a /proc of the new PID
 // namespace.
@@ -191,6 +223,13 @@ func mounts(spec Spec) error {
 	}
 	if err := callMounts(spec.Hide, spec.Pin, spec.Protect); err != nil {
 		return err
+	}
+	if spec.Tmp != "" {
+		fd, err := tmpMount(spec.Tmp, spec.TmpSize)
+		if err != nil {
+			return err
+		}
+		unix.Close(fd)
 	}
 	if err := unix.Mount("proc", "/proc", "proc", procFlags, procOptions); err != nil {
 		return fmt.Errorf("mount /proc: %w", err)

@@ -46,6 +46,23 @@ type forkArgs struct {
 	// errPipe is the close-on-exec write end the child reports a failed
 	// step on: the step and its errno.
 	errPipe int
+	// cgroups are the cgroup.procs files the child joins (writes "0"
+	// to) first, ncgroups of them; zero is the "0".
+	cgroups  [maxCgroups]int
+	ncgroups int
+	zero     *byte
+	// rlimits are set on the child before it execs.
+	rlimits  [maxRlimits]rlimit
+	nrlimits int
+}
+
+// maxRlimits bounds Request.Rlimits.
+const maxRlimits = 8
+
+// rlimit is one resource limit as prlimit64 takes it.
+type rlimit struct {
+	resource uintptr
+	lim      unix.Rlimit
 }
 
 // Steps a child reports failing.
@@ -57,12 +74,15 @@ const (
 	stepChdir
 	stepLandlock
 	stepExec
+	stepCgroup
+	stepRlimit
 )
 
 // stepNames names the steps for errors.
 var stepNames = map[uint32]string{
 	stepMount: "mount /proc", stepPgid: "setpgid", stepDup: "stdio", stepCloseRange: "close descriptors",
 	stepChdir: "chdir", stepLandlock: "landlock_restrict_self", stepExec: "exec",
+	stepCgroup: "join cgroup", stepRlimit: "setrlimit",
 }
 
 // forkExec forks the calling thread into a process that mounts its
@@ -93,9 +113,12 @@ func forkExec(a *forkArgs) (pid int, step uint32, errno syscall.Errno) {
 	closeRange := !a.keepFDs
 	ruleFD := &a.procRule.Parent_fd
 	rule := uintptr(unsafe.Pointer(a.procRule))
+	cgroups, ncgroups, zero := &a.cgroups, a.ncgroups, uintptr(unsafe.Pointer(a.zero))
+	rlimits, nrlimits := &a.rlimits, a.nrlimits
 	var fd uintptr
 	var report [2]uint32
 	var r1 uintptr
+	var i int
 
 	beforeFork()
 	r1, errno = rawVfork(syscall.SYS_CLONE, cloneFlags, 0, 0)
@@ -107,7 +130,20 @@ func forkExec(a *forkArgs) (pid int, step uint32, errno syscall.Errno) {
 		return int(r1), 0, errno
 	}
 
-	// The child: only raw system calls from here on.
+	// The child: only raw system calls from here on. It joins the call's
+	// cgroups first, so that everything it does is counted.
+	for i = 0; i < ncgroups; i++ {
+		if _, _, errno = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(cgroups[i]), zero, 1); errno != 0 {
+			step = stepCgroup
+			goto fail
+		}
+	}
+	for i = 0; i < nrlimits; i++ {
+		if _, _, errno = syscall.RawSyscall6(unix.SYS_PRLIMIT64, 0, rlimits[i].resource, uintptr(unsafe.Pointer(&rlimits[i].lim)), 0, 0, 0); errno != 0 {
+			step = stepRlimit
+			goto fail
+		}
+	}
 	if _, _, errno = syscall.RawSyscall6(syscall.SYS_MOUNT, pSrc, pTarget, pType, pFlags, pData, 0); errno != 0 {
 		step = stepMount
 		goto fail

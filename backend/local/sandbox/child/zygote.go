@@ -93,6 +93,10 @@ type Reply struct {
 	ExitCode int  `json:"exit_code,omitempty"`
 	// Signal is the signal that ended the process, 0 if it exited.
 	Signal int `json:"signal,omitempty"`
+	// TmpUsed is the bytes used of the call's TMPDIR tmpfs (Request.Tmp)
+	// when the process ended, and TmpFree what was left of it.
+	TmpUsed int64 `json:"tmp_used,omitempty"`
+	TmpFree int64 `json:"tmp_free,omitempty"`
 }
 
 // ControlFD is the zygote's control socket (its first extra file).
@@ -332,8 +336,8 @@ func (z *zygoteState) serve(req Request, fds []int) {
 			// This thread takes the process's namespaces and restrictions
 			// and is never given back: it ends with this goroutine.
 			runtime.LockOSThread()
-			pid, lfd, err := z.spawn(req, fds, false, nil)
-			ch <- started{pid, lfd, err}
+			pid, lfd, tfd, err := z.spawn(req, fds, false, nil)
+			ch <- started{pid, lfd, tfd, err}
 			<-hold
 		}()
 	}
@@ -341,6 +345,9 @@ func (z *zygoteState) serve(req Request, fds []int) {
 	closeAll(fds[:3])
 	if s.listener >= 0 {
 		defer unix.Close(s.listener)
+	}
+	if s.tmp >= 0 {
+		defer unix.Close(s.tmp)
 	}
 	// The next call's spare is made while this one runs, not while it
 	// starts.
@@ -387,6 +394,10 @@ func (z *zygoteState) serve(req Request, fds []int) {
 	// is gone with it unless "shared-pid").
 	_ = syscall.Kill(-s.pid, syscall.SIGKILL)
 	r := Reply{Exited: true, ExitCode: ws.ExitStatus()}
+	var st unix.Statfs_t
+	if s.tmp >= 0 && unix.Fstatfs(s.tmp, &st) == nil {
+		r.TmpUsed, r.TmpFree = int64(st.Blocks-st.Bfree)*st.Bsize, int64(st.Bavail)*st.Bsize
+	}
 	if ws.Signaled() {
 		r.ExitCode, r.Signal = -1, int(ws.Signal())
 	}
@@ -404,20 +415,28 @@ func (z *zygoteState) serve(req Request, fds []int) {
 // entered says the thread is in the call's namespaces already (a spare).
 // base, when not nil, is a base ruleset made ahead (a spare's), used
 // when the walk it was made from is still current.
-func (z *zygoteState) spawn(req Request, fds []int, entered bool, base *baseRules) (pid, listener int, err error) {
-	listener = -1
+//
+// tmp is a descriptor of the call's TMPDIR tmpfs (Request.Tmp), -1 for
+// none: its usage is read when the process ends.
+func (z *zygoteState) spawn(req Request, fds []int, entered bool, base *baseRules) (pid, listener, tmp int, err error) {
+	listener, tmp = -1, -1
 	defer func() {
 		if err != nil && listener >= 0 {
 			unix.Close(listener)
 			listener = -1
 		}
+		if err != nil && tmp >= 0 {
+			unix.Close(tmp)
+			tmp = -1
+		}
 	}()
-	pid, err = z.spawnIn(req, fds, entered, base, &listener)
-	return pid, listener, err
+	pid, err = z.spawnIn(req, fds, entered, base, &listener, &tmp)
+	return pid, listener, tmp, err
 }
 
-// spawnIn is spawn; it sets *listener to the proxy's listener once made.
-func (z *zygoteState) spawnIn(req Request, fds []int, entered bool, base *baseRules, listener *int) (pid int, err error) {
+// spawnIn is spawn; it sets *listener to the proxy's listener once made,
+// and *tmp to the TMPDIR tmpfs.
+func (z *zygoteState) spawnIn(req Request, fds []int, entered bool, base *baseRules, listener, tmp *int) (pid int, err error) {
 	stdio := fds[:3]
 	if len(req.Argv) == 0 {
 		return 0, errors.New("empty argv")
@@ -436,8 +455,16 @@ func (z *zygoteState) spawnIn(req Request, fds []int, entered bool, base *baseRu
 			return 0, fmt.Errorf("egress proxy: %w", err)
 		}
 	}
+	if len(req.Rlimits) > maxRlimits {
+		return 0, fmt.Errorf("%d rlimits, at most %d", len(req.Rlimits), maxRlimits)
+	}
 	if err := callMounts(req.Hide, req.Pin, req.Protect); err != nil {
 		return 0, err
+	}
+	if req.Tmp != "" {
+		if *tmp, err = tmpMount(req.Tmp, req.TmpSize); err != nil {
+			return 0, err
+		}
 	}
 	walked, release, err := z.reads.get()
 	if err != nil {
@@ -480,6 +507,12 @@ func (z *zygoteState) spawnIn(req Request, fds []int, entered bool, base *baseRu
 	a.procSrc, a.procTarget, a.procType = &[]byte("proc\x00")[0], &[]byte("/proc\x00")[0], &[]byte("proc\x00")[0]
 	a.stdio = [3]int{stdio[0], stdio[1], stdio[2]}
 	a.keepFDs = z.controls["inherited-fds"]
+	a.ncgroups = copy(a.cgroups[:], fds[4:])
+	a.zero = &[]byte("0")[0]
+	for i, r := range req.Rlimits {
+		a.rlimits[i] = rlimit{uintptr(r.Resource), unix.Rlimit{Cur: r.Cur, Max: r.Max}}
+	}
+	a.nrlimits = len(req.Rlimits)
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		return 0, fmt.Errorf("pipe: %w", err)
@@ -508,11 +541,30 @@ func (z *zygoteState) spawnIn(req Request, fds []int, entered bool, base *baseRu
 }
 
 // started is how starting a process went; listener is the proxy's
-// listener of a Proxy request (-1 for none).
+// listener of a Proxy request, tmp the TMPDIR tmpfs (-1 for none).
 type started struct {
 	pid      int
 	listener int
+	tmp      int
 	err      error
+}
+
+// tmpMount covers dir, in the calling thread's mount namespace (a
+// call's own), with a tmpfs of size bytes, and returns a descriptor of
+// it for statfs.
+func tmpMount(dir string, size int64) (int, error) {
+	opts := "mode=0700"
+	if size > 0 {
+		opts += fmt.Sprintf(",size=%d", size)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return -1, fmt.Errorf("tmpfs on %s: %w", dir, err)
+	}
+	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("tmpfs on %s: %w", dir, err)
+	}
+	return fd, nil
 }
 
 // proxyListener listens on 127.0.0.1:ProxyPort in the calling thread's
@@ -629,9 +681,9 @@ func (z *zygoteState) prepareSpare() {
 			base.close()
 			return
 		}
-		pid, lfd, err := z.spawn(j.req, j.fds, true, base)
+		pid, lfd, tfd, err := z.spawn(j.req, j.fds, true, base)
 		base.close()
-		j.done <- started{pid, lfd, err}
+		j.done <- started{pid, lfd, tfd, err}
 		<-j.hold
 	}()
 }

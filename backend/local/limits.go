@@ -1,0 +1,410 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/local/cgroup"
+	"github.com/wardenhq/warden/backend/local/sandbox"
+	"github.com/wardenhq/warden/calls"
+)
+
+// DefaultLimits are the limits of a call whose profile names none
+// (backend.local.limits' defaults): far above what a real build or
+// install uses (go build, npm install: hundreds of processes and
+// threads, a few GiB of memory, a GiB of temporary files, a few GiB
+// written), and reached in a second by a fork bomb, a memory bomb or a
+// disk filler. processes 4096 (threads included), memory the smaller of
+// 4 GiB and half the machine's RAM, tmp 1 GiB (memory: charged to the
+// call's memory), write 10 GiB. CPU time and share are unbounded: a
+// call's timeout bounds its time, and a build should use every core.
+func DefaultLimits() calls.Limits {
+	mem := int64(4 << 30)
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		if half := int64(si.Totalram) * int64(si.Unit) / 2; half > 0 && half < mem {
+			mem = half
+		}
+	}
+	return calls.Limits{Processes: 4096, Memory: mem, Tmp: 1 << 30, Write: 10 << 30}
+}
+
+// pollEvery is how often a call's limits are read while it runs.
+const pollEvery = 20 * time.Millisecond
+
+// cgroups returns the backend's cgroup manager, opening it at first use,
+// or nil with the reason there is none.
+func (b *Backend) cgroups() (*cgroup.Manager, error) {
+	b.cgMu.Lock()
+	defer b.cgMu.Unlock()
+	if b.cg == nil && b.cgErr == nil {
+		b.cg, b.cgErr = cgroup.Open()
+	}
+	return b.cg, b.cgErr
+}
+
+// closeCgroups removes the backend's cgroups; a later call opens them
+// again.
+func (b *Backend) closeCgroups() error {
+	b.cgMu.Lock()
+	defer b.cgMu.Unlock()
+	m := b.cg
+	b.cg, b.cgErr = nil, nil
+	if m == nil {
+		return nil
+	}
+	return m.Close()
+}
+
+// limitsState says what holds a call's limits here, for SandboxState.
+func (b *Backend) limitsState() string {
+	m, err := b.cgroups()
+	if err != nil {
+		return "limits: rlimits, sized tmpfs TMPDIR and the write watcher only; no cgroups here (" + err.Error() + "): processes, memory and CPU are not bounded"
+	}
+	return "limits: " + m.Describe() + ", rlimits, sized tmpfs TMPDIR, write watcher"
+}
+
+// limiter holds one call to its limits: its cgroups (nil when there are
+// none here), the disks it writes and what they used when it started,
+// and a watcher that kills the call at a limit and says which.
+type limiter struct {
+	lim    calls.Limits
+	g      *cgroup.Group
+	disks  []disk
+	cancel context.CancelCauseFunc
+	stop   chan struct{}
+	done   chan struct{}
+	// writes are the call's write paths on the disks (walked), start when
+	// it started, nextWalk the earliest next walk of them; others returns
+	// the write paths of the backend's other running calls.
+	writes   []string
+	start    time.Time
+	nextWalk time.Time
+	// cache is the shared cache directory among its write paths ("" none).
+	cache     string
+	nextCache time.Time
+	others    func() map[string]bool
+	release   func()
+
+	mu  sync.Mutex
+	hit string // the limit that ended the call
+}
+
+// disk is a file system a call writes, and its used bytes at the start.
+type disk struct {
+	path string
+	used int64
+}
+
+// errLimit is the cause of a context a limit cancelled.
+var errLimit = errors.New("local exec: a limit ended the call")
+
+// limitCall prepares the limits of a call that writes writes (its
+// private TMPDIR, tmp, excluded; cache is the shared cache directory): its cgroups, when the backend can make
+// them, and the watcher. The returned context is cancelled when a
+// limit ends the call.
+func (b *Backend) limitCall(ctx context.Context, lim calls.Limits, writes []string, tmp, cache string) (context.Context, *limiter, error) {
+	l := &limiter{lim: lim, stop: make(chan struct{}), done: make(chan struct{}), start: time.Now()}
+	if lim.Processes > 0 || lim.Memory > 0 || lim.CPUs > 0 || lim.CPUTime > 0 {
+		if m, err := b.cgroups(); err == nil {
+			if l.g, err = m.New(lim); err != nil {
+				return nil, nil, fmt.Errorf("local exec: %w", err)
+			}
+		}
+	}
+	// The write paths are kept of every call, limited or not: another
+	// call's walk leaves them out.
+	seen := map[unix.Fsid]bool{}
+	for _, p := range writes {
+		if p == tmp {
+			continue
+		}
+		var st unix.Statfs_t
+		if unix.Statfs(p, &st) != nil || st.Type == unix.TMPFS_MAGIC || st.Type == unix.RAMFS_MAGIC {
+			continue
+		}
+		if p == cache {
+			l.cache = p
+		} else {
+			l.writes = append(l.writes, p)
+		}
+		if lim.Write > 0 && !seen[st.Fsid] {
+			seen[st.Fsid] = true
+			l.disks = append(l.disks, disk{path: p, used: used(&st)})
+		}
+	}
+	l.others = func() map[string]bool { return b.writesBut(l) }
+	b.runMu.Lock()
+	if b.running == nil {
+		b.running = map[*limiter]time.Time{}
+	}
+	// A call that ended stays while a call that ran beside it runs: its
+	// files are not that call's.
+	oldest := l.start
+	for o, end := range b.running {
+		if end.IsZero() && o.start.Before(oldest) {
+			oldest = o.start
+		}
+	}
+	for o, end := range b.running {
+		if !end.IsZero() && end.Before(oldest) {
+			delete(b.running, o)
+		}
+	}
+	b.running[l] = time.Time{}
+	b.runMu.Unlock()
+	l.release = func() {
+		b.runMu.Lock()
+		b.running[l] = time.Now()
+		b.runMu.Unlock()
+	}
+	ctx, l.cancel = context.WithCancelCause(ctx)
+	go l.watch()
+	return ctx, l, nil
+}
+
+// writesBut returns the write paths of the backend's calls that ran
+// beside l (running, or ended since l started).
+func (b *Backend) writesBut(l *limiter) map[string]bool {
+	b.runMu.Lock()
+	defer b.runMu.Unlock()
+	out := map[string]bool{}
+	for o, end := range b.running {
+		if o != l && (end.IsZero() || end.After(l.start)) {
+			for _, p := range o.writes {
+				out[p] = true
+			}
+		}
+	}
+	return out
+}
+
+// used is the bytes a file system has in use.
+func used(st *unix.Statfs_t) int64 { return int64(st.Blocks-st.Bfree) * st.Bsize }
+
+// request adds the call's cgroups, rlimits and TMPDIR tmpfs to r.
+func (l *limiter) request(r *sandbox.Request, tmp string) []*os.File {
+	r.Rlimits = l.rlimits()
+	if l.lim.Tmp > 0 {
+		r.Tmp, r.TmpSize = tmp, l.lim.Tmp
+	}
+	if l.g == nil {
+		return nil
+	}
+	return l.g.Procs()
+}
+
+// rlimits are the call's rlimits: no file larger than limits.write.
+func (l *limiter) rlimits() []sandbox.Rlimit {
+	if l.lim.Write <= 0 {
+		return nil
+	}
+	return []sandbox.Rlimit{{Resource: unix.RLIMIT_FSIZE, Cur: uint64(l.lim.Write), Max: uint64(l.lim.Write)}}
+}
+
+// watch polls the call's limits until the call ends.
+func (l *limiter) watch() {
+	defer close(l.done)
+	if l.g == nil && len(l.disks) == 0 {
+		<-l.stop
+		return
+	}
+	t := time.NewTicker(pollEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+		}
+		if s := l.check(); s != "" {
+			l.end(s)
+			return
+		}
+	}
+}
+
+// check returns the limit the call is at ("" none).
+func (l *limiter) check() string {
+	if l.g != nil {
+		e := l.g.Events()
+		switch {
+		case e.OOMKills > 0:
+			return l.memory()
+		case e.PidsMax > 0:
+			return fmt.Sprintf("processes: the call's processes reached limits.processes (%d) and were killed", l.lim.Processes)
+		}
+		if l.lim.CPUTime > 0 {
+			if cpu, err := l.g.CPU(); err == nil && cpu > l.lim.CPUTime {
+				return fmt.Sprintf("cpu_time: the call's processes used limits.cpu_time (%s of CPU time) and were killed", l.lim.CPUTime)
+			}
+		}
+	}
+	for _, d := range l.disks {
+		var st unix.Statfs_t
+		// Half the bound is the trigger: files freed meanwhile (by anyone)
+		// hide growth.
+		if unix.Statfs(d.path, &st) != nil || used(&st)-d.used <= l.lim.Write/2 {
+			continue
+		}
+		// The file system grew past the bound: by this call's writes, not
+		// another call's or another program's (with no cgroups the call's
+		// processes cannot be told apart, and the growth alone counts).
+		// What its processes wrote tells at once; what they allocated
+		// without writing (fallocate) shows only in the files of its write
+		// paths changed since it started, walked at most every walkEvery.
+		if l.g == nil || l.g.Written() > l.lim.Write || l.walked() > l.lim.Write {
+			return fmt.Sprintf("write: the call grew the file system of %s by more than limits.write (%s) and was killed", d.path, calls.Bytes(l.lim.Write))
+		}
+	}
+	return ""
+}
+
+// walkEvery is how often, at most, the write watcher walks the call's
+// write paths (only while its disks grew by more than half the bound),
+// and never more than a quarter of the time (the shared cache directory
+// of a busy machine takes tens of milliseconds).
+const walkEvery = 100 * time.Millisecond
+
+// walked is what the files of the call's write paths that changed since
+// it started take on disk (it stops counting past limits.write), or 0
+// when the last walk was too recent.
+func (l *limiter) walked() int64 {
+	n := walk(l.writes, l.lim.Write, &l.nextWalk, walkEvery, l)
+	if n <= l.lim.Write && l.cache != "" {
+		// The cache directory every call shares: larger, walked less often.
+		n += walk([]string{l.cache}, l.lim.Write-n, &l.nextCache, 10*walkEvery, l)
+	}
+	return n
+}
+
+// walk is walked for roots, when *next has come: it sets the next walk
+// at least every after, and three times as long as this one took.
+func walk(roots []string, bound int64, next *time.Time, every time.Duration, l *limiter) int64 {
+	if len(roots) == 0 || time.Now().Before(*next) {
+		return 0
+	}
+	began := time.Now()
+	defer func() { *next = time.Now().Add(max(every, 3*time.Since(began))) }()
+	// A directory another running call writes and this one was not given
+	// is that call's: its files are not counted here.
+	mine := map[string]bool{l.cache: l.cache != ""}
+	for _, p := range l.writes {
+		mine[p] = true
+	}
+	others := l.others()
+	start := l.start.UnixNano()
+	var n int64
+	for _, root := range roots {
+		_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || n > bound {
+				return filepath.SkipDir
+			}
+			if e.IsDir() && others[p] && !mine[p] {
+				return filepath.SkipDir
+			}
+			if !e.Type().IsRegular() {
+				return nil
+			}
+			var st unix.Stat_t
+			if unix.Lstat(p, &st) == nil && st.Ctim.Nano() >= start {
+				n += st.Blocks * 512
+			}
+			return nil
+		})
+	}
+	return n
+}
+
+func (l *limiter) memory() string {
+	return fmt.Sprintf("memory: the call's processes reached limits.memory (%s) and were killed", calls.Bytes(l.lim.Memory))
+}
+
+// end records the limit s and kills the call.
+func (l *limiter) end(s string) {
+	l.mu.Lock()
+	if l.hit == "" {
+		l.hit = s
+	}
+	l.mu.Unlock()
+	if l.g != nil {
+		l.g.Kill()
+	}
+	l.cancel(errLimit)
+}
+
+// limited reports the limit that ended the call, "" none.
+func (l *limiter) limited() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.hit
+}
+
+// finish stops the watcher once the call has ended, looks at what the
+// call ran into (the events of its groups, a full TMPDIR, a file at the
+// size bound) and removes its groups. It sets res.Limit and turns the
+// error of a call a limit ended into its result.
+func (l *limiter) finish(ctx context.Context, res *backend.ExecResult, err error, tmp sandbox.Result) error {
+	close(l.stop)
+	<-l.done
+	defer l.cancel(nil)
+	defer l.release()
+	if l.g != nil {
+		defer func() {
+			if rerr := l.g.Remove(); rerr != nil && err == nil {
+				err = rerr
+			}
+		}()
+	}
+	s := l.limited()
+	// A call that ended well is not blamed on a limit it came near.
+	if s == "" && ctx.Err() == nil && res.ExitCode != 0 {
+		s = l.check()
+		if s == "" {
+			s = l.after(res, tmp)
+		}
+	}
+	if s == "" {
+		return err
+	}
+	res.Limit = s
+	if errors.Is(context.Cause(ctx), errLimit) {
+		err = nil
+		if res.ExitCode == 0 {
+			res.ExitCode = -1
+		}
+	}
+	return err
+}
+
+// after reads what the process's end says of the limits without a
+// watcher: a file that reached limits.write (SIGXFSZ: the shell reports
+// it), a TMPDIR that is full, or a write that found no space while the
+// disks had it (the TMPDIR, then).
+func (l *limiter) after(res *backend.ExecResult, tmp sandbox.Result) string {
+	out := append(append([]byte{}, res.Stdout...), res.Stderr...)
+	if l.lim.Write > 0 && (res.ExitCode == 128+int(syscall.SIGXFSZ) || tmp.Signal == syscall.SIGXFSZ || bytes.Contains(out, []byte("File size limit exceeded"))) {
+		return fmt.Sprintf("write: a file reached limits.write (%s), the size one file may have, and its writer was stopped", calls.Bytes(l.lim.Write))
+	}
+	if l.lim.Tmp > 0 {
+		if tmp.TmpUsed > 0 && tmp.TmpFree < max(l.lim.Tmp/100, 64<<10) {
+			return fmt.Sprintf("tmp: the call's TMPDIR, a tmpfs of limits.tmp (%s), is full", calls.Bytes(l.lim.Tmp))
+		}
+		if bytes.Contains(bytes.ToLower(out), []byte(syscall.ENOSPC.Error())) {
+			return fmt.Sprintf("tmp: a write found no space left on device: the call's TMPDIR is a tmpfs of limits.tmp (%s)", calls.Bytes(l.lim.Tmp))
+		}
+	}
+	return ""
+}
