@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
@@ -101,6 +102,11 @@ func (a *Activities) record(ctx context.Context, out *workflows.Prepared, in wor
 	out.Policy.Notify = a.Notifier != nil && len(a.Notifier.URLs) > 0
 	prof := tools.Profile(ctx, call, v)
 	prof.Off = sandboxOff
+	if l, ok := env.Backend.(interface{ CallLimits() *calls.Limits }); ok {
+		// Recorded with the verdict: the call runs with these wherever
+		// it runs, and its approver and the audit see them.
+		prof.Limits = l.CallLimits()
+	}
 	if backendName != "local" {
 		prof.Backend = backendName
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
@@ -60,5 +61,40 @@ func TestPrepareToolNetworkHosts(t *testing.T) {
 	p = prepare(nil, `{"command":"go mod download","network_hosts":["proxy.golang.org"]}`)
 	if p.Decision.Behavior != permission.Ask || !strings.Contains(p.Decision.Reason, "proxy.golang.org") {
 		t.Errorf("asked host without settings: %s %q", p.Decision.Behavior, p.Decision.Reason)
+	}
+}
+
+// TestPrepareRecordsLimits: a call on a sandboxed local backend is
+// recorded with the backend's limits, which its profile then shows;
+// controls: the same backend unsandboxed, or with no limits, records
+// none.
+func TestPrepareRecordsLimits(t *testing.T) {
+	reg, err := tools.NewRegistry(tools.Builtins()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lim := calls.Limits{Processes: 256, Memory: 512 << 20}
+	for _, c := range []struct {
+		b    *local.Backend
+		want *calls.Limits
+	}{
+		{&local.Backend{Limits: lim}, &lim},
+		{&local.Backend{Limits: lim, Unsandboxed: true}, nil},
+		{&local.Backend{}, nil},
+	} {
+		a := &Activities{Tools: reg, Backends: map[string]backend.Backend{"local": c.b}, DefaultBackend: "local", DefaultWorkdir: t.TempDir()}
+		p, err := a.Prepare(context.Background(), workflows.PrepareInput{
+			Call:       model.ToolCall{ID: "c1", Name: "Bash", Input: json.RawMessage(`{"command":"ls"}`)},
+			Permission: permission.Context{Mode: permission.ModeDefault},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Sandbox.Limits; (got == nil) != (c.want == nil) || got != nil && *got != *c.want {
+			t.Errorf("unsandboxed %v, limits %+v: recorded %+v", c.b.Unsandboxed, c.b.Limits, got)
+		}
+		if c.want != nil && !strings.Contains(p.Sandbox.String(), "limits processes 256, memory 512 MiB") {
+			t.Errorf("profile text %q", p.Sandbox.String())
+		}
 	}
 }

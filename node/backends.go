@@ -10,7 +10,6 @@ import (
 	"github.com/wardenhq/warden/backend/e2b"
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/backend/local/sandbox"
-	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/config"
 )
 
@@ -22,7 +21,7 @@ import (
 // sensitive_paths, whose files the local backend hides inside a call's working directories.
 func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own, sensitive []string) (map[string]backend.Backend, func(), error) {
 	env := backend.ResolveEnv(cfg.Env, os.Environ()) // backend.env: all that tools get beyond the allowlist
-	limits, err := localLimits(cfg.Local.Limits)
+	limits, err := local.ConfigLimits(cfg.Local.Limits)
 	if err != nil {
 		return nil, func() {}, err
 	}
@@ -63,30 +62,6 @@ func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own
 		_, _ = b.Home(ctx) // resolved once here, so the permission check never execs for it
 	}
 	return out, closeAll, nil
-}
-
-// localLimits is backend.local.limits over local.DefaultLimits.
-func localLimits(l config.LocalLimits) (calls.Limits, error) {
-	v, err := l.Values()
-	if err != nil {
-		return calls.Limits{}, err
-	}
-	out := local.DefaultLimits()
-	for _, f := range []struct {
-		v   *int64
-		dst *int64
-	}{{v.Processes, &out.Processes}, {v.Memory, &out.Memory}, {v.Tmp, &out.Tmp}, {v.Write, &out.Write}} {
-		if f.v != nil {
-			*f.dst = *f.v
-		}
-	}
-	if v.CPUTime != nil {
-		out.CPUTime = *v.CPUTime
-	}
-	if v.CPUs != nil {
-		out.CPUs = *v.CPUs
-	}
-	return out, nil
 }
 
 // checkSandbox says what protects local tool processes, and refuses to

@@ -53,6 +53,9 @@ type CheckOptions struct {
 	// tool (tools.NAME.network, network_hosts: SettingsNetwork); nil:
 	// none.
 	ToolNetwork func(tool string) *NetworkGrant
+	// Limits are the local backend's limits a call is recorded with (nil:
+	// none, or the sandbox is off).
+	Limits *calls.Limits
 }
 
 // CheckResult is the verdict of Decide (through DecideOrAsk, as the
@@ -145,6 +148,9 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 	}
 	prof := Profile(ctx, call, v)
 	prof.Off = o.Unsandboxed
+	if !o.Unsandboxed {
+		prof.Limits = o.Limits
+	}
 	res.Profile, res.Sandbox = &prof, prof.String()
 	if v.Rule != nil {
 		res.Rule = v.Rule.String()

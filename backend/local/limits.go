@@ -18,6 +18,7 @@ import (
 	"github.com/wardenhq/warden/backend/local/cgroup"
 	"github.com/wardenhq/warden/backend/local/sandbox"
 	"github.com/wardenhq/warden/calls"
+	"github.com/wardenhq/warden/config"
 )
 
 // DefaultLimits are the limits of a call whose profile names none
@@ -69,11 +70,26 @@ func (b *Backend) closeCgroups() error {
 
 // limitsState says what holds a call's limits here, for SandboxState.
 func (b *Backend) limitsState() string {
+	l := b.Limits.String()
+	if l == "" {
+		return "limits: none (backend.local.limits turns every one off)"
+	}
 	m, err := b.cgroups()
 	if err != nil {
-		return "limits: rlimits, sized tmpfs TMPDIR and the write watcher only; no cgroups here (" + err.Error() + "): processes, memory and CPU are not bounded"
+		return "limits " + l + " by rlimits, sized tmpfs TMPDIR and the write watcher only; no cgroups here (" + err.Error() + "): processes, memory and CPU are not bounded"
 	}
-	return "limits: " + m.Describe() + ", rlimits, sized tmpfs TMPDIR, write watcher"
+	return "limits " + l + " (" + m.Describe() + ", rlimits, sized tmpfs TMPDIR, write watcher)"
+}
+
+// CallLimits are the limits a call decided now is recorded with (its
+// profile's Limits): the backend's, nil when it sets none or runs
+// unsandboxed.
+func (b *Backend) CallLimits() *calls.Limits {
+	if b.Unsandboxed || b.Limits == (calls.Limits{}) {
+		return nil
+	}
+	l := b.Limits
+	return &l
 }
 
 // limiter holds one call to its limits: its cgroups (nil when there are
@@ -407,4 +423,29 @@ func (l *limiter) after(res *backend.ExecResult, tmp sandbox.Result) string {
 		}
 	}
 	return ""
+}
+
+// ConfigLimits are the limits backend.local.limits sets, over
+// DefaultLimits.
+func ConfigLimits(l config.LocalLimits) (calls.Limits, error) {
+	v, err := l.Values()
+	if err != nil {
+		return calls.Limits{}, err
+	}
+	out := DefaultLimits()
+	for _, f := range []struct {
+		v   *int64
+		dst *int64
+	}{{v.Processes, &out.Processes}, {v.Memory, &out.Memory}, {v.Tmp, &out.Tmp}, {v.Write, &out.Write}} {
+		if f.v != nil {
+			*f.dst = *f.v
+		}
+	}
+	if v.CPUTime != nil {
+		out.CPUTime = *v.CPUTime
+	}
+	if v.CPUs != nil {
+		out.CPUs = *v.CPUs
+	}
+	return out, nil
 }

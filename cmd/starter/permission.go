@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
@@ -100,6 +103,13 @@ func (f permFlags) options(ctx context.Context) (tools.CheckOptions, error) {
 		return tools.CheckOptions{}, err
 	}
 	base.Protected = append(base.Protected, cfg.OwnPatterns()...)
-	return tools.CheckOptions{Base: base, Workdirs: f.workdirs, Unsandboxed: cfg.Backend.Local.SandboxOff(),
-		ToolNetwork: toolNetwork(cfg)}, nil
+	limits, err := local.ConfigLimits(cfg.Backend.Local.Limits)
+	if err != nil {
+		return tools.CheckOptions{}, fmt.Errorf("backend.local.limits: %w", err)
+	}
+	o := tools.CheckOptions{Base: base, Workdirs: f.workdirs, Unsandboxed: cfg.Backend.Local.SandboxOff(), ToolNetwork: toolNetwork(cfg)}
+	if limits != (calls.Limits{}) {
+		o.Limits = &limits
+	}
+	return o, nil
 }

@@ -198,7 +198,7 @@ func helper(arg string) error {
 }
 
 // join moves the helper into the cgroups whose cgroup.procs files it
-// inherited as descriptors 3 to 3+n-1, and sets its rlimits: the tool it
+// inherited as descriptors first to first+n-1, and sets its rlimits: the tool it
 // execs is counted from its first instruction.
 func join(first, n int, rlimits []Rlimit) error {
 	for fd := first; fd < first+n; fd++ {
