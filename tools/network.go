@@ -150,4 +150,3 @@ func SettingsNetwork(name string, network bool, hosts []string) *NetworkGrant {
 	}
 	return nil
 }
-

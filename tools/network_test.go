@@ -168,7 +168,6 @@ func TestRequestedHosts(t *testing.T) {
 	}
 }
 
-
 // TestPowerShellRequestedHosts: PowerShell's network_hosts asks like
 // Bash's, whatever a PowerShell allow rule says; approved, the profile
 // gets them; a tool-level network_for rule's hosts cover them.
