@@ -40,11 +40,11 @@ func TestRealWorkerLimits(t *testing.T) {
 			}{
 				{"fork bomb", "processes", pyCall("import time\nn=0\ntry:\n  for i in range(300):\n    if os.fork()==0:\n      time.sleep(20); os._exit(0)\n    n+=1\nexcept Exception as e: print('FORK-FAILED',type(e).__name__,e,flush=True)\nprint('FORKED',n,flush=True)\n"),
 					func(r model.Message) bool { return strings.Contains(r.Content, "FORKED 300") }},
-				{"memory bomb", "memory", pyCall("b=[]\nfor i in range(16):\n  b.append(bytearray(64<<20))\n  print('MIB',(i+1)*64,flush=True)\nprint('ALLOCATED-ALL',flush=True)\n"),
+				{"memory bomb", "memory", pyCall("b=[]\nfor i in range(16):\n  b.append(bytearray(64<<20))\n  print('MIB',(i+1)*64,flush=True)\nprint('ALLOCATED'+'-ALL',flush=True)\n"),
 					func(r model.Message) bool { return strings.Contains(r.Content, "ALLOCATED-ALL") }},
-				{"tmp filler", "tmp", pyCall(fill("os.environ['TMPDIR']+'/fill'", "FILLED-TMP")),
+				{"tmp filler", "tmp", pyCall(fill("os.environ['TMPDIR']+'/fill'", 128<<20, "FILLED-TMP")),
 					func(r model.Message) bool { return strings.Contains(r.Content, "FILLED-TMP") }},
-				{"workspace filler", "write", pyCall(fill("'fill.bin'", "FILLED-WS")),
+				{"workspace filler", "write", pyCall(fill("'fill.bin'", 1<<30, "FILLED-WS")),
 					func(r model.Message) bool { return strings.Contains(r.Content, "FILLED-WS") }},
 			}
 			var steps [][]attempt
@@ -99,10 +99,11 @@ func TestRealWorkerLimits(t *testing.T) {
 	}
 }
 
-// fill is python code that allocates 1 GiB on disk at the path the
-// expression path gives and prints done.
-func fill(path, done string) string {
-	return "fd=os.open(" + path + ",os.O_CREAT|os.O_WRONLY)\nos.posix_fallocate(fd,0,1<<30)\nprint('" + done + "',flush=True)\n"
+// fill is python code that allocates size bytes on disk at the path the
+// expression path gives and prints done (split, so that the command's
+// text does not hold it).
+func fill(path string, size int64, done string) string {
+	return "fd=os.open(" + path + ",os.O_CREAT|os.O_WRONLY)\nos.posix_fallocate(fd,0," + strconv.FormatInt(size, 10) + ")\nprint('" + done[:3] + "'+'" + done[3:] + "',flush=True)\n"
 }
 
 // vmRSS is the resident set size of process pid, in bytes.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -40,6 +41,11 @@ func TestRealWorkerNetwork(t *testing.T) {
 	loop := markerServer(t, "127.0.0.1:0", "LOOPBACK-REACHED")
 	_, loopPort, _ := net.SplitHostPort(loop)
 	metricsAddr, inboxAddr := freeLoopback(t), freeLoopback(t)
+	// The go command by its path: a service's PATH does not hold it.
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, off := range []bool{false, true} {
 		name := "sandbox_on"
 		if off {
@@ -50,7 +56,7 @@ func TestRealWorkerNetwork(t *testing.T) {
 			modcache := filepath.Join(w.ws, "modcache")
 			// The rule names the command as written: its environment
 			// prefix is not among the variables a rule may look past.
-			goCmd := "GOTOOLCHAIN=local GOTELEMETRY=off GOFLAGS=-modcacherw GOSUMDB=off GOPROXY=http://" + reg + " GOMODCACHE=" + modcache + " go mod download"
+			goCmd := "GOTOOLCHAIN=local GOTELEMETRY=off GOFLAGS=-modcacherw GOSUMDB=off GOPROXY=http://" + reg + " GOMODCACHE=" + modcache + " " + goBin + " mod download"
 			named := sandboxPolicy(t, fmt.Sprintf(`network_for:
   - {rule: %q, hosts: [%q]}
   - {rule: "Bash(python3:*)", hosts: [%q, "localhost:%s"]}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -203,6 +204,9 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string, more .
 	cfg += strings.ReplaceAll(extra, "{{WS}}", w.ws) + "# " + w.cfgSecret + "\n"
 	writeFile(t, w.cfg, cfg, 0o600)
 
+	if slices.Contains(more, "--inbox") {
+		writeFile(t, w.lateKey, "wk1.inbox-"+id+"\n", 0o600) // the inbox needs its key at start
+	}
 	bin := buildWorker(t)
 	args := []string{"--config", w.cfg, "--data-dir", w.data, "--temporal-address", env.srv.Addr(), "--namespace", "default",
 		"--task-queue", w.queue, "--metrics-addr", "off", "--workdir", w.ws}

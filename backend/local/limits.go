@@ -414,6 +414,10 @@ func (l *limiter) after(res *backend.ExecResult, tmp sandbox.Result) string {
 	if l.lim.Write > 0 && (res.ExitCode == 128+int(syscall.SIGXFSZ) || tmp.Signal == syscall.SIGXFSZ || bytes.Contains(out, []byte("File size limit exceeded"))) {
 		return fmt.Sprintf("write: a file reached limits.write (%s), the size one file may have, and its writer was stopped", calls.Bytes(l.lim.Write))
 	}
+	// A program that ignores SIGXFSZ (Python does) gets EFBIG instead.
+	if l.lim.Write > 0 && res.ExitCode != 0 && bytes.Contains(bytes.ToLower(out), []byte(syscall.EFBIG.Error())) {
+		return fmt.Sprintf("write: a write past limits.write (%s), the size one file may have, was refused (file too large)", calls.Bytes(l.lim.Write))
+	}
 	if l.lim.Tmp > 0 {
 		if tmp.TmpUsed > 0 && tmp.TmpFree < max(l.lim.Tmp/100, 64<<10) {
 			return fmt.Sprintf("tmp: the call's TMPDIR, a tmpfs of limits.tmp (%s), is full", calls.Bytes(l.lim.Tmp))

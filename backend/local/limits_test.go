@@ -54,6 +54,10 @@ var bombs = []bomb{
 	{name: "write-file", script: `dd if=/dev/zero of=big bs=1M count=96 status=none && echo WROTE`,
 		limit: "write: a file reached", off: func(l *calls.Limits) { l.Write = 0 }, control: "WROTE"},
 	{name: "write-fallocate", script: `fallocate -l 100G big && echo WROTE`, limit: "write: a file reached"},
+	// Python ignores SIGXFSZ: its write fails with EFBIG, and the call
+	// still says which limit.
+	{name: "write-python", script: `python3 -c "import os; fd = os.open('big', os.O_CREAT|os.O_WRONLY); os.posix_fallocate(fd, 0, 96 << 20); print('WROTE')"`,
+		limit: "write: a write past", off: func(l *calls.Limits) { l.Write = 0 }, control: "WROTE"},
 	{name: "write-files", script: `for i in $(seq 1 20); do dd if=/dev/zero of=f$i bs=1M count=8 status=none || exit; done; echo WROTE`,
 		limit: "write: the call grew", off: func(l *calls.Limits) { l.Write = 0 },
 		control: "WROTE"},
