@@ -12,8 +12,8 @@ require (
 	github.com/bmatcuk/doublestar/v4 v4.10.4
 	github.com/chromedp/chromedp v0.23.0
 	github.com/containerd/errdefs v1.0.0
-	github.com/elazarl/goproxy v1.9.3
 	github.com/docker/go-units v0.5.0
+	github.com/elazarl/goproxy v1.9.3
 	github.com/grpc-ecosystem/grpc-gateway/v2 v2.29.0
 	github.com/invopop/jsonschema v0.14.0
 	github.com/johannesboyne/gofakes3 v1.2.0
