@@ -332,7 +332,7 @@ func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, dir stri
 	c.env = append(env, "TMPDIR="+tmp)
 	if prof.Network {
 		p := egressPolicy(prof)
-		c.proxy, c.env = &p, proxyEnv(c.env)
+		c.proxy, c.env = &p, egress.Env(c.env)
 	}
 	if c.hide, c.pin, c.protect, c.guard, err = b.guard(prof, c.write, c.protect); err != nil {
 		cleanup()

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/backend/local/egress"
 	"github.com/wardenhq/warden/calls"
 )
 
@@ -34,7 +35,7 @@ func TestConnectionsBounded(t *testing.T) {
 // whatever the worker's environment said, and nothing is reached
 // directly or through SOCKS.
 func TestProxyEnv(t *testing.T) {
-	env := proxyEnv([]string{"PATH=/bin", "HTTPS_PROXY=http://corp:8080", "NO_PROXY=localhost", "ALL_PROXY=socks5://x", "https_proxy=y"})
+	env := egress.Env([]string{"PATH=/bin", "HTTPS_PROXY=http://corp:8080", "NO_PROXY=localhost", "ALL_PROXY=socks5://x", "https_proxy=y"})
 	want := map[string]string{"PATH": "/bin", "HTTP_PROXY": "http://127.0.0.1:3128", "HTTPS_PROXY": "http://127.0.0.1:3128",
 		"http_proxy": "http://127.0.0.1:3128", "https_proxy": "http://127.0.0.1:3128", "npm_config_proxy": "http://127.0.0.1:3128",
 		"npm_config_https_proxy": "http://127.0.0.1:3128", "NO_PROXY": "", "no_proxy": ""}

@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,7 +27,9 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/backend/local/egress"
 	"github.com/wardenhq/warden/backend/local/sandbox"
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
@@ -174,19 +177,73 @@ func (s *server) transport() sdk.Transport {
 		// does, the toolchains on its PATH under the home directory.
 		read := append(sandbox.ProgramReads(s.cfg.Command, env), sandbox.HomeReads(env, hide)...)
 		spec := sandbox.Spec{Write: append([]string{sb.Workdir, tmp}, s.cfg.Write...), Hide: hide, Read: read,
-			Network: s.cfg.Network, Dir: sb.Workdir, Argv: append([]string{s.cfg.Command}, s.cfg.Args...)}
-		cmd, err := sandbox.Command(context.Background(), spec, append(env, "TMPDIR="+tmp))
+			Dir: sb.Workdir, Argv: append([]string{s.cfg.Command}, s.cfg.Args...)}
+		env = append(env, "TMPDIR="+tmp)
+		if !s.cfg.Network {
+			cmd, err := sandbox.Command(context.Background(), spec, env)
+			if err != nil {
+				return failedTransport{fmt.Errorf("mcp: server %q: %w", s.cfg.Name, err)}
+			}
+			cmd.Stderr = os.Stderr
+			cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+			return &sdk.CommandTransport{Command: cmd}
+		}
+		// With the network, as a tool call with it: a network namespace
+		// of its own whose only way out is an egress proxy served for the
+		// server's life, to any public host (never loopback or private
+		// addresses: not the worker's frontend, inbox or metrics).
+		cmd, recv, err := sandbox.CommandProxy(context.Background(), spec, egress.Env(env))
 		if err != nil {
 			return failedTransport{fmt.Errorf("mcp: server %q: %w", s.cfg.Name, err)}
 		}
 		cmd.Stderr = os.Stderr
 		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-		return &sdk.CommandTransport{Command: cmd}
+		return &proxied{CommandTransport: sdk.CommandTransport{Command: cmd}, recv: recv,
+			policy: egress.Policy{Hosts: []string{"*"}, By: "mcp.servers[" + s.cfg.Name + "].network"}}
 	}
 	cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 	cmd.Env = env
 	cmd.Stderr = os.Stderr
 	return &sdk.CommandTransport{Command: cmd}
+}
+
+// proxied is a stdio server's transport whose process's only way out is
+// an egress proxy served on the listener it sends once started (recv),
+// until the connection closes.
+type proxied struct {
+	sdk.CommandTransport
+	recv   func() (net.Listener, error)
+	policy egress.Policy
+}
+
+// Connect implements sdk.Transport: it starts the server and serves its
+// proxy.
+func (p *proxied) Connect(ctx context.Context) (sdk.Connection, error) {
+	conn, err := p.CommandTransport.Connect(ctx)
+	if err != nil {
+		_, _ = p.recv() // closes the sockets
+		return nil, err
+	}
+	ln, err := p.recv()
+	if err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
+	go egress.Serve(ln, p.policy, func(calls.Connection) {})
+	return &proxiedConn{Connection: conn, ln: ln}, nil
+}
+
+// proxiedConn closes the server's proxy with the connection.
+type proxiedConn struct {
+	sdk.Connection
+	ln net.Listener
+}
+
+// Close implements sdk.Connection.
+func (c *proxiedConn) Close() error {
+	err := c.Connection.Close()
+	_ = c.ln.Close()
+	return err
 }
 
 // failedTransport is a transport that could not be built.

@@ -357,3 +357,46 @@ func TestStdioSandboxed(t *testing.T) {
 		t.Errorf("sandboxed server has pid %d, want 1 (a PID namespace of its own)", i.PID)
 	}
 }
+
+// TestStdioNetworkProxied: a sandboxed stdio server with network: true
+// has a network namespace of its own whose only way out is an egress
+// proxy (HTTP_PROXY points at it), which never reaches loopback: a
+// listener on the worker's 127.0.0.1 is out of its reach, by name and
+// by address. Controls: the same server unsandboxed reaches it.
+func TestStdioNetworkProxied(t *testing.T) {
+	bin := buildEchoServer(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("LOOPBACK-REACHED\n")) }))
+	defer srv.Close()
+	urls := srv.URL + " " + strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
+	cfg := []config.MCPServer{{Name: "echo", Command: bin, Network: true, Env: []string{"ECHO_FETCH=" + urls}}}
+	fetched := func(s *Set) echoserver.Info {
+		t.Cleanup(func() { _ = s.Close() })
+		return info(t, s, "echo")
+	}
+	s, err := ConnectSandboxed(ctxT(t), cfg, &Sandbox{Workdir: t.TempDir(), Hide: []string{t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := fetched(s)
+	if !slices.Contains(i.Environ, "HTTP_PROXY=http://127.0.0.1:3128") {
+		t.Errorf("the server's environment names no egress proxy: %q", i.Environ)
+	}
+	for u, got := range i.Fetched {
+		if strings.Contains(got, "LOOPBACK-REACHED") {
+			t.Errorf("sandboxed server with the network reached the worker's loopback at %s: %s", u, got)
+		}
+	}
+	if len(i.Fetched) != 2 {
+		t.Errorf("fetched %v", i.Fetched)
+	}
+	t.Logf("sandboxed: %v", i.Fetched)
+	s, err = Connect(ctxT(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for u, got := range fetched(s).Fetched {
+		if !strings.Contains(got, "LOOPBACK-REACHED") {
+			t.Errorf("control: the unsandboxed server did not reach %s: %s", u, got)
+		}
+	}
+}

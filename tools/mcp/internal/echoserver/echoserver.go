@@ -7,9 +7,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -32,6 +35,9 @@ type Info struct {
 	Env  string   `json:"env"`
 	// Environ is the process's whole environment.
 	Environ []string `json:"environ"`
+	// Fetched is what a GET of each URL in $ECHO_FETCH (space-separated)
+	// returned: the body's first line, or the error.
+	Fetched map[string]string `json:"fetched,omitempty"`
 }
 
 // Pixel is the PNG the image tool returns (a 1x1 transparent pixel).
@@ -71,13 +77,35 @@ func New() *mcp.Server {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "info", Description: "Describe the server process.", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
 		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-			b, err := json.Marshal(Info{PID: os.Getpid(), Args: os.Args[1:], Env: os.Getenv("ECHO_ENV"), Environ: os.Environ()})
+			b, err := json.Marshal(Info{PID: os.Getpid(), Args: os.Args[1:], Env: os.Getenv("ECHO_ENV"), Environ: os.Environ(), Fetched: fetch(os.Getenv("ECHO_FETCH"))})
 			if err != nil {
 				return nil, nil, err
 			}
 			return text(string(b)), nil, nil
 		})
 	return s
+}
+
+// fetch GETs each of the space-separated urls (through the proxy the
+// environment names, as any client would) and says what each returned.
+func fetch(urls string) map[string]string {
+	if urls == "" {
+		return nil
+	}
+	out := map[string]string{}
+	c := &http.Client{Timeout: 5 * time.Second}
+	for _, u := range strings.Fields(urls) {
+		resp, err := c.Get(u)
+		if err != nil {
+			out[u] = "error: " + err.Error()
+			continue
+		}
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		resp.Body.Close()
+		line, _, _ := strings.Cut(string(b), "\n")
+		out[u] = resp.Status + ": " + line
+	}
+	return out
 }
 
 func text(s string) *mcp.CallToolResult {
