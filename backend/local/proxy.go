@@ -1,7 +1,6 @@
 package local
 
 import (
-
 	"github.com/wardenhq/warden/backend/local/egress"
 	"github.com/wardenhq/warden/calls"
 )

@@ -40,4 +40,3 @@ func Env(env []string) []string {
 	}
 	return out
 }
-
