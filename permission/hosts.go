@@ -123,14 +123,9 @@ func validName(n string) bool {
 	return true
 }
 
-// Public reports whether a is an address a name or "*" may reach:
-// not loopback, private, link-local, unspecified or multicast.
-func Public(a netip.Addr) bool {
-	a = a.Unmap()
-	return a.IsValid() && !a.IsLoopback() && !a.IsPrivate() && !a.IsLinkLocalUnicast() && !a.IsLinkLocalMulticast() &&
-		!a.IsUnspecified() && !a.IsMulticast() && !a.IsInterfaceLocalMulticast() &&
-		!netip.PrefixFrom(netip.AddrFrom4([4]byte{100, 64}), 10).Contains(a) // RFC 6598 shared space
-}
+// Public reports whether a is an address a name or "*" may reach (Special
+// finds it in none of the non-public ranges).
+func Public(a netip.Addr) bool { return a.IsValid() && Special(a) == "" }
 
 // covers reports whether the entry g lets through everything the entry
 // r names (statically: r's names as names, its addresses as addresses).
@@ -217,6 +212,76 @@ func HostAllows(hosts []string, host string, port int, addr string) string {
 		switch {
 		case g.any, g.name != "" && name == g.name, g.suffix != "" && strings.HasSuffix(name, g.suffix):
 			return s
+		}
+	}
+	return ""
+}
+
+// special is the non-public ranges by kind: what no name and no "*"
+// reaches (the IANA special-purpose registries' ranges that are not
+// globally reachable).
+var special = func() []struct {
+	p    netip.Prefix
+	kind string
+} {
+	var out []struct {
+		p    netip.Prefix
+		kind string
+	}
+	for _, r := range [][2]string{
+		{"0.0.0.0/8", "an unspecified (this-network) address"},
+		{"127.0.0.0/8", "a loopback address"},
+		{"10.0.0.0/8", "a private address"},
+		{"172.16.0.0/12", "a private address"},
+		{"192.168.0.0/16", "a private address"},
+		{"100.64.0.0/10", "a shared (CGNAT) address"},
+		{"169.254.0.0/16", "a link-local address (cloud metadata lives there)"},
+		{"192.0.0.0/24", "a reserved address"},
+		{"192.0.2.0/24", "a documentation (TEST-NET) address"},
+		{"198.51.100.0/24", "a documentation (TEST-NET) address"},
+		{"203.0.113.0/24", "a documentation (TEST-NET) address"},
+		{"198.18.0.0/15", "a benchmarking address"},
+		{"224.0.0.0/4", "a multicast address"},
+		{"240.0.0.0/4", "a reserved address"},
+		{"::/128", "an unspecified address"},
+		{"::1/128", "a loopback address"},
+		{"fc00::/7", "a private (unique local) address"},
+		{"fe80::/10", "a link-local address"},
+		{"ff00::/8", "a multicast address"},
+		{"2001:db8::/32", "a documentation address"},
+		{"100::/64", "a discard address"},
+		{"64:ff9b:1::/48", "a local NAT64 address"},
+		{"::/96", "a reserved (IPv4-compatible) address"},
+	} {
+		out = append(out, struct {
+			p    netip.Prefix
+			kind string
+		}{netip.MustParsePrefix(r[0]), r[1]})
+	}
+	return out
+}()
+
+// plain is a without an IPv6 zone (which netip.Prefix.Contains never
+// matches) and IPv4-mapped addresses as IPv4.
+func plain(a netip.Addr) netip.Addr { return a.WithZone("").Unmap() }
+
+// nat64 is the well-known NAT64 prefix: its addresses carry an IPv4
+// address, which is classified instead.
+var nat64 = netip.MustParsePrefix("64:ff9b::/96")
+
+// Special says what kind of non-public address a is ("a loopback
+// address", "a private address", ...), or "" for a public one.
+// IPv4-mapped IPv6 addresses are classified as their IPv4 address, and
+// so are NAT64 ones; an IPv6 zone is ignored.
+func Special(a netip.Addr) string {
+	a = plain(a)
+	if nat64.Contains(a) {
+		b := a.As16()
+		a = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
+	}
+	for _, s := range special {
+		if s.p.Contains(a) {
+			return s.kind
 		}
 	}
 	return ""

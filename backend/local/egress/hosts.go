@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/wardenhq/warden/permission"
 )
 
 // Hosts is a compiled list of host entries (calls.Sandbox.Hosts): what
@@ -155,7 +157,7 @@ func (h Hosts) byName(host string, port int) (entry, *Refusal) {
 			if !e.any || !e.ports(port) {
 				continue
 			}
-			if kind := Special(a); kind != "" {
+			if kind := permission.Special(a); kind != "" {
 				return entry{}, &Refusal{Host: host, Port: port, Addr: a.String(), Kind: kind}
 			}
 			return e, nil
@@ -177,7 +179,7 @@ func (h Hosts) byName(host string, port int) (entry, *Refusal) {
 // entry holds it.
 func (h Hosts) byAddr(host string, a netip.Addr, port int) *Refusal {
 	a = plain(a)
-	kind := Special(a)
+	kind := permission.Special(a)
 	if kind == "" {
 		return nil
 	}
@@ -201,72 +203,6 @@ func (h Hosts) String() string {
 	return strings.Join(out, ", ")
 }
 
-// special is the non-public ranges by kind: what no name and no "*"
-// reaches (the IANA special-purpose registries' ranges that are not
-// globally reachable).
-var special = func() []struct {
-	p    netip.Prefix
-	kind string
-} {
-	var out []struct {
-		p    netip.Prefix
-		kind string
-	}
-	for _, r := range [][2]string{
-		{"0.0.0.0/8", "an unspecified (this-network) address"},
-		{"127.0.0.0/8", "a loopback address"},
-		{"10.0.0.0/8", "a private address"},
-		{"172.16.0.0/12", "a private address"},
-		{"192.168.0.0/16", "a private address"},
-		{"100.64.0.0/10", "a shared (CGNAT) address"},
-		{"169.254.0.0/16", "a link-local address (cloud metadata lives there)"},
-		{"192.0.0.0/24", "a reserved address"},
-		{"192.0.2.0/24", "a documentation (TEST-NET) address"},
-		{"198.51.100.0/24", "a documentation (TEST-NET) address"},
-		{"203.0.113.0/24", "a documentation (TEST-NET) address"},
-		{"198.18.0.0/15", "a benchmarking address"},
-		{"224.0.0.0/4", "a multicast address"},
-		{"240.0.0.0/4", "a reserved address"},
-		{"::/128", "an unspecified address"},
-		{"::1/128", "a loopback address"},
-		{"fc00::/7", "a private (unique local) address"},
-		{"fe80::/10", "a link-local address"},
-		{"ff00::/8", "a multicast address"},
-		{"2001:db8::/32", "a documentation address"},
-		{"100::/64", "a discard address"},
-		{"64:ff9b:1::/48", "a local NAT64 address"},
-		{"::/96", "a reserved (IPv4-compatible) address"},
-	} {
-		out = append(out, struct {
-			p    netip.Prefix
-			kind string
-		}{netip.MustParsePrefix(r[0]), r[1]})
-	}
-	return out
-}()
-
 // plain is a without an IPv6 zone (which netip.Prefix.Contains never
 // matches) and IPv4-mapped addresses as IPv4.
 func plain(a netip.Addr) netip.Addr { return a.WithZone("").Unmap() }
-
-// nat64 is the well-known NAT64 prefix: its addresses carry an IPv4
-// address, which is classified instead.
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
-
-// Special says what kind of non-public address a is ("a loopback
-// address", "a private address", ...), or "" for a public one.
-// IPv4-mapped IPv6 addresses are classified as their IPv4 address, and
-// so are NAT64 ones; an IPv6 zone is ignored.
-func Special(a netip.Addr) string {
-	a = plain(a)
-	if nat64.Contains(a) {
-		b := a.As16()
-		a = netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]})
-	}
-	for _, s := range special {
-		if s.p.Contains(a) {
-			return s.kind
-		}
-	}
-	return ""
-}
