@@ -511,14 +511,14 @@ print('DETACHED',flush=True)
 	killMarked("DAEMON-" + w.tag)
 }
 
-// classHuge (8): a 200 GB sparse file and a FIFO made by an allowed
+// classHuge (8): an 8 GiB sparse file (under limits.write, which stops a larger one) and a FIFO made by an allowed
 // call, then read by the file tools: the worker survives, each read ends
 // with an error result, and the next call of the turn works.
 func classHuge(t *testing.T, m modeRun) {
 	w := m.w
 	big, fifo := filepath.Join(w.ws, "big.bin"), filepath.Join(w.ws, "pipe.fifo")
 	steps := [][]attempt{
-		{{tool: "Bash", input: pyCall(fmt.Sprintf("show('BIG', lambda: open(%q,'wb').truncate(200<<30))\nshow('FIFO', lambda: os.mkfifo(%q))\n", big, fifo))}},
+		{{tool: "Bash", input: pyCall(fmt.Sprintf("show('BIG', lambda: open(%q,'wb').truncate(8<<30))\nshow('FIFO', lambda: os.mkfifo(%q))\n", big, fifo))}},
 		{{tool: "Read", input: map[string]any{"file_path": big}}},
 		{{tool: "Read", input: map[string]any{"file_path": fifo}}},
 	}
@@ -540,7 +540,7 @@ func classHuge(t *testing.T, m modeRun) {
 		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 			f.Close()
 		}
-		t.Errorf("%s: the turn that reads a 200 GB file and a FIFO did not end within 90s (a read blocked)", m.name())
+		t.Errorf("%s: the turn that reads an 8 GiB file and a FIFO did not end within 90s (a read blocked)", m.name())
 		select {
 		case end = <-done:
 		case <-w.exited:
@@ -552,8 +552,8 @@ func classHuge(t *testing.T, m modeRun) {
 	if end.err != nil {
 		t.Fatalf("%s: turn %s: %v", m.name(), id, end.err)
 	}
-	if fi, err := os.Stat(big); err != nil || fi.Size() != 200<<30 {
-		t.Fatalf("%s: the allowed call made no 200 GB file: %v", m.name(), err)
+	if fi, err := os.Stat(big); err != nil || fi.Size() != 8<<30 {
+		t.Fatalf("%s: the allowed call made no 8 GiB file: %v", m.name(), err)
 	}
 	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
 		t.Fatalf("%s: the allowed call made no FIFO: %v", m.name(), err)
@@ -565,7 +565,7 @@ func classHuge(t *testing.T, m modeRun) {
 	for i, r := range rs {
 		t.Logf("%s: call %d (%s): error %v: %.300s", m.name(), i, r.ToolName, r.IsError, strings.ReplaceAll(r.Content, "\n", " | "))
 	}
-	for i, what := range map[int]string{1: "Read of the 200 GB file", 2: "Read of the FIFO"} {
+	for i, what := range map[int]string{1: "Read of the 8 GiB file", 2: "Read of the FIFO"} {
 		if !rs[i].IsError {
 			t.Errorf("%s: the %s is no error result: %.300q", m.name(), what, rs[i].Content)
 		}

@@ -61,10 +61,10 @@ func TestStarterToolsList(t *testing.T) {
 	for _, re := range []string{
 		`^task queue ` + regexp.QuoteMeta(queue) + `: worker \S+ answered\n`,
 		`(?m)^backend local \(default\): sandbox on: landlock v\d+, `,
-		`(?m)^NAME +SOURCE +READ-ONLY +CONCURRENT +EXTERNAL +STATE +DESCRIPTION$`,
-		`(?m)^mcp__echo__echo +mcp:echo +true +false +false +false +Echo the text back\.$`,
+		`(?m)^NAME +SOURCE +READ-ONLY +CONCURRENT +EXTERNAL +STATE +NETWORK +DESCRIPTION$`,
+		`(?m)^mcp__echo__echo +mcp:echo +true +false +false +false +policy +Echo the text back\.$`,
 		`(?m)^mcp__echo__write_note +mcp:echo +false +false +false +false `,
-		`(?m)^Lookup +function +true +true +false +false +Look a key up in the inventory\.$`,
+		`(?m)^Lookup +function +true +true +false +false +policy +Look a key up in the inventory\.$`,
 		`(?m)^Bash +builtin +false +false +false +false `,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
