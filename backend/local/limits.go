@@ -135,7 +135,7 @@ func (b *Backend) limitCall(ctx context.Context, lim calls.Limits, writes []stri
 	l := &limiter{lim: lim, stop: make(chan struct{}), done: make(chan struct{}), start: time.Now()}
 	if lim.Processes > 0 || lim.Memory > 0 || lim.CPUs > 0 || lim.CPUTime > 0 {
 		if m, err := b.cgroups(); err == nil {
-			if l.g, err = m.New(lim); err != nil {
+			if l.g, err = m.Take(lim); err != nil {
 				return nil, nil, fmt.Errorf("local exec: %w", err)
 			}
 		}

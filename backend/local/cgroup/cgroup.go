@@ -6,7 +6,8 @@
 // controllers; otherwise the cgroup v1 hierarchies of memory, pids, cpu
 // and cpuacct (a hybrid machine: v1 controllers, a unified hierarchy with
 // none of them). The worker makes one parent group per worker process
-// (warden-<pid>-<random>) and one child per call, removed after the call; the
+// (warden-<pid>-<random>) and one child per call, removed after the call
+// (the next call's is made ahead, off its path); the
 // parents of dead workers are removed when a Manager opens. Only a
 // worker that may write the hierarchies (root, or a delegated subtree on
 // v2) gets limits; Open says why not otherwise.
@@ -19,8 +20,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -39,6 +42,14 @@ type Manager struct {
 	parents []string
 	ctl     []map[string]bool
 	seq     atomic.Uint64
+	// spare is a group made ahead for the limits of the last call (Take);
+	// making says one is being made, closed that Close ran. made counts
+	// the makers Close waits for.
+	mu     sync.Mutex
+	spare  *Group
+	making bool
+	closed bool
+	made   sync.WaitGroup
 }
 
 // Open detects the cgroup hierarchies, removes the groups of workers
@@ -176,6 +187,15 @@ func (m *Manager) Describe() string {
 
 // Close removes the worker's parent groups (and any call group left).
 func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	spare := m.spare
+	m.spare = nil
+	m.mu.Unlock()
+	m.made.Wait()
+	if spare != nil {
+		_ = spare.Remove()
+	}
 	var errs []error
 	for _, p := range m.parents {
 		if err := removeTree(p); err != nil {
@@ -223,6 +243,53 @@ func (m *Manager) New(l calls.Limits) (*Group, error) {
 		g.procs = append(g.procs, f)
 	}
 	return g, nil
+}
+
+// Take is New served from a group made ahead for the same limits when
+// one waits; it then makes the next call's group off the call's path
+// (making a group is most of what the limits add to a call's start).
+func (m *Manager) Take(l calls.Limits) (*Group, error) {
+	m.mu.Lock()
+	g := m.spare
+	if g != nil && g.lim == l {
+		m.spare = nil
+	} else {
+		g = nil
+	}
+	start := !m.making && !m.closed
+	if start {
+		m.making = true
+		m.made.Add(1)
+	}
+	m.mu.Unlock()
+	if start {
+		go m.makeSpare(l)
+	}
+	if g != nil {
+		return g, nil
+	}
+	return m.New(l)
+}
+
+// makeSpare makes a group for l ahead and keeps it, replacing a spare
+// for other limits.
+func (m *Manager) makeSpare(l calls.Limits) {
+	defer m.made.Done()
+	g, err := m.New(l)
+	m.mu.Lock()
+	m.making = false
+	old := m.spare
+	if err == nil && !m.closed {
+		m.spare, g = g, nil
+	} else {
+		old = nil
+	}
+	m.mu.Unlock()
+	for _, x := range []*Group{old, g} {
+		if x != nil {
+			_ = x.Remove()
+		}
+	}
 }
 
 // needed reports whether a v1 hierarchy of the controllers ctl holds
@@ -526,14 +593,28 @@ func ownCgroups() (map[string]string, error) {
 	return out, nil
 }
 
-// Calls lists the call groups that exist now, in every hierarchy.
+// Calls lists the call groups that exist now, in every hierarchy, but
+// the one made ahead for the next call (Take), once it is made.
 func (m *Manager) Calls() []string {
+	var spare []string
+	for range 200 {
+		m.mu.Lock()
+		making := m.making
+		if m.spare != nil {
+			spare = slices.Clone(m.spare.dirs)
+		}
+		m.mu.Unlock()
+		if !making {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	var out []string
 	for _, p := range m.parents {
 		ents, _ := os.ReadDir(p)
 		for _, e := range ents {
-			if e.IsDir() && strings.HasPrefix(e.Name(), "call-") {
-				out = append(out, filepath.Join(p, e.Name()))
+			if d := filepath.Join(p, e.Name()); e.IsDir() && strings.HasPrefix(e.Name(), "call-") && !slices.Contains(spare, d) {
+				out = append(out, d)
 			}
 		}
 	}

@@ -134,3 +134,59 @@ func TestGroup(t *testing.T) {
 		}
 	}
 }
+
+// TestTakeMadeAhead: Take serves a call from the group made ahead for
+// the same limits, with those limits written, and makes the next one;
+// a call with other limits gets a group of its own; Close removes the
+// one made ahead.
+func TestTakeMadeAhead(t *testing.T) {
+	m, err := Open()
+	if err != nil {
+		t.Skipf("no cgroups here: %v", err) // TestGroup fails for that where they are expected
+	}
+	l := calls.Limits{Processes: 64, Memory: 64 << 20}
+	g1, err := m.Take(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = m.Calls() // waits for the group made ahead
+	m.mu.Lock()
+	ahead := m.spare
+	m.mu.Unlock()
+	if ahead == nil {
+		t.Fatal("no group made ahead")
+	}
+	g2, err := m.Take(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g2 != ahead || g2 == g1 {
+		t.Errorf("the second call got %v, not the group made ahead %v", g2.dirs, ahead.dirs)
+	}
+	if b, err := os.ReadFile(filepath.Join(g2.dir("pids"), "pids.max")); err == nil && strings.TrimSpace(string(b)) != "64" {
+		t.Errorf("the group made ahead has pids.max %q", b)
+	}
+	g3, err := m.Take(calls.Limits{Processes: 32})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g3 == ahead {
+		t.Error("a call with other limits got a group made for different ones")
+	}
+	for _, g := range []*Group{g1, g2, g3} {
+		if err := g.Remove(); err != nil {
+			t.Error(err)
+		}
+	}
+	if left := m.Calls(); len(left) != 0 {
+		t.Errorf("groups left besides the one made ahead: %v", left)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range m.parents {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s is still there after Close: %v", p, err)
+		}
+	}
+}
