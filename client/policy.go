@@ -2,9 +2,11 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	tclient "go.temporal.io/sdk/client"
 
 	"github.com/wardenhq/warden/workflows"
@@ -38,6 +40,12 @@ func (cl *Client) SetPolicy(ctx context.Context, store string, rules workflows.L
 	return update[int](ctx, cl, store, workflows.UpdateSetPolicy, workflows.PolicyChange{Rules: rules, By: by})
 }
 
+// ErrNoPolicyStore wraps the error of PolicyState for a store that does
+// not exist yet: turns that follow it see version 0 and no live rules,
+// which the zero state returned with it says; `starter policy apply` (or
+// a remembered approval) creates it.
+var ErrNoPolicyStore = errors.New("the policy store does not exist yet: version 0, no live rules")
+
 // PolicyState returns the policy store's state: version, live rules and
 // remembered approvals (revoked, used and expired ones included).
 func (cl *Client) PolicyState(ctx context.Context, store string) (workflows.PolicyState, error) {
@@ -45,6 +53,9 @@ func (cl *Client) PolicyState(ctx context.Context, store string) (workflows.Poli
 		store = workflows.DefaultPolicyStore
 	}
 	v, err := cl.c.QueryWorkflow(ctx, store, "", workflows.QueryPolicy)
+	if nf := (*serviceerror.NotFound)(nil); errors.As(err, &nf) {
+		return workflows.PolicyState{}, fmt.Errorf("%s: %w", store, ErrNoPolicyStore)
+	}
 	if err != nil {
 		return workflows.PolicyState{}, fmt.Errorf("query policy store %s: %w", store, Explain(err))
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -265,5 +266,41 @@ func TestRememberedApprovalBoundByRoles(t *testing.T) {
 	st, err := cl.PolicyState(ctx, store)
 	if err != nil || len(st.Remembered) != 1 || st.Remembered[0].Scope != workflows.ScopeInput {
 		t.Fatalf("store = %+v %v", st, err)
+	}
+}
+
+// TestPolicyStoreNotYetMade: on a fresh install the policy store does
+// not exist; `starter policy show` and `policy remembered list` report
+// it as the turns take it (version 0, no live rules, nothing
+// remembered) and say how it is made, instead of failing with "workflow
+// not found"; the client's PolicyState says so by ErrNoPolicyStore.
+func TestPolicyStoreNotYetMade(t *testing.T) {
+	store := "no-store-yet-" + tag()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sbin := buildStarter(t)
+	starter := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(sbin, append([]string{"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default",
+			"policy", "--store", store}, args...)...)
+		cmd.Dir = dir
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("policy %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	if out := starter("show"); !strings.Contains(out, `"version":0`) || !strings.Contains(out, "does not exist yet") {
+		t.Errorf("show of a store not made yet:\n%s", out)
+	}
+	if out := starter("remembered", "list"); !strings.Contains(out, "does not exist yet") {
+		t.Errorf("remembered list of a store not made yet:\n%s", out)
+	}
+	cl := startWorkerless("tq-no-store-" + tag())
+	if _, err := cl.PolicyState(ctxT(t, 30*time.Second), store); !errors.Is(err, client.ErrNoPolicyStore) {
+		t.Errorf("PolicyState of a store not made yet: %v", err)
 	}
 }

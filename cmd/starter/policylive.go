@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -127,5 +129,12 @@ func (cn *conn) policyState(ctx context.Context, store string) (workflows.Policy
 		return workflows.PolicyState{}, err
 	}
 	defer c.Close()
-	return cl.PolicyState(ctx, store)
+	st, err := cl.PolicyState(ctx, store)
+	if errors.Is(err, client.ErrNoPolicyStore) {
+		// As the turns take it: version 0, nothing live, nothing
+		// remembered; said on stderr so that the output stays data.
+		fmt.Fprintf(os.Stderr, "%v (starter policy apply creates it)\n", err)
+		return st, nil
+	}
+	return st, err
 }
