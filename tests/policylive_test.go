@@ -304,3 +304,52 @@ func TestPolicyStoreNotYetMade(t *testing.T) {
 		t.Errorf("PolicyState of a store not made yet: %v", err)
 	}
 }
+
+// TestApproveWithReason: `starter approvals approve --reason` records why
+// a call was allowed (a ticket) in the audit's approval record. Control:
+// an approval without it records none.
+func TestApproveWithReason(t *testing.T) {
+	cl, store, _ := liveWorker(t)
+	ctx := ctxT(t, 90*time.Second)
+	id := "reason-" + tag()
+	liveTurn(t, ctx, cl, id, store, "", `
+steps:
+  - tool_calls:
+      - {id: a, name: Bash, input: {command: "touch reason-a"}}
+      - {id: b, name: Bash, input: {command: "touch reason-b"}}
+  - text: done
+`, nil)
+	ps := waitPending(t, cl, id, 2)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	common := []string{"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default", "approvals", "approve", id}
+	sbin := buildStarter(t)
+	for _, p := range ps {
+		args := append(slices.Clone(common), p.CallID, "--by", "ops", "--hash", p.Hash)
+		if p.CallID == "a" {
+			args = append(args, "--reason", "CHG-1234: approved in the change review")
+		}
+		if out, err := runStarter(t, sbin, dir, args...); err != nil {
+			t.Fatalf("approve %s: %v\n%s", p.CallID, err, out)
+		}
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := audit.Workflow(ctx, env.c, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range recs {
+		if r.Kind == audit.KindApproval {
+			got[r.CallID] = r.Reason
+		}
+	}
+	if got["a"] != "CHG-1234: approved in the change review" || got["b"] != "" {
+		t.Errorf("approval reasons in the audit: %q", got)
+	}
+}

@@ -386,7 +386,8 @@ type Approval struct {
 	// Rules to add for always_allow ("Bash(npm run:*)"); empty means the
 	// entry's suggestions.
 	Rules []string `json:"rules,omitempty"`
-	// Reason for a denial, shown to the model.
+	// Reason for a denial, shown to the model; for an allow, why (a
+	// ticket), recorded in the audit and the answered event.
 	Reason string `json:"reason,omitempty"`
 	// Input, when set with allow, replaces the call's input. The edited
 	// input is a new call: it is validated and decided again (its own

@@ -36,6 +36,7 @@ func (f *decideFlags) declare(cmd *cobra.Command) {
 		fl.StringVar(&f.reason, "reason", "", "why (the model reads it)")
 		return
 	}
+	fl.StringVar(&f.reason, "reason", "", "why it is allowed, or a ticket (the audit and the turn's answered event record it)")
 	fl.BoolVar(&f.always, "always", false, "also add a rule so similar calls are allowed from now on")
 	fl.StringArrayVar(&f.rules, "rule", nil, "rule to add with --always (default the suggested rules)")
 	fl.StringVar(&f.input, "input", "", "run with this edited JSON input instead (re-checked)")
