@@ -353,3 +353,50 @@ steps:
 		t.Errorf("approval reasons in the audit: %q", got)
 	}
 }
+
+// TestStarterRunFollowsLivePolicy: `starter run --live-policy STORE`
+// starts a turn that follows the store, so a rule `policy apply` set
+// there allows its call. Control: the same script run without the flag
+// waits for an approval.
+func TestStarterRunFollowsLivePolicy(t *testing.T) {
+	workdir := t.TempDir()
+	queue := "tq-" + t.Name()
+	cl := startWorkerOn(t, queue, warden.Options{Workdir: workdir, Client: env.c})
+	store := "policy-cli-" + tag()
+	ctx := ctxT(t, 90*time.Second)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scriptFile := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scriptFile, []byte("steps:\n  - tool_calls:\n      - {id: a, name: Bash, input: {command: \"touch cli-live\"}}\n  - text: done\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sbin := buildStarter(t)
+	common := []string{"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default", "--task-queue", queue}
+	// The store is made by run itself; the rule is set once it exists.
+	id := "cli-live-" + tag()
+	if out, err := runStarter(t, sbin, dir, append(common, "run", "--script", scriptFile, "--workflow-id", id, "--live-policy", store, "--detach")...); err != nil {
+		t.Fatalf("run --live-policy: %v\n%s", err, out)
+	}
+	waitPending(t, cl, id, 1)
+	if _, err := cl.SetPolicy(ctx, store, workflows.LiveRules{Allow: []string{"Bash(touch cli-live:*)"}}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "cli-live")); err != nil {
+		t.Errorf("the live rule did not reach the CLI-started turn: %v", err)
+	}
+	// Control: without --live-policy the same call waits.
+	id2 := "cli-nolive-" + tag()
+	if out, err := runStarter(t, sbin, dir, append(common, "run", "--script", scriptFile, "--workflow-id", id2, "--detach")...); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if ps := waitPending(t, cl, id2, 1); ps[0].CallID != "a" {
+		t.Errorf("control: pending %+v", ps)
+	}
+	_ = env.c.TerminateWorkflow(ctx, id2, "", "test over")
+}

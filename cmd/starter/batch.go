@@ -18,9 +18,9 @@ Script paths are relative to the jobs file's directory.`
 
 // batchFlags are the flags of `starter batch`.
 type batchFlags struct {
-	file, results string
-	concurrency   int
-	quiet         bool
+	file, results, livePolicy string
+	concurrency               int
+	quiet                     bool
 }
 
 func newBatchCmd(cn *conn) *cobra.Command {
@@ -35,6 +35,7 @@ func newBatchCmd(cn *conn) *cobra.Command {
 	fl.StringVar(&f.file, "file", "", "jobs file, JSON lines")
 	fl.StringVar(&f.results, "results", "", "write results here as JSON lines (default stdout)")
 	fl.IntVar(&f.concurrency, "concurrency", 10, "turns in flight at once")
+	fl.StringVar(&f.livePolicy, "live-policy", "", "every job's turn follows this policy store (made if missing)")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
@@ -52,6 +53,16 @@ func (f batchFlags) run(cmd *cobra.Command, cn *conn) error {
 	jobs, err := client.ReadJobs(f.file, cfg.Policy())
 	if err != nil {
 		return err
+	}
+	if f.livePolicy != "" {
+		if _, err := cl.StartPolicyStore(ctx, f.livePolicy); err != nil {
+			return err
+		}
+		for i := range jobs {
+			if jobs[i].Input.LivePolicy == "" {
+				jobs[i].Input.LivePolicy = f.livePolicy
+			}
+		}
 	}
 	opts := client.BatchOptions{Concurrency: f.concurrency}
 	if !f.quiet {
