@@ -131,6 +131,9 @@ type ExecResult struct {
 	// egress proxy for, in order (local backend, a call with the
 	// network).
 	Connections []calls.Connection
+	// ConnectionsDropped counts the connections past the ones a result
+	// keeps (allowed ones first make room for refusals).
+	ConnectionsDropped int
 	// Limit says which of the call's limits ended it ("memory: the
 	// call's processes used the 512 MiB of limits.memory"), "" when
 	// none did.

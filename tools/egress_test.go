@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/calls"
 )
@@ -97,4 +98,24 @@ func serve(t *testing.T, ip, text string) string {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return ln.Addr().String()
+}
+
+// TestNetworkNoteDropped: a result that could not keep every connection
+// says how many it left out, in the text the model reads and in the
+// metadata; control: a complete one says nothing of it.
+func TestNetworkNoteDropped(t *testing.T) {
+	res := backend.ExecResult{Connections: []calls.Connection{{Host: "evil.example", Port: 443, By: "warden: refused"}}, ConnectionsDropped: 7}
+	if note := networkNote(res); !strings.Contains(note, "7 more connections were not recorded") {
+		t.Errorf("note %q", note)
+	}
+	if md := withConnections(map[string]any{}, res); md["connections_dropped"] != 7 {
+		t.Errorf("metadata %v", md)
+	}
+	res.ConnectionsDropped = 0
+	if note := networkNote(res); strings.Contains(note, "not recorded") {
+		t.Errorf("control: note %q", note)
+	}
+	if _, ok := withConnections(map[string]any{}, res)["connections_dropped"]; ok {
+		t.Error("control: metadata counts drops")
+	}
 }

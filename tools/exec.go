@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/backend"
-	"github.com/wardenhq/warden/calls"
 )
 
 // Process helpers of the shell tools (Bash, PowerShell) and of the tools
@@ -57,8 +56,8 @@ func runShell(ctx context.Context, env *Env, argv []string, command string, time
 			Metadata: map[string]any{"exit_code": res.ExitCode, "limit": res.Limit}})
 	}
 	if res.TimedOut {
-		return Single(Chunk{Text: fmt.Sprintf("Command timed out after %dms: %s", timeout.Milliseconds(), command) + networkNote(res.Connections),
-			IsError: true, Metadata: withConnections(map[string]any{}, res.Connections)})
+		return Single(Chunk{Text: fmt.Sprintf("Command timed out after %dms: %s", timeout.Milliseconds(), command) + networkNote(res),
+			IsError: true, Metadata: withConnections(map[string]any{}, res)})
 	}
 	if res.ExitCode != 0 {
 		var b strings.Builder
@@ -70,24 +69,25 @@ func runShell(ctx context.Context, env *Env, argv []string, command string, time
 		if stderr != "" {
 			b.WriteString("\nStderr:\n" + stderr)
 		}
-		return Single(Chunk{Text: Truncate(b.String(), MaxOutputChars) + networkNote(res.Connections), IsError: true,
-			Metadata: withConnections(map[string]any{"exit_code": res.ExitCode}, res.Connections)})
+		return Single(Chunk{Text: Truncate(b.String(), MaxOutputChars) + networkNote(res), IsError: true,
+			Metadata: withConnections(map[string]any{"exit_code": res.ExitCode}, res)})
 	}
 	out := stdout
 	if stderr != "" {
 		out += "\n" + stderr
 	}
-	return Single(Chunk{Text: Truncate(out, MaxOutputChars) + networkNote(res.Connections),
-		Metadata: withConnections(map[string]any{"exit_code": 0}, res.Connections)})
+	return Single(Chunk{Text: Truncate(out, MaxOutputChars) + networkNote(res),
+		Metadata: withConnections(map[string]any{"exit_code": 0}, res)})
 }
 
 // networkNote is what the model reads of the connections the sandbox's
 // egress proxy refused: one line each (repeats counted), saying why and
-// what would allow it; "" when none was refused.
-func networkNote(conns []calls.Connection) string {
+// what would allow it, and how many were not recorded; "" when none was
+// refused.
+func networkNote(res backend.ExecResult) string {
 	var lines []string
 	count := map[string]int{}
-	for _, c := range conns {
+	for _, c := range res.Connections {
 		if c.Allowed {
 			continue
 		}
@@ -112,15 +112,21 @@ func networkNote(conns []calls.Connection) string {
 		}
 		b.WriteString("\n")
 	}
+	if res.ConnectionsDropped > 0 {
+		fmt.Fprintf(&b, "(%d more connections were not recorded: a result keeps %d, refusals first.)\n", res.ConnectionsDropped, len(res.Connections))
+	}
 	b.WriteString("A command can ask for a host it needs with the input network_hosts: [\"host\"] (a person is asked).\n")
 	return b.String()
 }
 
 // withConnections adds the call's connections to a result's metadata
-// (for the audit), when it made any.
-func withConnections(md map[string]any, conns []calls.Connection) map[string]any {
-	if len(conns) > 0 {
-		md["connections"] = conns
+// (for the audit), when it made any, and how many were not kept.
+func withConnections(md map[string]any, res backend.ExecResult) map[string]any {
+	if len(res.Connections) > 0 {
+		md["connections"] = res.Connections
+	}
+	if res.ConnectionsDropped > 0 {
+		md["connections_dropped"] = res.ConnectionsDropped
 	}
 	return md
 }

@@ -200,7 +200,7 @@ func (b *Backend) execDirect(ctx context.Context, req backend.ExecRequest, dir s
 		Stderr:      stderr.Bytes(),
 		Truncated:   stdout.Truncated() || stderr.Truncated(),
 		Duration:    time.Since(start),
-		Connections: conns.list,
+		Connections: conns.list, ConnectionsDropped: conns.dropped,
 	}
 	var exitErr *exec.ExitError
 	switch {

@@ -26,6 +26,8 @@ const maxConnections = 1000
 type connections struct {
 	obs  egress.Observer
 	list []calls.Connection
+	// dropped counts the records not kept.
+	dropped int
 }
 
 func (c *connections) record(cn calls.Connection) {
@@ -36,6 +38,7 @@ func (c *connections) record(cn calls.Connection) {
 		c.list = append(c.list, cn)
 		return
 	}
+	c.dropped++
 	if cn.Allowed {
 		return
 	}

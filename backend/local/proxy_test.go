@@ -29,6 +29,9 @@ func TestConnectionsBounded(t *testing.T) {
 	if last := c.list[len(c.list)-1]; last.Allowed || last.Host != "evil.example" {
 		t.Errorf("last record %+v, want the refusal", last)
 	}
+	if c.dropped != 11 {
+		t.Errorf("%d records counted as not kept, want 11", c.dropped)
+	}
 }
 
 // TestProxyEnv: the process's proxy settings name its egress proxy,

@@ -91,7 +91,7 @@ func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir st
 		Truncated:   stdout.Truncated() || stderr.Truncated(),
 		Duration:    time.Since(start),
 		ExitCode:    out.ExitCode,
-		Connections: conns.list, // RunCall returns after the proxy
+		Connections: conns.list, ConnectionsDropped: conns.dropped, // RunCall returns after the proxy
 	}
 	switch {
 	case errors.Is(err, sandbox.ErrNotFound):
