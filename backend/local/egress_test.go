@@ -178,6 +178,26 @@ func TestEgressProxy(t *testing.T) {
 	})
 }
 
+// execNetwork runs argv on b in a fresh workspace with the network to
+// hosts (granted by by), with the environment env gives for the
+// workspace, and returns the result and its output, logging both and
+// the connections.
+func execNetwork(t *testing.T, b *local.Backend, by string, hosts, argv []string, env func(ws string) []string) (backend.ExecResult, string) {
+	t.Helper()
+	ws := t.TempDir()
+	prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Network: true, NetworkBy: by, Hosts: hosts}
+	res, err := b.Exec(t.Context(), backend.ExecRequest{Argv: argv, Dir: ws, Sandbox: prof, Timeout: 2 * time.Minute, Env: env(ws)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(res.Stdout) + string(res.Stderr)
+	t.Logf("hosts %v: exit %d: %s", hosts, res.ExitCode, out)
+	for _, c := range res.Connections {
+		t.Logf("  %s", c)
+	}
+	return res, out
+}
+
 // goProxyDir lays out a Go module proxy (the GOPROXY file protocol:
 // <module>/@v/list, .info, .mod, .zip) holding mod@version, copied
 // from what `go mod download -json` puts in the module cache.
@@ -228,22 +248,11 @@ func TestGoModDownloadThroughProxy(t *testing.T) {
 	registry := ln.Addr().String()
 	download := func(b *local.Backend, hosts []string) (backend.ExecResult, string) {
 		t.Helper()
-		ws := t.TempDir()
-		prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Network: true, NetworkBy: "test rule Bash(go mod download:*)", Hosts: hosts}
-		res, err := b.Exec(t.Context(), backend.ExecRequest{
-			Argv: []string{"go", "mod", "download", "-json", mod + "@" + version}, Dir: ws, Sandbox: prof, Timeout: 2 * time.Minute,
-			Env: []string{"GOPROXY=http://" + registry, "GOSUMDB=off", "GOFLAGS=-modcacherw", "GOTOOLCHAIN=local",
-				"GOMODCACHE=" + filepath.Join(ws, "modcache"), "GOPATH=" + filepath.Join(ws, "gopath")},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := string(res.Stdout) + string(res.Stderr)
-		t.Logf("hosts %v: exit %d: %s", hosts, res.ExitCode, out)
-		for _, c := range res.Connections {
-			t.Logf("  %s", c)
-		}
-		return res, out
+		return execNetwork(t, b, "test rule Bash(go mod download:*)", hosts, []string{"go", "mod", "download", "-json", mod + "@" + version},
+			func(ws string) []string {
+				return []string{"GOPROXY=http://" + registry, "GOSUMDB=off", "GOFLAGS=-modcacherw", "GOTOOLCHAIN=local",
+					"GOMODCACHE=" + filepath.Join(ws, "modcache"), "GOPATH=" + filepath.Join(ws, "gopath")}
+			})
 	}
 	b := local.New(t.TempDir())
 	defer b.Close()
@@ -425,23 +434,12 @@ func TestNpmInstallThroughProxy(t *testing.T) {
 	registry := npmRegistry(t, hostAddr(t))
 	install := func(b *local.Backend, hosts []string) (backend.ExecResult, string) {
 		t.Helper()
-		ws := t.TempDir()
-		prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Network: true, NetworkBy: "test rule Bash(npm install:*)", Hosts: hosts}
-		res, err := b.Exec(t.Context(), backend.ExecRequest{
-			Argv: []string{"sh", "-c", "npm install --no-audit --no-fund --fetch-retries=0 warden-egress-demo && node -e 'console.log(require(\"warden-egress-demo\"))'"},
-			Dir:  ws, Sandbox: prof, Timeout: 2 * time.Minute,
-			Env: []string{"npm_config_registry=http://" + registry + "/", "npm_config_cache=" + filepath.Join(ws, ".npm"),
-				"npm_config_logs_dir=" + filepath.Join(ws, ".npm-logs"), "npm_config_update_notifier=false"},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := string(res.Stdout) + string(res.Stderr)
-		t.Logf("hosts %v: exit %d: %s", hosts, res.ExitCode, out)
-		for _, c := range res.Connections {
-			t.Logf("  %s", c)
-		}
-		return res, out
+		return execNetwork(t, b, "test rule Bash(npm install:*)", hosts,
+			[]string{"sh", "-c", "npm install --no-audit --no-fund --fetch-retries=0 warden-egress-demo && node -e 'console.log(require(\"warden-egress-demo\"))'"},
+			func(ws string) []string {
+				return []string{"npm_config_registry=http://" + registry + "/", "npm_config_cache=" + filepath.Join(ws, ".npm"),
+					"npm_config_logs_dir=" + filepath.Join(ws, ".npm-logs"), "npm_config_update_notifier=false"}
+			})
 	}
 	b := local.New(t.TempDir())
 	defer b.Close()
