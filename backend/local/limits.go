@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -102,17 +104,19 @@ type limiter struct {
 	cancel context.CancelCauseFunc
 	stop   chan struct{}
 	done   chan struct{}
-	// writes are the call's write paths on the disks (walked), start when
-	// it started, nextWalk the earliest next walk of them; others returns
-	// the write paths of the backend's other running calls.
-	writes   []string
-	start    time.Time
-	nextWalk time.Time
-	// cache is the shared cache directory among its write paths ("" none).
-	cache     string
-	nextCache time.Time
-	others    func() map[string]bool
-	release   func()
+	// writes are the call's write paths on the disks, start when it
+	// started; cache is the shared cache directory among its write paths
+	// ("" none); others returns the write paths of the backend's other
+	// running calls.
+	writes  []string
+	start   time.Time
+	cache   string
+	others  func() map[string]bool
+	release func()
+	// own and shared walk the write paths and the cache directory (larger,
+	// walked less often) beside the polls; abort ends a running walk.
+	own, shared walker
+	abort       atomic.Bool
 
 	mu  sync.Mutex
 	hit string // the limit that ended the call
@@ -160,6 +164,10 @@ func (b *Backend) limitCall(ctx context.Context, lim calls.Limits, writes []stri
 			seen[st.Fsid] = true
 			l.disks = append(l.disks, disk{path: p, used: used(&st)})
 		}
+	}
+	l.own = walker{roots: l.writes, every: walkEvery}
+	if l.cache != "" {
+		l.shared = walker{roots: []string{l.cache}, every: 10 * walkEvery}
 	}
 	l.others = func() map[string]bool { return b.writesBut(l) }
 	b.runMu.Lock()
@@ -245,15 +253,18 @@ func (l *limiter) watch() {
 			return
 		case <-t.C:
 		}
-		if s := l.check(); s != "" {
+		if s := l.check(false); s != "" {
 			l.end(s)
 			return
 		}
 	}
 }
 
-// check returns the limit the call is at ("" none).
-func (l *limiter) check() string {
+// check returns the limit the call is at ("" none). While the call runs
+// (wait false) a walk of its write paths runs beside the polls, which go
+// on reading what its processes wrote; after it (wait true) the walk is
+// waited for.
+func (l *limiter) check(wait bool) string {
 	if l.g != nil {
 		e := l.g.Events()
 		switch {
@@ -281,39 +292,88 @@ func (l *limiter) check() string {
 		// What its processes wrote tells at once; what they allocated
 		// without writing (fallocate) shows only in the files of its write
 		// paths changed since it started, walked at most every walkEvery.
-		if l.g == nil || l.g.Written() > l.lim.Write || l.walked() > l.lim.Write {
-			return fmt.Sprintf("write: the call grew the file system of %s by more than limits.write (%s) and was killed", d.path, calls.Bytes(l.lim.Write))
+		if l.g == nil || l.g.Written() > l.lim.Write || l.walkedPast(wait) {
+			return fmt.Sprintf(writeGrew+"the file system of %s by more than limits.write (%s) and was killed", d.path, calls.Bytes(l.lim.Write))
 		}
 	}
 	return ""
 }
 
+// walkedPast reports whether the files of the call's write paths changed
+// since it started take more than limits.write. A walk of a large write
+// path (the shared cache) takes hundreds of milliseconds on a loaded
+// machine, and a call writes hundreds of MiB meanwhile: while the call
+// runs, each walk runs in a goroutine of its own and its result is read
+// at a later poll; after it (wait), they are waited for.
+func (l *limiter) walkedPast(wait bool) bool {
+	l.own.poll(l, wait)
+	if l.own.last <= l.lim.Write {
+		l.shared.poll(l, wait)
+	}
+	return l.own.last+l.shared.last > l.lim.Write
+}
+
+// writeGrew begins the limit of a call whose disks grew past the bound.
+const writeGrew = "write: the call grew "
+
 // walkEvery is how often, at most, the write watcher walks the call's
 // write paths (only while its disks grew by more than half the bound),
 // and never more than a quarter of the time (the shared cache directory
-// of a busy machine takes tens of milliseconds).
+// of a busy machine takes tens of milliseconds, ten times as long).
 const walkEvery = 100 * time.Millisecond
 
-// walked is what the files of the call's write paths that changed since
-// it started take on disk (it stops counting past limits.write), or 0
-// when the last walk was too recent.
-func (l *limiter) walked() int64 {
-	n := walk(l.writes, l.lim.Write, &l.nextWalk, walkEvery, l)
-	if n <= l.lim.Write && l.cache != "" {
-		// The cache directory every call shares: larger, walked less often.
-		n += walk([]string{l.cache}, l.lim.Write-n, &l.nextCache, 10*walkEvery, l)
-	}
-	return n
+// walker walks roots at most every every (and three times as long as its
+// last walk took), one walk at a time.
+type walker struct {
+	roots []string
+	every time.Duration
+	next  time.Time
+	c     chan int64 // the running walk's result (nil none)
+	last  int64      // the last walk's result
 }
 
-// walk is walked for roots, when *next has come: it sets the next walk
-// at least every after, and three times as long as this one took.
-func walk(roots []string, bound int64, next *time.Time, every time.Duration, l *limiter) int64 {
-	if len(roots) == 0 || time.Now().Before(*next) {
-		return 0
+// poll reads the result of the running walk, if it is done (or wait), and
+// starts the next one when it is due.
+func (w *walker) poll(l *limiter, wait bool) {
+	if w.c != nil {
+		if !wait {
+			select {
+			case w.last = <-w.c:
+			default:
+				return
+			}
+		} else {
+			w.last = <-w.c
+		}
+		w.c = nil
 	}
+	if len(w.roots) == 0 || time.Now().Before(w.next) {
+		return
+	}
+	if wait {
+		w.last = w.walk(l)
+		return
+	}
+	c := make(chan int64, 1)
+	w.c = c
+	go func() { c <- w.walk(l) }()
+}
+
+// drain ends a running walk whose result is not wanted.
+func (w *walker) drain() {
+	if w.c != nil {
+		<-w.c
+		w.c = nil
+	}
+}
+
+// walk is what the files under w's roots changed since the call started
+// take on disk (it stops counting past limits.write); it sets the next
+// walk.
+func (w *walker) walk(l *limiter) int64 {
 	began := time.Now()
-	defer func() { *next = time.Now().Add(max(every, 3*time.Since(began))) }()
+	defer func() { w.next = time.Now().Add(max(w.every, 3*time.Since(began))) }()
+	roots, bound := w.roots, l.lim.Write
 	// A directory another running call writes and this one was not given
 	// is that call's: its files are not counted here.
 	mine := map[string]bool{l.cache: l.cache != ""}
@@ -325,6 +385,9 @@ func walk(roots []string, bound int64, next *time.Time, every time.Duration, l *
 	var n int64
 	for _, root := range roots {
 		_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if l.abort.Load() {
+				return filepath.SkipAll
+			}
 			if err != nil || n > bound {
 				return filepath.SkipDir
 			}
@@ -385,13 +448,25 @@ func (l *limiter) finish(ctx context.Context, res *backend.ExecResult, err error
 		}()
 	}
 	s := l.limited()
+	// A file stopped at the size bound is what stopped its writer, even
+	// when the watcher then found the disk grown past the bound by that
+	// file's blocks.
+	if strings.HasPrefix(s, writeGrew) {
+		if a := l.after(res, tmp); strings.HasPrefix(a, "write: ") {
+			s = a
+		}
+	}
 	// A call that ended well is not blamed on a limit it came near.
 	if s == "" && ctx.Err() == nil && res.ExitCode != 0 {
-		s = l.check()
+		s = l.check(true)
 		if s == "" {
 			s = l.after(res, tmp)
 		}
 	}
+	// A walk still running is not needed any more.
+	l.abort.Store(true)
+	l.own.drain()
+	l.shared.drain()
 	if s == "" {
 		return err
 	}
