@@ -76,6 +76,9 @@ type Options struct {
 	InboxURL string
 	// ModelMetrics records model calls, tokens and durations (nil: none).
 	ModelMetrics *metrics.Models
+	// Prices price model calls per million tokens, by model name or
+	// provider name (nil: no costs).
+	Prices map[string]model.Price
 	// ResultBudget caps what of a tool result enters history besides its
 	// content (data blocks, metadata), in bytes.
 	ResultBudget int
@@ -190,8 +193,8 @@ func NewActivities(o Options) (*activities.Activities, error) {
 		Tools: reg, Backends: backends, DefaultBackend: def, DefaultWorkdir: wd, Protected: slices.Clone(o.Protected),
 		Models: models, Middleware: slices.Clone(o.ToolMiddleware), ResultBudget: o.ResultBudget, Logger: o.Logger,
 		ToolDefaults: o.ToolDefaults, ToolSettings: o.ToolSettings, Notifier: o.Notifier, InboxURL: o.InboxURL,
-		ModelMetrics: o.ModelMetrics,
-		Content:      &content.Log{Store: store, CacheBytes: o.ContentCacheBytes}, Compactors: compactors,
+		ModelMetrics: o.ModelMetrics, Prices: o.Prices,
+		Content: &content.Log{Store: store, CacheBytes: o.ContentCacheBytes}, Compactors: compactors,
 		MaxResultBytes: o.MaxResultBytes, MaxCallInputBytes: o.MaxCallInputBytes, Client: o.Client,
 	}
 	for _, m := range o.AgentMiddleware {

@@ -80,7 +80,10 @@ type Activities struct {
 	// model calls (nil: nothing is recorded).
 	Metrics      *metrics.Tools
 	ModelMetrics *metrics.Models
-	Logger       *slog.Logger
+	// Prices price model calls, by the turn's model name or else the
+	// provider's name; a call of a model without a price gets no cost.
+	Prices map[string]model.Price
+	Logger *slog.Logger
 	// Client reaches the namespace's policy stores: Prepare queries the
 	// store a turn follows, spends single-use remembered approvals, and
 	// PolicyFanout signals waiting turns. Nil: turns that follow a store
@@ -125,8 +128,25 @@ func (a *Activities) Model(ctx context.Context, in workflows.ModelInput) (model.
 	defer stop()
 	start := time.Now()
 	resp, err := m.Generate(ctx, in.Request)
-	a.ModelMetrics.Observe(in.Provider, in.Model, time.Since(start), resp.Usage.InputTokens, resp.Usage.OutputTokens, err)
+	resp.Usage = a.price(in.Provider, in.Model, resp.Usage)
+	a.ModelMetrics.Observe(in.Provider, in.Model, time.Since(start), resp.Usage, err)
 	return resp, err
+}
+
+// price sets u's cost from the price of the model (else the provider),
+// or clears it when neither has one: a cost is the worker's, never a
+// provider's or a script's.
+func (a *Activities) price(provider, name string, u model.Usage) model.Usage {
+	u.Cost = nil
+	p, ok := a.Prices[name]
+	if !ok || name == "" {
+		p, ok = a.Prices[provider]
+	}
+	if ok {
+		c := p.Cost(u)
+		u.Cost = &c
+	}
+	return u
 }
 
 // env builds the environment a call runs against.

@@ -69,7 +69,8 @@ func (a *Activities) ModelStep(ctx context.Context, in workflows.ModelStepInput)
 	}
 	start := time.Now()
 	resp, err := m.Generate(ctx, req)
-	a.ModelMetrics.Observe(in.Provider, in.Model, time.Since(start), resp.Usage.InputTokens, resp.Usage.OutputTokens, err)
+	resp.Usage = a.price(in.Provider, in.Model, resp.Usage)
+	a.ModelMetrics.Observe(in.Provider, in.Model, time.Since(start), resp.Usage, err)
 	if err != nil {
 		return out, err
 	}

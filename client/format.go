@@ -38,6 +38,8 @@ func FormatEvent(e workflows.Event) string {
 		return "STUCK:   " + indent(e.Text) + "\n"
 	case workflows.EventCompacted:
 		return "context: " + e.Text + "\n"
+	case workflows.EventUsage:
+		return "usage:   " + e.Text + "\n"
 	default:
 		return fmt.Sprintf("%s: %s\n", e.Type, e.Text)
 	}

@@ -51,6 +51,10 @@ type Config struct {
 	// Models configures real model providers by name (the scripted model
 	// is always there). API keys come from the environment only.
 	Models map[string]Model `yaml:"models"`
+	// Prices price model calls per million tokens, by model name (the
+	// turn's model) or provider name; a model without one gets no cost
+	// figure (never a guess).
+	Prices map[string]Price `yaml:"prices"`
 	// MCP lists MCP servers whose tools the worker offers
 	// (mcp__SERVER__TOOL; non-read-only ones ask by default).
 	MCP  MCP  `yaml:"mcp"`
@@ -152,6 +156,16 @@ type Model struct {
 	// APIKeyEnv names the environment variable holding the key (default
 	// OPENAI_API_KEY / ANTHROPIC_API_KEY).
 	APIKeyEnv string `yaml:"api_key_env"`
+}
+
+// Price is a model's price per million tokens: input read at the full
+// price, cached input (a cache read), input written to the cache, and
+// output. CachedInput and CacheWrite are Input when zero.
+type Price struct {
+	Input       float64 `yaml:"input"`
+	CachedInput float64 `yaml:"cached_input"`
+	CacheWrite  float64 `yaml:"cache_write"`
+	Output      float64 `yaml:"output"`
 }
 
 // MCP configures MCP servers (stdio command or streamable HTTP URL).

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	wmodel "github.com/wardenhq/warden/model"
 )
 
 func TestApprovalsExposedBeforeFirstEvent(t *testing.T) {
@@ -123,9 +125,10 @@ func TestModelsObserve(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewModels(reg)
 	m.Init("anthropic", "claude-sonnet")
-	m.Observe("anthropic", "claude-sonnet", 2*time.Second, 100, 20, nil)
-	m.Observe("anthropic", "claude-sonnet", time.Second, 50, 0, errors.New("overloaded"))
-	m.Observe("openai", "gpt", 500*time.Millisecond, 10, 5, nil)
+	cost := 0.0042
+	m.Observe("anthropic", "claude-sonnet", 2*time.Second, wmodel.Usage{InputTokens: 60, CacheReadTokens: 30, CacheWriteTokens: 10, OutputTokens: 20, Cost: &cost}, nil)
+	m.Observe("anthropic", "claude-sonnet", time.Second, wmodel.Usage{InputTokens: 50}, errors.New("overloaded"))
+	m.Observe("openai", "gpt", 500*time.Millisecond, wmodel.Usage{InputTokens: 10, OutputTokens: 5}, nil)
 
 	want := `
 # HELP warden_model_calls_total Model calls by provider, model and outcome (success, error).
@@ -133,14 +136,19 @@ func TestModelsObserve(t *testing.T) {
 warden_model_calls_total{model="claude-sonnet",outcome="error",provider="anthropic"} 1
 warden_model_calls_total{model="claude-sonnet",outcome="success",provider="anthropic"} 1
 warden_model_calls_total{model="gpt",outcome="success",provider="openai"} 1
-# HELP warden_model_tokens_total Model tokens by provider, model and kind (input, output).
+# HELP warden_model_tokens_total Model tokens by provider, model and kind (input, cache_read, cache_write, output).
 # TYPE warden_model_tokens_total counter
-warden_model_tokens_total{kind="input",model="claude-sonnet",provider="anthropic"} 150
+warden_model_tokens_total{kind="cache_read",model="claude-sonnet",provider="anthropic"} 30
+warden_model_tokens_total{kind="cache_write",model="claude-sonnet",provider="anthropic"} 10
+warden_model_tokens_total{kind="input",model="claude-sonnet",provider="anthropic"} 110
 warden_model_tokens_total{kind="output",model="claude-sonnet",provider="anthropic"} 20
 warden_model_tokens_total{kind="input",model="gpt",provider="openai"} 10
 warden_model_tokens_total{kind="output",model="gpt",provider="openai"} 5
+# HELP warden_model_cost_total Cost of model calls by provider and model, in the currency of the worker's price table (priced models only).
+# TYPE warden_model_cost_total counter
+warden_model_cost_total{model="claude-sonnet",provider="anthropic"} 0.0042
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "warden_model_calls_total", "warden_model_tokens_total"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "warden_model_calls_total", "warden_model_tokens_total", "warden_model_cost_total"); err != nil {
 		t.Error(err)
 	}
 	mfs, err := reg.Gather()

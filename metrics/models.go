@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	wmodel "github.com/wardenhq/warden/model"
 )
 
 // Models are the metrics of model calls. A nil *Models records nothing.
@@ -13,6 +15,7 @@ import (
 type Models struct {
 	calls    *prometheus.CounterVec
 	tokens   *prometheus.CounterVec
+	cost     *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 }
 
@@ -28,8 +31,12 @@ func NewModels(reg prometheus.Registerer) *Models {
 		}, []string{"provider", "model", "outcome"}),
 		tokens: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "warden_model_tokens_total",
-			Help: "Model tokens by provider, model and kind (input, output).",
+			Help: "Model tokens by provider, model and kind (input, cache_read, cache_write, output).",
 		}, []string{"provider", "model", "kind"}),
+		cost: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "warden_model_cost_total",
+			Help: "Cost of model calls by provider and model, in the currency of the worker's price table (priced models only).",
+		}, []string{"provider", "model"}),
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "warden_model_duration_seconds",
 			Help:    "Wall time of model calls.",
@@ -51,9 +58,10 @@ func (m *Models) Init(provider, model string) {
 	m.duration.WithLabelValues(provider, model)
 }
 
-// Observe records one model call: its duration, its input and output
-// token counts and its outcome (error when err is not nil).
-func (m *Models) Observe(provider, model string, d time.Duration, in, out int, err error) {
+// Observe records one model call: its duration, its token counts by
+// kind (input, cache_read, cache_write, output), its cost when it was
+// priced, and its outcome (error when err is not nil).
+func (m *Models) Observe(provider, model string, d time.Duration, u wmodel.Usage, err error) {
 	if m == nil {
 		return
 	}
@@ -62,11 +70,16 @@ func (m *Models) Observe(provider, model string, d time.Duration, in, out int, e
 		outcome = "error"
 	}
 	m.calls.WithLabelValues(provider, model, outcome).Inc()
-	if in > 0 {
-		m.tokens.WithLabelValues(provider, model, "input").Add(float64(in))
+	for _, k := range []struct {
+		kind string
+		n    int
+	}{{"input", u.InputTokens}, {"cache_read", u.CacheReadTokens}, {"cache_write", u.CacheWriteTokens}, {"output", u.OutputTokens}} {
+		if k.n > 0 {
+			m.tokens.WithLabelValues(provider, model, k.kind).Add(float64(k.n))
+		}
 	}
-	if out > 0 {
-		m.tokens.WithLabelValues(provider, model, "output").Add(float64(out))
+	if u.Cost != nil {
+		m.cost.WithLabelValues(provider, model).Add(*u.Cost)
 	}
 	m.duration.WithLabelValues(provider, model).Observe(d.Seconds())
 }

@@ -6,6 +6,8 @@ package model
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 )
 
 // Role of a message's author.
@@ -75,10 +77,100 @@ type Response struct {
 	Usage     Usage      `json:"usage,omitempty"`
 }
 
-// Usage counts tokens where a provider reports them.
+// Usage counts tokens where a provider reports them, each kind apart:
+// InputTokens is the input read at the full price, CacheReadTokens the
+// input served from the provider's prompt cache (OpenAI's cached
+// tokens, Anthropic's cache reads) and CacheWriteTokens the input
+// written to it (Anthropic's cache creation). Cost is what the call cost
+// in the currency of the price table, set only when the table prices the
+// model (never a guess).
 type Usage struct {
-	InputTokens  int `json:"input_tokens,omitempty"`
-	OutputTokens int `json:"output_tokens,omitempty"`
+	InputTokens      int      `json:"input_tokens,omitempty" yaml:"input_tokens"`
+	CacheReadTokens  int      `json:"cache_read_tokens,omitempty" yaml:"cache_read_tokens"`
+	CacheWriteTokens int      `json:"cache_write_tokens,omitempty" yaml:"cache_write_tokens"`
+	OutputTokens     int      `json:"output_tokens,omitempty" yaml:"output_tokens"`
+	Cost             *float64 `json:"cost,omitempty" yaml:"cost"`
+}
+
+// Input is every input token: read, cached and written to the cache.
+func (u Usage) Input() int { return u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens }
+
+// Total is every token, input and output.
+func (u Usage) Total() int { return u.Input() + u.OutputTokens }
+
+// Add returns u plus v. The sum has a cost when either has one (an
+// unpriced call adds none: the sum then says what was priced).
+func (u Usage) Add(v Usage) Usage {
+	out := Usage{InputTokens: u.InputTokens + v.InputTokens, CacheReadTokens: u.CacheReadTokens + v.CacheReadTokens,
+		CacheWriteTokens: u.CacheWriteTokens + v.CacheWriteTokens, OutputTokens: u.OutputTokens + v.OutputTokens}
+	if u.Cost != nil || v.Cost != nil {
+		c := u.CostOr0() + v.CostOr0()
+		out.Cost = &c
+	}
+	return out
+}
+
+// CostOr0 is the cost, 0 when there is none.
+func (u Usage) CostOr0() float64 {
+	if u.Cost == nil {
+		return 0
+	}
+	return *u.Cost
+}
+
+// String reads "120 in (20 cached, 0 written to cache), 34 out, cost
+// 0.0012": the kinds a provider reported, the cost when priced.
+func (u Usage) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d in", u.Input())
+	var parts []string
+	if u.CacheReadTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d cached", u.CacheReadTokens))
+	}
+	if u.CacheWriteTokens > 0 {
+		parts = append(parts, fmt.Sprintf("%d written to cache", u.CacheWriteTokens))
+	}
+	if len(parts) > 0 {
+		b.WriteString(" (" + strings.Join(parts, ", ") + ")")
+	}
+	fmt.Fprintf(&b, ", %d out", u.OutputTokens)
+	if u.Cost != nil {
+		fmt.Fprintf(&b, ", cost %s", FormatCost(*u.Cost))
+	}
+	return b.String()
+}
+
+// FormatCost prints a cost with enough digits for a small call
+// ("0.000420") and cents for a large sum ("12.35").
+func FormatCost(c float64) string {
+	if c >= 10 {
+		return fmt.Sprintf("%.2f", c)
+	}
+	return fmt.Sprintf("%.6f", c)
+}
+
+// Price is a model's price per million tokens of each kind. CachedInput
+// and CacheWrite default to Input when zero (what the provider charges
+// when it does not discount cached input); a model without a Price gets
+// no cost.
+type Price struct {
+	Input       float64 `json:"input" yaml:"input"`
+	CachedInput float64 `json:"cached_input,omitempty" yaml:"cached_input"`
+	CacheWrite  float64 `json:"cache_write,omitempty" yaml:"cache_write"`
+	Output      float64 `json:"output" yaml:"output"`
+}
+
+// Cost is what u costs at p.
+func (p Price) Cost(u Usage) float64 {
+	cached, write := p.CachedInput, p.CacheWrite
+	if cached == 0 {
+		cached = p.Input
+	}
+	if write == 0 {
+		write = p.Input
+	}
+	return (float64(u.InputTokens)*p.Input + float64(u.CacheReadTokens)*cached +
+		float64(u.CacheWriteTokens)*write + float64(u.OutputTokens)*p.Output) / 1e6
 }
 
 // Compaction records how a conversation that outgrew the model's context

@@ -54,6 +54,9 @@ func (s *Script) StepAt(n int) Step {
 type Step struct {
 	Text      string         `json:"text,omitempty" yaml:"text"`
 	ToolCalls []ScriptedCall `json:"tool_calls,omitempty" yaml:"tool_calls"`
+	// Usage is the usage the step reports, as a provider would (its cost
+	// is the worker's to compute: a scripted cost is ignored).
+	Usage *Usage `json:"usage,omitempty" yaml:"usage"`
 }
 
 // ScriptedCall is a tool call in a script; its input is any YAML value
@@ -127,6 +130,10 @@ func (Scripted) Generate(_ context.Context, req Request) (Response, error) {
 // answer turns step n into a response.
 func answer(st Step, n int) (Response, error) {
 	resp := Response{Text: st.Text}
+	if st.Usage != nil {
+		resp.Usage = *st.Usage
+		resp.Usage.Cost = nil
+	}
 	for j, c := range st.ToolCalls {
 		in, err := json.Marshal(normalize(c.Input))
 		if err != nil {

@@ -43,3 +43,15 @@ func orDefault(s, def string) string {
 	}
 	return s
 }
+
+// prices is the price table of the configuration.
+func prices(cfg map[string]config.Price) map[string]model.Price {
+	if len(cfg) == 0 {
+		return nil
+	}
+	out := make(map[string]model.Price, len(cfg))
+	for name, p := range cfg {
+		out[name] = model.Price{Input: p.Input, CachedInput: p.CachedInput, CacheWrite: p.CacheWrite, Output: p.Output}
+	}
+	return out
+}

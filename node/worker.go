@@ -69,6 +69,7 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 	w := worker.New(n.c, cfg.Worker.TaskQueue, workerOptions(cfg))
 	if _, err := warden.Register(w, warden.Options{
 		ToolMiddleware: toolMW, ModelMetrics: metrics.NewModels(n.reg), Models: providers, Tools: mcpSet.Tools(),
+		Prices:         prices(cfg.Prices),
 		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: n.reg, Logger: n.logger,
 		Protected:    cfg.OwnPatterns(),
 		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool,

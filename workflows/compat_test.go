@@ -66,7 +66,13 @@ func sampleScript() *model.Script {
 	return &model.Script{Prompt: "List the workspace", Steps: []model.Step{{
 		Text:      "Let me look.",
 		ToolCalls: []model.ScriptedCall{{ID: "c1", Name: "Bash", Input: map[string]any{"command": "ls"}}},
-	}}, Current: &model.Step{Text: "Done.", ToolCalls: []model.ScriptedCall{{ID: "c2", Name: "Read", Input: map[string]any{"file_path": "/work/a"}}}}}
+		Usage:     ptr(sampleUsage()),
+	}}, Current: &model.Step{Text: "Done.", ToolCalls: []model.ScriptedCall{{ID: "c2", Name: "Read", Input: map[string]any{"file_path": "/work/a"}}},
+		Usage: ptr(sampleUsage())}}
+}
+
+func sampleUsage() model.Usage {
+	return model.Usage{InputTokens: 100, CacheReadTokens: 30, CacheWriteTokens: 10, OutputTokens: 20, Cost: ptr(0.00125)}
 }
 
 func sampleRule(b permission.Behavior) permission.Rule {
@@ -166,7 +172,7 @@ func compatSamples() []struct {
 			Resume: &workflows.Resume{
 				Iterations: 3, ToolCalls: 4, ToolErrors: 1, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
 				ReturnDirectly: []string{"TaskCreate"}, Seq: 9, Events: []workflows.Event{sampleEvent()},
-				Conversation: "9b74c9897bac770ffc029102a200c5de", LiveVersion: 2,
+				Conversation: "9b74c9897bac770ffc029102a200c5de", LiveVersion: 2, Usage: sampleUsage(),
 				Notifying: []workflows.NotifyInput{{Type: "approval_requested", WorkflowID: "turn-1", Pending: samplePending()}},
 				Step: &workflows.StepState{
 					Slots:   []workflows.SlotState{{Call: sampleCall(), Prep: samplePrepared(), Ready: true, Result: func() *tools.Result { r := sampleResult(); return &r }()}},
@@ -177,7 +183,7 @@ func compatSamples() []struct {
 			},
 		}},
 		{"TurnResult", workflows.TurnResult{
-			Answer: "Done.", Messages: sampleMessages(), Iterations: 2, ToolCalls: 1, ToolErrors: 1,
+			Answer: "Done.", Messages: sampleMessages(), Iterations: 2, ToolCalls: 1, ToolErrors: 1, Usage: sampleUsage(),
 			State: sampleState(), Permission: samplePermission(), Stopped: "max_iterations",
 			Conversation: "9b74c9897bac770ffc029102a200c5de", AnswerRef: "5d41402abc4b2a76b9719d911017c592",
 		}},
@@ -187,7 +193,7 @@ func compatSamples() []struct {
 		}},
 		{"ModelStepOutput", workflows.ModelStepOutput{
 			Conversation: "9b74c9897bac770ffc029102a200c5de", Message: sampleMessages()[0],
-			Usage: model.Usage{InputTokens: 100, OutputTokens: 20}, Compaction: sampleCompaction(),
+			Usage: sampleUsage(), Compaction: sampleCompaction(),
 		}},
 		{"ModelInput", workflows.ModelInput{
 			Provider: "scripted", Model: "demo",
@@ -200,7 +206,7 @@ func compatSamples() []struct {
 		}},
 		{"model.Response", model.Response{
 			Text: "Let me look.", ToolCalls: []model.ToolCall{sampleCall()},
-			Usage: model.Usage{InputTokens: 100, OutputTokens: 20},
+			Usage: sampleUsage(),
 		}},
 		{"CallEnv", workflows.CallEnv{Backend: "local", Workdir: "/work"}},
 		{"PrepareInput", workflows.PrepareInput{
@@ -223,7 +229,7 @@ func compatSamples() []struct {
 		{"EventsPage", workflows.EventsPage{Events: []workflows.Event{sampleEvent()}, Next: 4, Done: true}},
 		{"Summary", workflows.Summary{
 			Iterations: 2, ToolCalls: 1, Pending: []workflows.Pending{samplePending()},
-			Permission: samplePermission(), Tasks: []tools.Task{sampleTask()}, Done: true,
+			Permission: samplePermission(), Tasks: []tools.Task{sampleTask()}, Done: true, Usage: sampleUsage(),
 		}},
 		{"PendingIndex", workflows.PendingIndex{
 			Entries: []workflows.IndexEntry{{Pending: samplePending(), Preview: `{"command":"npm run`}}, More: true,
@@ -386,7 +392,7 @@ func constGroups() map[string]map[string]any {
 			"ErrTypeInvalidInput", workflows.ErrTypeInvalidInput, "ErrTypeStateTooLarge", workflows.ErrTypeStateTooLarge,
 		),
 		"workflows.events": str(
-			"EventModel", workflows.EventModel, "EventToolCall", workflows.EventToolCall,
+			"EventModel", workflows.EventModel, "EventUsage", workflows.EventUsage, "EventToolCall", workflows.EventToolCall,
 			"EventDecision", workflows.EventDecision, "EventWaiting", workflows.EventWaiting,
 			"EventAnswered", workflows.EventAnswered, "EventRejected", workflows.EventRejected,
 			"EventResult", workflows.EventResult, "EventFinal", workflows.EventFinal, "EventCustom", workflows.EventCustom,

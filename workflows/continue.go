@@ -38,6 +38,8 @@ type Resume struct {
 	// LiveVersion is the latest policy store version the turn was told
 	// of (SignalPolicyChanged).
 	LiveVersion int `json:"live_version,omitempty"`
+	// Usage is the turn's model usage so far, across its runs.
+	Usage model.Usage `json:"usage,omitzero"`
 }
 
 // StepState is a model step interrupted by continue-as-new.

@@ -37,7 +37,7 @@ func (t *turn) registerQueries(ctx workflow.Context) error {
 	}
 	return workflow.SetQueryHandler(ctx, QueryState, func() (Summary, error) {
 		return Summary{Iterations: t.Iterations, ToolCalls: t.ToolCalls, Pending: t.open(),
-			Permission: t.perm, Tasks: t.state.Tasks, Done: t.done}, nil
+			Permission: t.perm, Tasks: t.state.Tasks, Done: t.done, Usage: t.Usage}, nil
 	})
 }
 

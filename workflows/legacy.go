@@ -26,5 +26,6 @@ func (t *turn) callModelInline(ctx workflow.Context) (model.Message, error) {
 	if err != nil {
 		return model.Message{}, fmt.Errorf("model call: %w", err)
 	}
+	t.used(ctx, resp.Usage)
 	return model.Message{Role: model.RoleAssistant, Content: resp.Text, ToolCalls: resp.ToolCalls}, nil
 }

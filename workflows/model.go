@@ -72,6 +72,7 @@ func (t *turn) callModel(ctx workflow.Context) (model.Message, error) {
 		return model.Message{}, fmt.Errorf("model call: %w", err)
 	}
 	t.Conversation, t.msgs = out.Conversation, nil
+	t.used(ctx, out.Usage)
 	if c := out.Compaction; c != nil {
 		t.emit(ctx, Event{Type: EventCompacted, Text: fmt.Sprintf("context compacted (%s): %d → %d messages, ~%d → ~%d tokens; the original is kept as %s",
 			c.Strategy, c.MessagesBefore, c.MessagesAfter, c.TokensBefore, c.TokensAfter, c.From)})
@@ -109,4 +110,15 @@ func (t *turn) startModelStep(ctx workflow.Context, in ModelStepInput) workflow.
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 5,
 			NonRetryableErrorTypes: []string{ErrTypeUnknownModel}},
 	}), ActivityModelStep, in)
+}
+
+// used adds one model call's usage to the turn's, with an event that
+// says what the call and the turn used (a provider that reports nothing
+// adds none).
+func (t *turn) used(ctx workflow.Context, u model.Usage) {
+	if u.Total() == 0 && u.Cost == nil {
+		return
+	}
+	t.Usage = t.Usage.Add(u)
+	t.emit(ctx, Event{Type: EventUsage, Text: "model call: " + u.String() + "; turn: " + t.Usage.String()})
 }

@@ -225,6 +225,7 @@ func (t *turn) finish(ctx workflow.Context, res TurnResult) TurnResult {
 	t.done = true
 	t.emit(ctx, Event{Type: EventFinal, Text: res.Answer})
 	res.Messages, res.Iterations, res.ToolCalls, res.ToolErrors = t.msgs, t.Iterations, t.ToolCalls, t.ToolErrors
+	res.Usage = t.Usage
 	res.State, res.Permission, res.Conversation = t.state, t.perm, t.Conversation
 	return res
 }

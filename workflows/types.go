@@ -133,6 +133,8 @@ type TurnResult struct {
 	Messages   []model.Message `json:"messages"`
 	Iterations int             `json:"iterations"`
 	ToolCalls  int             `json:"tool_calls"`
+	// Usage is the turn's model usage, across its runs.
+	Usage model.Usage `json:"usage,omitzero"`
 	// ToolErrors counts the tool results that were errors (denials and
 	// failures included).
 	ToolErrors int                `json:"tool_errors,omitempty"`
@@ -502,7 +504,10 @@ type Event struct {
 
 // Event types.
 const (
-	EventModel     = "model"
+	EventModel = "model"
+	// EventUsage: a model call's usage (tokens by kind, cost when
+	// priced) and the turn's so far.
+	EventUsage     = "usage"
 	EventToolCall  = "tool_call"
 	EventDecision  = "decision"
 	EventWaiting   = "waiting"
@@ -534,4 +539,6 @@ type Summary struct {
 	Permission permission.Context `json:"permission"`
 	Tasks      []calls.Task       `json:"tasks,omitempty"`
 	Done       bool               `json:"done"`
+	// Usage is the turn's model usage so far.
+	Usage model.Usage `json:"usage,omitzero"`
 }

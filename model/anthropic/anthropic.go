@@ -172,8 +172,10 @@ func response(msg *anthropic.Message) model.Response {
 	resp.Text = text.String()
 	u := msg.Usage
 	resp.Usage = model.Usage{
-		InputTokens:  int(u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens),
-		OutputTokens: int(u.OutputTokens),
+		InputTokens:      int(u.InputTokens),
+		CacheWriteTokens: int(u.CacheCreationInputTokens),
+		CacheReadTokens:  int(u.CacheReadInputTokens),
+		OutputTokens:     int(u.OutputTokens),
 	}
 	return resp
 }

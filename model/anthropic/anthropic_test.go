@@ -136,8 +136,9 @@ var wantResponse = model.Response{
 		{ID: "toolu_a", Name: "Read", Input: json.RawMessage(`{"path":"go.mod"}`)},
 		{ID: "toolu_b", Name: "Bash", Input: json.RawMessage(`{"command":"cat README.md"}`)},
 	},
-	// 100 uncached + 20 cache-read input tokens.
-	Usage: model.Usage{InputTokens: 120, OutputTokens: 34},
+	// 100 uncached input tokens, 8 written to the cache and 20 read from
+	// it, each counted apart.
+	Usage: model.Usage{InputTokens: 100, CacheWriteTokens: 8, CacheReadTokens: 20, OutputTokens: 34},
 }
 
 func checkResponse(t *testing.T, got model.Response) {
@@ -171,7 +172,7 @@ func TestGenerate(t *testing.T) {
     {"type": "tool_use", "id": "toolu_b", "name": "Bash", "input": {"command": "cat README.md"}}
   ],
   "stop_reason": "tool_use", "stop_sequence": null,
-  "usage": {"input_tokens": 100, "output_tokens": 34, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 20}
+  "usage": {"input_tokens": 100, "output_tokens": 34, "cache_creation_input_tokens": 8, "cache_read_input_tokens": 20}
 }`})
 	m := newModel(t, f, Config{})
 	got, err := m.Generate(context.Background(), conversation())
@@ -192,7 +193,7 @@ func TestGenerate(t *testing.T) {
 func TestGenerateStream(t *testing.T) {
 	t.Parallel()
 	f := modeltest.NewServer(t, sse(
-		event{"message_start", `{"type":"message_start","message":{"id":"msg_02","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":100,"cache_creation_input_tokens":0,"cache_read_input_tokens":20,"output_tokens":1}}}`},
+		event{"message_start", `{"type":"message_start","message":{"id":"msg_02","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":100,"cache_creation_input_tokens":8,"cache_read_input_tokens":20,"output_tokens":1}}}`},
 		event{"content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`},
 		event{"ping", `{"type":"ping"}`},
 		event{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Reading "}}`},

@@ -143,6 +143,13 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	return resp, nil
 }
 
+// usage is the model.Usage of an OpenAI usage report: its prompt tokens
+// include the cached ones, which are counted apart.
+func usage(u openai.CompletionUsage) model.Usage {
+	cached := min(u.PromptTokensDetails.CachedTokens, u.PromptTokens)
+	return model.Usage{InputTokens: int(u.PromptTokens - cached), CacheReadTokens: int(cached), OutputTokens: int(u.CompletionTokens)}
+}
+
 // complete makes one non-streamed call.
 func (m *Model) complete(ctx context.Context, params openai.ChatCompletionNewParams, opts ...option.RequestOption) (model.Response, error) {
 	cc, err := m.client.Chat.Completions.New(ctx, params, opts...)
@@ -150,7 +157,7 @@ func (m *Model) complete(ctx context.Context, params openai.ChatCompletionNewPar
 		return model.Response{}, err
 	}
 	var resp model.Response
-	resp.Usage = model.Usage{InputTokens: int(cc.Usage.PromptTokens), OutputTokens: int(cc.Usage.CompletionTokens)}
+	resp.Usage = usage(cc.Usage)
 	if len(cc.Choices) == 0 {
 		return model.Response{}, errors.New("response has no choices")
 	}
@@ -190,7 +197,7 @@ func (m *Model) stream(ctx context.Context, params openai.ChatCompletionNewParam
 	for s.Next() {
 		chunk := s.Current()
 		if chunk.JSON.Usage.Valid() {
-			resp.Usage = model.Usage{InputTokens: int(chunk.Usage.PromptTokens), OutputTokens: int(chunk.Usage.CompletionTokens)}
+			resp.Usage = usage(chunk.Usage)
 		}
 		for _, ch := range chunk.Choices {
 			if ch.Index != 0 {

@@ -123,7 +123,8 @@ var wantResponse = model.Response{
 		{ID: "call_a", Name: "Read", Input: json.RawMessage(`{"path":"go.mod"}`)},
 		{ID: "call_b", Name: "Bash", Input: json.RawMessage(`"{\"command\": \"ls"`)},
 	},
-	Usage: model.Usage{InputTokens: 120, OutputTokens: 34},
+	// 120 prompt tokens of which 20 were cached: counted apart.
+	Usage: model.Usage{InputTokens: 100, CacheReadTokens: 20, OutputTokens: 34},
 }
 
 func checkResponse(t *testing.T, got model.Response) {
@@ -160,7 +161,9 @@ func TestGenerate(t *testing.T) {
       "tool_calls": [
         {"id": "call_a", "type": "function", "function": {"name": "Read", "arguments": "{\"path\":\"go.mod\"}"}},
         {"id": "call_b", "type": "function", "function": {"name": "Bash", "arguments": "{\"command\": \"ls"}}]}}],
-  "usage": {"prompt_tokens": 120, "completion_tokens": 34, "total_tokens": 154}
+  "usage": {"prompt_tokens": 120, "completion_tokens": 34, "total_tokens": 154,
+    "prompt_tokens_details": {"cached_tokens": 20, "audio_tokens": 0},
+    "completion_tokens_details": {"reasoning_tokens": 0}}
 }`})
 	m := newModel(t, f, testConfig(false))
 	got, err := m.Generate(context.Background(), conversation())
@@ -202,7 +205,7 @@ func TestGenerateStream(t *testing.T) {
 		chunk(`{"tool_calls":[{"index":1,"function":{"arguments":"and\": \"ls"}}]}`, ""),
 		chunk(`{}`, "tool_calls"),
 		`{"id":"chatcmpl-2","object":"chat.completion.chunk","created":1700000000,"model":"gpt-test","choices":[],`+
-			`"usage":{"prompt_tokens":120,"completion_tokens":34,"total_tokens":154}}`,
+			`"usage":{"prompt_tokens":120,"completion_tokens":34,"total_tokens":154,"prompt_tokens_details":{"cached_tokens":20}}}`,
 	))
 	m := newModel(t, f, testConfig(true))
 	got, err := m.Generate(context.Background(), conversation())
