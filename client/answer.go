@@ -84,6 +84,9 @@ func (cl *Client) AnswerAll(ctx context.Context, targets []Target, a workflows.A
 	for _, t := range targets {
 		a.CallID, a.Hash = t.Pending.CallID, t.Pending.Hash
 		err := t.Err
+		if err == nil {
+			err = workflows.CheckAnswerable(t.Pending, a)
+		}
 		if err == nil && allowed != nil {
 			err = allowed(a.By, t.Pending.Tool, t.Pending.Input)
 		}

@@ -140,7 +140,16 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 	if !strict {
 		return nil
 	}
-	return t.checkApprover(p, a)
+	if err := t.checkApprover(p, a); err != nil {
+		return err
+	}
+	if err := checkReason(p, a); err != nil {
+		return err
+	}
+	if err := checkAlways(p, a); err != nil {
+		return err
+	}
+	return t.checkQuorum(p, a)
 }
 
 // checkApprovalHash checks the hash an approval carries against its
@@ -212,17 +221,15 @@ func (t *turn) checkApprover(p Pending, a Approval) error {
 }
 
 func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {
+	if t.partialAllow(ctx, a) {
+		return
+	}
 	t.answers[a.CallID] = AnswerState{CallID: a.CallID, Approval: &a}
-	text := string(a.Decision)
-	if a.By != "" {
-		text += " by " + a.By
+	text := answerText(a)
+	if p, ok := t.findPending(a.CallID); ok && p.Quorum > 1 && a.Decision != DecisionDeny {
+		text += " (" + QuorumText(p, len(p.Approvals)+1) + " approvals)"
 	}
-	if a.Via != "" && a.Via != a.By {
-		text += " via " + a.Via
-	}
-	if a.Reason != "" {
-		text += ": " + a.Reason
-	}
+	text += reasonText(a)
 	t.emit(ctx, Event{Type: EventAnswered, CallID: a.CallID, Text: text})
 	if a.Decision != DecisionAlwaysAllow {
 		return

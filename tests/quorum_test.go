@@ -1,0 +1,261 @@
+package tests
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// These tests cover two-person approval (permission.quorum), required
+// reasons and the always-allow offers, through real turns on the real
+// embedded server.
+
+// answeredEvent waits until the turn records an answered event of callID
+// whose text contains want.
+func answeredEvent(t *testing.T, cl *client.Client, id, callID, want string) {
+	t.Helper()
+	ctx := ctxT(t, 30*time.Second)
+	waitFor(t, ctx, func() bool {
+		page, err := cl.Events(ctx, id, 0)
+		if err != nil {
+			return false
+		}
+		return slices.ContainsFunc(page.Events, func(e workflows.Event) bool {
+			return e.Type == workflows.EventAnswered && e.CallID == callID && strings.Contains(e.Text, want)
+		})
+	})
+}
+
+func refused(t *testing.T, err error, want, what string) {
+	t.Helper()
+	if !errors.Is(err, client.ErrRejected) || !strings.Contains(err.Error(), want) {
+		t.Errorf("%s: %v, want a refusal containing %q", what, err, want)
+	}
+}
+
+func quorumPolicy(rule string, n int) permission.Context {
+	pc, err := permission.Policy{Quorum: []permission.QuorumRule{{Rule: rule, Approvals: n}}}.Context()
+	if err != nil {
+		panic(err)
+	}
+	return pc
+}
+
+// TestQuorumNeedsDistinctApprovers: a call a two-person rule matches
+// waits until two distinct approvers allowed it. One approver cannot
+// pass it twice (Update or signal), nor under a second name with the same
+// key, nor can the turn's requester; always_allow is refused. The first
+// allow is kept and shown ("1 of 2") in the query, the listing's index
+// and the events; the second distinct approver's allow runs the call.
+func TestQuorumNeedsDistinctApprovers(t *testing.T) {
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir})
+	ctx := ctxT(t, 120*time.Second)
+	s := script(t, "steps:\n  - tool_calls: [{id: k1, name: Bash, input: {command: \"touch deleted\"}}]\n  - text: done\n")
+	id := "quorum-" + fmt.Sprint(time.Now().UnixNano())
+	// touch would run on its own in the workdir (the mode allows it):
+	// the quorum rule makes it ask.
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s},
+		Permission: quorumPolicy("Bash(touch:*)", 2), Requester: "ops", Workdir: workdir}); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPending(t, cl, id, 1)[0]
+	if p.Quorum != 2 || len(p.Suggestions) != 0 {
+		t.Fatalf("pending = %+v, want quorum 2 and no rule offered", p)
+	}
+	allow := func(by, via string) error {
+		_, err := cl.ApproveListed(ctx, id, p, workflows.Approval{Decision: workflows.DecisionAllow, By: by, Via: via})
+		return err
+	}
+	refused(t, allow("ops", ""), "requester's allow never counts", "allow by the requester")
+	_, err := cl.ApproveListed(ctx, id, p, workflows.Approval{Decision: workflows.DecisionAlwaysAllow, Rules: []string{"Bash(touch:*)"}, By: "alice", Via: "alice"})
+	refused(t, err, "always_allow refused", "always_allow")
+	if err := allow("alice", "alice"); err != nil {
+		t.Fatalf("first allow: %v", err)
+	}
+	answeredEvent(t, cl, id, "k1", "allow by alice (1 of 2 approvals; 1 more needed)")
+	ps := waitPending(t, cl, id, 1)
+	if len(ps[0].Approvals) != 1 || ps[0].Approvals[0].By != "alice" {
+		t.Fatalf("pending after one allow = %+v, want alice's allow kept", ps[0])
+	}
+	waitFor(t, ctx, func() bool {
+		es, err := cl.ListPending(ctx, client.Filter{Workflow: id})
+		return err == nil && len(es) == 1 && len(es[0].Approvals) == 1 && es[0].Quorum == 2
+	})
+	// The same approver again, by Update and by signal.
+	refused(t, allow("alice", "alice"), "alice\" already allowed it (1 of 2)", "second allow by alice")
+	if err := cl.ApproveSignal(ctx, id, workflows.Approval{CallID: "k1", Hash: p.Hash, Decision: workflows.DecisionAllow, By: "alice", Via: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	rejectedEvent(t, cl, id, "k1", "already allowed it")
+	// The same key under a second name.
+	refused(t, allow("carol", "alice"), "already allowed it under another name", "alice's key naming carol")
+	if _, err := os.Stat(filepath.Join(workdir, "deleted")); err == nil {
+		t.Fatal("the call ran with one approver")
+	}
+	if ps := waitPending(t, cl, id, 1); len(ps[0].Approvals) != 1 {
+		t.Fatalf("refused allows were counted: %+v", ps[0].Approvals)
+	}
+	// A second, distinct approver.
+	if err := allow("bob", "bob"); err != nil {
+		t.Fatalf("second approver: %v", err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "deleted")); err != nil {
+		t.Fatalf("the call did not run after two approvers: %v", err)
+	}
+	answeredEvent(t, cl, id, "k1", "allow by bob (2 of 2 approvals)")
+}
+
+// TestQuorumDenyByOneEnds: after one allow of a two-person rule, one
+// approver's deny answers the call at once. Control: a call outside the
+// rule, in the same turn, is answered by one allow.
+func TestQuorumDenyByOneEnds(t *testing.T) {
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir})
+	ctx := ctxT(t, 120*time.Second)
+	s := script(t, `
+steps:
+  - tool_calls:
+      - {id: d1, name: Bash, input: {command: "touch dropped"}}
+      - {id: c1, name: Bash, input: {command: "curl -s http://127.0.0.1:1/"}}
+  - text: done
+`)
+	id := "quorum-deny-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s},
+		Permission: quorumPolicy("Bash(touch:*)", 2), Workdir: workdir}); err != nil {
+		t.Fatal(err)
+	}
+	ps := waitPending(t, cl, id, 2)
+	if ps[0].Quorum != 2 || ps[1].Quorum != 0 {
+		t.Fatalf("pending = %+v, want quorum only on d1", ps)
+	}
+	if _, err := cl.ApproveListed(ctx, id, ps[0], workflows.Approval{Decision: workflows.DecisionAllow, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	// Control: one allow answers the call no quorum rule matches.
+	if _, err := cl.ApproveListed(ctx, id, ps[1], workflows.Approval{Decision: workflows.DecisionAllow, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	left := waitPending(t, cl, id, 1)
+	if left[0].CallID != "d1" {
+		t.Fatalf("pending = %+v, want d1 still waiting", left)
+	}
+	if _, err := cl.ApproveListed(ctx, id, left[0], workflows.Approval{Decision: workflows.DecisionDeny, By: "bob", Reason: "not today"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := cl.Result(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := toolResults(res)
+	if len(rs) != 2 || !strings.Contains(rs[0].Content, "not today") {
+		t.Fatalf("results = %+v, want d1 denied by bob", rs)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "dropped")); err == nil {
+		t.Fatal("a denied call ran")
+	}
+}
+
+// TestRequiredReason: a policy that requires a reason refuses an answer
+// without one (allow and deny, Update and signal) and accepts one with
+// it. Control: a call the rule does not cover is answered without one.
+func TestRequiredReason(t *testing.T) {
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir})
+	ctx := ctxT(t, 120*time.Second)
+	s := script(t, `
+steps:
+  - tool_calls:
+      - {id: r1, name: Bash, input: {command: "touch reasoned"}}
+      - {id: c1, name: Bash, input: {command: "curl -s http://127.0.0.1:1/"}}
+  - text: done
+`)
+	pc, err := permission.Policy{Quorum: []permission.QuorumRule{{Rule: "Bash(touch:*)", Approvals: 1, RequireReason: true}}}.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "reason-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s},
+		Permission: pc, Workdir: workdir}); err != nil {
+		t.Fatal(err)
+	}
+	ps := waitPending(t, cl, id, 2)
+	if !ps[0].ReasonRequired || ps[1].ReasonRequired {
+		t.Fatalf("pending = %+v, want a reason required on r1 only", ps)
+	}
+	for _, d := range []workflows.Decision{workflows.DecisionAllow, workflows.DecisionDeny} {
+		_, err := cl.ApproveListed(ctx, id, ps[0], workflows.Approval{Decision: d, By: "alice", Reason: "  "})
+		refused(t, err, "needs a reason with every answer", string(d)+" without a reason")
+	}
+	if err := cl.ApproveSignal(ctx, id, workflows.Approval{CallID: "r1", Hash: ps[0].Hash, Decision: workflows.DecisionAllow, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	rejectedEvent(t, cl, id, "r1", "needs a reason")
+	// Control: no reason needed for c1.
+	if _, err := cl.ApproveListed(ctx, id, ps[1], workflows.Approval{Decision: workflows.DecisionDeny, By: "alice"}); err != nil {
+		t.Fatalf("answer without a reason to a call that needs none: %v", err)
+	}
+	if _, err := cl.ApproveListed(ctx, id, ps[0], workflows.Approval{Decision: workflows.DecisionAllow, By: "alice", Reason: "TICKET-7"}); err != nil {
+		t.Fatalf("allow with a reason: %v", err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "reasoned")); err != nil {
+		t.Fatalf("the call allowed with a reason did not run: %v", err)
+	}
+	answeredEvent(t, cl, id, "r1", "allow by alice: TICKET-7")
+}
+
+// TestAlwaysAllowNotOfferedWhereNothingSilences: a force push asks by a
+// safety check no allow rule silences: it offers no rule and always_allow
+// is refused. Control: an ordinary ask in the same turn offers its rule
+// and always_allow is accepted.
+func TestAlwaysAllowNotOfferedWhereNothingSilences(t *testing.T) {
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir})
+	ctx := ctxT(t, 120*time.Second)
+	s := script(t, `
+steps:
+  - tool_calls:
+      - {id: f1, name: Bash, input: {command: "git push --force origin main"}}
+      - {id: c1, name: Bash, input: {command: "npm run build"}}
+  - text: done
+`)
+	id := "always-immune-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s}, Workdir: workdir}); err != nil {
+		t.Fatal(err)
+	}
+	ps := waitPending(t, cl, id, 2)
+	if !ps[0].BypassImmune || len(ps[0].Suggestions) != 0 {
+		t.Fatalf("force push pending = %+v, want bypass-immune with no rule offered", ps[0])
+	}
+	if ps[1].BypassImmune || len(ps[1].Suggestions) == 0 {
+		t.Fatalf("ordinary ask = %+v, want a rule offered", ps[1])
+	}
+	_, err := cl.ApproveListed(ctx, id, ps[0], workflows.Approval{Decision: workflows.DecisionAlwaysAllow, Rules: []string{"Bash(git push:*)"}, By: "alice"})
+	refused(t, err, "no allow rule silences", "always_allow of a force push")
+	if _, err := cl.ApproveListed(ctx, id, ps[1], workflows.Approval{Decision: workflows.DecisionAlwaysAllow, By: "alice"}); err != nil {
+		t.Fatalf("control: always_allow of an ordinary ask: %v", err)
+	}
+	left := waitPending(t, cl, id, 1)
+	if _, err := cl.ApproveListed(ctx, id, left[0], workflows.Approval{Decision: workflows.DecisionDeny, By: "alice", Reason: "no force pushes"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+}
