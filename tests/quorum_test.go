@@ -12,6 +12,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -258,4 +259,52 @@ steps:
 	if _, err := cl.Result(ctx, id); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestOperatorAnswersWithInboxUsers: with inbox users configured, the
+// operator key's name may answer every call (the starter binary, with
+// the config's users checked first, and the workflow's approvers, which
+// the config's client records). Control: an inbox user whose roles do
+// not cover the call is refused, and the refusal names the roles.
+func TestOperatorAnswersWithInboxUsers(t *testing.T) {
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir})
+	inbox := config.Inbox{
+		Users: map[string]config.InboxUser{"alice": {Token: "tok-a", Roles: []string{"k8s"}}, "bob": {Token: "tok-b"}},
+		Roles: map[string]config.InboxRole{"k8s": {Allow: []string{"Bash(kubectl:*)"}}},
+	}
+	approvers, err := client.Approvers(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxT(t, 120*time.Second)
+	s := script(t, "steps:\n  - tool_calls: [{id: c1, name: Bash, input: {command: \"touch by-operator\"}}]\n  - text: done\n")
+	id := "operator-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s},
+		Approvers: approvers, Workdir: workdir}); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPending(t, cl, id, 1)[0]
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	writeFile(t, cfg, "inbox:\n  users:\n    alice: {token: tok-a, roles: [k8s]}\n    bob: {token: tok-b}\n  roles:\n    k8s: {allow: [\"Bash(kubectl:*)\"]}\n", 0o600)
+	common := []string{"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default"}
+	sbin := buildStarter(t)
+	out, err := runStarter(t, sbin, dir, append(common, "approvals", "approve", id, "c1", "--by", "alice")...)
+	if err == nil || !strings.Contains(out+err.Error(), "roles of inbox user \"alice\"") {
+		t.Errorf("control: approve --by alice (roles k8s): %v\n%s", err, out)
+	}
+	// The workflow refuses her too (the library skips the CLI's check).
+	_, err = cl.ApproveListed(ctx, id, p, workflows.Approval{Decision: workflows.DecisionAllow, By: "alice"})
+	refused(t, err, "alice's roles do not cover", "library allow by alice")
+	if out, err := runStarter(t, sbin, dir, append(common, "approvals", "approve", id, "c1", "--by", "operator", "--reason", "on call")...); err != nil {
+		t.Fatalf("approve --by operator: %v\n%s", err, out)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "by-operator")); err != nil {
+		t.Fatalf("the call the operator allowed did not run: %v", err)
+	}
+	answeredEvent(t, cl, id, "c1", "allow by operator: on call")
 }
