@@ -3,6 +3,9 @@ package tests
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +16,7 @@ import (
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -307,4 +311,116 @@ func TestOperatorAnswersWithInboxUsers(t *testing.T) {
 		t.Fatalf("the call the operator allowed did not run: %v", err)
 	}
 	answeredEvent(t, cl, id, "c1", "allow by operator: on call")
+}
+
+// entryHTML is the inbox page's entry of call (its <li>).
+func entryHTML(page, call string) string {
+	for _, part := range strings.Split(page, `<li class="entry`)[1:] {
+		if strings.Contains(part, `data-call="`+call+`"`) {
+			return part
+		}
+	}
+	return ""
+}
+
+// TestInboxQuorumReasonAndOffers: the inbox shows a two-person entry's
+// count ("1 of 2 approvals: alice") and that a reason is required, takes a
+// reason with an allow (refusing an allow without one), counts the same
+// user once, and offers no always-allow for a call no rule silences nor
+// for a quorum call, and refuses one posted anyway. Control: an ordinary
+// ask of the same turn offers always-allow.
+func TestInboxQuorumReasonAndOffers(t *testing.T) {
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir})
+	ctx := ctxT(t, 120*time.Second)
+	srv, err := inbox.New(inbox.Config{Client: cl, Refresh: time.Second, Content: env.store,
+		Users: map[string]config.InboxUser{"alice": {Token: "alice-token"}, "bob": {Token: "bob-token"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	s := script(t, `
+steps:
+  - tool_calls:
+      - {id: q1, name: Bash, input: {command: "touch two-person"}}
+      - {id: f1, name: Bash, input: {command: "git push --force origin main"}}
+      - {id: n1, name: Bash, input: {command: "npm run build"}}
+  - text: done
+`)
+	pc, err := permission.Policy{Quorum: []permission.QuorumRule{{Rule: "Bash(touch:*)", Approvals: 2, RequireReason: true}}}.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "inbox-quorum-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s},
+		Permission: pc, Workdir: workdir}); err != nil {
+		t.Fatal(err)
+	}
+	ps := waitPending(t, cl, id, 3)
+	waitListed(t, ctx, cl, id)
+	page := func() string {
+		req, _ := http.NewRequest(http.MethodGet, hs.URL+"/?workflow="+id, nil)
+		req.Header.Set("Authorization", "Bearer alice-token")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	pg := page()
+	q, f, n := entryHTML(pg, "q1"), entryHTML(pg, "f1"), entryHTML(pg, "n1")
+	if !strings.Contains(q, "0 of 2 approvals") || !strings.Contains(q, "reason required") || strings.Contains(q, `data-act="always"`) {
+		t.Errorf("quorum entry: want 0 of 2, reason required, no always-allow:\n%s", q)
+	}
+	if !strings.Contains(f, "no allow rule can silence this call") || strings.Contains(f, `data-act="always"`) {
+		t.Errorf("force-push entry offers always-allow:\n%s", f)
+	}
+	if !strings.Contains(n, `data-act="always"`) || !strings.Contains(n, "Bash(npm run:*)") {
+		t.Errorf("control: the ordinary ask offers no always-allow:\n%s", n)
+	}
+	post := func(token, path string, body map[string]any) (int, string) {
+		return apiPost(t, hs.URL+path, token, body)
+	}
+	code, body := post("alice-token", "/api/approve", map[string]any{"workflow_id": id, "call_id": "f1", "hash": ps[1].Hash,
+		"decision": "always_allow", "rules": []string{"Bash(git push:*)"}})
+	if code != http.StatusBadRequest || !strings.Contains(body, "no allow rule silences") {
+		t.Errorf("always_allow of a force push: %d %s, want 400", code, body)
+	}
+	if code, body := post("alice-token", "/api/approve", map[string]any{"workflow_id": id, "call_id": "q1", "hash": ps[0].Hash}); code != http.StatusBadRequest || !strings.Contains(body, "needs a reason") {
+		t.Errorf("allow without a reason: %d %s, want 400", code, body)
+	}
+	if code, body := post("alice-token", "/api/approve", map[string]any{"workflow_id": id, "call_id": "q1", "hash": ps[0].Hash, "reason": "CHG-1"}); code != 200 {
+		t.Fatalf("alice's allow with a reason: %d %s", code, body)
+	}
+	var last string
+	defer func() {
+		if t.Failed() {
+			t.Logf("last q1 entry:\n%s", last)
+		}
+	}()
+	waitFor(t, ctx, func() bool { last = entryHTML(page(), "q1"); return strings.Contains(last, "1 of 2 approvals: alice") })
+	if code, body := post("alice-token", "/api/approve", map[string]any{"workflow_id": id, "call_id": "q1", "hash": ps[0].Hash, "reason": "again"}); code != http.StatusConflict || !strings.Contains(body, "already allowed") {
+		t.Errorf("alice again: %d %s, want 409", code, body)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "two-person")); err == nil {
+		t.Fatal("ran with one approver")
+	}
+	if code, body := post("bob-token", "/api/approve", map[string]any{"workflow_id": id, "call_id": "q1", "hash": ps[0].Hash, "reason": "CHG-1 too"}); code != 200 {
+		t.Fatalf("bob's allow: %d %s", code, body)
+	}
+	for i, c := range []string{"f1", "n1"} {
+		if code, body := post("alice-token", "/api/deny", map[string]any{"workflow_id": id, "call_id": c, "hash": ps[i+1].Hash, "reason": "no"}); code != 200 {
+			t.Fatalf("deny %s: %d %s", c, code, body)
+		}
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "two-person")); err != nil {
+		t.Fatalf("did not run after two approvers: %v", err)
+	}
+	answeredEvent(t, cl, id, "q1", "allow by bob (2 of 2 approvals): CHG-1 too")
 }
