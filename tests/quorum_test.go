@@ -97,6 +97,15 @@ func TestQuorumNeedsDistinctApprovers(t *testing.T) {
 		es, err := cl.ListPending(ctx, client.Filter{Workflow: id})
 		return err == nil && len(es) == 1 && len(es[0].Approvals) == 1 && es[0].Quorum == 2
 	})
+	// starter approvals list shows the count.
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	writeFile(t, cfg, "{}\n", 0o644)
+	out, err := runStarter(t, buildStarter(t), dir, "--config", cfg, "--address", env.srv.Addr(), "--namespace", "default",
+		"approvals", "list", "--workflow", id)
+	if err != nil || !strings.Contains(out, "approval (1 of 2)") {
+		t.Errorf("approvals list: %v\n%s", err, out)
+	}
 	// The same approver again, by Update and by signal.
 	refused(t, allow("alice", "alice"), "alice\" already allowed it (1 of 2)", "second allow by alice")
 	if err := cl.ApproveSignal(ctx, id, workflows.Approval{CallID: "k1", Hash: p.Hash, Decision: workflows.DecisionAllow, By: "alice", Via: "alice"}); err != nil {
@@ -253,6 +262,21 @@ steps:
 	}
 	_, err := cl.ApproveListed(ctx, id, ps[0], workflows.Approval{Decision: workflows.DecisionAlwaysAllow, Rules: []string{"Bash(git push:*)"}, By: "alice"})
 	refused(t, err, "no allow rule silences", "always_allow of a force push")
+	// The CLI refuses --always before sending, by Update or signal.
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	writeFile(t, cfg, "{}\n", 0o644)
+	common := []string{"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default"}
+	sbin := buildStarter(t)
+	for _, extra := range [][]string{nil, {"--signal"}} {
+		out, err := runStarter(t, sbin, dir, append(append(common, "approvals", "approve", id, "f1", "--always", "--rule", "Bash(git push:*)"), extra...)...)
+		if err == nil || !strings.Contains(out+err.Error(), "no allow rule silences") {
+			t.Errorf("starter approve --always %v of a force push: %v\n%s", extra, err, out)
+		}
+	}
+	if ps := waitPending(t, cl, id, 2); ps[0].CallID != "f1" {
+		t.Fatalf("pending = %+v", ps)
+	}
 	if _, err := cl.ApproveListed(ctx, id, ps[1], workflows.Approval{Decision: workflows.DecisionAlwaysAllow, By: "alice"}); err != nil {
 		t.Fatalf("control: always_allow of an ordinary ask: %v", err)
 	}
@@ -423,4 +447,77 @@ steps:
 		t.Fatalf("did not run after two approvers: %v", err)
 	}
 	answeredEvent(t, cl, id, "q1", "allow by bob (2 of 2 approvals): CHG-1 too")
+}
+
+// TestQuorumThroughWorkerWithKeys: the worker as a user starts it, with
+// keys and permission.quorum in its config file. The turn's requester
+// (the operator key that ran `starter run`) cannot count, one approver
+// key counts once (again, or naming someone else, which the frontend
+// refuses), and a second key's allow runs the call.
+func TestQuorumThroughWorkerWithKeys(t *testing.T) {
+	ctx := ctxT(t, 4*time.Minute)
+	wbin, sbin := buildWorker(t), buildStarter(t)
+	dir := t.TempDir()
+	dataDir, workdir := filepath.Join(dir, "data"), filepath.Join(dir, "work")
+	if err := os.MkdirAll(workdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	port, uiPort := freePort(t), freePort(t)
+	cfg := filepath.Join(dir, "config.yaml")
+	writeFile(t, cfg, fmt.Sprintf(`server: {data_dir: %q, port: %d, ui_port: %d}
+worker: {workdir: %q, task_queue: quorum}
+metrics: {addr: "off"}
+permission:
+  quorum:
+    - {rule: "Bash(touch:*)", approvals: 2}
+`, dataDir, port, uiPort, workdir), 0o644)
+	proc, _ := startEmbedded(t, wbin, dir, "--config", cfg)
+	defer killProcess(t, proc)
+	starter := func(args ...string) (string, error) {
+		return runStarter(t, sbin, dir, append([]string{"--config", cfg}, args...)...)
+	}
+	scriptFile := filepath.Join(dir, "turn.yaml")
+	writeFile(t, scriptFile, "prompt: quorum\nsteps:\n  - tool_calls: [{id: c1, name: Bash, input: {command: \"touch two-keys\"}}]\n  - text: done\n", 0o644)
+	if out, err := starter("run", "--script", scriptFile, "--workflow-id", "quorum-keys", "--detach"); err != nil {
+		t.Fatalf("starter run: %v\n%s", err, out)
+	}
+	for _, name := range []string{"carol", "dave"} {
+		if out, err := starter("keys", "create", name, "--role", "approver"); err != nil {
+			t.Fatalf("keys create %s: %v\n%s", name, err, out)
+		}
+	}
+	keyDir := filepath.Join(dataDir, "auth")
+	waitFor(t, ctx, func() bool {
+		out, err := starter("approvals", "list", "--workflow", "quorum-keys")
+		return err == nil && strings.Contains(out, "approval (0 of 2)")
+	})
+	approve := func(key string, args ...string) (string, error) {
+		return starter(append([]string{"--key-file", filepath.Join(keyDir, key+".key"), "approvals", "approve", "quorum-keys", "c1"}, args...)...)
+	}
+	if out, err := approve("operator"); err == nil || !strings.Contains(out+err.Error(), "requester's allow never counts") {
+		t.Errorf("the requester's allow: %v\n%s", err, out)
+	}
+	if out, err := approve("carol", "--reason", "checked"); err != nil {
+		t.Fatalf("carol: %v\n%s", err, out)
+	}
+	if out, err := approve("carol"); err == nil || !strings.Contains(out+err.Error(), "already allowed it") {
+		t.Errorf("carol again: %v\n%s", err, out)
+	}
+	if out, err := approve("carol", "--by", "dave"); err == nil || !strings.Contains(out+err.Error(), "the key is carol's") {
+		t.Errorf("carol's key naming dave: %v\n%s", err, out)
+	}
+	out, err := starter("approvals", "list", "--workflow", "quorum-keys")
+	if err != nil || !strings.Contains(out, "approval (1 of 2)") {
+		t.Fatalf("after carol: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "two-keys")); err == nil {
+		t.Fatal("the call ran with one approver")
+	}
+	if out, err := approve("dave"); err != nil {
+		t.Fatalf("dave: %v\n%s", err, out)
+	}
+	waitFor(t, ctx, func() bool {
+		_, err := os.Stat(filepath.Join(workdir, "two-keys"))
+		return err == nil
+	})
 }
