@@ -65,6 +65,11 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	a.record(ctx, &out, in, env, call, v, sandboxOff)
 	if v.Behavior == permission.Ask || v.Behavior == permission.Passthrough {
 		out.Policy.Quorum, out.Policy.RequireReason = quorum, reason
+		if quorum > 1 && out.Policy.Escalation == workflows.EscalateAllow {
+			// A deadline is no approver: a call that needs several is
+			// denied when its wait ends, never allowed.
+			out.Policy.Escalation = workflows.EscalateDeny
+		}
 	}
 	return out, nil
 }
