@@ -497,8 +497,8 @@ permission:
 	if out, err := approve("operator"); err == nil || !strings.Contains(out+err.Error(), "requester's allow never counts") {
 		t.Errorf("the requester's allow: %v\n%s", err, out)
 	}
-	if out, err := approve("carol", "--reason", "checked"); err != nil {
-		t.Fatalf("carol: %v\n%s", err, out)
+	if out, err := approve("carol", "--reason", "checked"); err != nil || !strings.Contains(out, "allow (1 of 2 approvals)") {
+		t.Fatalf("carol: %v\n%s (want it to say 1 of 2)", err, out)
 	}
 	if out, err := approve("carol"); err == nil || !strings.Contains(out+err.Error(), "already allowed it") {
 		t.Errorf("carol again: %v\n%s", err, out)

@@ -47,7 +47,14 @@ func (t *turn) registerUpdates(ctx workflow.Context) error {
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateApprove,
 		func(ctx workflow.Context, a Approval) (Ack, error) {
 			t.acceptApproval(ctx, a)
-			return Ack{CallID: a.CallID, Status: string(a.Decision)}, nil
+			status := string(a.Decision)
+			if _, answered := t.answers[a.CallID]; !answered {
+				// An allow short of the call's quorum.
+				if p, ok := t.findPending(a.CallID); ok {
+					status += " (" + QuorumText(p, len(p.Approvals)) + " approvals)"
+				}
+			}
+			return Ack{CallID: a.CallID, Status: status}, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(a Approval) error { return t.validateApproval(a) }},
 	); err != nil {

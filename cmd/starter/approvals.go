@@ -110,7 +110,11 @@ func printAnswers(out, errOut io.Writer, rs []client.Answered, d workflows.Decis
 			fmt.Fprintf(errOut, "%s %s: %v\n", r.WorkflowID, r.Pending.CallID, r.Err)
 			continue
 		}
-		fmt.Fprintf(out, "%s %s: %s\n", r.WorkflowID, r.Pending.CallID, d)
+		status := string(d)
+		if r.Status != "" {
+			status = r.Status
+		}
+		fmt.Fprintf(out, "%s %s: %s\n", r.WorkflowID, r.Pending.CallID, status)
 	}
 	return failed
 }
