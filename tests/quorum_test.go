@@ -156,9 +156,12 @@ steps:
 	if ps[0].Quorum != 2 || ps[1].Quorum != 0 {
 		t.Fatalf("pending = %+v, want quorum only on d1", ps)
 	}
-	if _, err := cl.ApproveListed(ctx, id, ps[0], workflows.Approval{Decision: workflows.DecisionAllow, By: "alice"}); err != nil {
+	// Without names (no keys, no --by), all such answers are one approver.
+	if _, err := cl.ApproveListed(ctx, id, ps[0], workflows.Approval{Decision: workflows.DecisionAllow}); err != nil {
 		t.Fatal(err)
 	}
+	_, err := cl.ApproveListed(ctx, id, ps[0], workflows.Approval{Decision: workflows.DecisionAllow})
+	refused(t, err, "an approver naming nobody already allowed it", "a second allow naming nobody")
 	// Control: one allow answers the call no quorum rule matches.
 	if _, err := cl.ApproveListed(ctx, id, ps[1], workflows.Approval{Decision: workflows.DecisionAllow, By: "alice"}); err != nil {
 		t.Fatal(err)
