@@ -55,8 +55,39 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 			return out, err
 		}
 	}
+	quorum, reason := quorumOf(ctx, call)
+	v = quorumAsks(v, quorum)
+	if v.BypassImmune || quorum > 1 {
+		// No allow rule silences the call (or one would let a single
+		// approver pass a quorum rule): offer none to remember.
+		v.Suggestions = nil
+	}
 	a.record(ctx, &out, in, env, call, v, sandboxOff)
+	if v.Behavior == permission.Ask || v.Behavior == permission.Passthrough {
+		out.Policy.Quorum, out.Policy.RequireReason = quorum, reason
+		if quorum > 1 && out.Policy.Escalation == workflows.EscalateAllow {
+			// A deadline is no approver: a call that needs several is
+			// denied when its wait ends, never allowed.
+			out.Policy.Escalation = workflows.EscalateDeny
+		}
+	}
 	return out, nil
+}
+
+// quorumAsks makes a call a quorum rule matches ask (unless it is
+// denied): no allow rule, mode or remembered approval passes a call that
+// needs n approvers. Such an ask offers no rule to remember.
+func quorumAsks(v permission.Verdict, n int) permission.Verdict {
+	if n < 1 || v.Behavior == permission.Deny || v.Behavior == permission.Ask {
+		return v
+	}
+	msg := fmt.Sprintf("Permission required: this call needs %d distinct approvers (a quorum rule of the policy)", n)
+	if n == 1 {
+		msg = "Permission required: a quorum rule of the policy makes this call ask"
+	}
+	v.Decision = permission.Decision{Behavior: permission.Ask, Message: msg,
+		Reason: fmt.Sprintf("Quorum: %d approvers (was %s: %s)", n, v.Behavior, v.Reason), UpdatedInput: v.UpdatedInput}
+	return v
 }
 
 // bind binds the call to its environment and the policy pc, to which it
@@ -126,4 +157,31 @@ func sandboxOf(b backend.Backend) (sandboxed, off bool) {
 		return false, false
 	}
 	return s.Sandboxed(), !s.Sandboxed()
+}
+
+// quorumOf resolves the call's quorum rules (permission.Context.Quorum):
+// the most approvals any rule that matches the call asks for (a rule
+// matches as a deny rule would, so one simple command of a Bash line is
+// enough), and whether the policy or a matching rule requires a reason.
+func quorumOf(ctx context.Context, call tools.Call) (n int, reason bool) {
+	pc := call.Policy
+	if pc == nil {
+		return 0, false
+	}
+	reason = pc.RequireReason
+	for _, q := range pc.Quorum {
+		r, err := permission.ParseRule(q.Rule, permission.Deny)
+		if err != nil {
+			continue // checked when the policy was read
+		}
+		c := call
+		c.Policy = &permission.Context{Mode: permission.ModeDefault, WorkingDirs: pc.WorkingDirs, Deny: []permission.Rule{r}}
+		v, err := tools.Decide(ctx, c)
+		if err != nil || v.Layer != permission.LayerDenyRule {
+			continue
+		}
+		n = max(n, q.Approvals)
+		reason = reason || q.RequireReason
+	}
+	return n, reason
 }

@@ -72,6 +72,10 @@ type Answered struct {
 	Target
 	// Err is why the answer was not sent or was refused (nil: accepted).
 	Err error
+	// Status is the workflow's acknowledgement of an Update ("allow", or
+	// "allow (1 of 2 approvals)" while a quorum is short); empty for a
+	// signal.
+	Status string
 }
 
 // AnswerAll sends a to every target, each with the target's call id and
@@ -84,17 +88,23 @@ func (cl *Client) AnswerAll(ctx context.Context, targets []Target, a workflows.A
 	for _, t := range targets {
 		a.CallID, a.Hash = t.Pending.CallID, t.Pending.Hash
 		err := t.Err
+		if err == nil {
+			err = workflows.CheckAnswerable(t.Pending, a)
+		}
 		if err == nil && allowed != nil {
 			err = allowed(a.By, t.Pending.Tool, t.Pending.Input)
 		}
+		var status string
 		if err == nil {
 			if signal {
 				err = cl.ApproveSignal(ctx, t.WorkflowID, a)
 			} else {
-				_, err = cl.Approve(ctx, t.WorkflowID, a)
+				var ack workflows.Ack
+				ack, err = cl.Approve(ctx, t.WorkflowID, a)
+				status = ack.Status
 			}
 		}
-		out = append(out, Answered{Target: t, Err: err})
+		out = append(out, Answered{Target: t, Err: err, Status: status})
 	}
 	return out
 }

@@ -61,6 +61,9 @@ func New(c tclient.Client, taskQueue string) *Client {
 // idempotent.
 func (cl *Client) Start(ctx context.Context, id string, in workflows.TurnInput) (tclient.WorkflowRun, error) {
 	in = cl.withApprovers(in)
+	if in.Requester == "" {
+		in.Requester = cl.Via
+	}
 	opts := tclient.StartWorkflowOptions{
 		ID:                       id,
 		TaskQueue:                cl.taskQueue,

@@ -155,7 +155,8 @@ func KeyName(t config.Temporal) string {
 
 // Approvers is the approval policy recorded with the turns a client of
 // this configuration starts: the inbox users, their roles and what each
-// role may answer. Nil when no inbox users are configured (anyone may
+// role may answer, and the operator (auth.OperatorName), who may answer
+// every call. Nil when no inbox users are configured (anyone may
 // answer, the one-command demo's behaviour). Credentials are not part of
 // it: only names and roles go into the turn's history.
 func Approvers(i config.Inbox) (*workflows.Approvers, error) {
@@ -175,6 +176,12 @@ func Approvers(i config.Inbox) (*workflows.Approvers, error) {
 			}
 			a.Roles[rn] = slices.Clone(r.Allow)
 		}
+	}
+	// The operator key (auth.OperatorName, the admin key the worker
+	// writes) may answer every call, as the roles table says, unless an
+	// inbox user of that name restricts it.
+	if _, ok := a.Users[auth.OperatorName]; !ok {
+		a.Users[auth.OperatorName] = nil
 	}
 	if err := a.Validate(); err != nil {
 		return nil, fmt.Errorf("inbox: %w", err)

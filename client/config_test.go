@@ -29,7 +29,8 @@ func TestInboxApprovers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &workflows.Approvers{Users: map[string][]string{"alice": nil, "kube": {"k8s"}}, Roles: map[string][]string{"k8s": {"Bash(kubectl:*)"}}}
+	// The operator key answers everything too.
+	want := &workflows.Approvers{Users: map[string][]string{"alice": nil, "kube": {"k8s"}, "operator": nil}, Roles: map[string][]string{"k8s": {"Bash(kubectl:*)"}}}
 	if !reflect.DeepEqual(a, want) {
 		t.Fatalf("approvers = %+v, want %+v", a, want)
 	}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/wardenhq/warden/workflows"
 )
 
 // ListPendingLimit lists pending entries as ListPending does or, when
@@ -28,11 +30,20 @@ func WritePendingTable(w io.Writer, entries []PendingEntry, now time.Time) error
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "WORKFLOW\tCALL\tKIND\tTOOL\tWAITING\tHASH\tINPUT\tREASON\tSUGGESTED\tAGENT SAID")
 	for _, e := range entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\n", e.WorkflowID, e.CallID, e.Kind, e.Tool,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%v\t%s\n", e.WorkflowID, e.CallID, kind(e), e.Tool,
 			now.Sub(e.RequestedAt).Round(time.Second), e.Hash, oneLine(e.Preview, 60), why(e), e.Suggestions,
 			oneLine(e.Context, 60))
 	}
 	return tw.Flush()
+}
+
+// kind is the entry's kind, with how many of the approvers it needs
+// have allowed it ("approval (1 of 2)") when it needs more than one.
+func kind(e PendingEntry) string {
+	if q := workflows.QuorumText(e.Pending, len(e.Approvals)); q != "" {
+		return fmt.Sprintf("%s (%s)", e.Kind, q)
+	}
+	return string(e.Kind)
 }
 
 // why says what an entry asks about. Its reason may name only the

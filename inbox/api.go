@@ -362,6 +362,9 @@ type ApproveRequest struct {
 	Decision   workflows.Decision `json:"decision"`
 	Rules      []string           `json:"rules,omitempty"`
 	Input      json.RawMessage    `json:"input,omitempty"`
+	// Reason says why it is allowed (a ticket); the turn's policy may
+	// require one (workflows.Pending.ReasonRequired).
+	Reason string `json:"reason,omitempty"`
 	// Scope, TTL (a duration such as "24h") and SingleUse remember an
 	// always_allow in the turn's policy store (workflows.Approval.Scope):
 	// input, turn, agent or namespace. Empty: the turn only.
@@ -477,9 +480,13 @@ func (s *Server) handleApprove(r *http.Request) (any, error) {
 		}
 		input = b.Bytes()
 	}
-	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, workflows.Approval{
+	a := workflows.Approval{
 		CallID: req.CallID, Decision: req.Decision, Hash: req.Hash, Rules: rules, Input: input, By: userFrom(r),
-		Scope: req.Scope, TTL: ttl, SingleUse: req.SingleUse})
+		Reason: strings.TrimSpace(req.Reason), Scope: req.Scope, TTL: ttl, SingleUse: req.SingleUse}
+	if err := workflows.CheckAnswerable(p, a); err != nil {
+		return nil, statusErr(http.StatusBadRequest, "%w", err)
+	}
+	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, a)
 	if err != nil {
 		return nil, rejected(err)
 	}
@@ -553,11 +560,16 @@ func (s *Server) handleDeny(r *http.Request) (any, error) {
 }
 
 func (s *Server) deny(r *http.Request, req DenyRequest) (workflows.Ack, error) {
-	if _, err := s.authorize(r, req.WorkflowID, req.CallID, workflows.PendingApproval, nil); err != nil {
+	p, err := s.authorize(r, req.WorkflowID, req.CallID, workflows.PendingApproval, nil)
+	if err != nil {
 		return workflows.Ack{}, err
 	}
-	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, workflows.Approval{
-		CallID: req.CallID, Decision: workflows.DecisionDeny, Hash: req.Hash, Reason: strings.TrimSpace(req.Reason), By: userFrom(r)})
+	a := workflows.Approval{
+		CallID: req.CallID, Decision: workflows.DecisionDeny, Hash: req.Hash, Reason: strings.TrimSpace(req.Reason), By: userFrom(r)}
+	if err := workflows.CheckAnswerable(p, a); err != nil {
+		return workflows.Ack{}, statusErr(http.StatusBadRequest, "%w", err)
+	}
+	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, a)
 	return ack, rejected(err)
 }
 
@@ -603,9 +615,15 @@ func (s *Server) handleBulk(r *http.Request) (any, error) {
 		if req.Action == "deny" {
 			it.Reason = req.Reason
 			_, err = s.deny(r, it)
-		} else if _, err = s.authorize(r, it.WorkflowID, it.CallID, workflows.PendingApproval, nil); err == nil {
-			_, err = s.cfg.Client.Approve(r.Context(), it.WorkflowID, workflows.Approval{
-				CallID: it.CallID, Decision: workflows.DecisionAllow, Hash: it.Hash, By: userFrom(r)})
+		} else {
+			var p workflows.Pending
+			if p, err = s.authorize(r, it.WorkflowID, it.CallID, workflows.PendingApproval, nil); err == nil {
+				a := workflows.Approval{CallID: it.CallID, Decision: workflows.DecisionAllow, Hash: it.Hash, By: userFrom(r),
+					Reason: strings.TrimSpace(req.Reason)}
+				if err = workflows.CheckAnswerable(p, a); err == nil {
+					_, err = s.cfg.Client.Approve(r.Context(), it.WorkflowID, a)
+				}
+			}
 		}
 		res := BulkResult{WorkflowID: it.WorkflowID, CallID: it.CallID, OK: err == nil}
 		if err != nil {

@@ -89,10 +89,27 @@ type Policy struct {
 	// Protected are set by the worker's configuration (its data
 	// directory and config file), never read from a file.
 	Protected []string `yaml:"-" json:"-"`
+	// Quorum lists the calls that need more than one approver's allow
+	// (a two-person rule): {rule: "Bash(kubectl delete:*)", approvals: 2}.
+	Quorum []QuorumRule `yaml:"quorum,omitempty" json:"quorum,omitempty"`
+	// RequireReason makes every answer to the turn's waiting calls carry
+	// a reason (QuorumRule.RequireReason asks it of a rule's calls only).
+	RequireReason bool `yaml:"require_reason,omitempty" json:"require_reason,omitempty"`
 	// Examples are the match and not_match examples of the rules written
 	// in the long form ({rule, match, not_match}), read with the policy
 	// (UnmarshalYAML, UnmarshalJSON) and checked by tools.CheckExamples.
 	Examples []RuleExamples `yaml:"-" json:"-"`
+}
+
+// QuorumRule is a two-person (or n-person) rule: a call the rule matches
+// (as a deny rule would match it: any simple command of a Bash line)
+// waits until Approvals distinct approvers allowed it. Any approver's
+// deny ends the wait at once. The turn's requester never counts.
+type QuorumRule struct {
+	Rule      string `yaml:"rule" json:"rule"`
+	Approvals int    `yaml:"approvals" json:"approvals"`
+	// RequireReason makes every answer to the rule's calls carry a reason.
+	RequireReason bool `yaml:"require_reason,omitempty" json:"require_reason,omitempty"`
 }
 
 // PolicySource is the Source given to rules that come from a Policy.
@@ -112,7 +129,16 @@ func ValidMode(m Mode) bool {
 // ModeDefault. Errors name the offending rule or mode.
 func (p Policy) Context() (Context, error) {
 	c := Context{Mode: p.Mode, DangerousFiles: p.DangerousFiles, DangerousDirs: p.DangerousDirs, Sandbox: p.Sandbox,
-		Protected: p.Protected}
+		Protected: p.Protected, RequireReason: p.RequireReason}
+	for i, q := range p.Quorum {
+		if _, err := ParseRule(q.Rule, Deny); err != nil {
+			return Context{}, fmt.Errorf("policy: quorum rule %d: %w", i+1, err)
+		}
+		if q.Approvals < 1 {
+			return Context{}, fmt.Errorf("policy: quorum rule %d %q: approvals must be at least 1 (2 for a two-person rule)", i+1, q.Rule)
+		}
+		c.Quorum = append(c.Quorum, q)
+	}
 	if p.Sandbox != nil {
 		for i, n := range p.Sandbox.NetworkFor {
 			if err := n.Check(); err != nil {

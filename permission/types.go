@@ -93,6 +93,11 @@ type Context struct {
 	// local backend (nil: writes confined to the working directories,
 	// no network, nothing auto-allowed).
 	Sandbox *Sandbox `json:"sandbox,omitempty"`
+	// Quorum are the policy's two-person rules (Policy.Quorum), and
+	// RequireReason its demand for a reason on every answer: the worker
+	// resolves both for a call that asks (workflows.CallPolicy).
+	Quorum        []QuorumRule `json:"quorum,omitempty"`
+	RequireReason bool         `json:"require_reason,omitempty"`
 	// RulesOnly makes the allow rules the only way to ALLOW: the
 	// read-only and tool-allow layers are skipped. It is the question a
 	// role check asks ("do this approver's rules cover the call?") and

@@ -52,6 +52,7 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time, text strin
 			timeout = DefaultApprovalTimeout
 		}
 		pend.Escalation, pend.Notify = p.Policy.Escalation, p.Policy.Notify
+		pend.Quorum, pend.ReasonRequired = p.Policy.Quorum, p.Policy.RequireReason
 		t.park(ctx, pend, now, timeout)
 	}
 }

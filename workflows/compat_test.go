@@ -90,6 +90,8 @@ func samplePermission() permission.Context {
 		Protected: []string{"/work/.warden{,/**}"}, DangerousCommands: []string{"terraform destroy:*"},
 		Sandbox: &permission.Sandbox{Network: true, Hosts: []string{"*.corp.example"},
 			NetworkFor: []permission.NetworkRule{{Rule: "Bash(npm install:*)", Hosts: []string{"registry.npmjs.org", "*.example.org"}}}, AutoAllow: true},
+		Quorum:        []permission.QuorumRule{{Rule: "Bash(kubectl delete:*)", Approvals: 2, RequireReason: true}},
+		RequireReason: true,
 	}
 }
 
@@ -140,6 +142,7 @@ func samplePending() workflows.Pending {
 		RequestedAt: t0, Deadline: t1, Escalation: workflows.EscalateAllow, Escalated: true, Hash: "3f2a9c", Notify: true,
 		Context: "Let me build it.", Prompt: "Fix the build.", Diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n",
 		Sandbox: "write /work, network off", LiveVersion: 2,
+		Quorum: 2, Approvals: []workflows.Approval{sampleApproval()}, ReasonRequired: true,
 	}
 }
 
@@ -167,7 +170,7 @@ func compatSamples() []struct {
 			ToolQueue:     "docker-host",
 			MaxIterations: 5, ApprovalTimeout: time.Hour, State: sampleState(),
 			ReturnDirectly: []string{"TaskCreate"}, RunLocal: map[string]json.RawMessage{"calls": json.RawMessage(`2`)},
-			ContinueAsNewAfter: 5000, LivePolicy: "warden-policy", Agent: "builder",
+			ContinueAsNewAfter: 5000, LivePolicy: "warden-policy", Agent: "builder", Requester: "ops",
 			Approvers: &workflows.Approvers{Users: map[string][]string{"alice": nil, "kube": {"k8s"}}, Roles: map[string][]string{"k8s": {"Bash(kubectl:*)"}}},
 			Resume: &workflows.Resume{
 				Iterations: 3, ToolCalls: 4, ToolErrors: 1, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
@@ -541,6 +544,7 @@ func samplePrepared() workflows.Prepared {
 			MaxAttempts: 3, InitialInterval: time.Second, BackoffCoefficient: 2, MaxInterval: 30 * time.Second,
 			NonRetryable: []string{"Permanent"}, Timeout: 11 * time.Minute, Local: true, LocalTimeout: 5 * time.Second,
 			ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify, Notify: true,
+			Quorum: 2, RequireReason: true,
 		},
 		Preview: "--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+b\n",
 		Sandbox: sampleSandbox(), PolicyVersion: 2,

@@ -101,6 +101,7 @@ var (
 		"externalsCh": "the signal channels are drained before continuing",
 		"byRef":       "decided by a version marker in each run",
 		"index":       "the memo is written again by the next run",
+		"indexDirty":  "the next run writes its index on its first wait",
 		"roles":       "the registered Workflow's, in each run",
 		"notes":       "futures of this run; those in flight are carried as Resume.Notifying",
 		"settled":     "set once a run ends",

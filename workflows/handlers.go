@@ -47,7 +47,14 @@ func (t *turn) registerUpdates(ctx workflow.Context) error {
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateApprove,
 		func(ctx workflow.Context, a Approval) (Ack, error) {
 			t.acceptApproval(ctx, a)
-			return Ack{CallID: a.CallID, Status: string(a.Decision)}, nil
+			status := string(a.Decision)
+			if _, answered := t.answers[a.CallID]; !answered {
+				// An allow short of the call's quorum.
+				if p, ok := t.findPending(a.CallID); ok {
+					status += " (" + QuorumText(p, len(p.Approvals)) + " approvals)"
+				}
+			}
+			return Ack{CallID: a.CallID, Status: status}, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(a Approval) error { return t.validateApproval(a) }},
 	); err != nil {
@@ -140,7 +147,16 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 	if !strict {
 		return nil
 	}
-	return t.checkApprover(p, a)
+	if err := t.checkApprover(p, a); err != nil {
+		return err
+	}
+	if err := checkReason(p, a); err != nil {
+		return err
+	}
+	if err := checkAlways(p, a); err != nil {
+		return err
+	}
+	return t.checkQuorum(p, a)
 }
 
 // checkApprovalHash checks the hash an approval carries against its
@@ -212,17 +228,15 @@ func (t *turn) checkApprover(p Pending, a Approval) error {
 }
 
 func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {
+	if t.partialAllow(ctx, a) {
+		return
+	}
 	t.answers[a.CallID] = AnswerState{CallID: a.CallID, Approval: &a}
-	text := string(a.Decision)
-	if a.By != "" {
-		text += " by " + a.By
+	text := answerText(a)
+	if p, ok := t.findPending(a.CallID); ok && p.Quorum > 1 && a.Decision != DecisionDeny {
+		text += " (" + QuorumText(p, len(p.Approvals)+1) + " approvals)"
 	}
-	if a.Via != "" && a.Via != a.By {
-		text += " via " + a.Via
-	}
-	if a.Reason != "" {
-		text += ": " + a.Reason
-	}
+	text += reasonText(a)
 	t.emit(ctx, Event{Type: EventAnswered, CallID: a.CallID, Text: text})
 	if a.Decision != DecisionAlwaysAllow {
 		return

@@ -80,6 +80,7 @@ func clipTo(s string, n int) string {
 // can filter waiting turns with a visibility query, and (since
 // versionPendingIndex) as the memo's pending index.
 func (t *turn) upsertPending(ctx workflow.Context) {
+	t.indexDirty = false
 	open := t.open()
 	defer t.upsertIndex(ctx, open)
 	if len(open) == 0 {

@@ -91,6 +91,9 @@ type turn struct {
 	policyCh workflow.ReceiveChannel
 	// wfid is the turn's workflow id (the validator has no context).
 	wfid string
+	// indexDirty is set when an entry changed but stays open (an allow
+	// short of its quorum): the wait wakes to write the index again.
+	indexDirty bool
 }
 
 // run is the agent-turn workflow: model → permission check → tools →

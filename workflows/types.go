@@ -110,6 +110,9 @@ type TurnInput struct {
 	// Agent labels the turn for remembered approvals of ScopeAgent
 	// (which also match a prefix of the workflow id).
 	Agent string `json:"agent,omitempty"`
+	// Requester names who started the turn (the client's key name,
+	// Client.Via): its allows never count toward a call's quorum.
+	Requester string `json:"requester,omitempty"`
 }
 
 // ModelConfig selects the model provider.
@@ -259,6 +262,12 @@ type CallPolicy struct {
 	// Notify sends webhook notifications when the call waits or escalates
 	// (the worker has webhooks configured).
 	Notify bool `json:"notify,omitempty"`
+	// Quorum is how many distinct approvers must allow the call if it
+	// asks (0 or 1: one), from the policy's quorum rules; RequireReason
+	// says an answer must give a reason (permission.require_reason, or
+	// the quorum rule's).
+	Quorum        int  `json:"quorum,omitempty"`
+	RequireReason bool `json:"require_reason,omitempty"`
 }
 
 // ToolProgress is the heartbeat detail of a running tool activity: the
@@ -485,6 +494,15 @@ type Pending struct {
 	// LiveVersion is the policy store's version the call was last
 	// decided under (turns that follow a store).
 	LiveVersion int `json:"live_version,omitempty"`
+	// Quorum is how many distinct approvers must allow the call (0 or 1:
+	// one), from the policy's quorum rules (CallPolicy.Quorum).
+	// Approvals are the allows recorded so far, while fewer than Quorum
+	// distinct approvers gave one; the entry stays open until the
+	// Quorum-th does. A deny answers at once.
+	Quorum    int        `json:"quorum,omitempty"`
+	Approvals []Approval `json:"approvals,omitempty"`
+	// ReasonRequired says an answer must carry a reason (policy).
+	ReasonRequired bool `json:"reason_required,omitempty"`
 }
 
 // ContextBytes bounds Pending.Context and Pending.Prompt.

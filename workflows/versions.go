@@ -94,6 +94,12 @@ const (
 	// scope is remembered in the turn's policy store (a signal to it)
 	// instead of adding rules to the turn.
 	versionRememberedApprovals = "remembered-approvals"
+	// versionQuorum marks runs where an allow short of its entry's
+	// quorum (Pending.Quorum, two-person rules) is kept in
+	// Pending.Approvals, recorded as an answered event and written to the
+	// pending index while the entry stays open. Runs recorded before it
+	// had no entries with a quorum.
+	versionQuorum = "quorum"
 )
 
 // Bounds that decide when commands are emitted.

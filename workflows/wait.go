@@ -91,7 +91,7 @@ func (t *turn) escalateDue(ctx workflow.Context, open []Pending, now time.Time) 
 // passed its bound.
 func (t *turn) awaitChange(ctx workflow.Context, n int, now, next time.Time, watch bool) error {
 	cond := func() bool {
-		return t.recheck || len(t.open()) < n || (watch && t.shouldContinueAsNew(ctx))
+		return t.recheck || t.indexDirty || len(t.open()) < n || (watch && t.shouldContinueAsNew(ctx))
 	}
 	if next.IsZero() {
 		if err := workflow.Await(ctx, cond); err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/inbox"
@@ -81,8 +82,8 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 }
 
 // answerCheck is the check of a CLI answer when the config has inbox
-// users: --by must name a user whose roles cover the call (nil without
-// users: the workflow's approvers decide alone).
+// users: --by must name a user whose roles cover the call, or the
+// operator (nil without users: the workflow's approvers decide alone).
 func answerCheck(cfg config.Config) (func(by, tool string, input json.RawMessage) error, error) {
 	if len(cfg.Inbox.Users) == 0 {
 		return nil, nil
@@ -91,7 +92,12 @@ func answerCheck(cfg config.Config) (func(by, tool string, input json.RawMessage
 	if err != nil {
 		return nil, err
 	}
-	return authz.CheckAnswer, nil
+	return func(by, tool string, input json.RawMessage) error {
+		if _, user := cfg.Inbox.Users[by]; !user && by == auth.OperatorName {
+			return nil // the operator answers everything (client.Approvers)
+		}
+		return authz.CheckAnswer(by, tool, input)
+	}, nil
 }
 
 // printAnswers prints each answer's outcome (refusals to errOut) and
@@ -104,7 +110,11 @@ func printAnswers(out, errOut io.Writer, rs []client.Answered, d workflows.Decis
 			fmt.Fprintf(errOut, "%s %s: %v\n", r.WorkflowID, r.Pending.CallID, r.Err)
 			continue
 		}
-		fmt.Fprintf(out, "%s %s: %s\n", r.WorkflowID, r.Pending.CallID, d)
+		status := string(d)
+		if r.Status != "" {
+			status = r.Status
+		}
+		fmt.Fprintf(out, "%s %s: %s\n", r.WorkflowID, r.Pending.CallID, status)
 	}
 	return failed
 }

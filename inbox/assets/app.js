@@ -39,7 +39,8 @@
   }
 
   function act(li, kind) {
-    var r = ref(li), p;
+    var r = ref(li), p, why = li.querySelector(".answer-reason");
+    if (why && why.value.trim() && kind !== "deny") { r.reason = why.value.trim(); }
     if (kind === "allow") {
       r.decision = "allow";
       p = post("api/approve", r).then(function () { done(li, "allowed"); });
@@ -58,7 +59,7 @@
       }
       p = post("api/approve", r).then(function () { done(li, "always allowed (" + rule + ")"); });
     } else if (kind === "deny") {
-      r.reason = li.querySelector(".deny-reason").value;
+      r.reason = li.querySelector(".deny-reason").value || (why ? why.value : "");
       p = post("api/deny", r).then(function () { done(li, "denied"); });
     } else if (kind === "edit") {
       var text = li.querySelector(".edit-input").value, input;
