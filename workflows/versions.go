@@ -94,6 +94,11 @@ const (
 	// scope is remembered in the turn's policy store (a signal to it)
 	// instead of adding rules to the turn.
 	versionRememberedApprovals = "remembered-approvals"
+	// versionBudgets marks runs of turns with a budget (TurnInput.Budget)
+	// that check it before model and tool calls and park on budget
+	// approvals. It is read only by turns with a budget, which older
+	// workers never started.
+	versionBudgets = "budgets"
 )
 
 // Bounds that decide when commands are emitted.
