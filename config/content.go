@@ -42,6 +42,9 @@ type Turn struct {
 	// ContinueAsNewAfter continues a turn as new once its history has this
 	// many events (0: when the server suggests it).
 	ContinueAsNewAfter int `yaml:"continue_as_new_after"`
+	// Budget is the default budget of the turns `starter run` starts,
+	// written as --budget takes it ("tokens=2M,cost=5,time=8h").
+	Budget string `yaml:"budget"`
 }
 
 func (c Config) validateContent() []error {

@@ -357,7 +357,7 @@ func TestReplayHistories(t *testing.T) {
 const recordGeneration = "v8"
 
 // recordedScenarios are the files one recording writes.
-var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store"}
+var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store", "budget_turn"}
 
 // historyFile names a scenario's file of this generation.
 func historyFile(scenario string) string { return scenario + "_" + recordGeneration + ".json" }
@@ -488,6 +488,35 @@ steps:
 	recordNotifyScenario(t, ctx)
 	recordFloodScenario(t, ctx, cl, suffix)
 	recordLiveScenario(t, ctx, suffix)
+	recordBudgetScenario(t, ctx, cl, suffix)
+}
+
+// recordBudgetScenario records a turn with a budget: a warning, a park on
+// its token bound raised by an update, a park on its tool-call bound
+// denied by a signal.
+func recordBudgetScenario(t *testing.T, ctx context.Context, cl *client.Client, suffix string) {
+	b, err := client.ParseBudget("tokens=1000,tool_calls=1,warn=50%", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := "budget-record" + suffix
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: script(t, budgetScript)},
+		Permission: permission.Context{Mode: permission.ModeBypass}, Budget: &b}); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPendingCall(t, cl, id, "budget_1")
+	raise := workflows.Budget{Tokens: 10000}
+	if _, err := cl.ApproveListed(ctx, id, p, workflows.Approval{CallID: p.CallID, Decision: workflows.DecisionAllow, By: "owner", Raise: &raise}); err != nil {
+		t.Fatal(err)
+	}
+	p = waitPendingCall(t, cl, id, "budget_2")
+	if err := cl.ApproveSignal(ctx, id, workflows.Approval{CallID: p.CallID, Decision: workflows.DecisionDeny, By: "owner", Reason: "enough", Hash: p.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cl.Result(ctx, id); err != nil || res.Stopped != "budget" {
+		t.Fatalf("budget turn: %+v %v", res, err)
+	}
+	saveHistory(t, id, "budget_turn")
 }
 
 // recordLiveScenario records a turn that follows a policy store: one

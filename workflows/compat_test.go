@@ -71,6 +71,11 @@ func sampleScript() *model.Script {
 		Usage: ptr(sampleUsage())}}
 }
 
+func sampleBudget() workflows.Budget {
+	return workflows.Budget{Tokens: 2000000, InputTokens: 1500000, OutputTokens: 500000, Cost: 5, ToolCalls: 500,
+		PerTool: map[string]int{"Bash": 200}, Time: 8 * time.Hour, Warn: 0.8}
+}
+
 func sampleUsage() model.Usage {
 	return model.Usage{InputTokens: 100, CacheReadTokens: 30, CacheWriteTokens: 10, OutputTokens: 20, Cost: ptr(0.00125)}
 }
@@ -170,12 +175,14 @@ func compatSamples() []struct {
 			ToolQueue:     "docker-host",
 			MaxIterations: 5, ApprovalTimeout: time.Hour, State: sampleState(),
 			ReturnDirectly: []string{"TaskCreate"}, RunLocal: map[string]json.RawMessage{"calls": json.RawMessage(`2`)},
-			ContinueAsNewAfter: 5000, LivePolicy: "warden-policy", Agent: "builder", Requester: "ops",
+			ContinueAsNewAfter: 5000, LivePolicy: "warden-policy", Agent: "builder", Requester: "ops", Budget: ptr(sampleBudget()),
 			Approvers: &workflows.Approvers{Users: map[string][]string{"alice": nil, "kube": {"k8s"}}, Roles: map[string][]string{"k8s": {"Bash(kubectl:*)"}}},
 			Resume: &workflows.Resume{
 				Iterations: 3, ToolCalls: 4, ToolErrors: 1, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
 				ReturnDirectly: []string{"TaskCreate"}, Seq: 9, Events: []workflows.Event{sampleEvent()},
 				Conversation: "9b74c9897bac770ffc029102a200c5de", LiveVersion: 2, Usage: sampleUsage(),
+				StartedAt: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC), BudgetRaised: ptr(sampleBudget()),
+				ToolsRun: map[string]int{"Bash": 3}, BudgetParks: 1, BudgetWarned: []string{"cost@5"},
 				Notifying: []workflows.NotifyInput{{Type: "approval_requested", WorkflowID: "turn-1", Pending: samplePending()}},
 				Step: &workflows.StepState{
 					Slots:   []workflows.SlotState{{Call: sampleCall(), Prep: samplePrepared(), Ready: true, Result: func() *tools.Result { r := sampleResult(); return &r }()}},
@@ -187,7 +194,7 @@ func compatSamples() []struct {
 		}},
 		{"TurnResult", workflows.TurnResult{
 			Answer: "Done.", Messages: sampleMessages(), Iterations: 2, ToolCalls: 1, ToolErrors: 1, Usage: sampleUsage(),
-			State: sampleState(), Permission: samplePermission(), Stopped: "max_iterations",
+			State: sampleState(), Permission: samplePermission(), Stopped: "budget", StopReason: "budget cost reached (5.01 of 5), and the request to raise it was denied by owner: enough",
 			Conversation: "9b74c9897bac770ffc029102a200c5de", AnswerRef: "5d41402abc4b2a76b9719d911017c592",
 		}},
 		{"ModelStepInput", workflows.ModelStepInput{
@@ -395,7 +402,7 @@ func constGroups() map[string]map[string]any {
 			"ErrTypeInvalidInput", workflows.ErrTypeInvalidInput, "ErrTypeStateTooLarge", workflows.ErrTypeStateTooLarge,
 		),
 		"workflows.events": str(
-			"EventModel", workflows.EventModel, "EventUsage", workflows.EventUsage, "EventToolCall", workflows.EventToolCall,
+			"EventModel", workflows.EventModel, "EventUsage", workflows.EventUsage, "EventBudget", workflows.EventBudget, "EventToolCall", workflows.EventToolCall,
 			"EventDecision", workflows.EventDecision, "EventWaiting", workflows.EventWaiting,
 			"EventAnswered", workflows.EventAnswered, "EventRejected", workflows.EventRejected,
 			"EventResult", workflows.EventResult, "EventFinal", workflows.EventFinal, "EventCustom", workflows.EventCustom,
@@ -408,10 +415,11 @@ func constGroups() map[string]map[string]any {
 		),
 		"workflows.notifications": str(
 			"NotifyApprovalRequested", workflows.NotifyApprovalRequested, "NotifyApprovalEscalated", workflows.NotifyApprovalEscalated,
-			"NotifyExternalRequested", workflows.NotifyExternalRequested,
+			"NotifyExternalRequested", workflows.NotifyExternalRequested, "NotifyBudgetWarning", workflows.NotifyBudgetWarning,
 		),
 		"workflows.pending_kinds": str(
 			"PendingApproval", string(workflows.PendingApproval), "PendingExternal", string(workflows.PendingExternal),
+			"PendingBudget", string(workflows.PendingBudget), "BudgetTool", workflows.BudgetTool,
 		),
 		"workflows.escalations": str(
 			"EscalateDeny", string(workflows.EscalateDeny), "EscalateAllow", string(workflows.EscalateAllow),
@@ -561,6 +569,7 @@ func sampleApproval() workflows.Approval {
 		Rules: []string{"Bash(npm run:*)"}, Reason: "looks fine",
 		Input: json.RawMessage(`{"command":"npm run test"}`), By: "alice", Via: "inbox",
 		Scope: workflows.ScopeAgent, Agent: "builder", TTL: time.Hour, SingleUse: true,
+		Raise: ptr(sampleBudget()),
 	}
 }
 

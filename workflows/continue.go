@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
@@ -40,6 +41,15 @@ type Resume struct {
 	LiveVersion int `json:"live_version,omitempty"`
 	// Usage is the turn's model usage so far, across its runs.
 	Usage model.Usage `json:"usage,omitzero"`
+	// StartedAt is when the turn's first budget check ran (its time bound
+	// counts from there); BudgetRaised sums what answers raised; ToolsRun
+	// counts the calls of the tools the budget bounds; BudgetParks
+	// numbers budget approvals; BudgetWarned lists the warnings given.
+	StartedAt    time.Time      `json:"started_at,omitzero"`
+	BudgetRaised *Budget        `json:"budget_raised,omitempty"`
+	ToolsRun     map[string]int `json:"tools_run,omitempty"`
+	BudgetParks  int            `json:"budget_parks,omitempty"`
+	BudgetWarned []string       `json:"budget_warned,omitempty"`
 }
 
 // StepState is a model step interrupted by continue-as-new.

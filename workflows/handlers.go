@@ -132,8 +132,14 @@ func (t *turn) checkApproval(a Approval, strict bool) error {
 	if err != nil {
 		return err
 	}
+	if p.Kind == PendingBudget {
+		return t.checkBudgetAnswer(p, a, strict)
+	}
 	if p.Kind != PendingApproval {
 		return fmt.Errorf("call %s waits for an external result, not an approval", a.CallID)
+	}
+	if a.Raise != nil {
+		return fmt.Errorf("call %s is not a budget approval: an answer to it raises no budget", a.CallID)
 	}
 	if err := t.checkApprovalHash(p, a, strict); err != nil {
 		return err
@@ -227,6 +233,40 @@ func (t *turn) checkApprover(p Pending, a Approval) error {
 	return nil
 }
 
+// checkBudgetAnswer checks an answer to a budget approval: the hash, a
+// deny, or an allow with a raise of positive amounts only; approvers with
+// roles need one whose rules cover the Budget tool.
+func (t *turn) checkBudgetAnswer(p Pending, a Approval, strict bool) error {
+	if err := t.checkApprovalHash(p, a, strict); err != nil {
+		return err
+	}
+	switch a.Decision {
+	case DecisionDeny:
+		if a.Raise != nil {
+			return fmt.Errorf("budget approval %s: a deny raises nothing", a.CallID)
+		}
+	case DecisionAllow:
+		if a.Raise.IsZero() {
+			return fmt.Errorf("budget approval %s: an allow must raise the budget (starter approvals approve ... --raise cost=+2)", a.CallID)
+		}
+		if err := a.Raise.checkRaise(); err != nil {
+			return fmt.Errorf("budget approval %s: %w", a.CallID, err)
+		}
+	default:
+		return fmt.Errorf("budget approval %s: decision %q (want allow with a raise, or deny)", a.CallID, a.Decision)
+	}
+	if len(a.Input) > 0 || len(a.Rules) > 0 || a.Scope != "" {
+		return fmt.Errorf("budget approval %s: an answer carries a raise or a deny, no edited input, rules or scope", a.CallID)
+	}
+	if !strict {
+		return nil
+	}
+	if err := t.in.Approvers.MayAnswer(t.roles, a.By, BudgetTool, p.Input, nil); err != nil {
+		return fmt.Errorf("approver refused for budget approval %s: %w", a.CallID, err)
+	}
+	return nil
+}
+
 func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {
 	if t.partialAllow(ctx, a) {
 		return
@@ -235,6 +275,9 @@ func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {
 	text := answerText(a)
 	if p, ok := t.findPending(a.CallID); ok && p.Quorum > 1 && a.Decision != DecisionDeny {
 		text += " (" + QuorumText(p, len(p.Approvals)+1) + " approvals)"
+	}
+	if a.Raise != nil {
+		text += ", raising the budget by " + a.Raise.String()
 	}
 	text += reasonText(a)
 	t.emit(ctx, Event{Type: EventAnswered, CallID: a.CallID, Text: text})

@@ -134,8 +134,14 @@ func (t *turn) loop(ctx workflow.Context, mws []AgentMiddleware) (TurnResult, er
 		if t.shouldContinueAsNew(ctx) {
 			return TurnResult{}, t.endOrContinue(ctx, errContinueAsNew)
 		}
+		if err := t.checkBudget(ctx, nil); err != nil {
+			return t.budgetEnd(ctx, err)
+		}
 		var err error
 		if res, finished, err = t.step(ctx, mws); err != nil {
+			if _, ok := err.(errBudgetDenied); ok {
+				return t.budgetEnd(ctx, err)
+			}
 			return TurnResult{}, err
 		}
 	}
@@ -199,12 +205,27 @@ func (t *turn) step(ctx workflow.Context, mws []AgentMiddleware) (res TurnResult
 	if len(last.ToolCalls) == 0 {
 		return TurnResult{Answer: last.Content, AnswerRef: last.Ref}, true, nil
 	}
+	if err := t.checkBudget(ctx, last.ToolCalls); err != nil {
+		return TurnResult{}, false, err
+	}
+	t.countTools(last.ToolCalls)
 	results, err := t.runCalls(ctx, last.ToolCalls, last.Content)
 	if err != nil {
 		return TurnResult{}, false, t.endOrContinue(ctx, err)
 	}
 	res, finished = t.appendResults(results)
 	return res, finished, nil
+}
+
+// budgetEnd ends a turn whose budget answer was a deny (or whose wait
+// failed: that error ends the run as it is).
+func (t *turn) budgetEnd(ctx workflow.Context, err error) (TurnResult, error) {
+	var d errBudgetDenied
+	if !errors.As(err, &d) {
+		return TurnResult{}, err
+	}
+	t.emit(ctx, Event{Type: EventBudget, Text: "turn stopped: " + d.reason, Error: true})
+	return t.finish(ctx, TurnResult{Stopped: "budget", StopReason: d.reason}), nil
 }
 
 // afterAgent runs the middlewares' AfterAgent hooks on a finished turn,

@@ -92,6 +92,9 @@ type TurnInput struct {
 	// ContinueAsNewAfter continues the turn as new once its history has
 	// this many events (0: only when the server suggests it).
 	ContinueAsNewAfter int `json:"continue_as_new_after,omitempty"`
+	// Budget bounds the turn's tokens, cost, tool calls and time (nil:
+	// none); reaching a bound parks the turn on a budget approval.
+	Budget *Budget `json:"budget,omitempty"`
 	// Resume is set by the turn itself when it continues as new.
 	Resume *Resume `json:"resume,omitempty"`
 	// MaxIterations bounds model calls (default DefaultMaxIterations).
@@ -143,8 +146,10 @@ type TurnResult struct {
 	ToolErrors int                `json:"tool_errors,omitempty"`
 	State      calls.State        `json:"state"`
 	Permission permission.Context `json:"permission"`
-	// Stopped explains an early end ("max_iterations"), empty otherwise.
-	Stopped string `json:"stopped,omitempty"`
+	// Stopped explains an early end ("max_iterations", "budget"), empty
+	// otherwise; StopReason says why a budget ended it.
+	Stopped    string `json:"stopped,omitempty"`
+	StopReason string `json:"stop_reason,omitempty"`
 	// Conversation is the head of the stored conversation (turns that
 	// keep content by reference); Messages then holds only messages not
 	// yet stored. `starter show` prints the whole conversation.
@@ -289,6 +294,8 @@ const (
 	NotifyApprovalEscalated = "approval_escalated"
 	// NotifyExternalRequested: a call waits for an external result.
 	NotifyExternalRequested = "external_requested"
+	// NotifyBudgetWarning: a turn spent its budget's warning fraction.
+	NotifyBudgetWarning = "budget_warning"
 )
 
 // NotifyInput is the notification activity's input.
@@ -424,6 +431,9 @@ type Approval struct {
 	// the turn's TurnInput.Agent); it must be the turn's label or a
 	// prefix of its workflow id.
 	Agent string `json:"agent,omitempty"`
+	// Raise, with allow, answers a budget approval (PendingBudget): what
+	// it adds to the turn's budget. A budget approval needs it.
+	Raise *Budget `json:"raise,omitempty"`
 	// TTL ends a remembered approval after this long (0: none);
 	// SingleUse after the first call it allows.
 	TTL       time.Duration `json:"ttl,omitempty"`
@@ -456,6 +466,9 @@ type PendingKind string
 const (
 	PendingApproval PendingKind = "approval"
 	PendingExternal PendingKind = "external"
+	// PendingBudget: the turn reached a bound of its budget and waits for
+	// an answer that raises it (Approval.Raise) or ends the turn.
+	PendingBudget PendingKind = "budget"
 )
 
 // Pending is one call the turn waits on.
@@ -525,7 +538,9 @@ const (
 	EventModel = "model"
 	// EventUsage: a model call's usage (tokens by kind, cost when
 	// priced) and the turn's so far.
-	EventUsage     = "usage"
+	EventUsage = "usage"
+	// EventBudget: a budget warning, or a budget raised by an answer.
+	EventBudget    = "budget"
 	EventToolCall  = "tool_call"
 	EventDecision  = "decision"
 	EventWaiting   = "waiting"

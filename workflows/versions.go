@@ -100,6 +100,11 @@ const (
 	// pending index while the entry stays open. Runs recorded before it
 	// had no entries with a quorum.
 	versionQuorum = "quorum"
+	// versionBudgets marks runs of turns with a budget (TurnInput.Budget)
+	// that check it before model and tool calls and park on budget
+	// approvals. It is read only by turns with a budget, which older
+	// workers never started.
+	versionBudgets = "budgets"
 )
 
 // Bounds that decide when commands are emitted.

@@ -19,7 +19,7 @@ type decideFlags struct {
 	always, all, signal, once bool
 	rules                     []string
 	by, reason, tool, input   string
-	hash, scope, agent        string
+	hash, scope, agent, raise string
 	olderThan, ttl            time.Duration
 }
 
@@ -37,6 +37,7 @@ func (f *decideFlags) declare(cmd *cobra.Command) {
 		return
 	}
 	fl.StringVar(&f.reason, "reason", "", "why it is allowed, or a ticket (the audit and the turn's answered event record it)")
+	fl.StringVar(&f.raise, "raise", "", "answer a budget approval: what to add to the turn's budget, e.g. cost=+2,tokens=+1M,tool_calls=+100,Bash=+50,time=+1h")
 	fl.BoolVar(&f.always, "always", false, "also add a rule so similar calls are allowed from now on")
 	fl.StringArrayVar(&f.rules, "rule", nil, "rule to add with --always (default the suggested rules)")
 	fl.StringVar(&f.input, "input", "", "run with this edited JSON input instead (re-checked)")
@@ -58,6 +59,16 @@ func (f *decideFlags) approval() (workflows.Approval, error) {
 	}
 	if err := f.remember(&a); err != nil {
 		return a, err
+	}
+	if f.raise != "" {
+		if f.always || f.input != "" {
+			return a, errors.New("--raise answers a budget approval: no --always or --input with it")
+		}
+		r, err := client.ParseBudget(f.raise, true)
+		if err != nil {
+			return a, fmt.Errorf("--raise: %w", err)
+		}
+		a.Raise = &r
 	}
 	if !f.allow {
 		a.Decision = workflows.DecisionDeny

@@ -20,7 +20,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // runFlags are the flags of `starter run`.
 type runFlags struct {
 	script, id, mode, rules, workdir, backend, toolQueue, provider, modelName, prompt, instruction string
-	livePolicy, agent                                                                              string
+	livePolicy, agent, budget                                                                      string
 	asJSON, detach                                                                                 bool
 	maxIter                                                                                        int
 }
@@ -49,6 +49,7 @@ func newRunCmd(cn *conn) *cobra.Command {
 	fl.IntVar(&f.maxIter, "max-iterations", 0, "model call bound (default turn.max_iterations, else 1000)")
 	fl.StringVar(&f.livePolicy, "live-policy", "", "follow this policy store (e.g. "+workflows.DefaultPolicyStore+"): `policy apply` and remembered approvals reach the turn; the store is made if missing")
 	fl.StringVar(&f.agent, "agent", "", "the turn's agent label (remembered approvals of scope agent)")
+	fl.StringVar(&f.budget, "budget", "", "the turn's budget, e.g. tokens=2M,cost=5,tool_calls=500,Bash=200,time=8h,warn=80% (default turn.budget): reaching it parks the turn on a budget approval")
 	return cmd
 }
 
@@ -69,6 +70,9 @@ func (f runFlags) run(cmd *cobra.Command, cn *conn) error {
 		return err
 	}
 	id, in := f.input(cfg, mc, prompt, pc)
+	if in.Budget, err = turnBudget(f.budget, cfg.Turn.Budget); err != nil {
+		return err
+	}
 	if in.LivePolicy != "" {
 		// Made now, so that an approval remembered before any `policy
 		// apply` has a store to go to.
@@ -132,4 +136,20 @@ func (f runFlags) input(cfg config.Config, mc workflows.ModelConfig, prompt stri
 	return id, workflows.TurnInput{Prompt: prompt, Model: mc, Instruction: f.instruction,
 		Permission: pc, Workdir: f.workdir, Backend: f.backend, ToolQueue: f.toolQueue, MaxIterations: maxIter,
 		ContinueAsNewAfter: cfg.Turn.ContinueAsNewAfter, LivePolicy: f.livePolicy, Agent: f.agent}
+}
+
+// turnBudget is the budget of --budget, else turn.budget (nil: none).
+func turnBudget(flag, conf string) (*workflows.Budget, error) {
+	s, from := flag, "--budget"
+	if s == "" {
+		s, from = conf, "turn.budget"
+	}
+	if s == "" {
+		return nil, nil
+	}
+	b, err := client.ParseBudget(s, false)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", from, err)
+	}
+	return &b, nil
 }

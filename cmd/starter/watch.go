@@ -45,6 +45,9 @@ func printResult(ctx context.Context, out io.Writer, cfg config.Config, id strin
 	stopped := error(nil)
 	if res.Stopped != "" {
 		stopped = fmt.Errorf("turn %s stopped before answering: %s after %d model calls", id, res.Stopped, res.Iterations)
+		if res.StopReason != "" {
+			stopped = fmt.Errorf("%w: %s", stopped, res.StopReason)
+		}
 	}
 	if asJSON {
 		if err := newEncoder(out).Encode(map[string]any{"result": res}); err != nil {

@@ -1,0 +1,299 @@
+package workflows
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/wardenhq/warden/model"
+)
+
+// Budget bounds what a turn may spend: tokens (all kinds, or input or
+// output alone), cost (from the worker's price table), tool calls in all
+// and per tool, and the turn's wall-clock time across its runs. A zero
+// field is no bound. A turn that reaches one parks on a budget approval
+// (PendingBudget) before the model call or tool calls it was about to
+// make; an answer raises the budget (Approval.Raise) or ends the turn.
+type Budget struct {
+	Tokens       int64          `json:"tokens,omitempty"`
+	InputTokens  int64          `json:"input_tokens,omitempty"`
+	OutputTokens int64          `json:"output_tokens,omitempty"`
+	Cost         float64        `json:"cost,omitempty"`
+	ToolCalls    int            `json:"tool_calls,omitempty"`
+	PerTool      map[string]int `json:"per_tool,omitempty"`
+	Time         time.Duration  `json:"time,omitempty"`
+	// Warn is the fraction of a bound (0.8) past which the turn says so
+	// (an event and a budget_warning notification) and goes on; 0: none.
+	Warn float64 `json:"warn,omitempty"`
+}
+
+// IsZero reports whether b bounds nothing.
+func (b *Budget) IsZero() bool {
+	return b == nil || (b.Tokens == 0 && b.InputTokens == 0 && b.OutputTokens == 0 && b.Cost == 0 &&
+		b.ToolCalls == 0 && len(b.PerTool) == 0 && b.Time == 0)
+}
+
+// Plus returns b raised by r (each of r's fields added to b's).
+func (b Budget) Plus(r Budget) Budget {
+	out := b
+	out.Tokens += r.Tokens
+	out.InputTokens += r.InputTokens
+	out.OutputTokens += r.OutputTokens
+	out.Cost += r.Cost
+	out.ToolCalls += r.ToolCalls
+	out.Time += r.Time
+	if len(r.PerTool) > 0 {
+		out.PerTool = map[string]int{}
+		for k, v := range b.PerTool {
+			out.PerTool[k] = v
+		}
+		for k, v := range r.PerTool {
+			out.PerTool[k] += v
+		}
+	}
+	return out
+}
+
+// checkRaise refuses a raise with a negative amount.
+func (b *Budget) checkRaise() error {
+	neg := b.Tokens < 0 || b.InputTokens < 0 || b.OutputTokens < 0 || b.Cost < 0 || b.ToolCalls < 0 || b.Time < 0
+	for _, v := range b.PerTool {
+		neg = neg || v < 0
+	}
+	if neg {
+		return errors.New("a raise adds: no amount may be negative")
+	}
+	return nil
+}
+
+// String reads "tokens 2000000, cost 5, tool_calls 500, Bash 200, time 8h0m0s".
+func (b Budget) String() string {
+	var parts []string
+	add := func(name string, set bool, v string) {
+		if set {
+			parts = append(parts, name+" "+v)
+		}
+	}
+	add("tokens", b.Tokens != 0, fmt.Sprint(b.Tokens))
+	add("input_tokens", b.InputTokens != 0, fmt.Sprint(b.InputTokens))
+	add("output_tokens", b.OutputTokens != 0, fmt.Sprint(b.OutputTokens))
+	add("cost", b.Cost != 0, fmt.Sprint(b.Cost))
+	add("tool_calls", b.ToolCalls != 0, fmt.Sprint(b.ToolCalls))
+	for _, k := range sortedKeys(b.PerTool) {
+		add(k, true, fmt.Sprint(b.PerTool[k]))
+	}
+	add("time", b.Time != 0, b.Time.String())
+	return strings.Join(parts, ", ")
+}
+
+// BudgetRequest is a budget approval's input: the bound reached, what
+// was spent and the limit, and what the turn was about to do.
+type BudgetRequest struct {
+	Kind  string `json:"kind"`
+	Spent string `json:"spent"`
+	Limit string `json:"limit"`
+	Next  string `json:"next"`
+}
+
+// BudgetTool names budget approvals (Pending.Tool): an approver whose
+// roles include a "Budget" rule may answer them.
+const BudgetTool = "Budget"
+
+// budget returns the turn's budget: its input's, raised by the answers.
+func (t *turn) budget() Budget {
+	var b Budget
+	if t.in.Budget != nil {
+		b = *t.in.Budget
+	}
+	if t.BudgetRaised != nil {
+		b = b.Plus(*t.BudgetRaised)
+	}
+	return b
+}
+
+// reached is the first bound the turn has reached, or would pass with
+// calls (nil: a model call), as a request ("" kind: none). Bounds are
+// read in a fixed order.
+func (t *turn) reached(now time.Time, calls []model.ToolCall) BudgetRequest {
+	b := t.budget()
+	u := t.Usage
+	next := "call the model"
+	if calls != nil {
+		names := make([]string, len(calls))
+		for i, c := range calls {
+			names[i] = c.Name
+		}
+		next = fmt.Sprintf("run %d tool call(s): %s", len(calls), strings.Join(names, ", "))
+	}
+	r := func(kind, spent, limit string) BudgetRequest {
+		return BudgetRequest{Kind: kind, Spent: spent, Limit: limit, Next: next}
+	}
+	if b.Time > 0 && !t.StartedAt.IsZero() && now.Sub(t.StartedAt) >= b.Time {
+		return r("time", now.Sub(t.StartedAt).Round(time.Second).String(), b.Time.String())
+	}
+	if b.Cost > 0 && u.CostOr0() >= b.Cost {
+		return r("cost", model.FormatCost(u.CostOr0()), fmt.Sprint(b.Cost))
+	}
+	for _, k := range []struct {
+		kind  string
+		spent int64
+		limit int64
+	}{{"tokens", int64(u.Total()), b.Tokens}, {"input_tokens", int64(u.Input()), b.InputTokens}, {"output_tokens", int64(u.OutputTokens), b.OutputTokens}} {
+		if k.limit > 0 && k.spent >= k.limit {
+			return r(k.kind, fmt.Sprint(k.spent), fmt.Sprint(k.limit))
+		}
+	}
+	if calls == nil {
+		return BudgetRequest{}
+	}
+	if b.ToolCalls > 0 && t.ToolCalls+len(calls) > b.ToolCalls {
+		return r("tool_calls", fmt.Sprint(t.ToolCalls), fmt.Sprint(b.ToolCalls))
+	}
+	for _, name := range sortedKeys(b.PerTool) {
+		n := 0
+		for _, c := range calls {
+			if c.Name == name {
+				n++
+			}
+		}
+		if lim := b.PerTool[name]; n > 0 && t.ToolsRun[name]+n > lim {
+			return r("tool_calls:"+name, fmt.Sprint(t.ToolsRun[name]), fmt.Sprint(lim))
+		}
+	}
+	return BudgetRequest{}
+}
+
+// errBudgetDenied ends a turn whose budget approval was denied (or timed
+// out): the turn finishes with Stopped "budget" and the reason.
+type errBudgetDenied struct{ reason string }
+
+func (e errBudgetDenied) Error() string { return e.reason }
+
+// checkBudget holds the turn before a model call (calls nil) or the tool
+// calls of a step while a bound is reached: it parks on a budget
+// approval until an answer raises the budget past what it was about to
+// do, and returns errBudgetDenied when one ends the turn. Turns without
+// a budget never get here (no marker, no command).
+func (t *turn) checkBudget(ctx workflow.Context, calls []model.ToolCall) error {
+	if t.in.Budget.IsZero() || workflow.GetVersion(ctx, versionBudgets, workflow.DefaultVersion, 1) < 1 {
+		return nil
+	}
+	if t.StartedAt.IsZero() {
+		t.StartedAt = workflow.Now(ctx)
+	}
+	for {
+		now := workflow.Now(ctx)
+		req := t.reached(now, calls)
+		if req.Kind == "" {
+			t.warnBudget(ctx, now)
+			return nil
+		}
+		a, err := t.parkBudget(ctx, req, now)
+		if err != nil {
+			return err
+		}
+		if a.Decision == DecisionDeny {
+			reason := a.Reason
+			if reason == "" {
+				reason = "no reason given"
+			}
+			by := ""
+			if a.By != "" {
+				by = " by " + a.By
+			}
+			return errBudgetDenied{fmt.Sprintf("budget %s reached (%s of %s), and the request to raise it was denied%s: %s", req.Kind, req.Spent, req.Limit, by, reason)}
+		}
+		if a.Raise == nil || a.Raise.IsZero() {
+			return errBudgetDenied{fmt.Sprintf("budget %s reached (%s of %s), and the answer raised nothing", req.Kind, req.Spent, req.Limit)}
+		}
+		raised := Budget{}
+		if t.BudgetRaised != nil {
+			raised = *t.BudgetRaised
+		}
+		raised = raised.Plus(*a.Raise)
+		t.BudgetRaised = &raised
+		t.emit(ctx, Event{Type: EventBudget, Text: "budget raised by " + a.Raise.String() + ": now " + t.budget().String()})
+	}
+}
+
+// parkBudget waits durably for the answer to a budget approval (its
+// deadline and escalation are those of any approval, deny by default).
+func (t *turn) parkBudget(ctx workflow.Context, req BudgetRequest, now time.Time) (Approval, error) {
+	t.BudgetParks++
+	in, _ := json.Marshal(req)
+	p := Pending{Kind: PendingBudget, CallID: fmt.Sprintf("budget_%d", t.BudgetParks), Tool: BudgetTool, Input: in,
+		Message: fmt.Sprintf("budget %s reached: %s of %s spent; the turn was about to %s. Raise the budget to go on, or deny to end the turn.",
+			req.Kind, req.Spent, req.Limit, req.Next),
+		Reason: "budget " + req.Kind, Notify: true}
+	timeout := t.in.ApprovalTimeout
+	if timeout == 0 {
+		timeout = DefaultApprovalTimeout
+	}
+	t.park(ctx, p, now, timeout)
+	t.upsertPending(ctx)
+	for {
+		if a, ok := t.answers[p.CallID]; ok && a.Approval != nil {
+			t.pending = slices.DeleteFunc(t.pending, func(q Pending) bool { return q.CallID == p.CallID })
+			delete(t.answers, p.CallID)
+			t.upsertPending(ctx)
+			return *a.Approval, nil
+		}
+		now := workflow.Now(ctx)
+		next := t.escalateDue(ctx, t.open(), now)
+		if _, ok := t.answers[p.CallID]; ok {
+			continue
+		}
+		if err := t.awaitChange(ctx, len(t.open()), now, next, false); err != nil {
+			return Approval{}, err
+		}
+	}
+}
+
+// warnBudget says once per bound when the turn has spent Warn of it.
+func (t *turn) warnBudget(ctx workflow.Context, now time.Time) {
+	b := t.budget()
+	if b.Warn <= 0 {
+		return
+	}
+	u := t.Usage
+	for _, k := range []struct {
+		kind         string
+		spent, limit float64
+	}{
+		{"time", float64(now.Sub(t.StartedAt)), float64(b.Time)},
+		{"cost", u.CostOr0(), b.Cost},
+		{"tokens", float64(u.Total()), float64(b.Tokens)},
+		{"input_tokens", float64(u.Input()), float64(b.InputTokens)},
+		{"output_tokens", float64(u.OutputTokens), float64(b.OutputTokens)},
+		{"tool_calls", float64(t.ToolCalls), float64(b.ToolCalls)},
+	} {
+		key := fmt.Sprintf("%s@%g", k.kind, k.limit)
+		if k.limit <= 0 || k.spent < b.Warn*k.limit || slices.Contains(t.BudgetWarned, key) {
+			continue
+		}
+		t.BudgetWarned = append(t.BudgetWarned, key)
+		text := fmt.Sprintf("budget %s at %.0f%% (%s)", k.kind, 100*k.spent/k.limit, t.budget().String())
+		t.emit(ctx, Event{Type: EventBudget, Text: "warning: " + text})
+		in, _ := json.Marshal(BudgetRequest{Kind: k.kind, Spent: fmt.Sprint(k.spent), Limit: fmt.Sprint(k.limit)})
+		t.notify(ctx, NotifyBudgetWarning, Pending{Kind: PendingBudget, CallID: "budget_warning_" + key, Tool: BudgetTool,
+			Input: in, Message: text, Reason: "budget warning", RequestedAt: now, Notify: true})
+	}
+}
+
+// countTools adds calls to the per-tool counts the budget reads.
+func (t *turn) countTools(calls []model.ToolCall) {
+	if t.in.Budget == nil || len(t.in.Budget.PerTool) == 0 {
+		return
+	}
+	if t.ToolsRun == nil {
+		t.ToolsRun = map[string]int{}
+	}
+	for _, c := range calls {
+		t.ToolsRun[c.Name]++
+	}
+}
