@@ -77,7 +77,7 @@ func (r recordingModel) Generate(ctx context.Context, req model.Request) (model.
 // harness is one test environment with recorded activity calls. The
 // activity mocks run on their own goroutines, so the records are guarded.
 type harness struct {
-	t   *testing.T
+	t   testing.TB
 	env *testsuite.TestWorkflowEnvironment
 
 	// prepare and tool answer the Prepare and Tool activities; set them
@@ -85,8 +85,10 @@ type harness struct {
 	prepare func(workflows.PrepareInput) workflows.Prepared
 	tool    func(context.Context, workflows.ToolInput) (workflows.ToolOutput, error)
 
-	// content is the store the model step keeps the conversation in.
+	// content is the store the model step keeps the conversation in;
+	// prices price its model calls.
 	content *content.Log
+	prices  map[string]model.Price
 
 	mu       sync.Mutex
 	models   []workflows.ModelInput
@@ -100,7 +102,7 @@ type harness struct {
 	log []string
 }
 
-func newHarness(t *testing.T, mws ...workflows.AgentMiddleware) *harness {
+func newHarness(t testing.TB, mws ...workflows.AgentMiddleware) *harness {
 	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
@@ -126,7 +128,7 @@ func newHarness(t *testing.T, mws ...workflows.AgentMiddleware) *harness {
 			// The model step is the real activity on a real store (h.content,
 			// which a test may share between runs), with the scripted model
 			// recording what it is asked.
-			acts := &activities.Activities{Tools: reg, Models: map[string]model.Model{"scripted": recordingModel{h}}, Content: h.content}
+			acts := &activities.Activities{Tools: reg, Models: map[string]model.Model{"scripted": recordingModel{h}}, Content: h.content, Prices: h.prices}
 			out, err := acts.ModelStep(ctx, in)
 			h.mu.Lock()
 			if n := len(h.models); n > 0 {

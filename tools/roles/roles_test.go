@@ -76,3 +76,17 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
+
+// TestCoverBudget: a budget approval (tool Budget) is covered by a role
+// rule naming Budget, and by no rule of another tool.
+func TestCoverBudget(t *testing.T) {
+	in := json.RawMessage(`{"kind":"cost","spent":"5.01","limit":"5","next":"call the model"}`)
+	budget, _ := permission.ParseRule("Budget", permission.Allow)
+	kube, _ := permission.ParseRule("Bash(kubectl:*)", permission.Allow)
+	if !Cover([]permission.Rule{budget}, "Budget", in) {
+		t.Error("a Budget rule does not cover a budget approval")
+	}
+	if Cover([]permission.Rule{kube}, "Budget", in) {
+		t.Error("a Bash rule covers a budget approval")
+	}
+}

@@ -1,0 +1,145 @@
+package workflows_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// usageStep is a scripted step that reports input and output tokens.
+func usageStep(text string, in, out int, calls ...model.ScriptedCall) model.Step {
+	s := step(text, calls...)
+	s.Usage = &model.Usage{InputTokens: in, OutputTokens: out}
+	return s
+}
+
+// TestTurnBudgetCost: a priced model call that spends the cost bound
+// parks the turn before the calls it asked for; a deny by signal ends
+// the turn with the reason and the calls never run.
+func TestTurnBudgetCost(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = allowAll
+	h.prices = map[string]model.Price{"scripted": {Input: 1, Output: 10}}
+	in := turnInput(usageStep("", 1000, 0, call("Bash", map[string]any{"command": "ls"})), step("done"))
+	in.Budget = &workflows.Budget{Cost: 0.001}
+	h.env.RegisterDelayedCallback(func() {
+		ps := h.pending()
+		if len(ps) != 1 || ps[0].Kind != workflows.PendingBudget || !strings.Contains(ps[0].Message, "budget cost reached: 0.001000 of 0.001") {
+			t.Errorf("pending %+v", ps)
+			return
+		}
+		h.env.SignalWorkflow(workflows.SignalApprove, workflows.Approval{CallID: ps[0].CallID, Hash: ps[0].Hash,
+			Decision: workflows.DecisionDeny, Reason: "over the month's money", By: "owner"})
+	}, time.Minute)
+	res := h.run(in)
+	if res.Stopped != "budget" || !strings.Contains(res.StopReason, "over the month's money") || !strings.Contains(res.StopReason, "cost") {
+		t.Errorf("result: stopped %q, %q", res.Stopped, res.StopReason)
+	}
+	if n := len(h.toolCalls()); n != 0 {
+		t.Errorf("%d tool calls ran past the budget", n)
+	}
+}
+
+// TestTurnBudgetTime: the time bound counts the turn's wall-clock time,
+// waits included: after a two-hour approval, the next model call parks;
+// a raise by signal lets the turn answer. Control: the same turn with a
+// day's budget never parks.
+func TestTurnBudgetTime(t *testing.T) {
+	for _, limit := range []time.Duration{time.Hour, 24 * time.Hour} {
+		h := newHarness(t)
+		h.prepare = askAll
+		in := turnInput(step("", call("Bash", map[string]any{"command": "make"})), step("done"))
+		in.Budget = &workflows.Budget{Time: limit}
+		h.env.RegisterDelayedCallback(func() {
+			h.env.SignalWorkflow(workflows.SignalApprove, workflows.Approval{CallID: "call_1_1", Hash: h.hash("call_1_1"), Decision: workflows.DecisionAllow, By: "bob"})
+		}, 2*time.Hour)
+		parked := false
+		h.env.RegisterDelayedCallback(func() {
+			for _, p := range h.pending() {
+				if p.Kind == workflows.PendingBudget {
+					parked = true
+					h.env.SignalWorkflow(workflows.SignalApprove, workflows.Approval{CallID: p.CallID, Hash: p.Hash,
+						Decision: workflows.DecisionAllow, By: "owner", Raise: &workflows.Budget{Time: 24 * time.Hour}})
+				}
+			}
+		}, 3*time.Hour)
+		res := h.run(in)
+		if res.Answer != "done" || parked != (limit == time.Hour) {
+			t.Errorf("limit %v: answer %q, parked %v", limit, res.Answer, parked)
+		}
+		if limit == time.Hour && len(eventsOfType(h.events(), workflows.EventBudget)) == 0 {
+			t.Errorf("no budget event for the raise")
+		}
+	}
+}
+
+// TestTurnBudgetPerToolAndWarning: a per-tool bound parks a step whose
+// calls would pass it; half the tool-call bound warns (an event and a
+// budget_warning notification) without stopping.
+func TestTurnBudgetPerToolAndWarning(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = allowAll
+	in := turnInput(step("", call("Read", map[string]any{"file_path": "/a"}), call("Read", map[string]any{"file_path": "/b"})),
+		step("", call("Bash", map[string]any{"command": "one"}), call("Bash", map[string]any{"command": "two"})), step("done"))
+	in.Budget = &workflows.Budget{ToolCalls: 4, PerTool: map[string]int{"Bash": 1}, Warn: 0.5}
+	h.env.RegisterDelayedCallback(func() {
+		ps := h.pending()
+		if len(ps) != 1 || !strings.Contains(ps[0].Message, "budget tool_calls:Bash reached: 0 of 1") {
+			t.Errorf("pending %+v", ps)
+			return
+		}
+		h.env.SignalWorkflow(workflows.SignalApprove, workflows.Approval{CallID: ps[0].CallID, Hash: ps[0].Hash,
+			Decision: workflows.DecisionDeny, Reason: "no shell today", By: "owner"})
+	}, time.Minute)
+	res := h.run(in)
+	if res.Stopped != "budget" || len(h.toolCalls()) != 2 {
+		t.Errorf("stopped %q after %d tool calls", res.Stopped, len(h.toolCalls()))
+	}
+	warned := false
+	for _, e := range eventsOfType(h.events(), workflows.EventBudget) {
+		warned = warned || strings.HasPrefix(e.Text, "warning: budget tool_calls at 50%")
+	}
+	notified := false
+	for _, n := range h.notifyCalls() {
+		notified = notified || n.Type == workflows.NotifyBudgetWarning
+	}
+	if !warned || !notified {
+		t.Errorf("warning event %v, notification %v", warned, notified)
+	}
+}
+
+// BenchmarkTurnBudget runs a 20-step turn (one tool call a step) on the
+// test environment without a budget and with one that bounds every kind
+// but is never reached: the difference is the budget's accounting per
+// step (ns/step is reported; compare the two in the same run).
+func BenchmarkTurnBudget(b *testing.B) {
+	steps := make([]model.Step, 0, 21)
+	for range 20 {
+		steps = append(steps, usageStep("", 100, 10, call("Read", map[string]any{"file_path": "/a"})))
+	}
+	steps = append(steps, step("done"))
+	for _, c := range []struct {
+		name   string
+		budget *workflows.Budget
+	}{
+		{"off", nil},
+		{"on", &workflows.Budget{Tokens: 1 << 40, InputTokens: 1 << 40, OutputTokens: 1 << 40, Cost: 1e9, ToolCalls: 1 << 30,
+			PerTool: map[string]int{"Read": 1 << 30, "Bash": 1 << 30, "Write": 1 << 30}, Time: 1000 * time.Hour, Warn: 0.99}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				h := newHarness(b)
+				h.prepare = allowAll
+				in := turnInput(steps...)
+				in.Budget = c.budget
+				if res := h.run(in); res.Answer != "done" {
+					b.Fatalf("answer %q", res.Answer)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/21, "ns/step")
+		})
+	}
+}
