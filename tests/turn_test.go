@@ -357,7 +357,7 @@ func TestReplayHistories(t *testing.T) {
 const recordGeneration = "v8"
 
 // recordedScenarios are the files one recording writes.
-var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store", "budget_turn"}
+var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store", "budget_turn", "quorum_turn"}
 
 // historyFile names a scenario's file of this generation.
 func historyFile(scenario string) string { return scenario + "_" + recordGeneration + ".json" }
@@ -489,6 +489,37 @@ steps:
 	recordFloodScenario(t, ctx, cl, suffix)
 	recordLiveScenario(t, ctx, suffix)
 	recordBudgetScenario(t, ctx, cl, suffix)
+	recordQuorumScenario(t, ctx, cl, suffix)
+}
+
+// recordQuorumScenario records a call under a two-person rule: a first
+// allow by update (kept, the entry stays open), a second approver's allow
+// by signal that runs it.
+func recordQuorumScenario(t *testing.T, ctx context.Context, cl *client.Client, suffix string) {
+	pc, err := permission.Policy{Quorum: []permission.QuorumRule{{Rule: "Bash(touch:*)", Approvals: 2}}}.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := script(t, "steps:\n  - tool_calls: [{id: q1, name: Bash, input: {command: \"touch quorum\"}}]\n  - text: done\n")
+	id := "quorum-record" + suffix
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: qs}, Permission: pc}); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPendingCall(t, cl, id, "q1")
+	if _, err := cl.ApproveListed(ctx, id, p, workflows.Approval{CallID: "q1", Decision: workflows.DecisionAllow, By: "alice"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, func() bool {
+		ps, err := cl.Pending(ctx, id)
+		return err == nil && len(ps) == 1 && len(ps[0].Approvals) == 1
+	})
+	if err := cl.ApproveSignal(ctx, id, workflows.Approval{CallID: "q1", Decision: workflows.DecisionAllow, By: "bob", Hash: p.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	saveHistory(t, id, "quorum_turn")
 }
 
 // recordBudgetScenario records a turn with a budget: a warning, a park on
