@@ -64,6 +64,9 @@ type Activities struct {
 	// none. InboxURL links notifications to the inbox.
 	Notifier *notify.Sender
 	InboxURL string
+	// RemindBefore asks turns to send an approval_reminder this long
+	// before a waiting call's deadline (0: no reminders).
+	RemindBefore time.Duration
 	// Content keeps conversations and tool results out of history (turns
 	// call ModelStep and run tools with ByRef). Compactors, by provider
 	// name, shrink conversations that outgrow the model's window.

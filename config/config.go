@@ -186,6 +186,29 @@ type Notify struct {
 	// the key, or the key itself); required when Webhooks is set. Prefer
 	// the WARDEN_WEBHOOK_SECRET variable, which replaces it (FromEnv).
 	Secret string `yaml:"secret"`
+	// Routes send the events they match (namespace, agent label, tool,
+	// approver role) to their webhooks instead of Webhooks.
+	Routes []NotifyRoute `yaml:"routes"`
+	// RemindBefore sends an approval_reminder this long before a waiting
+	// call's deadline (0: none).
+	RemindBefore time.Duration `yaml:"remind_before"`
+}
+
+// NotifyRoute sends the events it matches to its webhooks
+// (notify.routes[]).
+type NotifyRoute struct {
+	Match    RouteMatch `yaml:"match"`
+	Webhooks []string   `yaml:"webhooks"`
+}
+
+// RouteMatch selects events: each set field is a pattern (path.Match
+// syntax) the event's namespace, agent label, tool or one of the
+// approver roles that cover the call must match; empty fields match all.
+type RouteMatch struct {
+	Namespace string `yaml:"namespace"`
+	Agent     string `yaml:"agent"`
+	Tool      string `yaml:"tool"`
+	Role      string `yaml:"role"`
 }
 
 // Backend selects where tools run. Local is always available; Docker and

@@ -133,7 +133,8 @@ func samplePending() workflows.Pending {
 		Reason: "Mode: default", Suggestions: []string{"Bash(npm run:*)"}, BypassImmune: true,
 		RequestedAt: t0, Deadline: t1, Escalation: workflows.EscalateAllow, Escalated: true, Hash: "3f2a9c", Notify: true,
 		Context: "Let me build it.", Prompt: "Fix the build.", Diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n",
-		Sandbox: "write /work, network off", LiveVersion: 2,
+		Sandbox: "write /work, network off", LiveVersion: 2, RemindBefore: time.Hour, Reminded: true,
+		Chat: []workflows.ChatRef{{Channel: "C0123", TS: "1700000000.000100"}},
 	}
 }
 
@@ -167,7 +168,7 @@ func compatSamples() []struct {
 				Iterations: 3, ToolCalls: 4, ToolErrors: 1, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
 				ReturnDirectly: []string{"TaskCreate"}, Seq: 9, Events: []workflows.Event{sampleEvent()},
 				Conversation: "9b74c9897bac770ffc029102a200c5de", LiveVersion: 2,
-				Notifying: []workflows.NotifyInput{{Type: "approval_requested", WorkflowID: "turn-1", Pending: samplePending()}},
+				Notifying: []workflows.NotifyInput{sampleNotify()},
 				Step: &workflows.StepState{
 					Slots:   []workflows.SlotState{{Call: sampleCall(), Prep: samplePrepared(), Ready: true, Result: func() *tools.Result { r := sampleResult(); return &r }()}},
 					Pending: []workflows.Pending{samplePending()},
@@ -217,7 +218,7 @@ func compatSamples() []struct {
 		{"Approval", sampleApproval()},
 		{"ExternalResult", sampleExternal()},
 		{"Ack", workflows.Ack{CallID: "call_1_1", Status: "allow"}},
-		{"NotifyInput", workflows.NotifyInput{Type: "approval_requested", WorkflowID: "turn-1", Pending: samplePending()}},
+		{"NotifyInput", sampleNotify()},
 		{"Pending", samplePending()},
 		{"Event", sampleEvent()},
 		{"EventsPage", workflows.EventsPage{Events: []workflows.Event{sampleEvent()}, Next: 4, Done: true}},
@@ -400,6 +401,8 @@ func constGroups() map[string]map[string]any {
 		"workflows.notifications": str(
 			"NotifyApprovalRequested", workflows.NotifyApprovalRequested, "NotifyApprovalEscalated", workflows.NotifyApprovalEscalated,
 			"NotifyExternalRequested", workflows.NotifyExternalRequested,
+			"NotifyApprovalAnswered", workflows.NotifyApprovalAnswered,
+			"NotifyApprovalReminder", workflows.NotifyApprovalReminder,
 		),
 		"workflows.pending_kinds": str(
 			"PendingApproval", string(workflows.PendingApproval), "PendingExternal", string(workflows.PendingExternal),
@@ -534,7 +537,7 @@ func samplePrepared() workflows.Prepared {
 		Policy: workflows.CallPolicy{
 			MaxAttempts: 3, InitialInterval: time.Second, BackoffCoefficient: 2, MaxInterval: 30 * time.Second,
 			NonRetryable: []string{"Permanent"}, Timeout: 11 * time.Minute, Local: true, LocalTimeout: 5 * time.Second,
-			ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify, Notify: true,
+			ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify, Notify: true, RemindBefore: time.Hour,
 		},
 		Preview: "--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+b\n",
 		Sandbox: sampleSandbox(), PolicyVersion: 2,
@@ -561,3 +564,11 @@ func sampleExternal() workflows.ExternalResult {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// sampleNotify is a notification with every field set.
+func sampleNotify() workflows.NotifyInput {
+	return workflows.NotifyInput{Type: "approval_answered", WorkflowID: "turn-1", Pending: samplePending(),
+		Answer: &workflows.AnswerNote{By: "alice", Via: "slack", Decision: "always_allow", Reason: "OPS-12", Scope: "agent",
+			TTL: time.Hour, Edited: true, At: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)},
+		Namespace: "default", Agent: "ops", Roles: []string{"kube"}}
+}

@@ -94,6 +94,15 @@ const (
 	// scope is remembered in the turn's policy store (a signal to it)
 	// instead of adding rules to the turn.
 	versionRememberedApprovals = "remembered-approvals"
+	// versionNotifyAnswered marks runs that send an approval_answered
+	// notification whenever a waiting call gets its final answer (an
+	// approver, an escalation, a policy re-decision, an external
+	// result); runs recorded before it send none.
+	versionNotifyAnswered = "notify-answered"
+	// versionNotifyReminders marks runs that send an approval_reminder
+	// notification RemindBefore the deadline of a call still waiting
+	// (a timer wakes the wait for it); runs recorded before it send none.
+	versionNotifyReminders = "notify-reminders"
 )
 
 // Bounds that decide when commands are emitted.
