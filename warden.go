@@ -78,6 +78,8 @@ type Options struct {
 	// RemindBefore sends an approval_reminder this long before a waiting
 	// call's deadline (notify.remind_before; 0: none).
 	RemindBefore time.Duration
+	// Chat posts waiting calls to Slack (nil: none).
+	Chat *activities.Chat
 	// ModelMetrics records model calls, tokens and durations (nil: none).
 	ModelMetrics *metrics.Models
 	// ResultBudget caps what of a tool result enters history besides its
@@ -193,7 +195,7 @@ func NewActivities(o Options) (*activities.Activities, error) {
 	a := &activities.Activities{
 		Tools: reg, Backends: backends, DefaultBackend: def, DefaultWorkdir: wd, Protected: slices.Clone(o.Protected),
 		Models: models, Middleware: slices.Clone(o.ToolMiddleware), ResultBudget: o.ResultBudget, Logger: o.Logger,
-		ToolDefaults: o.ToolDefaults, ToolSettings: o.ToolSettings, Notifier: o.Notifier, InboxURL: o.InboxURL, RemindBefore: o.RemindBefore,
+		ToolDefaults: o.ToolDefaults, ToolSettings: o.ToolSettings, Notifier: o.Notifier, InboxURL: o.InboxURL, RemindBefore: o.RemindBefore, Chat: o.Chat,
 		ModelMetrics: o.ModelMetrics,
 		Content:      &content.Log{Store: store, CacheBytes: o.ContentCacheBytes}, Compactors: compactors,
 		MaxResultBytes: o.MaxResultBytes, MaxCallInputBytes: o.MaxCallInputBytes, Client: o.Client,

@@ -247,7 +247,9 @@ func New(token, apiURL string, hc *http.Client) *Slack {
 // RateLimited is Slack's 429: retry after RetryAfter.
 type RateLimited struct{ RetryAfter time.Duration }
 
-func (e *RateLimited) Error() string { return fmt.Sprintf("slack: rate limited, retry after %s", e.RetryAfter) }
+func (e *RateLimited) Error() string {
+	return fmt.Sprintf("slack: rate limited, retry after %s", e.RetryAfter)
+}
 
 func wrap(op string, err error) error {
 	var rl *slack.RateLimitedError

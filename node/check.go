@@ -10,7 +10,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/chat"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/middleware/compact"
 	"github.com/wardenhq/warden/notify"
@@ -88,4 +90,20 @@ func compactions(cs map[string]config.Compaction) map[string]compact.Config {
 		out[name] = compaction(c)
 	}
 	return out
+}
+
+// slackChat is the worker's Slack poster: nil unless the bot token is in
+// the environment (chat.EnvBotToken) and a channel or route is set.
+func slackChat(s config.Slack, getenv func(string) string) *activities.Chat {
+	token := getenv(chat.EnvBotToken)
+	if token == "" || (s.Channel == "" && len(s.Routes) == 0) {
+		return nil
+	}
+	c := &activities.Chat{Slack: chat.New(token, s.APIURL, nil), Channel: s.Channel, StepUp: s.StepUp}
+	for _, r := range s.Routes {
+		m := r.Match
+		c.Routes = append(c.Routes, activities.ChatRoute{Match: notify.Match{Namespace: m.Namespace, Agent: m.Agent, Tool: m.Tool, Role: m.Role},
+			Channel: r.Channel})
+	}
+	return c
 }

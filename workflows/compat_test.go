@@ -133,7 +133,7 @@ func samplePending() workflows.Pending {
 		Reason: "Mode: default", Suggestions: []string{"Bash(npm run:*)"}, BypassImmune: true,
 		RequestedAt: t0, Deadline: t1, Escalation: workflows.EscalateAllow, Escalated: true, Hash: "3f2a9c", Notify: true,
 		Context: "Let me build it.", Prompt: "Fix the build.", Diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n",
-		Sandbox: "write /work, network off", LiveVersion: 2, RemindBefore: time.Hour, Reminded: true,
+		Sandbox: "write /work, network off", LiveVersion: 2, RemindBefore: time.Hour, Reminded: true, ChatOn: true,
 		Chat: []workflows.ChatRef{{Channel: "C0123", TS: "1700000000.000100"}},
 	}
 }
@@ -379,7 +379,7 @@ func constGroups() map[string]map[string]any {
 		"workflows.activities": str(
 			"ActivityModel", workflows.ActivityModel, "ActivityPrepare", workflows.ActivityPrepare,
 			"ActivityTool", workflows.ActivityTool,
-			"ActivityNotify", workflows.ActivityNotify, "ActivityModelStep", workflows.ActivityModelStep,
+			"ActivityNotify", workflows.ActivityNotify, "ActivityChatPost", workflows.ActivityChatPost, "ActivityChatUpdate", workflows.ActivityChatUpdate, "ActivityModelStep", workflows.ActivityModelStep,
 			"MetricApprovalWait", workflows.MetricApprovalWait, "MetricApprovalEscalation", workflows.MetricApprovalEscalation,
 		),
 		"workflows.error_types": str(
@@ -537,7 +537,7 @@ func samplePrepared() workflows.Prepared {
 		Policy: workflows.CallPolicy{
 			MaxAttempts: 3, InitialInterval: time.Second, BackoffCoefficient: 2, MaxInterval: 30 * time.Second,
 			NonRetryable: []string{"Permanent"}, Timeout: 11 * time.Minute, Local: true, LocalTimeout: 5 * time.Second,
-			ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify, Notify: true, RemindBefore: time.Hour,
+			ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify, Notify: true, RemindBefore: time.Hour, Chat: true,
 		},
 		Preview: "--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+b\n",
 		Sandbox: sampleSandbox(), PolicyVersion: 2,

@@ -33,11 +33,12 @@ func (t *turn) notifyInput(ctx workflow.Context, typ string, p Pending) NotifyIn
 // a. It is called wherever an entry gets its final answer, once per
 // entry. Runs recorded before versionNotifyAnswered send none.
 func (t *turn) notifyAnswered(ctx workflow.Context, p Pending, a AnswerNote) {
-	if !p.Notify || workflow.GetVersion(ctx, versionNotifyAnswered, workflow.DefaultVersion, 1) < 1 {
-		return
-	}
 	if a.At.IsZero() {
 		a.At = workflow.Now(ctx)
+	}
+	t.chatAnswered(ctx, p, a)
+	if !p.Notify || workflow.GetVersion(ctx, versionNotifyAnswered, workflow.DefaultVersion, 1) < 1 {
+		return
 	}
 	in := t.notifyInput(ctx, NotifyApprovalAnswered, p)
 	in.Answer = &a
@@ -128,7 +129,7 @@ func (t *turn) unsettled() []NotifyInput {
 // the next run sends them again. Runs recorded before
 // versionNotifyDelivery ended without waiting (and abandoned them).
 func (t *turn) settleNotifications(ctx workflow.Context) {
-	if t.settled || len(t.unsettled()) == 0 {
+	if t.settled || (len(t.unsettled()) == 0 && t.chatsSettled()) {
 		return
 	}
 	t.settled = true
@@ -136,5 +137,5 @@ func (t *turn) settleNotifications(ctx workflow.Context) {
 		return
 	}
 	// An error is the run's cancellation: what is unsettled stays so.
-	_, _ = workflow.AwaitWithTimeout(ctx, notifyGrace, func() bool { return len(t.unsettled()) == 0 })
+	_, _ = workflow.AwaitWithTimeout(ctx, notifyGrace, func() bool { return len(t.unsettled()) == 0 && t.chatsSettled() })
 }

@@ -60,7 +60,24 @@ const (
 	ActivityPrepare   = "warden.Prepare"
 	ActivityTool      = "warden.Tool"
 	ActivityNotify    = "warden.Notify"
+	// ActivityChatPost posts a waiting call's chat message(s)
+	// (ChatInput → []ChatRef); ActivityChatUpdate updates them once the
+	// call is answered (ChatInput with Answer and Refs).
+	ActivityChatPost   = "warden.ChatPost"
+	ActivityChatUpdate = "warden.ChatUpdate"
 )
+
+// ChatInput is the input of the chat activities: the call, what chat
+// routes match, and for an update the answer and the messages.
+type ChatInput struct {
+	WorkflowID string      `json:"workflow_id"`
+	Pending    Pending     `json:"pending"`
+	Namespace  string      `json:"namespace,omitempty"`
+	Agent      string      `json:"agent,omitempty"`
+	Roles      []string    `json:"roles,omitempty"`
+	Answer     *AnswerNote `json:"answer,omitempty"`
+	Refs       []ChatRef   `json:"refs,omitempty"`
+}
 
 // TurnInput starts an agent turn.
 type TurnInput struct {
@@ -260,6 +277,9 @@ type CallPolicy struct {
 	// RemindBefore sends an approval_reminder notification this long
 	// before the deadline of a call still waiting (0: none).
 	RemindBefore time.Duration `json:"remind_before,omitempty"`
+	// Chat posts the call's approval to chat (the worker has Slack
+	// configured) and updates the message once it is answered.
+	Chat bool `json:"chat,omitempty"`
 }
 
 // ToolProgress is the heartbeat detail of a running tool activity: the
@@ -527,8 +547,10 @@ type Pending struct {
 	RemindBefore time.Duration `json:"remind_before,omitempty"`
 	Reminded     bool          `json:"reminded,omitempty"`
 	// Chat lists the chat messages posted about this call (channel and
-	// timestamp), updated when it is answered.
-	Chat []ChatRef `json:"chat,omitempty"`
+	// timestamp), updated when it is answered. ChatOn is copied from the
+	// call's policy (CallPolicy.Chat).
+	Chat   []ChatRef `json:"chat,omitempty"`
+	ChatOn bool      `json:"chat_on,omitempty"`
 }
 
 // ChatRef is one chat message about a call: Slack's channel id and

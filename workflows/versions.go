@@ -103,6 +103,11 @@ const (
 	// notification RemindBefore the deadline of a call still waiting
 	// (a timer wakes the wait for it); runs recorded before it send none.
 	versionNotifyReminders = "notify-reminders"
+	// versionChatSlack marks runs that post a waiting call to chat
+	// (ActivityChatPost, its refs kept in Pending.Chat) and update the
+	// message once the call is answered (ActivityChatUpdate); runs
+	// recorded before it post nothing.
+	versionChatSlack = "chat-slack"
 )
 
 // Bounds that decide when commands are emitted.

@@ -26,6 +26,9 @@ func (t *turn) park(ctx workflow.Context, p Pending, now time.Time, timeout time
 		typ = NotifyExternalRequested
 	}
 	t.notify(ctx, typ, p)
+	if p.Kind == PendingApproval {
+		t.chatPost(ctx, p)
+	}
 }
 
 // wait blocks durably until every pending entry of this step is answered
