@@ -1,17 +1,26 @@
 package tests
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/chat"
+	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -137,5 +146,151 @@ func TestSlackMessagePerCallUpdatedOnAnswer(t *testing.T) {
 	posts, _, _ = si.snapshot()
 	if posts[1].channel != "C0DEFAULT" {
 		t.Errorf("unrouted call posted to %s, want C0DEFAULT", posts[1].channel)
+	}
+}
+
+// slackClick is a block_actions callback as Slack posts it: a form with
+// the JSON payload, signed with the signing secret at ts.
+func slackClick(t *testing.T, url, secret string, ts time.Time, user, action, value, responseURL string) (*http.Response, []byte) {
+	t.Helper()
+	payload, _ := json.Marshal(map[string]any{"type": "block_actions", "user": map[string]any{"id": user},
+		"response_url": responseURL, "actions": []map[string]any{{"action_id": action, "block_id": "warden_actions", "value": value, "type": "button", "action_ts": fmt.Sprint(ts.Unix())}}})
+	body := []byte("payload=" + neturl.QueryEscape(string(payload)))
+	return slackPost(t, url, secret, ts, body), body
+}
+
+func slackPost(t *testing.T, url, secret string, ts time.Time, body []byte) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/slack/interactivity", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set(chat.HeaderTimestamp, fmt.Sprint(ts.Unix()))
+	req.Header.Set(chat.HeaderSignature, chat.Sign(secret, ts, body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+// TestSlackInteractivity: Slack's button clicks on the inbox's server,
+// signed as Slack signs them, against a real server and worker. Refused,
+// with the call still waiting: a bad signature, a timestamp older than
+// 5 minutes, an unmapped Slack user and a user outside the call's roles
+// (both told so ephemerally at response_url), and on a server whose
+// chat.slack.step_up matches the tool a forged allow. Accepted (the
+// controls): the same click by a mapped unrestricted user allows the call
+// and the tool runs; on the step-up server a deny is recorded. A replay
+// of an accepted click is refused.
+func TestSlackInteractivity(t *testing.T) {
+	const secret = "slack-signing-secret-tests"
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir})
+	ctx := ctxT(t, 90*time.Second)
+	var mu sync.Mutex
+	var replies []string
+	rs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		mu.Lock()
+		replies = append(replies, fmt.Sprint(m["response_type"], ": ", m["text"]))
+		mu.Unlock()
+	}))
+	defer rs.Close()
+	lastReply := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(replies) == 0 {
+			return ""
+		}
+		return replies[len(replies)-1]
+	}
+	newInbox := func(stepUp []string) *httptest.Server {
+		srv, err := inbox.New(inbox.Config{Client: cl, Registerer: prometheus.NewRegistry(), SlackSecret: secret, SlackStepUp: stepUp,
+			Users: map[string]config.InboxUser{"alice": {Token: "ta", Slack: "U0ALICE", Roles: []string{"k8s"}}, "bob": {Token: "tb", Slack: "U0BOB"}},
+			Roles: map[string]config.InboxRole{"k8s": {Allow: []string{"Bash(kubectl:*)"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv)
+		t.Cleanup(hs.Close)
+		return hs
+	}
+	plain, stepped := newInbox(nil), newInbox([]string{"Bash"})
+	start := func(name, cmd string) (string, workflows.Pending) {
+		s := script(t, "steps:\n  - tool_calls: [{id: k1, name: Bash, input: {command: \""+cmd+"\"}}]\n  - text: ok\n")
+		id := name + "-" + fmt.Sprint(time.Now().UnixNano())
+		if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s}}); err != nil {
+			t.Fatal(err)
+		}
+		return id, waitPending(t, cl, id, 1)[0]
+	}
+	stillWaiting := func(step, id string) {
+		t.Helper()
+		if ps, err := cl.Pending(ctx, id); err != nil || len(ps) != 1 {
+			t.Fatalf("%s: pending = %v, %v; want the call still waiting", step, ps, err)
+		}
+	}
+	id, p := start("slack-click", "touch from-slack")
+	val := chat.Value(id, p)
+	now := time.Now()
+
+	// A bad signature and an old timestamp: 401, nothing answered.
+	_, body := slackClick(t, plain.URL, "wrong-secret", now, "U0BOB", chat.ActionAllow, val, rs.URL)
+	if resp := slackPost(t, plain.URL, "wrong-secret", now, body); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("bad signature: %d", resp.StatusCode)
+	}
+	if resp, _ := slackClick(t, plain.URL, secret, now.Add(-6*time.Minute), "U0BOB", chat.ActionAllow, val, rs.URL); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("old timestamp: %d", resp.StatusCode)
+	}
+	stillWaiting("bad signature, old timestamp", id)
+	// An unmapped Slack user and one outside the call's roles.
+	slackClick(t, plain.URL, secret, now, "U0NOBODY", chat.ActionAllow, val, rs.URL)
+	if r := lastReply(); !strings.HasPrefix(r, "ephemeral: You are not a warden approver") {
+		t.Errorf("unmapped user reply = %q", r)
+	}
+	slackClick(t, plain.URL, secret, now.Add(time.Second), "U0ALICE", chat.ActionAllow, val, rs.URL)
+	if r := lastReply(); !strings.Contains(r, "may not answer") {
+		t.Errorf("user outside the roles: reply = %q", r)
+	}
+	stillWaiting("unmapped user, user outside the roles", id)
+
+	// The control: bob allows from Slack; the tool runs.
+	resp, body := slackClick(t, plain.URL, secret, now.Add(2*time.Second), "U0BOB", chat.ActionAllow, val, rs.URL)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(lastReply(), "allow recorded") {
+		t.Fatalf("bob's allow: %d, reply %q", resp.StatusCode, lastReply())
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "from-slack")); err != nil {
+		t.Errorf("the allowed call did not run: %v", err)
+	}
+	// The same signed request again: a replay.
+	if resp := slackPost(t, plain.URL, secret, now.Add(2*time.Second), body); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("replay: %d", resp.StatusCode)
+	}
+
+	// Step-up: no allow from Slack (a forged allow payload is refused),
+	// a deny is recorded.
+	id2, p2 := start("slack-stepup", "touch stepped")
+	val2 := chat.Value(id2, p2)
+	slackClick(t, stepped.URL, secret, now.Add(3*time.Second), "U0BOB", chat.ActionAllow, val2, rs.URL)
+	if r := lastReply(); !strings.Contains(r, "needs review in the inbox") {
+		t.Errorf("forged allow on a step-up call: reply %q", r)
+	}
+	stillWaiting("forged allow", id2)
+	slackClick(t, stepped.URL, secret, now.Add(4*time.Second), "U0BOB", chat.ActionDeny, val2, rs.URL)
+	if r := lastReply(); !strings.Contains(r, "deny recorded") {
+		t.Errorf("deny on a step-up call: reply %q", r)
+	}
+	if _, err := cl.Result(ctx, id2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "stepped")); err == nil {
+		t.Error("the denied call ran")
 	}
 }
