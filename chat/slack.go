@@ -104,17 +104,20 @@ func Verify(secret string, h http.Header, body []byte, now time.Time) error {
 // StepUp says why a call may not be allowed from Slack ("": it may): it
 // tripped a safety check no rule silences, its sandbox has the network
 // on, it writes outside the working directories (a write grant beyond
-// them), or its tool matches one of the rules (patterns of tool names,
+// them), it runs without a sandbox, or its tool matches one of the rules (patterns of tool names,
 // "Bash", "mcp__*"). Such a call gets "review in inbox" and no allow
 // button, and an allow from Slack for it is refused.
 func StepUp(p workflows.Pending, rules []string) string {
 	switch {
 	case p.BypassImmune:
 		return "it trips a safety check"
-	case strings.Contains(p.Sandbox, "network") && !strings.Contains(p.Sandbox, "network off"):
+	// p.Sandbox is calls.Sandbox.String() of the call's recorded profile.
+	case strings.Contains(p.Sandbox, ", network to "):
 		return "it asks for the network"
-	case strings.Contains(p.Sandbox, "may write "):
+	case strings.Contains(p.Sandbox, ", may write "):
 		return "it writes outside the working directories"
+	case strings.HasPrefix(p.Sandbox, "no sandbox"):
+		return "it runs without a sandbox"
 	}
 	for _, r := range rules {
 		if ok, err := path.Match(r, p.Tool); err == nil && ok {

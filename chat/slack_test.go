@@ -156,8 +156,13 @@ func TestPostAndAnswer(t *testing.T) {
 // plain call (the control) gets one.
 func TestStepUpNoAllowButton(t *testing.T) {
 	cases := map[string]func(*workflows.Pending){
-		"safety check":   func(p *workflows.Pending) { p.BypassImmune = true },
-		"network":        func(p *workflows.Pending) { p.Sandbox = "write /work, network: registry.npmjs.org" },
+		"safety check": func(p *workflows.Pending) { p.BypassImmune = true },
+		"network": func(p *workflows.Pending) {
+			p.Sandbox = "write /work, network to registry.npmjs.org (network_hosts approved by a person)"
+		},
+		"no sandbox": func(p *workflows.Pending) {
+			p.Sandbox = "no sandbox (backend.local.sandbox: off): runs as the worker's user"
+		},
 		"outside writes": func(p *workflows.Pending) { p.Sandbox = "write /work, may write /etc/nginx, network off" },
 		"step_up rule":   func(p *workflows.Pending) { p.Tool = "mcp__deploy" },
 	}
