@@ -9,6 +9,7 @@ import (
 	neturl "net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/chat"
+	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/notify"
@@ -292,5 +294,61 @@ func TestSlackInteractivity(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(workdir, "stepped")); err == nil {
 		t.Error("the denied call ran")
+	}
+}
+
+// TestSlackOneMessageThroughSIGKILL: the worker binary as a user starts
+// it (embedded server, chat.slack in its config file, the bot token in
+// its environment) posts one message for a waiting call; SIGKILLed and
+// started again, it does not post it again, and the answer updates that
+// same message.
+func TestSlackOneMessageThroughSIGKILL(t *testing.T) {
+	si := &slackStandIn{}
+	srv := httptest.NewServer(si)
+	defer srv.Close()
+	t.Setenv(chat.EnvBotToken, "xoxb-tests")
+	wbin := buildWorker(t)
+	dataDir, workdir, cwd := t.TempDir(), t.TempDir(), t.TempDir()
+	cfg := filepath.Join(cwd, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(contentConfig()+"chat:\n  slack:\n    channel: C0CRASH\n    api_url: "+srv.URL+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(freePort(t))
+	args := []string{"--config", cfg, "--data-dir", dataDir, "--port", port, "--ui-port", "0", "--metrics-addr", "off",
+		"--task-queue", "slack-crash", "--workdir", workdir}
+	proc, addr := startEmbedded(t, wbin, workdir, args...)
+	defer func() { killProcess(t, proc) }()
+	ctx := ctxT(t, 3*time.Minute)
+	c := dialAt(t, addr, filepath.Join(dataDir, "auth", "operator.key"))
+	cl := client.New(c, "slack-crash")
+	cl.PollInterval = 50 * time.Millisecond
+	s := script(t, "steps:\n  - tool_calls: [{id: c1, name: Bash, input: {command: \"touch after-crash\"}}]\n  - text: ok\n")
+	id := "slack-crash-" + tag()
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s}}); err != nil {
+		t.Fatal(err)
+	}
+	waitPending(t, cl, id, 1)
+	waitFor(t, ctx, func() bool { p, _, _ := si.snapshot(); return len(p) == 1 })
+	c.Close()
+	killProcess(t, proc)
+
+	proc, addr = startEmbedded(t, wbin, workdir, args...)
+	c = dialAt(t, addr, filepath.Join(dataDir, "auth", "operator.key"))
+	defer c.Close()
+	cl = client.New(c, "slack-crash")
+	cl.PollInterval = 50 * time.Millisecond
+	cl.Via = "operator" // the key dialAt authenticates with
+	ps := waitPending(t, cl, id, 1)
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "c1", Decision: workflows.DecisionAllow, Hash: ps[0].Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, func() bool { _, u, _ := si.snapshot(); return len(u) == 1 })
+	time.Sleep(time.Second)
+	posts, updates, _ := si.snapshot()
+	if len(posts) != 1 || posts[0].channel != "C0CRASH" || len(updates) != 1 || updates[0].ts != "1700000000.000001" {
+		t.Fatalf("posts %d, updates %+v; want one message, updated once after the crash", len(posts), updates)
 	}
 }
