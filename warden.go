@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	tclient "go.temporal.io/sdk/client"
@@ -74,6 +75,11 @@ type Options struct {
 	// InboxURL is linked from them.
 	Notifier *notify.Sender
 	InboxURL string
+	// RemindBefore sends an approval_reminder this long before a waiting
+	// call's deadline (notify.remind_before; 0: none).
+	RemindBefore time.Duration
+	// Chat posts waiting calls to Slack (nil: none).
+	Chat *activities.Chat
 	// ModelMetrics records model calls, tokens and durations (nil: none).
 	ModelMetrics *metrics.Models
 	// Prices price model calls per million tokens, by model name or
@@ -192,7 +198,7 @@ func NewActivities(o Options) (*activities.Activities, error) {
 	a := &activities.Activities{
 		Tools: reg, Backends: backends, DefaultBackend: def, DefaultWorkdir: wd, Protected: slices.Clone(o.Protected),
 		Models: models, Middleware: slices.Clone(o.ToolMiddleware), ResultBudget: o.ResultBudget, Logger: o.Logger,
-		ToolDefaults: o.ToolDefaults, ToolSettings: o.ToolSettings, Notifier: o.Notifier, InboxURL: o.InboxURL,
+		ToolDefaults: o.ToolDefaults, ToolSettings: o.ToolSettings, Notifier: o.Notifier, InboxURL: o.InboxURL, RemindBefore: o.RemindBefore, Chat: o.Chat,
 		ModelMetrics: o.ModelMetrics, Prices: o.Prices,
 		Content: &content.Log{Store: store, CacheBytes: o.ContentCacheBytes}, Compactors: compactors,
 		MaxResultBytes: o.MaxResultBytes, MaxCallInputBytes: o.MaxCallInputBytes, Client: o.Client,

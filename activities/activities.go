@@ -64,6 +64,11 @@ type Activities struct {
 	// none. InboxURL links notifications to the inbox.
 	Notifier *notify.Sender
 	InboxURL string
+	// RemindBefore asks turns to send an approval_reminder this long
+	// before a waiting call's deadline (0: no reminders).
+	RemindBefore time.Duration
+	// Chat posts waiting calls to Slack; nil posts none.
+	Chat *Chat
 	// Content keeps conversations and tool results out of history (turns
 	// call ModelStep and run tools with ByRef). Compactors, by provider
 	// name, shrink conversations that outgrow the model's window.
@@ -100,6 +105,8 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.Prepare, activity.RegisterOptions{Name: workflows.ActivityPrepare})
 	r.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: workflows.ActivityTool})
 	r.RegisterActivityWithOptions(a.Notify, activity.RegisterOptions{Name: workflows.ActivityNotify})
+	r.RegisterActivityWithOptions(a.ChatPost, activity.RegisterOptions{Name: workflows.ActivityChatPost})
+	r.RegisterActivityWithOptions(a.ChatUpdate, activity.RegisterOptions{Name: workflows.ActivityChatUpdate})
 	r.RegisterActivityWithOptions(a.PolicyFanout, activity.RegisterOptions{Name: workflows.ActivityPolicyFanout})
 	r.RegisterActivityWithOptions(a.ListTools, activity.RegisterOptions{Name: workflows.ActivityTools})
 }

@@ -38,7 +38,15 @@ func (a *Activities) Notify(ctx context.Context, in workflows.NotifyInput) error
 	}
 	p := in.Pending
 	ev := notify.Event{Type: in.Type, WorkflowID: in.WorkflowID, CallID: p.CallID, Tool: p.Tool, Input: p.Input,
-		Reason: p.Reason, RequestedAt: p.RequestedAt, Deadline: p.Deadline}
+		Reason: p.Reason, RequestedAt: p.RequestedAt, Deadline: p.Deadline,
+		Namespace: in.Namespace, Agent: in.Agent, Roles: in.Roles}
+	if n := in.Answer; n != nil {
+		ev.Answer = &notify.Answer{By: n.By, Via: n.Via, Decision: n.Decision, Reason: n.Reason, Scope: n.Scope,
+			Edited: n.Edited, At: n.At}
+		if n.TTL > 0 {
+			ev.Answer.TTL = n.TTL.String()
+		}
+	}
 	if in.Type == notify.TypeApprovalEscalated {
 		ev.Action = string(p.Escalation)
 		if ev.Action == "" {

@@ -130,7 +130,11 @@ func (a *Activities) record(ctx context.Context, out *workflows.Prepared, in wor
 	out.Decision = v.Decision
 	out.ReadOnly = v.ReadOnly
 	out.Policy = a.policy(info, out.ReadOnly, backendName)
-	out.Policy.Notify = a.Notifier != nil && len(a.Notifier.URLs) > 0
+	out.Policy.Notify = a.Notifier.Enabled()
+	out.Policy.Chat = a.Chat != nil && a.Chat.Slack != nil
+	if out.Policy.Notify {
+		out.Policy.RemindBefore = a.RemindBefore
+	}
 	prof := tools.Profile(ctx, call, v)
 	prof.Off = sandboxOff
 	if l, ok := env.Backend.(interface{ CallLimits() *calls.Limits }); ok {

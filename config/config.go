@@ -45,6 +45,8 @@ type Config struct {
 	Tools      Tools             `yaml:"tools"`
 	Inbox      Inbox             `yaml:"inbox"`
 	Notify     Notify            `yaml:"notify"`
+	// Chat posts waiting calls to Slack.
+	Chat Chat `yaml:"chat"`
 	// Middleware configures the standard tool middlewares (logging,
 	// metrics, per-tool concurrency limits, output reduction).
 	Middleware Middleware `yaml:"middleware"`
@@ -200,6 +202,58 @@ type Notify struct {
 	// the key, or the key itself); required when Webhooks is set. Prefer
 	// the WARDEN_WEBHOOK_SECRET variable, which replaces it (FromEnv).
 	Secret string `yaml:"secret"`
+	// Routes send the events they match (namespace, agent label, tool,
+	// approver role) to their webhooks instead of Webhooks.
+	Routes []NotifyRoute `yaml:"routes"`
+	// RemindBefore sends an approval_reminder this long before a waiting
+	// call's deadline (0: none).
+	RemindBefore time.Duration `yaml:"remind_before"`
+}
+
+// NotifyRoute sends the events it matches to its webhooks
+// (notify.routes[]).
+type NotifyRoute struct {
+	Match    RouteMatch `yaml:"match"`
+	Webhooks []string   `yaml:"webhooks"`
+}
+
+// RouteMatch selects events: each set field is a pattern (path.Match
+// syntax) the event's namespace, agent label, tool or one of the
+// approver roles that cover the call must match; empty fields match all.
+type RouteMatch struct {
+	Namespace string `yaml:"namespace"`
+	Agent     string `yaml:"agent"`
+	Tool      string `yaml:"tool"`
+	Role      string `yaml:"role"`
+}
+
+// Chat configures chat messages about waiting calls.
+type Chat struct {
+	Slack Slack `yaml:"slack"`
+}
+
+// Slack posts each waiting call to a channel (chat.slack). The bot token
+// and signing secret come from the environment only
+// (WARDEN_SLACK_BOT_TOKEN, WARDEN_SLACK_SIGNING_SECRET); Slack is on when
+// the token is set and a channel or route is configured.
+type Slack struct {
+	// Channel receives the calls no route matches (a channel id, C0123).
+	Channel string `yaml:"channel"`
+	// Routes send the calls they match to their channel instead.
+	Routes []SlackRoute `yaml:"routes"`
+	// StepUp lists tool patterns ("mcp__deploy__*") whose calls are never
+	// allowed from Slack, like calls that trip a safety check, ask for
+	// the network or write outside the working directories.
+	StepUp []string `yaml:"step_up"`
+	// APIURL points the Web API client elsewhere (a stand-in; default
+	// Slack's).
+	APIURL string `yaml:"api_url"`
+}
+
+// SlackRoute sends the calls it matches to Channel.
+type SlackRoute struct {
+	Match   RouteMatch `yaml:"match"`
+	Channel string     `yaml:"channel"`
 }
 
 // Backend selects where tools run. Local is always available; Docker and

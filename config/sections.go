@@ -200,6 +200,9 @@ type InboxUser struct {
 	Password string `json:"password,omitempty" yaml:"password"`
 	// Roles restrict what the user may answer; none means everything.
 	Roles []string `json:"roles,omitempty" yaml:"roles"`
+	// Slack is the user's Slack member id (U0123): their clicks on a
+	// Slack message answer as this user, under these roles.
+	Slack string `json:"slack,omitempty" yaml:"slack"`
 }
 
 // InboxRole lists allow-rule patterns ("Bash(kubectl:*)", "Write") of

@@ -20,6 +20,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,6 +60,11 @@ type Config struct {
 	// Content is the store turns keep their conversations in; with it,
 	// GET /conversation?workflow=ID shows a turn's conversation.
 	Content content.Store
+	// SlackSecret, when set, serves POST /slack/interactivity: Slack's
+	// button clicks, checked with this signing secret. SlackStepUp are
+	// the chat.slack.step_up patterns.
+	SlackSecret string
+	SlackStepUp []string
 }
 
 // Server is the inbox web server. It is an http.Handler.
@@ -74,6 +80,10 @@ type Server struct {
 	lister func(context.Context, query) ([]client.PendingEntry, error)
 	// hub shares a visibility poller per query among the open streams.
 	hub *streamHub
+	// slackSeen holds the signatures of Slack callbacks accepted within
+	// the window (replays are refused).
+	slackMu   sync.Mutex
+	slackSeen map[string]time.Time
 }
 
 type namedUser struct {
@@ -102,7 +112,7 @@ func New(cfg Config) (*Server, error) {
 	if (cfg.TLSCert == "") != (cfg.TLSKey == "") {
 		return nil, errors.New("inbox: TLS needs both a certificate and a key")
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), slackSeen: map[string]time.Time{}}
 	s.lister = s.list
 	s.hub = newStreamHub(func(ctx context.Context, q query) ([]client.PendingEntry, error) { return s.lister(ctx, q) }, streamEvery)
 	users, err := buildUsers(cfg.Users, cfg.Roles)
@@ -138,6 +148,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Referrer-Policy", "no-referrer")
+	if r.URL.Path == slackPath && s.cfg.SlackSecret != "" {
+		// Slack signs its callbacks instead of signing in.
+		s.handleSlack(w, r)
+		return
+	}
 	name, ok := s.authenticate(w, r)
 	if !ok {
 		return

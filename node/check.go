@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"path"
 	"slices"
 	"time"
 
+	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/backend"
+	"github.com/wardenhq/warden/chat"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/middleware/compact"
 	"github.com/wardenhq/warden/notify"
@@ -36,12 +39,25 @@ func Check(cfg config.Config) error {
 			errs = append(errs, fmt.Errorf("content.compaction.%s: %w", name, err))
 		}
 	}
-	if len(cfg.Notify.Webhooks) > 0 {
+	for i, r := range cfg.Notify.Routes {
+		for _, pat := range []string{r.Match.Namespace, r.Match.Agent, r.Match.Tool, r.Match.Role} {
+			if _, err := path.Match(pat, ""); err != nil {
+				errs = append(errs, fmt.Errorf("notify.routes[%d].match: %q: %w", i, pat, err))
+			}
+		}
+		if len(r.Webhooks) == 0 {
+			errs = append(errs, fmt.Errorf("notify.routes[%d]: no webhooks", i))
+		}
+	}
+	if cfg.Notify.RemindBefore < 0 {
+		errs = append(errs, fmt.Errorf("notify.remind_before: %s is negative", cfg.Notify.RemindBefore))
+	}
+	if len(cfg.Notify.Webhooks) > 0 || len(cfg.Notify.Routes) > 0 {
 		// Nothing is sent unsigned or signed with an empty key. The secret
 		// checked is the one sender signs with: the config's, with
 		// WARDEN_WEBHOOK_SECRET already laid over it (config.FromEnv).
 		if _, err := notify.ParseSecret(cfg.Notify.Secret); err != nil {
-			errs = append(errs, fmt.Errorf("notify.secret: %w: required when notify.webhooks is set (set it or %s)", err, config.EnvWebhookSecret))
+			errs = append(errs, fmt.Errorf("notify.secret: %w: required when notify.webhooks or notify.routes is set (set it or %s)", err, config.EnvWebhookSecret))
 		}
 	}
 	return errors.Join(errs...)
@@ -50,10 +66,16 @@ func Check(cfg config.Config) error {
 // sender is the webhook sender of n, signing with n.Secret (which
 // WARDEN_WEBHOOK_SECRET replaces, config.FromEnv); nil without webhooks.
 func sender(n config.Notify) *notify.Sender {
-	if len(n.Webhooks) == 0 {
+	if len(n.Webhooks) == 0 && len(n.Routes) == 0 {
 		return nil
 	}
-	return &notify.Sender{URLs: n.Webhooks, Secret: n.Secret, HTTPClient: &http.Client{Timeout: 10 * time.Second}}
+	var routes []notify.Route
+	for _, r := range n.Routes {
+		m := r.Match
+		routes = append(routes, notify.Route{Match: notify.Match{Namespace: m.Namespace, Agent: m.Agent, Tool: m.Tool, Role: m.Role},
+			Webhooks: r.Webhooks})
+	}
+	return &notify.Sender{URLs: n.Webhooks, Routes: routes, Secret: n.Secret, HTTPClient: &http.Client{Timeout: 10 * time.Second}}
 }
 
 // compaction is the context-window middleware's setting of c.
@@ -68,4 +90,20 @@ func compactions(cs map[string]config.Compaction) map[string]compact.Config {
 		out[name] = compaction(c)
 	}
 	return out
+}
+
+// slackChat is the worker's Slack poster: nil unless the bot token is in
+// the environment (chat.EnvBotToken) and a channel or route is set.
+func slackChat(s config.Slack, getenv func(string) string) *activities.Chat {
+	token := getenv(chat.EnvBotToken)
+	if token == "" || (s.Channel == "" && len(s.Routes) == 0) {
+		return nil
+	}
+	c := &activities.Chat{Slack: chat.New(token, s.APIURL, nil), Channel: s.Channel, StepUp: s.StepUp}
+	for _, r := range s.Routes {
+		m := r.Match
+		c.Routes = append(c.Routes, activities.ChatRoute{Match: notify.Match{Namespace: m.Namespace, Agent: m.Agent, Tool: m.Tool, Role: m.Role},
+			Channel: r.Channel})
+	}
+	return c
 }

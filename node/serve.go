@@ -14,6 +14,7 @@ import (
 	tclient "go.temporal.io/sdk/client"
 
 	"github.com/wardenhq/warden/auth"
+	"github.com/wardenhq/warden/chat"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/inbox"
@@ -67,7 +68,8 @@ func (n *node) startInbox(ctx context.Context) (string, error) {
 		login = "/?token=" + token
 	}
 	srv, err := inbox.New(inbox.Config{Client: cl, Content: n.store, Listen: cfg.Listen, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
-		Users: users, Roles: cfg.Roles, Registerer: n.reg})
+		Users: users, Roles: cfg.Roles, Registerer: n.reg,
+		SlackSecret: os.Getenv(chat.EnvSigningSecret), SlackStepUp: n.cfg.Chat.Slack.StepUp})
 	if err != nil {
 		return "", fmt.Errorf("inbox: %w", err)
 	}

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,11 @@ const (
 	TypeApprovalEscalated = "approval_escalated"
 	// TypeExternalRequested: a call waits for an external result.
 	TypeExternalRequested = "external_requested"
+	// TypeApprovalAnswered: a waiting call got its answer; Answer says
+	// who gave it, through what, and the decision.
+	TypeApprovalAnswered = "approval_answered"
+	// TypeApprovalReminder: a call still waits and its deadline is near.
+	TypeApprovalReminder = "approval_reminder"
 )
 
 // Escalation actions carried in [Event.Action].
@@ -81,6 +87,68 @@ type Event struct {
 	RequestedAt time.Time       `json:"requested_at"`
 	Deadline    time.Time       `json:"deadline"`
 	InboxURL    string          `json:"inbox_url,omitempty"`
+	// Answer is the answer of an approval_answered event.
+	Answer *Answer `json:"answer,omitempty"`
+	// Namespace, Agent (the turn's label) and Roles (the approver roles
+	// that cover the call) are what routes match.
+	Namespace string   `json:"namespace,omitempty"`
+	Agent     string   `json:"agent,omitempty"`
+	Roles     []string `json:"roles,omitempty"`
+}
+
+// Answer is an approval_answered event's answer.
+type Answer struct {
+	// By is the approver: a person, "deadline" for an escalation,
+	// "policy" for a live-policy re-decision, "rule" for an added rule.
+	By string `json:"by,omitempty"`
+	// Via is the authenticated key or channel ("slack", "policy v7").
+	Via string `json:"via,omitempty"`
+	// Decision is allow, deny, always_allow, or result (an external
+	// result).
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+	// Scope and TTL (a Go duration, "1h0m0s") are those of a remembered
+	// always_allow.
+	Scope  string    `json:"scope,omitempty"`
+	TTL    string    `json:"ttl,omitempty"`
+	Edited bool      `json:"edited,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// Match selects the events of a route. Each set field is a pattern
+// (path.Match syntax: "prod-*", "Bash") the event's field must match;
+// Role matches when one of the event's roles does. Empty fields match
+// everything.
+type Match struct {
+	Namespace string `json:"namespace,omitempty" yaml:"namespace"`
+	Agent     string `json:"agent,omitempty" yaml:"agent"`
+	Tool      string `json:"tool,omitempty" yaml:"tool"`
+	Role      string `json:"role,omitempty" yaml:"role"`
+}
+
+// Matches reports whether e is selected by m.
+func (m Match) Matches(e Event) bool {
+	if !glob(m.Namespace, e.Namespace) || !glob(m.Agent, e.Agent) || !glob(m.Tool, e.Tool) {
+		return false
+	}
+	if m.Role == "" {
+		return true
+	}
+	return slices.ContainsFunc(e.Roles, func(r string) bool { return glob(m.Role, r) })
+}
+
+func glob(pattern, s string) bool {
+	if pattern == "" {
+		return true
+	}
+	ok, err := path.Match(pattern, s)
+	return err == nil && ok
+}
+
+// Route sends the events it matches to its webhooks.
+type Route struct {
+	Match    Match    `json:"match" yaml:"match"`
+	Webhooks []string `json:"webhooks" yaml:"webhooks"`
 }
 
 // ID is the event's webhook id: derived from the workflow, the call, the
@@ -160,8 +228,12 @@ func mac(key []byte, id string, ts int64, body []byte) []byte {
 // Temporal activity) retries with backoff when Send returns an error, and
 // passes back the URLs already delivered so they are not sent twice.
 type Sender struct {
-	// URLs receive every event.
+	// URLs receive every event no route matches (all events when there
+	// are no routes).
 	URLs []string
+	// Routes send the events they match to their webhooks instead of
+	// URLs: an event goes to the webhooks of every matching route.
+	Routes []Route
 	// Secret signs every delivery (see [ParseSecret]); Send refuses to
 	// send when it is empty.
 	Secret string
@@ -203,7 +275,7 @@ func (s *Sender) Send(ctx context.Context, d *Delivery) error {
 		hc = &http.Client{Timeout: 10 * time.Second}
 	}
 	var errs []error
-	for _, u := range s.URLs {
+	for _, u := range s.Targets(d.Event) {
 		if slices.Contains(d.Delivered, u) {
 			continue
 		}
@@ -217,6 +289,31 @@ func (s *Sender) Send(ctx context.Context, d *Delivery) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Targets lists the webhook URLs of e, each once: those of the routes
+// that match it, or URLs when none does.
+func (s *Sender) Targets(e Event) []string {
+	var out []string
+	for _, r := range s.Routes {
+		if !r.Match.Matches(e) {
+			continue
+		}
+		for _, u := range r.Webhooks {
+			if !slices.Contains(out, u) {
+				out = append(out, u)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return s.URLs
+	}
+	return out
+}
+
+// Enabled reports whether s sends anything (it has URLs or routes).
+func (s *Sender) Enabled() bool {
+	return s != nil && (len(s.URLs) > 0 || len(s.Routes) > 0)
 }
 
 func post(ctx context.Context, hc *http.Client, url string, key []byte, id string, body []byte) error {

@@ -275,3 +275,32 @@ func TestVerify(t *testing.T) {
 		}
 	}
 }
+
+// TestTargetsRoutes: an event goes to the webhooks of every route that
+// matches it (namespace, agent, tool, one of its roles; globs), each URL
+// once, and to the default URLs only when no route matches.
+func TestTargetsRoutes(t *testing.T) {
+	s := &Sender{URLs: []string{"http://default"}, Routes: []Route{
+		{Match: Match{Tool: "Bash", Role: "kube"}, Webhooks: []string{"http://kube"}},
+		{Match: Match{Agent: "ops-*"}, Webhooks: []string{"http://ops", "http://kube"}},
+		{Match: Match{Namespace: "prod"}, Webhooks: []string{"http://prod"}},
+	}}
+	for _, c := range []struct {
+		name string
+		ev   Event
+		want []string
+	}{
+		{"role and tool", Event{Tool: "Bash", Roles: []string{"git", "kube"}}, []string{"http://kube"}},
+		{"role without the tool", Event{Tool: "Write", Roles: []string{"kube"}}, []string{"http://default"}},
+		{"agent glob, URL once", Event{Tool: "Bash", Agent: "ops-east", Roles: []string{"kube"}}, []string{"http://kube", "http://ops"}},
+		{"namespace", Event{Tool: "Read", Namespace: "prod"}, []string{"http://prod"}},
+		{"nothing matches", Event{Tool: "Read", Namespace: "dev", Agent: "dev-1"}, []string{"http://default"}},
+	} {
+		if got := s.Targets(c.ev); !slices.Equal(got, c.want) {
+			t.Errorf("%s: targets = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if (&Sender{}).Enabled() || !(&Sender{Routes: s.Routes}).Enabled() {
+		t.Error("Enabled: want false without URLs or routes, true with routes only")
+	}
+}

@@ -115,16 +115,23 @@ func TestWebhookRetryOnlyToFailedURLs(t *testing.T) {
 	}
 	hn, hids, hevs, herrs := healthy.snapshot()
 	fn, fids, fevs, ferrs := flaky.snapshot()
-	if hn != 1 || len(hevs) != 1 || len(herrs) != 0 {
-		t.Errorf("healthy URL: %d requests, %d accepted, errors %v; want exactly one delivery", hn, len(hevs), herrs)
+	// Each receiver also got the deny's approval_answered, once.
+	if hn != 2 || len(hevs) != 2 || len(herrs) != 0 {
+		t.Errorf("healthy URL: %d requests, %d accepted, errors %v; want exactly one delivery of each event", hn, len(hevs), herrs)
 	}
-	if fn != 2 || len(fevs) != 1 || len(ferrs) != 0 {
-		t.Errorf("flaky URL: %d requests, %d accepted, errors %v; want a failure then one delivery", fn, len(fevs), ferrs)
+	if fn != 3 || len(fevs) != 2 || len(ferrs) != 0 {
+		t.Errorf("flaky URL: %d requests, %d accepted, errors %v; want a failure then one delivery of each event", fn, len(fevs), ferrs)
 	}
-	if len(hids) == 1 && len(fids) == 2 && (hids[0] == "" || fids[0] != hids[0] || fids[1] != hids[0]) {
+	if len(hids) == 2 && len(fids) == 3 && (hids[0] == "" || fids[0] != hids[0] || fids[1] != hids[0]) {
 		t.Errorf("webhook ids differ across URLs or attempts: healthy %v, flaky %v", hids, fids)
 	}
 	for _, ev := range append(hevs, fevs...) {
+		if ev.Type == notify.TypeApprovalAnswered {
+			if a := ev.Answer; a == nil || a.Decision != "deny" || a.Reason != "test" {
+				t.Errorf("answered event = %+v", ev)
+			}
+			continue
+		}
 		if ev.Type != notify.TypeApprovalRequested || ev.WorkflowID != id || ev.CallID != "n1" || ev.Tool != "Bash" ||
 			!strings.HasPrefix(ev.InboxURL, "http://inbox.example") {
 			t.Errorf("event = %+v", ev)
@@ -147,7 +154,117 @@ func TestWebhookRetryOnlyToFailedURLs(t *testing.T) {
 	}
 	resp.Body.Close()
 	_, _, hevs, herrs = healthy.snapshot()
-	if len(hevs) != 1 || len(herrs) != 1 || !errors.Is(herrs[0], notify.ErrReplay) {
-		t.Errorf("replayed delivery: %d events handled, errors %v; want 1 and ErrReplay", len(hevs), herrs)
+	if len(hevs) != 2 || len(herrs) != 1 || !errors.Is(herrs[0], notify.ErrReplay) {
+		t.Errorf("replayed delivery: %d events handled, errors %v; want 2 and ErrReplay", len(hevs), herrs)
+	}
+}
+
+// TestWebhookAnsweredReminderRouted: through a real server and worker,
+// with notify routes (agent "ops-*" to one receiver, approver role
+// "kube" to another, the rest to the default URLs) and reminders 4 s
+// before the deadline:
+//   - a dev turn whose call waits past its reminder time gets
+//     approval_requested, approval_reminder, then approval_answered
+//     (by, decision, reason) at the default receiver only;
+//   - a kubectl call (covered by role kube) goes to the kube receiver
+//     only, its deny answered there;
+//   - an ops turn answered at once goes to the ops receiver only, and
+//     gets no reminder (the control: answered first), even after its
+//     reminder time passed.
+func TestWebhookAnsweredReminderRouted(t *testing.T) {
+	def := &hookEndpoint{rcv: &notify.Receiver{Secret: hookSecret}}
+	ops := &hookEndpoint{rcv: &notify.Receiver{Secret: hookSecret}}
+	kube := &hookEndpoint{rcv: &notify.Receiver{Secret: hookSecret}}
+	ds, os, ks := httptest.NewServer(def), httptest.NewServer(ops), httptest.NewServer(kube)
+	defer ds.Close()
+	defer os.Close()
+	defer ks.Close()
+	cl := startWorker(t, warden.Options{Notifier: &notify.Sender{URLs: []string{ds.URL}, Secret: hookSecret, Routes: []notify.Route{
+		{Match: notify.Match{Agent: "ops-*"}, Webhooks: []string{os.URL}},
+		{Match: notify.Match{Role: "kube"}, Webhooks: []string{ks.URL}},
+	}}, RemindBefore: 4 * time.Second})
+	ctx := ctxT(t, 90*time.Second)
+	approvers := &workflows.Approvers{Users: map[string][]string{"bob": nil, "alice": {"kube"}},
+		Roles: map[string][]string{"kube": {"Bash(kubectl:*)"}}}
+	start := func(label, agent, cmd string, timeout time.Duration) string {
+		s := script(t, "steps:\n  - tool_calls: [{id: r1, name: Bash, input: {command: \""+cmd+"\"}}]\n  - text: ok\n")
+		id := label + "-" + fmt.Sprint(time.Now().UnixNano())
+		if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s},
+			Agent: agent, ApprovalTimeout: timeout, Approvers: approvers}); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	types := func(h *hookEndpoint, id string) []string {
+		_, _, evs, _ := h.snapshot()
+		var out []string
+		for _, ev := range evs {
+			if ev.WorkflowID == id {
+				out = append(out, ev.Type)
+			}
+		}
+		return out
+	}
+	answer := func(id string, d workflows.Decision, by, reason string) {
+		ps := waitPending(t, cl, id, 1)
+		if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "r1", Decision: d, By: by, Reason: reason, Hash: ps[0].Hash}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := cl.Result(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	dev := start("routed-dev", "dev-1", "touch dev", 6*time.Second)
+	waitFor(t, ctx, func() bool { return slices.Contains(types(def, dev), notify.TypeApprovalReminder) })
+	answer(dev, workflows.DecisionAllow, "bob", "OPS-1")
+	k := start("routed-kube", "dev-2", "kubectl get pods", time.Minute)
+	answer(k, workflows.DecisionDeny, "alice", "not now")
+	opsID := start("routed-ops", "ops-1", "touch ops", 8*time.Second)
+	parked := time.Now()
+	answer(opsID, workflows.DecisionAllow, "bob", "")
+	waitFor(t, ctx, func() bool {
+		return len(types(def, dev)) == 3 && len(types(kube, k)) == 2 && len(types(ops, opsID)) == 2
+	})
+	time.Sleep(time.Until(parked.Add(5 * time.Second)))
+
+	want := map[string][]string{
+		"dev at default":  {"approval_requested", "approval_reminder", "approval_answered"},
+		"kube at kube":    {"approval_requested", "approval_answered"},
+		"ops at ops":      {"approval_requested", "approval_answered"},
+		"dev at ops/kube": nil, "kube at default/ops": nil, "ops at default/kube": nil,
+	}
+	got := map[string][]string{
+		"dev at default": types(def, dev), "kube at kube": types(kube, k), "ops at ops": types(ops, opsID),
+		"dev at ops/kube":     append(types(ops, dev), types(kube, dev)...),
+		"kube at default/ops": append(types(def, k), types(ops, k)...),
+		"ops at default/kube": append(types(def, opsID), types(kube, opsID)...),
+	}
+	for name, w := range want {
+		if !slices.Equal(got[name], w) {
+			t.Errorf("%s: events %v, want %v", name, got[name], w)
+		}
+	}
+	for _, h := range []*hookEndpoint{def, ops, kube} {
+		_, _, evs, errs := h.snapshot()
+		if len(errs) != 0 {
+			t.Errorf("receiver errors: %v", errs)
+		}
+		for _, ev := range evs {
+			if ev.Type != notify.TypeApprovalAnswered {
+				continue
+			}
+			a := ev.Answer
+			switch ev.WorkflowID {
+			case dev:
+				if a == nil || a.By != "bob" || a.Decision != "allow" || a.Reason != "OPS-1" || a.At.IsZero() || ev.Agent != "dev-1" {
+					t.Errorf("dev answered = %+v %+v", ev, a)
+				}
+			case k:
+				if a == nil || a.By != "alice" || a.Decision != "deny" || a.Reason != "not now" || !slices.Equal(ev.Roles, []string{"kube"}) {
+					t.Errorf("kube answered = %+v %+v", ev, a)
+				}
+			}
+		}
 	}
 }

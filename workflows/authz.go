@@ -123,6 +123,28 @@ func (a *Approvers) MayAddRule(rc RoleChecker, user, rule string) error {
 	return nil
 }
 
+// RolesFor lists, sorted, the roles whose patterns cover a call of tool
+// with input (notification routes match them). Without a RoleChecker or
+// roles it lists none.
+func (a *Approvers) RolesFor(rc RoleChecker, tool string, input json.RawMessage) []string {
+	if a == nil || rc == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range sortedKeys(a.Roles) {
+		var rules []permission.Rule
+		for _, pat := range a.Roles[name] {
+			if r, err := permission.ParseRule(pat, permission.Allow); err == nil {
+				rules = append(rules, r)
+			}
+		}
+		if len(rules) > 0 && rc.RulesCover(rules, tool, input) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

@@ -51,7 +51,7 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time, text strin
 		if timeout == 0 {
 			timeout = DefaultApprovalTimeout
 		}
-		pend.Escalation, pend.Notify = p.Policy.Escalation, p.Policy.Notify
+		pend.Escalation, pend.Notify, pend.RemindBefore, pend.ChatOn = p.Policy.Escalation, p.Policy.Notify, p.Policy.RemindBefore, p.Policy.Chat
 		pend.Quorum, pend.ReasonRequired = p.Policy.Quorum, p.Policy.RequireReason
 		t.park(ctx, pend, now, timeout)
 	}

@@ -148,6 +148,8 @@ func samplePending() workflows.Pending {
 		Context: "Let me build it.", Prompt: "Fix the build.", Diff: "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n",
 		Sandbox: "write /work, network off", LiveVersion: 2,
 		Quorum: 2, Approvals: []workflows.Approval{sampleApproval()}, ReasonRequired: true,
+		RemindBefore: time.Hour, Reminded: true, ChatOn: true,
+		Chat: []workflows.ChatRef{{Channel: "C0123", TS: "1700000000.000100"}},
 	}
 }
 
@@ -183,7 +185,7 @@ func compatSamples() []struct {
 				Conversation: "9b74c9897bac770ffc029102a200c5de", LiveVersion: 2, Usage: sampleUsage(),
 				StartedAt: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC), BudgetRaised: ptr(sampleBudget()),
 				ToolsRun: map[string]int{"Bash": 3}, BudgetParks: 1, BudgetWarned: []string{"cost@5"},
-				Notifying: []workflows.NotifyInput{{Type: "approval_requested", WorkflowID: "turn-1", Pending: samplePending()}},
+				Notifying: []workflows.NotifyInput{sampleNotify()},
 				Step: &workflows.StepState{
 					Slots:   []workflows.SlotState{{Call: sampleCall(), Prep: samplePrepared(), Ready: true, Result: func() *tools.Result { r := sampleResult(); return &r }()}},
 					Pending: []workflows.Pending{samplePending()},
@@ -233,7 +235,7 @@ func compatSamples() []struct {
 		{"Approval", sampleApproval()},
 		{"ExternalResult", sampleExternal()},
 		{"Ack", workflows.Ack{CallID: "call_1_1", Status: "allow"}},
-		{"NotifyInput", workflows.NotifyInput{Type: "approval_requested", WorkflowID: "turn-1", Pending: samplePending()}},
+		{"NotifyInput", sampleNotify()},
 		{"Pending", samplePending()},
 		{"Event", sampleEvent()},
 		{"EventsPage", workflows.EventsPage{Events: []workflows.Event{sampleEvent()}, Next: 4, Done: true}},
@@ -394,7 +396,7 @@ func constGroups() map[string]map[string]any {
 		"workflows.activities": str(
 			"ActivityModel", workflows.ActivityModel, "ActivityPrepare", workflows.ActivityPrepare,
 			"ActivityTool", workflows.ActivityTool,
-			"ActivityNotify", workflows.ActivityNotify, "ActivityModelStep", workflows.ActivityModelStep,
+			"ActivityNotify", workflows.ActivityNotify, "ActivityChatPost", workflows.ActivityChatPost, "ActivityChatUpdate", workflows.ActivityChatUpdate, "ActivityModelStep", workflows.ActivityModelStep,
 			"MetricApprovalWait", workflows.MetricApprovalWait, "MetricApprovalEscalation", workflows.MetricApprovalEscalation,
 		),
 		"workflows.error_types": str(
@@ -416,6 +418,8 @@ func constGroups() map[string]map[string]any {
 		"workflows.notifications": str(
 			"NotifyApprovalRequested", workflows.NotifyApprovalRequested, "NotifyApprovalEscalated", workflows.NotifyApprovalEscalated,
 			"NotifyExternalRequested", workflows.NotifyExternalRequested, "NotifyBudgetWarning", workflows.NotifyBudgetWarning,
+			"NotifyApprovalAnswered", workflows.NotifyApprovalAnswered,
+			"NotifyApprovalReminder", workflows.NotifyApprovalReminder,
 		),
 		"workflows.pending_kinds": str(
 			"PendingApproval", string(workflows.PendingApproval), "PendingExternal", string(workflows.PendingExternal),
@@ -553,6 +557,7 @@ func samplePrepared() workflows.Prepared {
 			NonRetryable: []string{"Permanent"}, Timeout: 11 * time.Minute, Local: true, LocalTimeout: 5 * time.Second,
 			ApprovalTimeout: 24 * time.Hour, Escalation: workflows.EscalateNotify, Notify: true,
 			Quorum: 2, RequireReason: true,
+			RemindBefore: time.Hour, Chat: true,
 		},
 		Preview: "--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+b\n",
 		Sandbox: sampleSandbox(), PolicyVersion: 2,
@@ -580,3 +585,11 @@ func sampleExternal() workflows.ExternalResult {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// sampleNotify is a notification with every field set.
+func sampleNotify() workflows.NotifyInput {
+	return workflows.NotifyInput{Type: "approval_answered", WorkflowID: "turn-1", Pending: samplePending(),
+		Answer: &workflows.AnswerNote{By: "alice", Via: "slack", Decision: "always_allow", Reason: "OPS-12", Scope: "agent",
+			TTL: time.Hour, Edited: true, At: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)},
+		Namespace: "default", Agent: "ops", Roles: []string{"kube"}}
+}

@@ -107,6 +107,8 @@ var (
 		"settled":     "set once a run ends",
 		"policyCh":    "the signal channels are drained before continuing",
 		"wfid":        "the same workflow id in every run",
+		"chats":       "futures of this run, waited for (notifyGrace) before it ends; a post in flight at continue-as-new is lost (no message), never duplicated",
+		"chatNotes":   "answers of calls whose post is in flight, which continue-as-new loses with the post",
 	}
 )
 

@@ -281,6 +281,9 @@ func (t *turn) acceptApproval(ctx workflow.Context, a Approval) {
 	}
 	text += reasonText(a)
 	t.emit(ctx, Event{Type: EventAnswered, CallID: a.CallID, Text: text})
+	if p, ok := t.findPending(a.CallID); ok {
+		t.notifyAnswered(ctx, p, noteOf(p, a))
+	}
 	if a.Decision != DecisionAlwaysAllow {
 		return
 	}
@@ -357,6 +360,9 @@ func (t *turn) checkExternal(r ExternalResult, strict bool) error {
 func (t *turn) acceptExternal(ctx workflow.Context, r ExternalResult) {
 	t.answers[r.CallID] = AnswerState{CallID: r.CallID, External: &r}
 	t.emit(ctx, Event{Type: EventAnswered, CallID: r.CallID, Text: "external result received"})
+	if p, ok := t.findPending(r.CallID); ok {
+		t.notifyAnswered(ctx, p, AnswerNote{By: r.By, Via: r.Via, Decision: "result"})
+	}
 }
 
 // signalApproval applies an approval that came as a signal, or records

@@ -80,6 +80,7 @@ func (t *turn) redecide(ctx workflow.Context, calls []model.ToolCall, preps []Pr
 		case permission.Allow:
 			t.answers[r.CallID] = AnswerState{CallID: r.CallID, Auto: r.Reason}
 			t.emit(ctx, Event{Type: EventAnswered, CallID: r.CallID, Tool: r.Tool, Text: text})
+			t.notifyAnswered(ctx, t.pending[j], AnswerNote{By: "policy", Via: fmt.Sprintf("policy v%d", r.To), Decision: string(DecisionAllow), Reason: r.Reason})
 		case permission.Deny:
 			reason := r.Message
 			if reason == "" {
@@ -87,6 +88,7 @@ func (t *turn) redecide(ctx workflow.Context, calls []model.ToolCall, preps []Pr
 			}
 			t.answers[r.CallID] = AnswerState{CallID: r.CallID, Denied: fmt.Sprintf("%s (policy v%d)", reason, r.To)}
 			t.emit(ctx, Event{Type: EventAnswered, CallID: r.CallID, Tool: r.Tool, Text: text})
+			t.notifyAnswered(ctx, t.pending[j], AnswerNote{By: "policy", Via: fmt.Sprintf("policy v%d", r.To), Decision: string(DecisionDeny), Reason: reason})
 		default:
 			t.pending[j].LiveVersion = r.To
 			t.pending[j].Reason = r.Reason

@@ -17,7 +17,69 @@ func (t *turn) notify(ctx workflow.Context, typ string, p Pending) {
 	if !p.Notify || workflow.GetVersion(ctx, versionNotifyWebhooks, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
-	t.sendNotification(ctx, NotifyInput{Type: typ, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Pending: p})
+	t.sendNotification(ctx, t.notifyInput(ctx, typ, p))
+}
+
+// notifyInput is the notification of typ about p, with what routes match:
+// the namespace, the turn's agent label and the approver roles that cover
+// the call.
+func (t *turn) notifyInput(ctx workflow.Context, typ string, p Pending) NotifyInput {
+	info := workflow.GetInfo(ctx)
+	return NotifyInput{Type: typ, WorkflowID: info.WorkflowExecution.ID, Pending: p,
+		Namespace: info.Namespace, Agent: t.in.Agent, Roles: t.in.Approvers.RolesFor(t.roles, p.Tool, p.Input)}
+}
+
+// notifyAnswered sends the approval_answered notification of p's answer
+// a. It is called wherever an entry gets its final answer, once per
+// entry. Runs recorded before versionNotifyAnswered send none.
+func (t *turn) notifyAnswered(ctx workflow.Context, p Pending, a AnswerNote) {
+	if a.At.IsZero() {
+		a.At = workflow.Now(ctx)
+	}
+	t.chatAnswered(ctx, p, a)
+	if !p.Notify || workflow.GetVersion(ctx, versionNotifyAnswered, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	in := t.notifyInput(ctx, NotifyApprovalAnswered, p)
+	in.Answer = &a
+	t.sendNotification(ctx, in)
+}
+
+// noteOf is the answer note of an approver's answer to p.
+func noteOf(p Pending, a Approval) AnswerNote {
+	return AnswerNote{By: a.By, Via: a.Via, Decision: string(a.Decision), Reason: a.Reason, Scope: string(a.Scope),
+		TTL: a.TTL, Edited: len(a.Input) > 0 && string(a.Input) != string(p.Input)}
+}
+
+// remindDue sends the reminders of the open entries whose reminder time
+// (RemindBefore their deadline) passed by now, and returns the earliest
+// reminder time still ahead (zero: none). Entries without RemindBefore
+// (every entry of runs recorded before reminders) emit nothing.
+func (t *turn) remindDue(ctx workflow.Context, now time.Time) time.Time {
+	var next time.Time
+	for i := range t.pending {
+		p := t.pending[i]
+		if p.RemindBefore <= 0 || p.Reminded || p.Deadline.IsZero() || !p.Notify {
+			continue
+		}
+		if _, answered := t.answers[p.CallID]; answered {
+			continue
+		}
+		if workflow.GetVersion(ctx, versionNotifyReminders, workflow.DefaultVersion, 1) < 1 {
+			return time.Time{}
+		}
+		at := p.Deadline.Add(-p.RemindBefore)
+		if at.After(now) {
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+			continue
+		}
+		t.pending[i].Reminded = true
+		t.emit(ctx, Event{Type: EventCustom, CallID: p.CallID, Tool: p.Tool, Text: "reminder sent: deadline " + p.Deadline.UTC().Format(time.RFC3339)})
+		t.sendNotification(ctx, t.notifyInput(ctx, NotifyApprovalReminder, t.pending[i]))
+	}
+	return next
 }
 
 // resendNotifications sends again the notifications the previous run
@@ -67,7 +129,7 @@ func (t *turn) unsettled() []NotifyInput {
 // the next run sends them again. Runs recorded before
 // versionNotifyDelivery ended without waiting (and abandoned them).
 func (t *turn) settleNotifications(ctx workflow.Context) {
-	if t.settled || len(t.unsettled()) == 0 {
+	if t.settled || (len(t.unsettled()) == 0 && t.chatsSettled()) {
 		return
 	}
 	t.settled = true
@@ -75,5 +137,5 @@ func (t *turn) settleNotifications(ctx workflow.Context) {
 		return
 	}
 	// An error is the run's cancellation: what is unsettled stays so.
-	_, _ = workflow.AwaitWithTimeout(ctx, notifyGrace, func() bool { return len(t.unsettled()) == 0 })
+	_, _ = workflow.AwaitWithTimeout(ctx, notifyGrace, func() bool { return len(t.unsettled()) == 0 && t.chatsSettled() })
 }

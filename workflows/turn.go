@@ -85,6 +85,10 @@ type turn struct {
 	// notes are the notifications this run started; those in flight
 	// when it continues as new are carried as Resume.Notifying.
 	notes []notification
+	// chats are the chat activities this run started; chatNotes the
+	// answers of calls whose message was not posted yet.
+	chats     []workflow.Future
+	chatNotes map[string]AnswerNote
 	// settled is set once the run waited for its notifications.
 	settled bool
 	// policyCh is the policy store's signal channel (SignalPolicyChanged).

@@ -973,13 +973,13 @@ func TestTurnApprovalDeadlines(t *testing.T) {
 			name: "deny with webhooks", escalation: workflows.EscalateDeny, notify: true,
 			wantContent: "The user denied this Bash call by deadline: approval timed out",
 			wantEvent:   "deadline passed: denied", wantElapsed: time.Hour,
-			wantNotify: []string{"approval_requested", "approval_escalated"},
+			wantNotify: []string{"approval_answered", "approval_escalated", "approval_requested"},
 		},
 		{
 			name: "allow with webhooks", escalation: workflows.EscalateAllow, notify: true,
 			wantContent: `Bash ran {"command":"deploy"}`,
 			wantEvent:   "deadline passed: allowed", wantElapsed: time.Hour,
-			wantNotify: []string{"approval_requested", "approval_escalated"},
+			wantNotify: []string{"approval_answered", "approval_escalated", "approval_requested"},
 		},
 		{
 			name: "allow", escalation: workflows.EscalateAllow,
@@ -990,7 +990,7 @@ func TestTurnApprovalDeadlines(t *testing.T) {
 			name: "notify", escalation: workflows.EscalateNotify, notify: true, answerAt: 2 * time.Hour,
 			wantContent: `Bash ran {"command":"deploy"}`,
 			wantEvent:   "deadline passed: escalated, still waiting",
-			wantNotify:  []string{"approval_requested", "approval_escalated"},
+			wantNotify:  []string{"approval_answered", "approval_escalated", "approval_requested"},
 			wantElapsed: 2 * time.Hour,
 			checks: []check{{at: 90 * time.Minute, name: "still waiting after the deadline", fn: func(h *harness) {
 				p := h.pending()
@@ -1060,6 +1060,9 @@ func TestTurnApprovalDeadlines(t *testing.T) {
 					t.Errorf("notify input = %+v", n)
 				}
 			}
+			// The escalation's and the answer's notifications run side by
+			// side: compared sorted.
+			slices.Sort(types)
 			if !slices.Equal(types, c.wantNotify) {
 				t.Fatalf("notifications = %v, want %v", types, c.wantNotify)
 			}
@@ -1706,8 +1709,9 @@ func TestTurnNotificationCarriedAcrossContinueAsNew(t *testing.T) {
 	if res := h2.run(next); res.Answer != "deployed" {
 		t.Fatalf("answer = %q", res.Answer)
 	}
-	if got := h2.notifyCalls(); len(got) != 1 || !reflect.DeepEqual(got[0], sent[0]) {
-		t.Fatalf("notifications sent by the next run = %+v, want the carried one once", got)
+	// The next run sends the carried one again, then the answer's.
+	if got := h2.notifyCalls(); len(got) != 2 || !reflect.DeepEqual(got[0], sent[0]) || got[1].Type != workflows.NotifyApprovalAnswered {
+		t.Fatalf("notifications sent by the next run = %+v, want the carried one once, then approval_answered", got)
 	}
 }
 
@@ -1839,5 +1843,60 @@ func TestTurnPendingShowsHosts(t *testing.T) {
 	want := "write /work, network to registry.npmjs.org (network_hosts approved by a person: registry.npmjs.org), limits processes 512, memory 2 GiB"
 	if len(got) != 1 || got[0].Sandbox != want {
 		t.Fatalf("pending = %+v, want its sandbox %q", got, want)
+	}
+}
+
+// TestTurnReminderBeforeDeadline: a call whose policy asks for a
+// reminder an hour before its 3 h deadline gets one approval_reminder at
+// 2 h, then the answer's approval_answered (who, via, decision, reason);
+// a call answered before its reminder time gets none (the control).
+func TestTurnReminderBeforeDeadline(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		answerAt time.Duration
+		want     []string
+	}{
+		{"reminded", 150 * time.Minute, []string{"approval_requested", "approval_reminder", "approval_answered"}},
+		{"answered first", 30 * time.Minute, []string{"approval_requested", "approval_answered"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.prepare = func(in workflows.PrepareInput) workflows.Prepared {
+				p := askAll(in)
+				p.Policy.Notify, p.Policy.RemindBefore = true, time.Hour
+				return p
+			}
+			in := turnInput(step("", call("Bash", map[string]any{"command": "deploy"})), step("over"))
+			in.ApprovalTimeout = 3 * time.Hour
+			start := h.env.Now()
+			h.env.RegisterDelayedCallback(func() {
+				h.update("ok", workflows.Approval{CallID: "call_1_1", Hash: h.hash("call_1_1"), Decision: workflows.DecisionAllow,
+					By: "alice", Via: "slack", Reason: "OPS-7"})
+			}, c.answerAt)
+			res := h.run(in)
+			if m := toolMessage(t, res.Messages, "call_1_1"); m.Content != `Bash ran {"command":"deploy"}` {
+				t.Fatalf("result = %q", m.Content)
+			}
+			if got := h.env.Now().Sub(start); got > c.answerAt+time.Minute {
+				t.Fatalf("turn ended %v after start, want about %v", got, c.answerAt)
+			}
+			var types []string
+			for _, n := range h.notifyCalls() {
+				types = append(types, n.Type)
+				switch n.Type {
+				case workflows.NotifyApprovalAnswered:
+					if a := n.Answer; a == nil || a.By != "alice" || a.Via != "slack" || a.Decision != "allow" || a.Reason != "OPS-7" || a.At.IsZero() {
+						t.Errorf("answered note = %+v", n.Answer)
+					}
+				case workflows.NotifyApprovalReminder:
+					if !n.Pending.Reminded || !n.Pending.Deadline.Equal(start.Add(3*time.Hour)) {
+						t.Errorf("reminder pending = %+v", n.Pending)
+					}
+				}
+			}
+			if !slices.Equal(types, c.want) {
+				t.Fatalf("notifications = %v, want %v", types, c.want)
+			}
+		})
 	}
 }

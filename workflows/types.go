@@ -60,7 +60,24 @@ const (
 	ActivityPrepare   = "warden.Prepare"
 	ActivityTool      = "warden.Tool"
 	ActivityNotify    = "warden.Notify"
+	// ActivityChatPost posts a waiting call's chat message(s)
+	// (ChatInput → []ChatRef); ActivityChatUpdate updates them once the
+	// call is answered (ChatInput with Answer and Refs).
+	ActivityChatPost   = "warden.ChatPost"
+	ActivityChatUpdate = "warden.ChatUpdate"
 )
+
+// ChatInput is the input of the chat activities: the call, what chat
+// routes match, and for an update the answer and the messages.
+type ChatInput struct {
+	WorkflowID string      `json:"workflow_id"`
+	Pending    Pending     `json:"pending"`
+	Namespace  string      `json:"namespace,omitempty"`
+	Agent      string      `json:"agent,omitempty"`
+	Roles      []string    `json:"roles,omitempty"`
+	Answer     *AnswerNote `json:"answer,omitempty"`
+	Refs       []ChatRef   `json:"refs,omitempty"`
+}
 
 // TurnInput starts an agent turn.
 type TurnInput struct {
@@ -273,6 +290,12 @@ type CallPolicy struct {
 	// the quorum rule's).
 	Quorum        int  `json:"quorum,omitempty"`
 	RequireReason bool `json:"require_reason,omitempty"`
+	// RemindBefore sends an approval_reminder notification this long
+	// before the deadline of a call still waiting (0: none).
+	RemindBefore time.Duration `json:"remind_before,omitempty"`
+	// Chat posts the call's approval to chat (the worker has Slack
+	// configured) and updates the message once it is answered.
+	Chat bool `json:"chat,omitempty"`
 }
 
 // ToolProgress is the heartbeat detail of a running tool activity: the
@@ -296,7 +319,36 @@ const (
 	NotifyExternalRequested = "external_requested"
 	// NotifyBudgetWarning: a turn spent its budget's warning fraction.
 	NotifyBudgetWarning = "budget_warning"
+	// NotifyApprovalAnswered: a waiting call got its answer (from a
+	// person, an escalation, or a policy re-decision); NotifyInput.Answer
+	// says who, how and what.
+	NotifyApprovalAnswered = "approval_answered"
+	// NotifyApprovalReminder: a call still waits and its deadline is
+	// near (CallPolicy.RemindBefore).
+	NotifyApprovalReminder = "approval_reminder"
 )
+
+// AnswerNote is what an approval_answered notification says of the
+// answer: who gave it, through which key or channel, the decision, and
+// for an always_allow what it remembers.
+type AnswerNote struct {
+	// By is the approver ("deadline" for an escalation, "policy" for a
+	// live-policy re-decision, "rule" for an added rule).
+	By string `json:"by,omitempty"`
+	// Via is the authenticated key or channel the answer came through
+	// ("slack" for answers from Slack).
+	Via string `json:"via,omitempty"`
+	// Decision is allow, deny, always_allow, or result for an external
+	// result.
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+	// Scope and TTL are those of a remembered always_allow.
+	Scope string        `json:"scope,omitempty"`
+	TTL   time.Duration `json:"ttl,omitempty"`
+	// Edited is set when the approver changed the call's input.
+	Edited bool      `json:"edited,omitempty"`
+	At     time.Time `json:"at"`
+}
 
 // NotifyInput is the notification activity's input.
 type NotifyInput struct {
@@ -305,6 +357,13 @@ type NotifyInput struct {
 	Type       string  `json:"type"`
 	WorkflowID string  `json:"workflow_id"`
 	Pending    Pending `json:"pending"`
+	// Answer is the answer of an approval_answered notification.
+	Answer *AnswerNote `json:"answer,omitempty"`
+	// Namespace, Agent (TurnInput.Agent) and Roles (the approver roles
+	// whose patterns cover the call) are what notification routes match.
+	Namespace string   `json:"namespace,omitempty"`
+	Agent     string   `json:"agent,omitempty"`
+	Roles     []string `json:"roles,omitempty"`
 }
 
 // Prepared is the recorded verdict on one call.
@@ -516,6 +575,22 @@ type Pending struct {
 	Approvals []Approval `json:"approvals,omitempty"`
 	// ReasonRequired says an answer must carry a reason (policy).
 	ReasonRequired bool `json:"reason_required,omitempty"`
+	// RemindBefore is copied from the call's policy; Reminded is set
+	// once its reminder was sent.
+	RemindBefore time.Duration `json:"remind_before,omitempty"`
+	Reminded     bool          `json:"reminded,omitempty"`
+	// Chat lists the chat messages posted about this call (channel and
+	// timestamp), updated when it is answered. ChatOn is copied from the
+	// call's policy (CallPolicy.Chat).
+	Chat   []ChatRef `json:"chat,omitempty"`
+	ChatOn bool      `json:"chat_on,omitempty"`
+}
+
+// ChatRef is one chat message about a call: Slack's channel id and
+// message ts.
+type ChatRef struct {
+	Channel string `json:"channel"`
+	TS      string `json:"ts"`
 }
 
 // ContextBytes bounds Pending.Context and Pending.Prompt.

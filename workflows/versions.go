@@ -105,6 +105,20 @@ const (
 	// approvals. It is read only by turns with a budget, which older
 	// workers never started.
 	versionBudgets = "budgets"
+	// versionNotifyAnswered marks runs that send an approval_answered
+	// notification whenever a waiting call gets its final answer (an
+	// approver, an escalation, a policy re-decision, an external
+	// result); runs recorded before it send none.
+	versionNotifyAnswered = "notify-answered"
+	// versionNotifyReminders marks runs that send an approval_reminder
+	// notification RemindBefore the deadline of a call still waiting
+	// (a timer wakes the wait for it); runs recorded before it send none.
+	versionNotifyReminders = "notify-reminders"
+	// versionChatSlack marks runs that post a waiting call to chat
+	// (ActivityChatPost, its refs kept in Pending.Chat) and update the
+	// message once the call is answered (ActivityChatUpdate); runs
+	// recorded before it post nothing.
+	versionChatSlack = "chat-slack"
 )
 
 // Bounds that decide when commands are emitted.

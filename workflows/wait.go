@@ -26,6 +26,9 @@ func (t *turn) park(ctx workflow.Context, p Pending, now time.Time, timeout time
 		typ = NotifyExternalRequested
 	}
 	t.notify(ctx, typ, p)
+	if p.Kind == PendingApproval {
+		t.chatPost(ctx, p)
+	}
 }
 
 // wait blocks durably until every pending entry of this step is answered
@@ -49,6 +52,9 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 		}
 		now := workflow.Now(ctx)
 		next := t.escalateDue(ctx, open, now)
+		if r := t.remindDue(ctx, now); !r.IsZero() && (next.IsZero() || r.Before(next)) {
+			next = r
+		}
 		n := len(t.open())
 		if n == len(open) {
 			// An escalation that keeps waiting changed its entry.
@@ -140,6 +146,7 @@ func (t *turn) escalate(ctx workflow.Context, p Pending) {
 		t.answers[p.CallID] = AnswerState{CallID: p.CallID, Approval: &Approval{CallID: p.CallID, Decision: DecisionAllow, By: "deadline", Reason: "approval deadline passed"}}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: allowed"})
 		t.notifyEscalation(ctx, p)
+		t.notifyAnswered(ctx, p, AnswerNote{By: "deadline", Decision: string(DecisionAllow), Reason: "approval deadline passed"})
 	case EscalateNotify:
 		for i := range t.pending {
 			if t.pending[i].CallID == p.CallID {
@@ -154,6 +161,7 @@ func (t *turn) escalate(ctx workflow.Context, p Pending) {
 		t.answers[p.CallID] = AnswerState{CallID: p.CallID, Approval: &Approval{CallID: p.CallID, Decision: DecisionDeny, By: "deadline", Reason: "approval timed out"}}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: denied"})
 		t.notifyEscalation(ctx, p)
+		t.notifyAnswered(ctx, p, AnswerNote{By: "deadline", Decision: string(DecisionDeny), Reason: "approval timed out"})
 	}
 }
 
@@ -200,6 +208,9 @@ func (t *turn) recheckPending(ctx workflow.Context) error {
 		if p.Invalid == "" && p.Decision.Behavior == permission.Allow {
 			t.answers[calls[i].ID] = AnswerState{CallID: calls[i].ID, Auto: p.Decision.Reason}
 			t.emit(ctx, Event{Type: EventAnswered, CallID: calls[i].ID, Tool: calls[i].Name, Text: "allowed by added rule: " + p.Decision.Reason})
+			if e, ok := t.findPending(calls[i].ID); ok {
+				t.notifyAnswered(ctx, e, AnswerNote{By: "rule", Decision: string(DecisionAllow), Reason: p.Decision.Reason})
+			}
 		}
 	}
 	return nil

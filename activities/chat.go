@@ -1,0 +1,134 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"slices"
+	"strings"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/wardenhq/warden/chat"
+	"github.com/wardenhq/warden/notify"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// ErrTypeChatRateLimited is the error type of a chat call Slack answered
+// 429: the activity is retried after its Retry-After.
+const ErrTypeChatRateLimited = "ChatRateLimited"
+
+// Chat posts waiting calls to Slack.
+type Chat struct {
+	Slack *chat.Slack
+	// Channel receives the calls no route matches.
+	Channel string
+	// Routes send the calls they match to their channel instead.
+	Routes []ChatRoute
+	// StepUp are tool patterns whose calls are never allowed from Slack
+	// (chat.StepUp).
+	StepUp []string
+}
+
+// ChatRoute sends the calls it matches to Channel.
+type ChatRoute struct {
+	Match   notify.Match
+	Channel string
+}
+
+// channels lists the channels of a call: those of the matching routes,
+// else the default.
+func (c *Chat) channels(in workflows.ChatInput) []string {
+	ev := notify.Event{Namespace: in.Namespace, Agent: in.Agent, Tool: in.Pending.Tool, Roles: in.Roles}
+	var out []string
+	for _, r := range c.Routes {
+		if r.Match.Matches(ev) && !slices.Contains(out, r.Channel) {
+			out = append(out, r.Channel)
+		}
+	}
+	if len(out) == 0 && c.Channel != "" {
+		out = append(out, c.Channel)
+	}
+	return out
+}
+
+// chatProgress is ChatPost's heartbeat detail: the messages posted so
+// far, so a retry posts only to the channels still missing.
+type chatProgress struct {
+	Refs []workflows.ChatRef `json:"refs"`
+}
+
+// ChatPost posts a waiting call's message to each of its channels and
+// returns where they are. Messages posted by an earlier attempt (its
+// heartbeat) are not posted again. An attempt that posted but died
+// before it heartbeat posts again: a duplicate message in that narrow
+// case.
+func (a *Activities) ChatPost(ctx context.Context, in workflows.ChatInput) ([]workflows.ChatRef, error) {
+	c := a.Chat
+	if c == nil || c.Slack == nil {
+		return nil, nil
+	}
+	var prog chatProgress
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &prog)
+	}
+	why := chat.StepUp(in.Pending, c.StepUp)
+	for _, ch := range c.channels(in) {
+		if slices.ContainsFunc(prog.Refs, func(r workflows.ChatRef) bool { return r.Channel == ch }) {
+			continue
+		}
+		ref, err := c.Slack.Post(ctx, ch, in.WorkflowID, in.Pending, a.inboxLink(in.WorkflowID, in.Pending.CallID), why)
+		if err != nil {
+			return nil, chatErr(err)
+		}
+		// Routes name channels as the config says; Slack answers with ids.
+		ref.Channel = firstNonEmpty(ref.Channel, ch)
+		prog.Refs = append(prog.Refs, ref)
+		activity.RecordHeartbeat(ctx, prog)
+	}
+	return prog.Refs, nil
+}
+
+// ChatUpdate updates a call's messages once it is answered.
+func (a *Activities) ChatUpdate(ctx context.Context, in workflows.ChatInput) error {
+	c := a.Chat
+	if c == nil || c.Slack == nil || in.Answer == nil {
+		return nil
+	}
+	var errs []error
+	for _, r := range in.Refs {
+		if err := c.Slack.Answered(ctx, r, in.WorkflowID, in.Pending, *in.Answer); err != nil {
+			errs = append(errs, chatErr(err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// chatErr makes Slack's 429 a retry after its Retry-After.
+func chatErr(err error) error {
+	var rl *chat.RateLimited
+	if errors.As(err, &rl) {
+		return temporal.NewApplicationErrorWithOptions(err.Error(), ErrTypeChatRateLimited,
+			temporal.ApplicationErrorOptions{NextRetryDelay: rl.RetryAfter, Cause: err})
+	}
+	return err
+}
+
+// inboxLink is the inbox page of a call ("" without an inbox URL).
+func (a *Activities) inboxLink(workflowID, callID string) string {
+	if a.InboxURL == "" {
+		return ""
+	}
+	return strings.TrimSuffix(a.InboxURL, "/") + "/?workflow=" + url.QueryEscape(workflowID) +
+		"#" + url.PathEscape(workflowID) + "/" + url.PathEscape(callID)
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,289 @@
+// Package chat posts waiting calls to Slack and checks what Slack sends
+// back: a message per call (the tool, its capped input or diff, the
+// agent's text, why it asks, the sandbox profile, the deadline, and
+// buttons), updated once the call is answered, and the v0 signature of
+// Slack's interactivity callbacks.
+//
+// Secrets come from the environment only: EnvBotToken and
+// EnvSigningSecret, never from the config file.
+package chat
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/slack-go/slack"
+
+	"github.com/wardenhq/warden/workflows"
+)
+
+// Environment variables of the Slack secrets.
+const (
+	// EnvBotToken is the bot token (xoxb-...) messages are posted with.
+	EnvBotToken = "WARDEN_SLACK_BOT_TOKEN"
+	// EnvSigningSecret is the app's signing secret callbacks are checked with.
+	EnvSigningSecret = "WARDEN_SLACK_SIGNING_SECRET"
+)
+
+// Header names of Slack's request signing.
+const (
+	HeaderSignature = "X-Slack-Signature"
+	HeaderTimestamp = "X-Slack-Request-Timestamp"
+)
+
+// Window is how far a callback's timestamp may be from the clock.
+const Window = 5 * time.Minute
+
+// Action ids of the message's buttons.
+const (
+	ActionAllow = "warden_allow"
+	ActionDeny  = "warden_deny"
+	ActionOpen  = "warden_open"
+)
+
+// MetadataType is the event type of the metadata every message carries
+// (the call it is about), so a message can be found again in a channel.
+const MetadataType = "warden_call"
+
+// InputBytes caps the input (or diff) a message shows.
+const InputBytes = 1500
+
+// Errors of callback checks.
+var (
+	ErrNoSecret  = errors.New("slack signing secret is empty")
+	ErrHeaders   = errors.New("missing slack signature headers")
+	ErrTimestamp = errors.New("slack timestamp outside the 5-minute window")
+	ErrSignature = errors.New("slack signature does not match")
+)
+
+// Sign returns the X-Slack-Signature of body sent at ts: "v0=" + hex
+// HMAC-SHA256(secret, "v0:" + ts + ":" + body).
+func Sign(secret string, ts time.Time, body []byte) string {
+	m := hmac.New(sha256.New, []byte(secret))
+	fmt.Fprintf(m, "v0:%d:", ts.Unix())
+	m.Write(body)
+	return "v0=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Verify checks a callback as Slack signs it: the timestamp is within
+// Window of now, and the signature matches the raw body (compared in
+// constant time). It does not stop a replay within the window: the
+// caller keeps what it accepted.
+func Verify(secret string, h http.Header, body []byte, now time.Time) error {
+	if secret == "" {
+		return ErrNoSecret
+	}
+	sig, tsRaw := h.Get(HeaderSignature), h.Get(HeaderTimestamp)
+	if sig == "" || tsRaw == "" {
+		return ErrHeaders
+	}
+	ts, err := strconv.ParseInt(tsRaw, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: %q", ErrTimestamp, tsRaw)
+	}
+	sent := time.Unix(ts, 0)
+	if d := now.Sub(sent); d > Window || d < -Window {
+		return fmt.Errorf("%w: sent %s", ErrTimestamp, sent.UTC().Format(time.RFC3339))
+	}
+	if !hmac.Equal([]byte(sig), []byte(Sign(secret, sent, body))) {
+		return ErrSignature
+	}
+	return nil
+}
+
+// StepUp says why a call may not be allowed from Slack ("": it may): it
+// tripped a safety check no rule silences, its sandbox has the network
+// on, it writes outside the working directories (a write grant beyond
+// them), it runs without a sandbox, or its tool matches one of the rules (patterns of tool names,
+// "Bash", "mcp__*"). Such a call gets "review in inbox" and no allow
+// button, and an allow from Slack for it is refused.
+func StepUp(p workflows.Pending, rules []string) string {
+	switch {
+	case p.BypassImmune:
+		return "it trips a safety check"
+	// p.Sandbox is calls.Sandbox.String() of the call's recorded profile.
+	case strings.Contains(p.Sandbox, ", network to "):
+		return "it asks for the network"
+	case strings.Contains(p.Sandbox, ", may write "):
+		return "it writes outside the working directories"
+	case strings.HasPrefix(p.Sandbox, "no sandbox"):
+		return "it runs without a sandbox"
+	}
+	for _, r := range rules {
+		if ok, err := path.Match(r, p.Tool); err == nil && ok {
+			return "chat.slack.step_up matches " + r
+		}
+	}
+	return ""
+}
+
+// Value is a button's value: the call it answers and its hash.
+func Value(workflowID string, p workflows.Pending) string {
+	return workflowID + "|" + p.CallID + "|" + p.Hash
+}
+
+// ParseValue splits a button value.
+func ParseValue(v string) (workflowID, callID, hash string, err error) {
+	f := strings.Split(v, "|")
+	if len(f) != 3 || f[0] == "" || f[1] == "" {
+		return "", "", "", fmt.Errorf("malformed button value %q", v)
+	}
+	return f[0], f[1], f[2], nil
+}
+
+// Blocks is the message of a waiting call. stepUp (StepUp's reason)
+// leaves out the allow button.
+func Blocks(workflowID string, p workflows.Pending, inboxURL, stepUp string) []slack.Block {
+	shown, what := string(p.Input), "Input"
+	if p.Diff != "" {
+		shown, what = p.Diff, "Diff"
+	}
+	head := fmt.Sprintf("*%s* waits for an approval in `%s` (call `%s`)", p.Tool, workflowID, p.CallID)
+	bs := []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil),
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, what+":\n```"+clip(shown, InputBytes)+"```", false, false), nil, nil),
+	}
+	var facts []string
+	if p.Context != "" {
+		facts = append(facts, "*Agent:* "+clip(p.Context, 500))
+	}
+	if why := strings.TrimSpace(p.Message + " " + p.Reason); why != "" {
+		facts = append(facts, "*Why it asks:* "+clip(why, 500))
+	}
+	if p.Sandbox != "" {
+		facts = append(facts, "*Sandbox:* "+p.Sandbox)
+	}
+	if !p.Deadline.IsZero() {
+		facts = append(facts, "*Deadline:* "+p.Deadline.UTC().Format("2006-01-02 15:04 MST"))
+	}
+	if len(facts) > 0 {
+		bs = append(bs, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, strings.Join(facts, "\n"), false, false), nil, nil))
+	}
+	val := Value(workflowID, p)
+	var buttons []slack.BlockElement
+	if stepUp == "" {
+		allow := slack.NewButtonBlockElement(ActionAllow, val, slack.NewTextBlockObject(slack.PlainTextType, "Allow once", false, false))
+		allow.Style = slack.StylePrimary
+		buttons = append(buttons, allow)
+	} else {
+		bs = append(bs, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "Review in inbox: "+stepUp+".", false, false)))
+	}
+	deny := slack.NewButtonBlockElement(ActionDeny, val, slack.NewTextBlockObject(slack.PlainTextType, "Deny", false, false))
+	deny.Style = slack.StyleDanger
+	buttons = append(buttons, deny)
+	if inboxURL != "" {
+		open := slack.NewButtonBlockElement(ActionOpen, val, slack.NewTextBlockObject(slack.PlainTextType, "Open in inbox", false, false))
+		open.URL = inboxURL
+		buttons = append(buttons, open)
+	}
+	return append(bs, slack.NewActionBlock("warden_actions", buttons...))
+}
+
+// AnsweredBlocks is the message of an answered call: what it was, and
+// who answered it, how and when; no buttons.
+func AnsweredBlocks(workflowID string, p workflows.Pending, a workflows.AnswerNote) []slack.Block {
+	who := a.By
+	if who == "" {
+		who = "someone"
+	}
+	line := fmt.Sprintf("*%s* `%s` in `%s`: *%s* by %s", p.Tool, p.CallID, workflowID, a.Decision, who)
+	if a.Via != "" && a.Via != a.By {
+		line += " via " + a.Via
+	}
+	if !a.At.IsZero() {
+		line += " at " + a.At.UTC().Format("2006-01-02 15:04:05 MST")
+	}
+	if a.Reason != "" {
+		line += "\n*Reason:* " + clip(a.Reason, 500)
+	}
+	return []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, line, false, false), nil, nil),
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "```"+clip(string(p.Input), 300)+"```", false, false), nil, nil),
+	}
+}
+
+// clip cuts s to at most n bytes at a word boundary where there is one,
+// marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	c := s[:n]
+	for !utf8.ValidString(c) {
+		c = c[:len(c)-1]
+	}
+	if i := strings.LastIndexAny(c, " \n\t"); i > n/2 {
+		c = c[:i]
+	}
+	return c + " …"
+}
+
+// Slack posts and updates messages with the Web API.
+type Slack struct {
+	api *slack.Client
+}
+
+// New is a Slack client with the bot token; apiURL ("": Slack's) points
+// it elsewhere, such as a local stand-in.
+func New(token, apiURL string, hc *http.Client) *Slack {
+	opts := []slack.Option{}
+	if apiURL != "" {
+		opts = append(opts, slack.OptionAPIURL(strings.TrimSuffix(apiURL, "/")+"/"))
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	opts = append(opts, slack.OptionHTTPClient(hc))
+	return &Slack{api: slack.New(token, opts...)}
+}
+
+// RateLimited is Slack's 429: retry after RetryAfter.
+type RateLimited struct{ RetryAfter time.Duration }
+
+func (e *RateLimited) Error() string {
+	return fmt.Sprintf("slack: rate limited, retry after %s", e.RetryAfter)
+}
+
+func wrap(op string, err error) error {
+	var rl *slack.RateLimitedError
+	if errors.As(err, &rl) {
+		return fmt.Errorf("slack %s: %w", op, &RateLimited{RetryAfter: rl.RetryAfter})
+	}
+	return fmt.Errorf("slack %s: %w", op, err)
+}
+
+// Post posts the message of a waiting call to channel, with the call in
+// its metadata, and returns where it is.
+func (s *Slack) Post(ctx context.Context, channel, workflowID string, p workflows.Pending, inboxURL, stepUp string) (workflows.ChatRef, error) {
+	text := fmt.Sprintf("%s waits for an approval (%s)", p.Tool, p.CallID)
+	ch, ts, err := s.api.PostMessageContext(ctx, channel,
+		slack.MsgOptionText(text, false),
+		slack.MsgOptionBlocks(Blocks(workflowID, p, inboxURL, stepUp)...),
+		slack.MsgOptionMetadata(slack.SlackMetadata{EventType: MetadataType,
+			EventPayload: map[string]any{"workflow_id": workflowID, "call_id": p.CallID}}))
+	if err != nil {
+		return workflows.ChatRef{}, wrap("chat.postMessage", err)
+	}
+	return workflows.ChatRef{Channel: ch, TS: ts}, nil
+}
+
+// Answered updates a call's message once it is answered: who, how and
+// when, and no more buttons.
+func (s *Slack) Answered(ctx context.Context, ref workflows.ChatRef, workflowID string, p workflows.Pending, a workflows.AnswerNote) error {
+	text := fmt.Sprintf("%s (%s): %s by %s", p.Tool, p.CallID, a.Decision, a.By)
+	if _, _, _, err := s.api.UpdateMessageContext(ctx, ref.Channel, ref.TS,
+		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(AnsweredBlocks(workflowID, p, a)...)); err != nil {
+		return wrap("chat.update", err)
+	}
+	return nil
+}

@@ -1,0 +1,143 @@
+package inbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/slack-go/slack"
+
+	"github.com/wardenhq/warden/chat"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// slackPath is where Slack posts button clicks (the app's
+// interactivity request URL).
+const slackPath = "/slack/interactivity"
+
+// handleSlack answers a call from a Slack button. The request must carry
+// Slack's v0 signature of its raw body within the 5-minute window and
+// not have been seen before; the clicking Slack user must map to an
+// inbox user (inbox.users.NAME.slack) whose roles cover the call. An
+// allow for a call that needs step-up (chat.StepUp) is refused. The
+// answer goes through the same checks as the inbox's own (authorize) and
+// names the user, with "from Slack" in its reason. Refusals of a signed
+// request are ephemeral messages to the user (response_url); nothing is
+// answered.
+func (s *Server) handleSlack(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, "body too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	now := time.Now()
+	if err := chat.Verify(s.cfg.SlackSecret, r.Header, body, now); err != nil {
+		s.unauthorized.Inc()
+		http.Error(w, err.Error(), http.StatusUnauthorized)
+		return
+	}
+	if !s.slackFirst(r.Header.Get(chat.HeaderSignature), now) {
+		s.unauthorized.Inc()
+		http.Error(w, "replayed slack request", http.StatusUnauthorized)
+		return
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		http.Error(w, "bad form", http.StatusBadRequest)
+		return
+	}
+	var cb slack.InteractionCallback
+	if err := json.Unmarshal([]byte(form.Get("payload")), &cb); err != nil || len(cb.ActionCallback.BlockActions) == 0 {
+		http.Error(w, "no block action in the payload", http.StatusBadRequest)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	act := cb.ActionCallback.BlockActions[0]
+	if act.ActionID == chat.ActionOpen {
+		return // a link: Slack opens it
+	}
+	msg := s.slackAnswer(r.Context(), cb.User.ID, act)
+	s.slackReply(r.Context(), cb.ResponseURL, msg)
+}
+
+// slackAnswer applies a click and says what happened, for the user.
+func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.BlockAction) string {
+	user := ""
+	for _, u := range s.users {
+		if slackID != "" && u.u.Slack == slackID {
+			user = u.name
+		}
+	}
+	if user == "" {
+		s.unauthorized.Inc()
+		return "You are not a warden approver: ask an admin to set inbox.users.NAME.slack to your member id. Nothing was answered."
+	}
+	wf, callID, hash, err := chat.ParseValue(act.Value)
+	if err != nil {
+		return "Refused: " + err.Error()
+	}
+	req := (&http.Request{}).WithContext(context.WithValue(ctx, userKey{}, user))
+	p, err := s.authorize(req, wf, callID, workflows.PendingApproval, nil)
+	if err != nil {
+		return "Refused: " + err.Error() + ". Nothing was answered."
+	}
+	a := workflows.Approval{CallID: callID, Hash: hash, By: user}
+	switch act.ActionID {
+	case chat.ActionAllow:
+		if why := chat.StepUp(p, s.cfg.SlackStepUp); why != "" {
+			s.unauthorized.Inc()
+			return "Refused: this call needs review in the inbox (" + why + "). Nothing was answered."
+		}
+		a.Decision, a.Reason = workflows.DecisionAllow, "from Slack"
+	case chat.ActionDeny:
+		a.Decision, a.Reason = workflows.DecisionDeny, "denied from Slack"
+	default:
+		return "Refused: unknown action " + act.ActionID
+	}
+	if _, err := s.cfg.Client.Approve(ctx, wf, a); err != nil {
+		return "Refused: " + err.Error()
+	}
+	return string(a.Decision) + " recorded for " + p.Tool + " " + callID + " as " + user + "."
+}
+
+// slackReply posts an ephemeral message to a response_url.
+func (s *Server) slackReply(ctx context.Context, responseURL, text string) {
+	if responseURL == "" {
+		return
+	}
+	b, _ := json.Marshal(map[string]any{"response_type": "ephemeral", "replace_original": false, "text": text})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, responseURL, bytes.NewReader(b))
+	if err != nil {
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	hc := &http.Client{Timeout: 10 * time.Second}
+	if resp, err := hc.Do(req); err == nil {
+		resp.Body.Close()
+	}
+}
+
+// slackFirst records a callback's signature and reports whether it is
+// new within the window.
+func (s *Server) slackFirst(sig string, now time.Time) bool {
+	s.slackMu.Lock()
+	defer s.slackMu.Unlock()
+	for k, at := range s.slackSeen {
+		if now.Sub(at) > 2*chat.Window {
+			delete(s.slackSeen, k)
+		}
+	}
+	if _, seen := s.slackSeen[sig]; seen {
+		return false
+	}
+	s.slackSeen[sig] = now
+	return true
+}

@@ -1,0 +1,354 @@
+package tests
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	neturl "net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/activities"
+	"github.com/wardenhq/warden/chat"
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/inbox"
+	"github.com/wardenhq/warden/notify"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// slackStandIn is a local Slack Web API stand-in speaking its wire
+// format (form-encoded chat.postMessage and chat.update with the bot
+// token, JSON answers with channel and ts). With limit set, it answers
+// the first chat.postMessage 429 with Retry-After: 1, as Slack does.
+type slackStandIn struct {
+	mu      sync.Mutex
+	limit   bool
+	limited int
+	posts   []slackCall
+	updates []slackCall
+}
+
+type slackCall struct {
+	at                         time.Time
+	token, channel, ts, blocks string
+}
+
+func (s *slackStandIn) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	method := strings.TrimPrefix(r.URL.Path, "/")
+	if s.limit && method == "chat.postMessage" && s.limited == 0 {
+		s.limited++
+		w.Header().Set("Retry-After", "1")
+		w.WriteHeader(http.StatusTooManyRequests)
+		return
+	}
+	if err := r.ParseForm(); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c := slackCall{at: time.Now(), token: r.Header.Get("Authorization"), channel: r.Form.Get("channel"), ts: r.Form.Get("ts"), blocks: r.Form.Get("blocks")}
+	if c.token == "" {
+		// slack-go sends the token as a form field; Slack also takes it as a bearer.
+		c.token = "Bearer " + r.Form.Get("token")
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if c.token != "Bearer xoxb-tests" {
+		fmt.Fprint(w, `{"ok":false,"error":"invalid_auth"}`)
+		return
+	}
+	switch method {
+	case "chat.postMessage":
+		s.posts = append(s.posts, c)
+		fmt.Fprintf(w, `{"ok":true,"channel":%q,"ts":"1700000000.%06d","message":{"text":"x"}}`, c.channel, len(s.posts))
+	case "chat.update":
+		s.updates = append(s.updates, c)
+		fmt.Fprintf(w, `{"ok":true,"channel":%q,"ts":%q,"text":"x"}`, c.channel, c.ts)
+	default:
+		fmt.Fprint(w, `{"ok":false,"error":"unknown_method"}`)
+	}
+}
+
+func (s *slackStandIn) snapshot() (posts, updates []slackCall, limited int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]slackCall(nil), s.posts...), append([]slackCall(nil), s.updates...), s.limited
+}
+
+// TestSlackMessagePerCallUpdatedOnAnswer: through a real server and
+// worker, a waiting call gets one Slack message in the channel its route
+// picks (the first post answered 429: retried after Retry-After, still
+// one message), and once the call is answered elsewhere (the typed
+// client, as the inbox and CLI do) that message (same channel and ts) is
+// updated with who answered and loses its buttons. The control: a call
+// of another agent goes to the default channel.
+func TestSlackMessagePerCallUpdatedOnAnswer(t *testing.T) {
+	si := &slackStandIn{limit: true}
+	srv := httptest.NewServer(si)
+	defer srv.Close()
+	cl := startWorker(t, warden.Options{Chat: &activities.Chat{Slack: chat.New("xoxb-tests", srv.URL, nil), Channel: "C0DEFAULT",
+		Routes: []activities.ChatRoute{{Match: notify.Match{Agent: "ops-*"}, Channel: "C0OPS"}}}})
+	ctx := ctxT(t, 90*time.Second)
+	s := script(t, "steps:\n  - tool_calls: [{id: s1, name: Bash, input: {command: \"touch from-slack\"}}]\n  - text: ok\n")
+	id := "slack-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s}, Agent: "ops-1"}); err != nil {
+		t.Fatal(err)
+	}
+	ps := waitPending(t, cl, id, 1)
+	waitFor(t, ctx, func() bool { p, _, _ := si.snapshot(); return len(p) == 1 })
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "s1", Decision: workflows.DecisionAllow, By: "carol", Reason: "CHG-3", Hash: ps[0].Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, func() bool { _, u, _ := si.snapshot(); return len(u) == 1 })
+	time.Sleep(500 * time.Millisecond)
+	posts, updates, limited := si.snapshot()
+	if limited != 1 || len(posts) != 1 || posts[0].channel != "C0OPS" {
+		t.Fatalf("429s %d, posts %+v: want one 429, then one message in C0OPS", limited, posts)
+	}
+	for _, want := range []string{"touch from-slack", chat.ActionAllow, chat.ActionDeny, id} {
+		if !strings.Contains(posts[0].blocks, want) {
+			t.Errorf("message lacks %q: %s", want, posts[0].blocks)
+		}
+	}
+	if len(updates) != 1 || updates[0].channel != "C0OPS" || updates[0].ts != "1700000000.000001" {
+		t.Fatalf("updates = %+v, want one of the posted message", updates)
+	}
+	if u := updates[0].blocks; !strings.Contains(u, "allow* by carol") || !strings.Contains(u, "CHG-3") || strings.Contains(u, chat.ActionAllow) {
+		t.Errorf("updated message = %s; want who answered, the reason, no buttons", u)
+	}
+
+	// The control: a turn of another agent goes to the default channel.
+	s2 := script(t, "steps:\n  - tool_calls: [{id: s2, name: Bash, input: {command: \"touch other\"}}]\n  - text: ok\n")
+	id2 := "slack-default-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id2, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s2}}); err != nil {
+		t.Fatal(err)
+	}
+	ps2 := waitPending(t, cl, id2, 1)
+	waitFor(t, ctx, func() bool { p, _, _ := si.snapshot(); return len(p) == 2 })
+	if _, err := cl.Approve(ctx, id2, workflows.Approval{CallID: "s2", Decision: workflows.DecisionDeny, By: "carol", Hash: ps2[0].Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id2); err != nil {
+		t.Fatal(err)
+	}
+	posts, _, _ = si.snapshot()
+	if posts[1].channel != "C0DEFAULT" {
+		t.Errorf("unrouted call posted to %s, want C0DEFAULT", posts[1].channel)
+	}
+}
+
+// slackClick is a block_actions callback as Slack posts it: a form with
+// the JSON payload, signed with the signing secret at ts.
+func slackClick(t *testing.T, url, secret string, ts time.Time, user, action, value, responseURL string) (*http.Response, []byte) {
+	t.Helper()
+	payload, _ := json.Marshal(map[string]any{"type": "block_actions", "user": map[string]any{"id": user},
+		"response_url": responseURL, "actions": []map[string]any{{"action_id": action, "block_id": "warden_actions", "value": value, "type": "button", "action_ts": fmt.Sprint(ts.Unix())}}})
+	body := []byte("payload=" + neturl.QueryEscape(string(payload)))
+	return slackPost(t, url, secret, ts, body), body
+}
+
+func slackPost(t *testing.T, url, secret string, ts time.Time, body []byte) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url+"/slack/interactivity", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set(chat.HeaderTimestamp, fmt.Sprint(ts.Unix()))
+	req.Header.Set(chat.HeaderSignature, chat.Sign(secret, ts, body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp
+}
+
+// TestSlackInteractivity: Slack's button clicks on the inbox's server,
+// signed as Slack signs them, against a real server and worker. Refused,
+// with the call still waiting: a bad signature, a timestamp older than
+// 5 minutes, an unmapped Slack user and a user outside the call's roles
+// (both told so ephemerally at response_url), and on a server whose
+// chat.slack.step_up matches the tool a forged allow. Accepted (the
+// controls): the same click by a mapped unrestricted user allows the call
+// and the tool runs; on the step-up server a deny is recorded. A replay
+// of an accepted click is refused.
+func TestSlackInteractivity(t *testing.T) {
+	const secret = "slack-signing-secret-tests"
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir})
+	ctx := ctxT(t, 90*time.Second)
+	var mu sync.Mutex
+	var replies []string
+	rs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		mu.Lock()
+		replies = append(replies, fmt.Sprint(m["response_type"], ": ", m["text"]))
+		mu.Unlock()
+	}))
+	defer rs.Close()
+	lastReply := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(replies) == 0 {
+			return ""
+		}
+		return replies[len(replies)-1]
+	}
+	newInbox := func(stepUp []string) *httptest.Server {
+		srv, err := inbox.New(inbox.Config{Client: cl, Registerer: prometheus.NewRegistry(), SlackSecret: secret, SlackStepUp: stepUp,
+			Users: map[string]config.InboxUser{"alice": {Token: "ta", Slack: "U0ALICE", Roles: []string{"k8s"}}, "bob": {Token: "tb", Slack: "U0BOB"}},
+			Roles: map[string]config.InboxRole{"k8s": {Allow: []string{"Bash(kubectl:*)"}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(srv)
+		t.Cleanup(hs.Close)
+		return hs
+	}
+	plain, stepped := newInbox(nil), newInbox([]string{"Bash"})
+	start := func(name, cmd string) (string, workflows.Pending) {
+		s := script(t, "steps:\n  - tool_calls: [{id: k1, name: Bash, input: {command: \""+cmd+"\"}}]\n  - text: ok\n")
+		id := name + "-" + fmt.Sprint(time.Now().UnixNano())
+		if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s}}); err != nil {
+			t.Fatal(err)
+		}
+		return id, waitPending(t, cl, id, 1)[0]
+	}
+	stillWaiting := func(step, id string) {
+		t.Helper()
+		if ps, err := cl.Pending(ctx, id); err != nil || len(ps) != 1 {
+			t.Fatalf("%s: pending = %v, %v; want the call still waiting", step, ps, err)
+		}
+	}
+	id, p := start("slack-click", "touch from-slack")
+	val := chat.Value(id, p)
+	now := time.Now()
+
+	// A bad signature and an old timestamp: 401, nothing answered.
+	_, body := slackClick(t, plain.URL, "wrong-secret", now, "U0BOB", chat.ActionAllow, val, rs.URL)
+	if resp := slackPost(t, plain.URL, "wrong-secret", now, body); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("bad signature: %d", resp.StatusCode)
+	}
+	if resp, _ := slackClick(t, plain.URL, secret, now.Add(-6*time.Minute), "U0BOB", chat.ActionAllow, val, rs.URL); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("old timestamp: %d", resp.StatusCode)
+	}
+	stillWaiting("bad signature, old timestamp", id)
+	// An unmapped Slack user and one outside the call's roles.
+	slackClick(t, plain.URL, secret, now, "U0NOBODY", chat.ActionAllow, val, rs.URL)
+	if r := lastReply(); !strings.HasPrefix(r, "ephemeral: You are not a warden approver") {
+		t.Errorf("unmapped user reply = %q", r)
+	}
+	slackClick(t, plain.URL, secret, now.Add(time.Second), "U0ALICE", chat.ActionAllow, val, rs.URL)
+	if r := lastReply(); !strings.Contains(r, "may not answer") {
+		t.Errorf("user outside the roles: reply = %q", r)
+	}
+	stillWaiting("unmapped user, user outside the roles", id)
+
+	// The control: bob allows from Slack; the tool runs.
+	resp, body := slackClick(t, plain.URL, secret, now.Add(2*time.Second), "U0BOB", chat.ActionAllow, val, rs.URL)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(lastReply(), "allow recorded") {
+		t.Fatalf("bob's allow: %d, reply %q", resp.StatusCode, lastReply())
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "from-slack")); err != nil {
+		t.Errorf("the allowed call did not run: %v", err)
+	}
+	// The same signed request again: a replay.
+	if resp := slackPost(t, plain.URL, secret, now.Add(2*time.Second), body); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("replay: %d", resp.StatusCode)
+	}
+
+	// Step-up: no allow from Slack (a forged allow payload is refused),
+	// a deny is recorded.
+	id2, p2 := start("slack-stepup", "touch stepped")
+	val2 := chat.Value(id2, p2)
+	slackClick(t, stepped.URL, secret, now.Add(3*time.Second), "U0BOB", chat.ActionAllow, val2, rs.URL)
+	if r := lastReply(); !strings.Contains(r, "needs review in the inbox") {
+		t.Errorf("forged allow on a step-up call: reply %q", r)
+	}
+	stillWaiting("forged allow", id2)
+	slackClick(t, stepped.URL, secret, now.Add(4*time.Second), "U0BOB", chat.ActionDeny, val2, rs.URL)
+	if r := lastReply(); !strings.Contains(r, "deny recorded") {
+		t.Errorf("deny on a step-up call: reply %q", r)
+	}
+	if _, err := cl.Result(ctx, id2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "stepped")); err == nil {
+		t.Error("the denied call ran")
+	}
+}
+
+// TestSlackOneMessageThroughSIGKILL: the worker binary as a user starts
+// it (embedded server, chat.slack in its config file, the bot token in
+// its environment) posts one message for a waiting call; SIGKILLed and
+// started again, it does not post it again, and the answer updates that
+// same message.
+func TestSlackOneMessageThroughSIGKILL(t *testing.T) {
+	si := &slackStandIn{}
+	srv := httptest.NewServer(si)
+	defer srv.Close()
+	t.Setenv(chat.EnvBotToken, "xoxb-tests")
+	wbin := buildWorker(t)
+	dataDir, workdir, cwd := t.TempDir(), t.TempDir(), t.TempDir()
+	cfg := filepath.Join(cwd, "config.yaml")
+	if err := os.WriteFile(cfg, []byte(contentConfig()+"chat:\n  slack:\n    channel: C0CRASH\n    api_url: "+srv.URL+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(freePort(t))
+	args := []string{"--config", cfg, "--data-dir", dataDir, "--port", port, "--ui-port", "0", "--metrics-addr", "off",
+		"--task-queue", "slack-crash", "--workdir", workdir}
+	proc, addr := startEmbedded(t, wbin, workdir, args...)
+	defer func() { killProcess(t, proc) }()
+	ctx := ctxT(t, 3*time.Minute)
+	c := dialAt(t, addr, filepath.Join(dataDir, "auth", "operator.key"))
+	cl := client.New(c, "slack-crash")
+	cl.PollInterval = 50 * time.Millisecond
+	s := script(t, "steps:\n  - tool_calls: [{id: c1, name: Bash, input: {command: \"touch after-crash\"}}]\n  - text: ok\n")
+	id := "slack-crash-" + tag()
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s}}); err != nil {
+		t.Fatal(err)
+	}
+	waitPending(t, cl, id, 1)
+	waitFor(t, ctx, func() bool { p, _, _ := si.snapshot(); return len(p) == 1 })
+	c.Close()
+	killProcess(t, proc)
+
+	proc, addr = startEmbedded(t, wbin, workdir, args...)
+	c = dialAt(t, addr, filepath.Join(dataDir, "auth", "operator.key"))
+	defer c.Close()
+	cl = client.New(c, "slack-crash")
+	cl.PollInterval = 50 * time.Millisecond
+	cl.Via = "operator" // the key dialAt authenticates with
+	ps := waitPending(t, cl, id, 1)
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "c1", Decision: workflows.DecisionAllow, Hash: ps[0].Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, func() bool { _, u, _ := si.snapshot(); return len(u) == 1 })
+	time.Sleep(time.Second)
+	posts, updates, _ := si.snapshot()
+	if len(posts) != 1 || posts[0].channel != "C0CRASH" || len(updates) != 1 || updates[0].ts != "1700000000.000001" {
+		t.Fatalf("posts %d, updates %+v; want one message, updated once after the crash", len(posts), updates)
+	}
+}
