@@ -131,7 +131,10 @@ func TestLimits(t *testing.T) {
 				out := string(res.Stdout) + string(res.Stderr)
 				t.Logf("%s: exit %d in %v, limit %q, output %.300q", name, res.ExitCode, took, res.Limit, out)
 				if control {
-					if res.Limit != "" || !strings.Contains(out, bb.control) {
+					// Another limit may still end it later (200 processes
+					// spawned through the helper on a loaded machine take
+					// cpu_time's 500 ms): the one turned off may not.
+					if strings.HasPrefix(res.Limit, bb.limit) || !strings.Contains(out, bb.control) {
 						t.Errorf("control: limit %q, output %q lacks %q", res.Limit, out, bb.control)
 					}
 				} else {
