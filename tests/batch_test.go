@@ -233,7 +233,8 @@ func TestBatchProcessesSIGKILLed(t *testing.T) {
 			"--task-queue", queue, "--metrics-addr", "off", "--workdir", workdir)
 	}
 	batchArgs := []string{"batch", "--file", jobsFile, "--concurrency", "10", "--results", resultsFile,
-		"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default", "--task-queue", queue}
+		"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default", "--task-queue", queue,
+		"--live-policy", "warden-policy-" + queue} // a store of its own in the shared namespace
 
 	ctx := ctxT(t, 10*time.Minute)
 	w := worker()

@@ -356,8 +356,8 @@ steps:
 
 // TestStarterRunFollowsLivePolicy: `starter run --live-policy STORE`
 // starts a turn that follows the store, so a rule `policy apply` set
-// there allows its call. Control: the same script run without the flag
-// waits for an approval.
+// there allows its call. Control: the same script run with
+// --no-live-policy waits for an approval.
 func TestStarterRunFollowsLivePolicy(t *testing.T) {
 	workdir := t.TempDir()
 	queue := "tq-" + t.Name()
@@ -390,13 +390,118 @@ func TestStarterRunFollowsLivePolicy(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(workdir, "cli-live")); err != nil {
 		t.Errorf("the live rule did not reach the CLI-started turn: %v", err)
 	}
-	// Control: without --live-policy the same call waits.
+	// Control: with --no-live-policy the same call waits.
 	id2 := "cli-nolive-" + tag()
-	if out, err := runStarter(t, sbin, dir, append(common, "run", "--script", scriptFile, "--workflow-id", id2, "--detach")...); err != nil {
+	if out, err := runStarter(t, sbin, dir, append(common, "run", "--script", scriptFile, "--workflow-id", id2, "--no-live-policy", "--detach")...); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	if ps := waitPending(t, cl, id2, 1); ps[0].CallID != "a" {
 		t.Errorf("control: pending %+v", ps)
 	}
 	_ = env.c.TerminateWorkflow(ctx, id2, "", "test over")
+}
+
+// TestStarterFollowsLivePolicyByDefault: a turn `starter run` starts with
+// no policy flag follows the namespace's store (warden-policy, made by
+// run): `policy apply` releases its waiting call, and an approval
+// remembered from the CLI with --scope namespace allows the next turn's
+// call. The store is removed and the remember still works (the answer
+// makes it again), or fails with a non-zero exit, never a silent
+// always_allow. Controls: a --no-live-policy turn keeps waiting through
+// the apply, and refuses a scoped remember with a non-zero exit.
+func TestStarterFollowsLivePolicyByDefault(t *testing.T) {
+	workdir := t.TempDir()
+	queue := "tq-" + t.Name()
+	cl := startWorkerOn(t, queue, warden.Options{Workdir: workdir, Client: env.c})
+	ctx := ctxT(t, 3*time.Minute)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, cmd string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte("steps:\n  - tool_calls:\n      - {id: a, name: Bash, input: {command: \""+cmd+"\"}}\n  - text: done\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	sbin := buildStarter(t)
+	common := []string{"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default", "--task-queue", queue}
+	starter := func(args ...string) (string, error) {
+		return runStarter(t, sbin, dir, append(slices.Clone(common), args...)...)
+	}
+	// The store may be left from an earlier run of the suite's server on
+	// another queue: start from none.
+	_ = env.c.TerminateWorkflow(ctx, workflows.DefaultPolicyStore, "", "test start")
+
+	// 1. policy apply reaches a default turn; the --no-live-policy one waits.
+	applied := write("apply.yaml", "touch by-default")
+	id, off := "default-live-"+tag(), "default-off-"+tag()
+	if out, err := starter("run", "--script", applied, "--workflow-id", id, "--detach"); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if out, err := starter("run", "--script", applied, "--workflow-id", off, "--no-live-policy", "--detach"); err != nil {
+		t.Fatalf("run --no-live-policy: %v\n%s", err, out)
+	}
+	waitPending(t, cl, id, 1)
+	offP := waitPending(t, cl, off, 1)[0]
+	rules := filepath.Join(dir, "live.yaml")
+	if err := os.WriteFile(rules, []byte("allow: [\"Bash(touch by-default:*)\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := starter("policy", "apply", rules); err != nil {
+		t.Fatalf("policy apply: %v\n%s", err, out)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if ps, err := cl.Pending(ctx, off); err != nil || len(ps) != 1 {
+		t.Errorf("control: the --no-live-policy turn should still wait: %v %+v", err, ps)
+	}
+	// A scoped remember on the turn that follows no store fails loudly.
+	out, err := starter("approvals", "approve", off, offP.CallID, "--hash", offP.Hash, "--by", "ops", "--always", "--scope", "namespace")
+	if err == nil || strings.Contains(out, ": always_allow") {
+		t.Errorf("control: a scoped remember on a turn with no store: %v\n%s", err, out)
+	}
+	_ = env.c.TerminateWorkflow(ctx, off, "", "test over")
+
+	// 2. The store is gone (terminated), and a scoped remember from the
+	// CLI still reaches it: the answer makes it again.
+	remembered := write("remember.yaml", "touch remembered-one")
+	id2 := "default-remember-" + tag()
+	if out, err := starter("run", "--script", remembered, "--workflow-id", id2, "--detach"); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	p := waitPending(t, cl, id2, 1)[0]
+	if err := env.c.TerminateWorkflow(ctx, workflows.DefaultPolicyStore, "", "store lost"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = starter("approvals", "approve", id2, p.CallID, "--hash", p.Hash, "--by", "ops", "--always", "--scope", "namespace", "--rule", "Bash(touch remembered-one:*)", "--ttl", "1h")
+	if err != nil {
+		t.Fatalf("scoped remember with the store gone: %v\n%s", err, out)
+	}
+	if _, err := cl.Result(ctx, id2); err != nil {
+		t.Fatal(err)
+	}
+	st, err := cl.PolicyState(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range st.Remembered {
+		found = found || r.Rule == "Bash(touch remembered-one:*)"
+	}
+	if !found {
+		t.Fatalf("the remembered approval is not in the store: %+v", st.Remembered)
+	}
+	// The next default turn's call is allowed by it, without asking.
+	id3 := "default-next-" + tag()
+	if out, err := starter("run", "--script", remembered, "--workflow-id", id3); err != nil || !strings.Contains(out, "final answer") {
+		t.Fatalf("a default turn after the remember: %v\n%s", err, out)
+	}
+	if out, err := starter("audit", "--workflow", id3); err != nil || !strings.Contains(out, "ran") {
+		t.Errorf("audit of the remembered turn: %v\n%s", err, out)
+	}
 }

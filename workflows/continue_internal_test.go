@@ -94,18 +94,19 @@ func roundTrip(t *testing.T, in TurnInput) TurnInput {
 var (
 	carriedFields  = []string{"Resume", "msgs", "state", "perm", "local", "pending", "answers", "inFlight"}
 	runLocalFields = map[string]string{
-		"in":          "the next run's input starts from it",
-		"recheck":     "set and cleared within one wait",
-		"done":        "a finished turn does not continue",
-		"approvalsCh": "the signal channels are drained before continuing",
-		"externalsCh": "the signal channels are drained before continuing",
-		"byRef":       "decided by a version marker in each run",
-		"index":       "the memo is written again by the next run",
-		"roles":       "the registered Workflow's, in each run",
-		"notes":       "futures of this run; those in flight are carried as Resume.Notifying",
-		"settled":     "set once a run ends",
-		"policyCh":    "the signal channels are drained before continuing",
-		"wfid":        "the same workflow id in every run",
+		"in":           "the next run's input starts from it",
+		"recheck":      "set and cleared within one wait",
+		"done":         "a finished turn does not continue",
+		"approvalsCh":  "the signal channels are drained before continuing",
+		"externalsCh":  "the signal channels are drained before continuing",
+		"byRef":        "decided by a version marker in each run",
+		"index":        "the memo is written again by the next run",
+		"roles":        "the registered Workflow's, in each run",
+		"notes":        "futures of this run; those in flight are carried as Resume.Notifying",
+		"settled":      "set once a run ends",
+		"policyCh":     "the signal channels are drained before continuing",
+		"wfid":         "the same workflow id in every run",
+		"unremembered": "set and read within one Update handler",
 	}
 )
 

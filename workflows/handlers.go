@@ -37,7 +37,7 @@ func (t *turn) registerQueries(ctx workflow.Context) error {
 	}
 	return workflow.SetQueryHandler(ctx, QueryState, func() (Summary, error) {
 		return Summary{Iterations: t.Iterations, ToolCalls: t.ToolCalls, Pending: t.open(),
-			Permission: t.perm, Tasks: t.state.Tasks, Done: t.done}, nil
+			Permission: t.perm, Tasks: t.state.Tasks, Done: t.done, LivePolicy: t.in.LivePolicy}, nil
 	})
 }
 
@@ -47,7 +47,9 @@ func (t *turn) registerUpdates(ctx workflow.Context) error {
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateApprove,
 		func(ctx workflow.Context, a Approval) (Ack, error) {
 			t.acceptApproval(ctx, a)
-			return Ack{CallID: a.CallID, Status: string(a.Decision)}, nil
+			ack := Ack{CallID: a.CallID, Status: string(a.Decision), NotRemembered: t.unremembered[a.CallID]}
+			delete(t.unremembered, a.CallID)
+			return ack, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(a Approval) error { return t.validateApproval(a) }},
 	); err != nil {

@@ -91,6 +91,10 @@ type turn struct {
 	policyCh workflow.ReceiveChannel
 	// wfid is the turn's workflow id (the validator has no context).
 	wfid string
+	// unremembered holds, by call id, why an always_allow's remembered
+	// approvals could not be stored; the Update that answered reads it
+	// (Ack.NotRemembered) and clears it.
+	unremembered map[string]string
 }
 
 // run is the agent-turn workflow: model → permission check → tools →
