@@ -505,3 +505,101 @@ func TestStarterFollowsLivePolicyByDefault(t *testing.T) {
 		t.Errorf("audit of the remembered turn: %v\n%s", err, out)
 	}
 }
+
+// TestAuditTellsLivePolicyStory: `starter audit` of a CLI-started turn
+// that follows a store tells what live policy decided (released by
+// policy v1, denied by policy v1, still waiting under v1), the input an
+// approver edited, the scope and TTL of a remembered approval and the
+// reasons, with times in their zone; what-if says a call was released
+// or denied by live policy, not "waiting". Control: a call answered by a
+// person reads as such, with no policy version.
+func TestAuditTellsLivePolicyStory(t *testing.T) {
+	workdir := t.TempDir()
+	queue := "tq-" + t.Name()
+	cl := startWorkerOn(t, queue, warden.Options{Workdir: workdir, Client: env.c})
+	store := "policy-story-" + tag()
+	ctx := ctxT(t, 3*time.Minute)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scriptFile := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scriptFile, []byte(`steps:
+  - tool_calls:
+      - {id: a, name: Bash, input: {command: "touch story-a"}}
+      - {id: b, name: Bash, input: {command: "curl http://example.com"}}
+      - {id: c, name: Bash, input: {command: "touch story-c"}}
+      - {id: d, name: Bash, input: {command: "touch story-d"}}
+  - text: done
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sbin := buildStarter(t)
+	common := []string{"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default", "--task-queue", queue}
+	starter := func(args ...string) string {
+		t.Helper()
+		out, err := runStarter(t, sbin, dir, append(slices.Clone(common), args...)...)
+		if err != nil {
+			t.Fatalf("starter %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	id := "story-" + tag()
+	starter("run", "--script", scriptFile, "--workflow-id", id, "--live-policy", store, "--detach")
+	waitPending(t, cl, id, 4)
+	rules := filepath.Join(dir, "live.yaml")
+	if err := os.WriteFile(rules, []byte("allow: [\"Bash(touch story-a:*)\"]\ndeny: [\"Bash(curl:*)\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	starter("policy", "--store", store, "apply", rules)
+	ps := waitPending(t, cl, id, 2)
+	byID := map[string]workflows.Pending{}
+	for _, p := range ps {
+		byID[p.CallID] = p
+	}
+	c, d := byID["c"], byID["d"]
+	starter("approvals", "approve", id, "c", "--hash", c.Hash, "--by", "alice", "--input", `{"command":"touch story-c-edited"}`, "--reason", "CHG-7: renamed")
+	ps = waitPending(t, cl, id, 1)
+	if ps[0].CallID != "d" {
+		t.Fatalf("still waiting: %+v", ps)
+	}
+	d = ps[0]
+	starter("approvals", "approve", id, "d", "--hash", d.Hash, "--by", "bob", "--always", "--scope", "namespace",
+		"--rule", "Bash(touch story-d:*)", "--ttl", "1h", "--once", "--reason", "CHG-8")
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	out := starter("audit", "--workflow", id)
+	zone := time.Now().Format("MST")
+	for _, want := range []string{
+		"released by policy v1 (was v0)", "denied by policy v1 (was v0)", "still waiting under policy v1 (was v0)",
+		`edited input {"command":"touch story-c-edited"}`, "CHG-7: renamed",
+		"remembered, namespace scope, for 1h0m0s, once", "CHG-8", " " + zone + " ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit lacks %q:\n%s", want, out)
+		}
+	}
+	// Control: the person's answers carry no policy version.
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, " approval ") && strings.Contains(line, "policy v") {
+			t.Errorf("an approval line names a policy version: %s", line)
+		}
+	}
+	// what-if under a policy that allows both: a was released, b denied, by live policy.
+	wif := filepath.Join(dir, "wif.yaml")
+	if err := os.WriteFile(wif, []byte("allow: [\"Bash(touch:*)\", \"Bash(curl:*)\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = starter("policy", "what-if", "--rules", wif, "--workflow", id, "--workdir", workdir)
+	for _, want := range []string{"released by policy v1 (live policy)", "denied by policy v1 (live policy)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("what-if lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "waiting (or the turn ended first)") {
+		t.Errorf("what-if calls a decided call waiting:\n%s", out)
+	}
+	t.Logf("audit:\n%s", starter("audit", "--workflow", id))
+}
