@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -535,10 +537,28 @@ func indexed(ex *workflowpb.WorkflowExecutionInfo) ([]PendingEntry, bool, error)
 		if e.Truncated() {
 			e.Input = nil
 		}
+		e.Message, e.Reason = WordClip(e.Message), WordClip(e.Reason)
+		e.Context, e.Prompt = WordClip(e.Context), WordClip(e.Prompt)
 		out = append(out, PendingEntry{WorkflowID: ex.GetExecution().GetWorkflowId(), RunID: ex.GetExecution().GetRunId(),
 			Pending: e.Pending, Preview: e.Preview, Truncated: e.Truncated()})
 	}
 	return out, true, nil
+}
+
+// WordClip ends a text the pending index clipped (at
+// workflows.PreviewBytes, on a rune boundary, maybe mid-word) at its
+// last word boundary, with an ellipsis: "…add the directory to the…"
+// rather than "…to the t". A text shorter than the clip comes back
+// unchanged (one of exactly the clip's length may lose its last word).
+func WordClip(s string) string {
+	if len(s) <= workflows.PreviewBytes-utf8.UTFMax {
+		return s
+	}
+	i := strings.LastIndexFunc(s, unicode.IsSpace)
+	if i < len(s)/2 {
+		return s + "…"
+	}
+	return strings.TrimRightFunc(s[:i], func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }) + "…"
 }
 
 // ListPending lists pending entries across all running turns of the
