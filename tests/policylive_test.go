@@ -293,8 +293,11 @@ func TestPolicyStoreNotYetMade(t *testing.T) {
 		}
 		return string(out)
 	}
-	if out := starter("show"); !strings.Contains(out, `"version":0`) || !strings.Contains(out, "does not exist yet") {
+	if out := starter("show"); !strings.Contains(out, "version 0") || !strings.Contains(out, "live rules: none set") || !strings.Contains(out, "does not exist yet") {
 		t.Errorf("show of a store not made yet:\n%s", out)
+	}
+	if out := starter("show", "--json"); !strings.Contains(out, `"version":0`) {
+		t.Errorf("show --json of a store not made yet:\n%s", out)
 	}
 	if out := starter("remembered", "list"); !strings.Contains(out, "does not exist yet") {
 		t.Errorf("remembered list of a store not made yet:\n%s", out)
