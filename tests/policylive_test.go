@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/audit"
@@ -551,11 +553,25 @@ func TestAuditTellsLivePolicyStory(t *testing.T) {
 	id := "story-" + tag()
 	starter("run", "--script", scriptFile, "--workflow-id", id, "--live-policy", store, "--detach")
 	waitPending(t, cl, id, 4)
+	// approvals list fits 120 columns and says when each wait ends.
+	list := starter("approvals", "list", "--workflow", id)
+	for _, l := range strings.Split(strings.TrimSpace(list), "\n") {
+		if n := utf8.RuneCountInString(l); n > 120 {
+			t.Errorf("approvals list line of %d columns: %s", n, l)
+		}
+	}
+	if !strings.Contains(list, "DEADLINE") || len(regexp.MustCompile(`in (7d0h|6d23h) \(\d\d-\d\d \d\d:\d\d \S+\)`).FindAllString(list, -1)) != 4 {
+		t.Errorf("approvals list without the deadlines:\n%s", list)
+	}
 	rules := filepath.Join(dir, "live.yaml")
 	if err := os.WriteFile(rules, []byte("allow: [\"Bash(touch story-a:*)\"]\ndeny: [\"Bash(curl:*)\"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	starter("policy", "--store", store, "apply", rules)
+	if show := starter("policy", "--store", store, "show"); !strings.Contains(show, "version 1") ||
+		!strings.Contains(show, "  allow:\n    - \"Bash(touch story-a:*)\"") || strings.Contains(show, "{") {
+		t.Errorf("policy show is not readable:\n%s", show)
+	}
 	ps := waitPending(t, cl, id, 2)
 	byID := map[string]workflows.Pending{}
 	for _, p := range ps {
