@@ -324,8 +324,11 @@ type call struct {
 	asked    bool // waiting for an approval
 	external bool // waiting for an external result
 	answered bool
-	ran      bool
-	edit     bool // an edited input awaits its verdict
+	// approvals counts the approvers' answers accepted for the call
+	// (more than one under a two-person rule).
+	approvals int
+	ran       bool
+	edit      bool // an edited input awaits its verdict
 	// deadline of the ask (zero: none); escalation is what happens then.
 	deadline   time.Time
 	escalation workflows.Escalation
@@ -734,10 +737,19 @@ func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, pa
 			return fmt.Errorf("decode approval: %w", err)
 		}
 		c := x.calls[a.CallID]
-		if c == nil || !c.asked || c.answered {
+		if c == nil || !c.asked {
+			return nil
+		}
+		// A call answered already takes no further answer, except an
+		// Update the turn accepted after another approver's allow: a
+		// partial answer of a two-person rule (quorum), whose every
+		// approval is recorded; the latest is what came of the call.
+		// (A signal is in history even when the turn refused it.)
+		if c.answered && (path != PathUpdate || c.approvals == 0) {
 			return nil
 		}
 		c.answered = true
+		c.approvals++
 		r := Record{Time: t, CallID: a.CallID, Tool: c.tool, Kind: KindApproval, Decision: string(a.Decision),
 			By: a.By, Identity: a.Via, Path: path, Reason: a.Reason, Layer: "approver", Rules: a.Rules, ProposedInput: c.proposed}
 		if a.Decision == workflows.DecisionAlwaysAllow {
@@ -751,7 +763,12 @@ func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, pa
 			}
 		}
 		x.record(r)
-		x.answered(c, r)
+		if c.approvals > 1 && c.dec != nil {
+			r.WorkflowID, r.RunID = x.wf, x.run
+			c.dec.Answer = &r
+		} else {
+			x.answered(c, r)
+		}
 		if a.Decision == workflows.DecisionAlwaysAllow {
 			x.recheck = true
 			rules := a.Rules
