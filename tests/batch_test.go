@@ -360,6 +360,12 @@ func TestBatchProcessesSIGKILLed(t *testing.T) {
 			t.Errorf("workflow batch-%s has %d runs, want 1", id, runs["batch-"+id])
 		}
 	}
+	// The batch's policy store (made by batch, on the same queue) is not
+	// a job's turn.
+	if runs["warden-policy-"+queue] != 1 {
+		t.Errorf("the batch's policy store has %d runs, want 1", runs["warden-policy-"+queue])
+	}
+	delete(runs, "warden-policy-"+queue)
 	if len(runs) != total {
 		t.Errorf("%d workflows on the queue, want %d", len(runs), total)
 	}
