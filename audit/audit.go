@@ -47,6 +47,11 @@ const (
 	KindEdit = "edit"
 	// KindApproval is a human's answer to an ASK.
 	KindApproval = "approval"
+	// KindLivePolicy is a waiting call decided again after its policy
+	// store changed: Decision is the new verdict (allow and deny answer
+	// the call, ask keeps it waiting), By "policy vN", PolicyVersion N
+	// and FromVersion the version it waited under.
+	KindLivePolicy = "live_policy"
 	// KindExternal is an external result (AskUser answers included).
 	KindExternal = "external"
 	// KindEscalation is an approval whose deadline passed: Decision is
@@ -134,6 +139,18 @@ type Record struct {
 	// PolicyVersion is the policy store's version the verdict was
 	// decided under (turns that follow a store).
 	PolicyVersion int `json:"policy_version,omitempty"`
+	// FromVersion is the store version a live-policy re-decision's call
+	// waited under before it (PolicyVersion is the new one).
+	FromVersion int `json:"from_version,omitempty"`
+	// Scope and TTL are what an always_allow remembered beyond the turn
+	// (approval records): the scope (input, turn, agent, namespace), how
+	// long it holds (0: until revoked) and whether it is single-use.
+	Scope     string        `json:"scope,omitempty"`
+	TTL       time.Duration `json:"ttl,omitempty"`
+	SingleUse bool          `json:"single_use,omitempty"`
+	// Edited says an approval allowed an input the approver edited
+	// (ApprovedInput).
+	Edited bool `json:"edited,omitempty"`
 	// Connection is the connection of a connection record.
 	Connection *calls.Connection `json:"connection,omitempty"`
 }
@@ -307,8 +324,11 @@ type call struct {
 	asked    bool // waiting for an approval
 	external bool // waiting for an external result
 	answered bool
-	ran      bool
-	edit     bool // an edited input awaits its verdict
+	// approvals counts the approvers' answers accepted for the call
+	// (more than one under a two-person rule).
+	approvals int
+	ran       bool
+	edit      bool // an edited input awaits its verdict
 	// deadline of the ask (zero: none); escalation is what happens then.
 	deadline   time.Time
 	escalation workflows.Escalation
@@ -717,21 +737,38 @@ func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, pa
 			return fmt.Errorf("decode approval: %w", err)
 		}
 		c := x.calls[a.CallID]
-		if c == nil || !c.asked || c.answered {
+		if c == nil || !c.asked {
+			return nil
+		}
+		// A call answered already takes no further answer, except an
+		// Update the turn accepted after another approver's allow: a
+		// partial answer of a two-person rule (quorum), whose every
+		// approval is recorded; the latest is what came of the call.
+		// (A signal is in history even when the turn refused it.)
+		if c.answered && (path != PathUpdate || c.approvals == 0) {
 			return nil
 		}
 		c.answered = true
+		c.approvals++
 		r := Record{Time: t, CallID: a.CallID, Tool: c.tool, Kind: KindApproval, Decision: string(a.Decision),
 			By: a.By, Identity: a.Via, Path: path, Reason: a.Reason, Layer: "approver", Rules: a.Rules, ProposedInput: c.proposed}
+		if a.Decision == workflows.DecisionAlwaysAllow {
+			r.Scope, r.TTL, r.SingleUse = string(a.Scope), a.TTL, a.SingleUse
+		}
 		if a.Decision != workflows.DecisionDeny {
 			r.ApprovedInput = c.waiting
 			if len(a.Input) > 0 && string(a.Input) != string(c.waiting) {
-				r.ApprovedInput = a.Input
+				r.ApprovedInput, r.Edited = a.Input, true
 				c.approved, c.edit = a.Input, true
 			}
 		}
 		x.record(r)
-		x.answered(c, r)
+		if c.approvals > 1 && c.dec != nil {
+			r.WorkflowID, r.RunID = x.wf, x.run
+			c.dec.Answer = &r
+		} else {
+			x.answered(c, r)
+		}
 		if a.Decision == workflows.DecisionAlwaysAllow {
 			x.recheck = true
 			rules := a.Rules
@@ -794,6 +831,73 @@ func (x *extractor) markers(evs []*historypb.HistoryEvent) {
 		x.marker(m)
 	}
 	x.startAsks()
+	for _, e := range evs {
+		x.redecisions(e)
+	}
+}
+
+// redecisions records the re-decisions a side-effect marker holds (the
+// turn's record of waiting calls decided again after a policy store
+// change, with both versions). Other side effects do not decode as
+// re-decisions and are skipped.
+func (x *extractor) redecisions(e *historypb.HistoryEvent) {
+	a := e.GetMarkerRecordedEventAttributes()
+	if a.GetMarkerName() != "SideEffect" {
+		return
+	}
+	var recs []workflows.Redecision
+	if x.decode(a.GetDetails()["data"], &recs) != nil {
+		return
+	}
+	t := e.GetEventTime().AsTime()
+	for _, rd := range recs {
+		c := x.calls[rd.CallID]
+		if rd.CallID == "" || rd.To == 0 || c == nil || !c.asked {
+			continue
+		}
+		reason := rd.Reason
+		if rd.Behavior == permission.Deny && rd.Message != "" {
+			reason = rd.Message
+		}
+		r := Record{Time: t, CallID: c.id, Tool: c.tool, Kind: KindLivePolicy, Decision: string(rd.Behavior),
+			By: fmt.Sprintf("policy v%d", rd.To), Path: PathRule, Reason: reason, Layer: Layer(rd.Reason),
+			PolicyVersion: rd.To, FromVersion: rd.From, Remembered: rd.Remembered, ProposedInput: c.proposed}
+		if rd.Behavior != permission.Allow && rd.Behavior != permission.Deny {
+			x.record(r) // still waiting, under the new version
+			continue
+		}
+		if c.answered {
+			// The re-check round of an always_allow took the same
+			// verdict first: this record says it better.
+			if !x.replaceRecheck(c) {
+				continue
+			}
+		}
+		c.answered = true
+		x.record(r)
+		r.WorkflowID, r.RunID = x.wf, x.run
+		if c.dec != nil {
+			c.dec.Answer = &r
+		}
+	}
+}
+
+// replaceRecheck drops c's recheck record (its answer by a rule added
+// later), which a live-policy re-decision replaces; false when c was
+// answered otherwise.
+func (x *extractor) replaceRecheck(c *call) bool {
+	for i := len(x.out) - 1; i >= 0; i-- {
+		r := x.out[i]
+		if r.CallID != c.id || r.WorkflowID != x.wf {
+			continue
+		}
+		if r.Kind != KindRecheck {
+			return false
+		}
+		x.out = slices.Delete(x.out, i, i+1)
+		return true
+	}
+	return false
 }
 
 // localMarkers decodes the local-activity markers among evs that carry a

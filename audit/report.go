@@ -14,24 +14,26 @@ import (
 	tclient "go.temporal.io/sdk/client"
 )
 
+// TimeLayout is how tables print times: local time with its zone.
+const TimeLayout = "2006-01-02 15:04:05 MST"
+
 // WriteTable writes records as an aligned table, one line per record
-// (local times, the rules an answer added before its reason, "-" for a
-// call without a recorded sandbox profile), and "no decisions found"
+// (local times with their zone; "-" for a call without a recorded
+// sandbox profile; the details column says what a live-policy
+// re-decision decided and under which versions, the rules an answer
+// added, what an always_allow remembered (scope, TTL, single use), an
+// approver's edited input, and the reason), and "no decisions found"
 // when there are none.
 func WriteTable(w io.Writer, recs []Record) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tWORKFLOW\tCALL\tTOOL\tKIND\tDECISION\tBY\tPATH\tLAYER\tSANDBOX\tREASON")
+	fmt.Fprintln(tw, "TIME\tWORKFLOW\tCALL\tTOOL\tKIND\tDECISION\tBY\tPATH\tLAYER\tSANDBOX\tDETAILS")
 	for _, r := range recs {
-		reason := r.Reason
-		if len(r.Rules) > 0 {
-			reason = strings.TrimSpace("rules " + strings.Join(r.Rules, ", ") + " " + reason)
-		}
 		sbx := r.Sandbox
 		if sbx == "" {
 			sbx = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05"),
-			r.WorkflowID, r.CallID, r.Tool, r.Kind, r.Decision, r.By, r.Path, r.Layer, sbx, reason)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(TimeLayout),
+			r.WorkflowID, r.CallID, r.Tool, r.Kind, r.Decision, r.By, r.Path, r.Layer, sbx, Details(r))
 	}
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("write table: %w", err)
@@ -40,6 +42,54 @@ func WriteTable(w io.Writer, recs []Record) error {
 		fmt.Fprintln(w, "no decisions found")
 	}
 	return nil
+}
+
+// Details is what a table says of r beyond its columns: a live-policy
+// re-decision ("released by policy v7 (was v6)"), the rules an answer
+// added, what an always_allow remembered, an edited input, a remembered
+// approval that allowed the call, and the reason; parts are joined by
+// "; ".
+func Details(r Record) string {
+	var parts []string
+	if r.Kind == KindLivePolicy {
+		verb := "still waiting under"
+		switch r.Decision {
+		case "allow":
+			verb = "released by"
+		case "deny":
+			verb = "denied by"
+		}
+		parts = append(parts, fmt.Sprintf("%s policy v%d (was v%d)", verb, r.PolicyVersion, r.FromVersion))
+	}
+	if len(r.Rules) > 0 {
+		parts = append(parts, "rules "+strings.Join(r.Rules, ", "))
+	}
+	if r.Scope != "" {
+		s := "remembered, " + r.Scope + " scope"
+		if r.TTL > 0 {
+			s += ", for " + r.TTL.String()
+		} else {
+			s += ", until revoked"
+		}
+		if r.SingleUse {
+			s += ", once"
+		}
+		parts = append(parts, s)
+	}
+	if r.Edited {
+		parts = append(parts, "edited input "+cut(string(r.ApprovedInput), 120))
+	}
+	if r.Remembered != "" {
+		s := "remembered approval " + r.Remembered
+		if r.RememberedBy != "" {
+			s += " by " + r.RememberedBy
+		}
+		parts = append(parts, s)
+	}
+	if r.Reason != "" {
+		parts = append(parts, r.Reason)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // WhatIfOf reads the recorded calls q selects (RecordedCalls) and
@@ -89,7 +139,7 @@ func (r WhatIf) writeConnections(tw io.Writer) {
 	}
 	fmt.Fprintln(tw, "\nTIME\tWORKFLOW\tCALL\tTOOL\tCONNECTION\tCHANGE\tWHY")
 	for _, c := range r.Connections {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Time.Local().Format("2006-01-02 15:04:05"), c.WorkflowID, c.CallID,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Time.Local().Format(TimeLayout), c.WorkflowID, c.CallID,
 			c.Tool, c.Host, c.Change, cut(c.Why, 100))
 	}
 }
@@ -154,7 +204,7 @@ func (r WhatIf) writeChanges(tw io.Writer) {
 		if human == "" {
 			human = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Time.Local().Format("2006-01-02 15:04:05"), c.WorkflowID, c.CallID,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Time.Local().Format(TimeLayout), c.WorkflowID, c.CallID,
 			c.Tool, c.Change, cut(c.NowReason, 80), human, mark, cut(string(c.Input), 100))
 	}
 }

@@ -89,3 +89,39 @@ func TestCut(t *testing.T) {
 		}
 	}
 }
+
+func TestDetails(t *testing.T) {
+	cases := []struct {
+		r    Record
+		want string
+	}{
+		{Record{Kind: KindLivePolicy, Decision: "allow", PolicyVersion: 6, FromVersion: 5, Reason: "Rule: Bash(touch:*)"},
+			"released by policy v6 (was v5); Rule: Bash(touch:*)"},
+		{Record{Kind: KindLivePolicy, Decision: "deny", PolicyVersion: 7, FromVersion: 6, Reason: "Permission denied"},
+			"denied by policy v7 (was v6); Permission denied"},
+		{Record{Kind: KindLivePolicy, Decision: "ask", PolicyVersion: 8, FromVersion: 7}, "still waiting under policy v8 (was v7)"},
+		{Record{Kind: KindApproval, Decision: "always_allow", Rules: []string{"Bash(npm run:*)"}, Scope: "namespace", TTL: time.Hour, SingleUse: true, Reason: "CHG-1"},
+			"rules Bash(npm run:*); remembered, namespace scope, for 1h0m0s, once; CHG-1"},
+		{Record{Kind: KindApproval, Decision: "always_allow", Scope: "agent"}, "remembered, agent scope, until revoked"},
+		{Record{Kind: KindApproval, Decision: "allow", Edited: true, ApprovedInput: []byte(`{"command":"ls -l"}`)},
+			`edited input {"command":"ls -l"}`},
+		{Record{Kind: KindPermission, Decision: "allow", Remembered: "r3", RememberedBy: "alice", Reason: "Remembered"},
+			"remembered approval r3 by alice; Remembered"},
+	}
+	for _, c := range cases {
+		if got := Details(c.r); got != c.want {
+			t.Errorf("Details(%+v) = %q, want %q", c.r, got, c.want)
+		}
+	}
+}
+
+func TestWriteTableTimeZone(t *testing.T) {
+	var b strings.Builder
+	at := time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)
+	if err := WriteTable(&b, []Record{{Time: at, WorkflowID: "w", CallID: "c", Kind: KindApproval, Decision: "allow"}}); err != nil {
+		t.Fatal(err)
+	}
+	if want := at.Local().Format("2006-01-02 15:04:05 MST"); !strings.Contains(b.String(), want) || !strings.Contains(b.String(), "DETAILS") {
+		t.Errorf("table without its zone (%s):\n%s", want, b.String())
+	}
+}

@@ -576,6 +576,11 @@ func human(d *Decided) (string, bool) {
 		return "deadline passed (" + a.Decision + ")", false
 	case KindRecheck:
 		return "allowed by a rule added later (" + ruleOf(a.Reason) + ")", false
+	case KindLivePolicy:
+		if a.Decision == string(permission.Deny) {
+			return "denied by " + a.By + " (live policy)", false
+		}
+		return "released by " + a.By + " (live policy)", false
 	}
 	return a.Kind + " " + a.Decision, false
 }

@@ -230,3 +230,19 @@ func BenchmarkRedecide(b *testing.B) {
 		})
 	}
 }
+
+func TestHumanLivePolicy(t *testing.T) {
+	for _, c := range []struct{ decision, want string }{
+		{"allow", "released by policy v6 (live policy)"},
+		{"deny", "denied by policy v7 (live policy)"},
+	} {
+		v := map[string]string{"allow": "policy v6", "deny": "policy v7"}[c.decision]
+		d := &Decided{Verdict: Record{Decision: "ask"}, Answer: &Record{Kind: KindLivePolicy, Decision: c.decision, By: v}}
+		if got, byHuman := human(d); got != c.want || byHuman {
+			t.Errorf("human(%s) = %q, %v; want %q, false", c.decision, got, byHuman, c.want)
+		}
+	}
+	if got, _ := human(&Decided{Verdict: Record{Decision: "ask"}}); got != "waiting (or the turn ended first)" {
+		t.Errorf("control: an unanswered ask reads %q", got)
+	}
+}

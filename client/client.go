@@ -9,7 +9,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -17,6 +20,7 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/wardenhq/warden/workflows"
@@ -38,6 +42,54 @@ type Client struct {
 	// carry it, and name it as the approver when they name nobody: a
 	// server with keys refuses an answer whose via is not its key's.
 	Via string
+	// LivePolicy is the policy store (its workflow id) the turns this
+	// client starts follow when their input names none: "" is
+	// workflows.DefaultPolicyStore, NoLivePolicy starts them with the
+	// static policy only. The store is made (once per client) before the
+	// first turn that follows it starts, so a remembered approval always
+	// has a store to go to.
+	LivePolicy string
+
+	storesMu sync.Mutex
+	stores   map[string]bool // policy stores made by this client
+}
+
+// NoLivePolicy, as Client.LivePolicy or TurnInput.LivePolicy, opts out of
+// live policy: the turn keeps the policy it started with, and neither
+// `policy apply` nor a remembered approval reaches it. The client clears
+// it from the input it starts.
+const NoLivePolicy = "-"
+
+// withLivePolicy fills in the policy store a turn follows (the client's,
+// else the default) and makes sure that store exists; NoLivePolicy
+// leaves the turn without one.
+func (cl *Client) withLivePolicy(ctx context.Context, in workflows.TurnInput) (workflows.TurnInput, error) {
+	if in.LivePolicy == "" {
+		in.LivePolicy = cl.LivePolicy
+		if in.LivePolicy == "" {
+			in.LivePolicy = workflows.DefaultPolicyStore
+		}
+	}
+	if in.LivePolicy == NoLivePolicy {
+		in.LivePolicy = ""
+		return in, nil
+	}
+	cl.storesMu.Lock()
+	made := cl.stores[in.LivePolicy]
+	cl.storesMu.Unlock()
+	if made {
+		return in, nil
+	}
+	if _, err := cl.StartPolicyStore(ctx, in.LivePolicy); err != nil {
+		return in, err
+	}
+	cl.storesMu.Lock()
+	if cl.stores == nil {
+		cl.stores = map[string]bool{}
+	}
+	cl.stores[in.LivePolicy] = true
+	cl.storesMu.Unlock()
+	return in, nil
 }
 
 // sign fills in who an answer comes from: the key's name as via, and as
@@ -58,11 +110,17 @@ func New(c tclient.Client, taskQueue string) *Client {
 
 // Start starts a turn with the given workflow id (generated when empty).
 // Starting an id that is already running returns that run: starts are
-// idempotent.
+// idempotent. The turn follows the policy store in.LivePolicy, else the
+// client's (LivePolicy), else workflows.DefaultPolicyStore, made first
+// when missing; NoLivePolicy opts out.
 func (cl *Client) Start(ctx context.Context, id string, in workflows.TurnInput) (tclient.WorkflowRun, error) {
 	in = cl.withApprovers(in)
 	if in.Requester == "" {
 		in.Requester = cl.Via
+	}
+	in, err := cl.withLivePolicy(ctx, in)
+	if err != nil {
+		return nil, err
 	}
 	opts := tclient.StartWorkflowOptions{
 		ID:                       id,
@@ -482,10 +540,28 @@ func indexed(ex *workflowpb.WorkflowExecutionInfo) ([]PendingEntry, bool, error)
 		if e.Truncated() {
 			e.Input = nil
 		}
+		e.Message, e.Reason = WordClip(e.Message), WordClip(e.Reason)
+		e.Context, e.Prompt = WordClip(e.Context), WordClip(e.Prompt)
 		out = append(out, PendingEntry{WorkflowID: ex.GetExecution().GetWorkflowId(), RunID: ex.GetExecution().GetRunId(),
 			Pending: e.Pending, Preview: e.Preview, Truncated: e.Truncated()})
 	}
 	return out, true, nil
+}
+
+// WordClip ends a text the pending index clipped (at
+// workflows.PreviewBytes, on a rune boundary, maybe mid-word) at its
+// last word boundary, with an ellipsis: "…add the directory to the…"
+// rather than "…to the t". A text shorter than the clip comes back
+// unchanged (one of exactly the clip's length may lose its last word).
+func WordClip(s string) string {
+	if len(s) <= workflows.PreviewBytes-utf8.UTFMax {
+		return s
+	}
+	i := strings.LastIndexFunc(s, unicode.IsSpace)
+	if i < len(s)/2 {
+		return s + "…"
+	}
+	return strings.TrimRightFunc(s[:i], func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) }) + "…"
 }
 
 // ListPending lists pending entries across all running turns of the
@@ -530,9 +606,45 @@ const (
 // the caller. a.Hash must be the hash of the entry as listed (Pending,
 // PendingCall, ListPending): it binds the answer to the exact call and
 // policy version the approver saw. ApproveListed sets it from an entry.
+//
+// An always_allow with a scope remembers beyond the turn: the turn's
+// policy store is made first when missing, and an answer whose
+// remembered approvals could not be stored comes back with an error
+// wrapping ErrNotRemembered (the call itself was allowed).
 func (cl *Client) Approve(ctx context.Context, workflowID string, a workflows.Approval) (workflows.Ack, error) {
 	cl.sign(&a.By, &a.Via)
-	return update[workflows.Ack](ctx, cl, workflowID, workflows.UpdateApprove, a)
+	if err := cl.storeFor(ctx, workflowID, a); err != nil {
+		return workflows.Ack{}, err
+	}
+	ack, err := update[workflows.Ack](ctx, cl, workflowID, workflows.UpdateApprove, a)
+	if err == nil && ack.NotRemembered != "" {
+		err = fmt.Errorf("%s was allowed once, but %w: %s", a.CallID, ErrNotRemembered, ack.NotRemembered)
+	}
+	return ack, err
+}
+
+// ErrNotRemembered wraps the error of an always_allow with a scope whose
+// remembered approvals the policy store did not take.
+var ErrNotRemembered = errors.New("nothing was remembered")
+
+// storeFor makes the policy store the turn follows, for an always_allow
+// with a scope (which the turn sends there), when it is missing. A turn
+// that follows no store refuses such an answer itself.
+func (cl *Client) storeFor(ctx context.Context, workflowID string, a workflows.Approval) error {
+	if a.Decision != workflows.DecisionAlwaysAllow || a.Scope == "" {
+		return nil
+	}
+	st, err := cl.State(ctx, workflowID)
+	if err != nil {
+		return fmt.Errorf("reading the turn's policy store before remembering: %w", err)
+	}
+	if st.LivePolicy == "" {
+		return nil
+	}
+	if _, err := cl.StartPolicyStore(ctx, st.LivePolicy); err != nil {
+		return fmt.Errorf("remembering needs the policy store: %w", err)
+	}
+	return nil
 }
 
 // ApproveListed answers the listed entry p with an Update, bound to it:
@@ -548,6 +660,9 @@ func (cl *Client) ApproveListed(ctx context.Context, workflowID string, p workfl
 // records a rejection as an event.
 func (cl *Client) ApproveSignal(ctx context.Context, workflowID string, a workflows.Approval) error {
 	cl.sign(&a.By, &a.Via)
+	if err := cl.storeFor(ctx, workflowID, a); err != nil {
+		return err
+	}
 	return Explain(cl.c.SignalWorkflow(ctx, workflowID, "", workflows.SignalApprove, a))
 }
 
@@ -583,10 +698,31 @@ func update[T any](ctx context.Context, cl *Client, workflowID, name string, arg
 		return out, fmt.Errorf("%s: %w", name, Explain(err))
 	}
 	if err := h.Get(ctx, &out); err != nil {
-		return out, fmt.Errorf("%s: %w: %w", name, ErrRejected, err)
+		return out, fmt.Errorf("%s: %w: %w", name, ErrRejected, plain(err))
 	}
 	return out, nil
 }
+
+// plain is the workflow's own message of an update's failure: the SDK's
+// ApplicationError adds "(type: wrapError, retryable: true)" and repeats
+// the wrapped causes, which an approver need not read.
+func plain(err error) error {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.Message() != "" {
+		return &plainError{msg: ae.Message(), err: err}
+	}
+	return err
+}
+
+// plainError is an error shown by its message alone that still unwraps
+// to the SDK's error.
+type plainError struct {
+	msg string
+	err error
+}
+
+func (e *plainError) Error() string { return e.msg }
+func (e *plainError) Unwrap() error { return e.err }
 
 // RunningCall is a tool call running right now, with its output so far.
 type RunningCall struct {

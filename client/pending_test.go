@@ -236,3 +236,19 @@ func TestNewPendingIndexBounds(t *testing.T) {
 		t.Fatalf("message %d bytes", len(idx.Entries[0].Message))
 	}
 }
+
+func TestWordClip(t *testing.T) {
+	long := strings.Repeat("word ", 39) + "add the directory to the tail" // > PreviewBytes
+	clipped := workflows.NewPendingIndex([]workflows.Pending{{Message: long}}).Entries[0].Message
+	got := WordClip(clipped)
+	if !strings.HasSuffix(got, "…") || strings.HasSuffix(strings.TrimSuffix(got, "…"), " t") {
+		t.Errorf("WordClip(%q) = %q", clipped, got)
+	}
+	if !strings.HasPrefix(long, strings.TrimSuffix(got, "…")) {
+		t.Errorf("WordClip changed the text: %q", got)
+	}
+	// Control: a short message is left alone.
+	if s := "Permission required for Bash"; WordClip(s) != s {
+		t.Errorf("WordClip(%q) = %q", s, WordClip(s))
+	}
+}

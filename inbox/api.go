@@ -436,7 +436,7 @@ func (s *Server) authorize(r *http.Request, wf, callID string, kind workflows.Pe
 }
 
 func rejected(err error) error {
-	if errors.Is(err, client.ErrRejected) {
+	if errors.Is(err, client.ErrRejected) || errors.Is(err, client.ErrNotRemembered) {
 		return statusErr(http.StatusConflict, "%w", err)
 	}
 	return err

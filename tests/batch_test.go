@@ -233,7 +233,8 @@ func TestBatchProcessesSIGKILLed(t *testing.T) {
 			"--task-queue", queue, "--metrics-addr", "off", "--workdir", workdir)
 	}
 	batchArgs := []string{"batch", "--file", jobsFile, "--concurrency", "10", "--results", resultsFile,
-		"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default", "--task-queue", queue}
+		"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default", "--task-queue", queue,
+		"--live-policy", "warden-policy-" + queue} // a store of its own in the shared namespace
 
 	ctx := ctxT(t, 10*time.Minute)
 	w := worker()
@@ -359,6 +360,12 @@ func TestBatchProcessesSIGKILLed(t *testing.T) {
 			t.Errorf("workflow batch-%s has %d runs, want 1", id, runs["batch-"+id])
 		}
 	}
+	// The batch's policy store (made by batch, on the same queue) is not
+	// a job's turn.
+	if runs["warden-policy-"+queue] != 1 {
+		t.Errorf("the batch's policy store has %d runs, want 1", runs["warden-policy-"+queue])
+	}
+	delete(runs, "warden-policy-"+queue)
 	if len(runs) != total {
 		t.Errorf("%d workflows on the queue, want %d", len(runs), total)
 	}

@@ -541,3 +541,29 @@ func TestInboxRemembersExactInput(t *testing.T) {
 		t.Fatalf("store = %+v %v, want one exact input remembered by dev", st, err)
 	}
 }
+
+// TestInboxRefusalReadsOnce: an answer the turn refuses (a scoped always
+// allow on a turn that follows no policy store) comes back from the
+// inbox's API as the turn's own message, once, without the SDK's
+// "(type: wrapError, retryable: true)". Control: the same call answered
+// once is accepted.
+func TestInboxRefusalReadsOnce(t *testing.T) {
+	cl := startWorker(t, warden.Options{})
+	ctx := ctxT(t, 60*time.Second)
+	hs, _ := serveInbox(t, cl)
+	id := "inbox-once-" + tag()
+	startAsk(t, ctx, cl, id, "Bash", `{command: "touch once-made"}`)
+	ps := waitPending(t, cl, id, 1)
+	code, body := apiPost(t, hs.URL+"/api/approve", "alice-token", inbox.ApproveRequest{WorkflowID: id, CallID: "c1", Hash: ps[0].Hash,
+		Decision: workflows.DecisionAlwaysAllow, Scope: workflows.ScopeNamespace})
+	const msg = "follows no policy store"
+	if code != http.StatusConflict || strings.Count(body, msg) != 1 || strings.Contains(body, "wrapError") || strings.Contains(body, "retryable") {
+		t.Fatalf("refused scoped answer: %d %s", code, body)
+	}
+	if code, body := apiPost(t, hs.URL+"/api/approve", "alice-token", inbox.ApproveRequest{WorkflowID: id, CallID: "c1", Hash: ps[0].Hash}); code != http.StatusOK {
+		t.Fatalf("control: allow once: %d %s", code, body)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+}

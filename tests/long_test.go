@@ -623,7 +623,7 @@ func TestStarterRunExitStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"run", "--script", scriptFile, "--mode", "bypass", "--config", cfg, "--address", env.srv.Addr(),
-		"--namespace", "default", "--task-queue", "tq-" + t.Name()}
+		"--namespace", "default", "--task-queue", "tq-" + t.Name(), "--no-live-policy"} // its worker has no Temporal client
 	out, err := runStarter(t, sbin, dir, args...)
 	if err != nil || !strings.Contains(out, "final answer: answered") {
 		t.Fatalf("answered turn: %v\n%s", err, out)

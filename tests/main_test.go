@@ -114,6 +114,11 @@ func startWorkerOn(t *testing.T, queue string, o warden.Options) *client.Client 
 	t.Cleanup(w.Stop)
 	cl := client.New(env.c, queue)
 	cl.PollInterval = 50 * time.Millisecond
+	// The tests share one namespace, where the default policy store would
+	// run on the queue of the first test that made it: a test that wants
+	// live policy names its own store (TestStarterFollowsLivePolicyByDefault
+	// tests the default).
+	cl.LivePolicy = client.NoLivePolicy
 	return cl
 }
 
@@ -142,6 +147,7 @@ func ctxT(t *testing.T, d time.Duration) context.Context {
 func startWorkerless(queue string) *client.Client {
 	cl := client.New(env.c, queue)
 	cl.PollInterval = 50 * time.Millisecond
+	cl.LivePolicy = client.NoLivePolicy // as startWorkerOn
 	return cl
 }
 

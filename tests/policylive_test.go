@@ -7,10 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/audit"
@@ -293,8 +295,11 @@ func TestPolicyStoreNotYetMade(t *testing.T) {
 		}
 		return string(out)
 	}
-	if out := starter("show"); !strings.Contains(out, `"version":0`) || !strings.Contains(out, "does not exist yet") {
+	if out := starter("show"); !strings.Contains(out, "version 0") || !strings.Contains(out, "live rules: none set") || !strings.Contains(out, "does not exist yet") {
 		t.Errorf("show of a store not made yet:\n%s", out)
+	}
+	if out := starter("show", "--json"); !strings.Contains(out, `"version":0`) {
+		t.Errorf("show --json of a store not made yet:\n%s", out)
 	}
 	if out := starter("remembered", "list"); !strings.Contains(out, "does not exist yet") {
 		t.Errorf("remembered list of a store not made yet:\n%s", out)
@@ -356,8 +361,8 @@ steps:
 
 // TestStarterRunFollowsLivePolicy: `starter run --live-policy STORE`
 // starts a turn that follows the store, so a rule `policy apply` set
-// there allows its call. Control: the same script run without the flag
-// waits for an approval.
+// there allows its call. Control: the same script run with
+// --no-live-policy waits for an approval.
 func TestStarterRunFollowsLivePolicy(t *testing.T) {
 	workdir := t.TempDir()
 	queue := "tq-" + t.Name()
@@ -390,13 +395,230 @@ func TestStarterRunFollowsLivePolicy(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(workdir, "cli-live")); err != nil {
 		t.Errorf("the live rule did not reach the CLI-started turn: %v", err)
 	}
-	// Control: without --live-policy the same call waits.
+	// Control: with --no-live-policy the same call waits.
 	id2 := "cli-nolive-" + tag()
-	if out, err := runStarter(t, sbin, dir, append(common, "run", "--script", scriptFile, "--workflow-id", id2, "--detach")...); err != nil {
+	if out, err := runStarter(t, sbin, dir, append(common, "run", "--script", scriptFile, "--workflow-id", id2, "--no-live-policy", "--detach")...); err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
 	if ps := waitPending(t, cl, id2, 1); ps[0].CallID != "a" {
 		t.Errorf("control: pending %+v", ps)
 	}
 	_ = env.c.TerminateWorkflow(ctx, id2, "", "test over")
+}
+
+// TestStarterFollowsLivePolicyByDefault: a turn `starter run` starts with
+// no policy flag follows the namespace's store (warden-policy, made by
+// run): `policy apply` releases its waiting call, and an approval
+// remembered from the CLI with --scope namespace allows the next turn's
+// call. The store is removed and the remember still works (the answer
+// makes it again), or fails with a non-zero exit, never a silent
+// always_allow. Controls: a --no-live-policy turn keeps waiting through
+// the apply, and refuses a scoped remember with a non-zero exit.
+func TestStarterFollowsLivePolicyByDefault(t *testing.T) {
+	workdir := t.TempDir()
+	queue := "tq-" + t.Name()
+	cl := startWorkerOn(t, queue, warden.Options{Workdir: workdir, Client: env.c})
+	ctx := ctxT(t, 3*time.Minute)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, cmd string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte("steps:\n  - tool_calls:\n      - {id: a, name: Bash, input: {command: \""+cmd+"\"}}\n  - text: done\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	sbin := buildStarter(t)
+	common := []string{"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default", "--task-queue", queue}
+	starter := func(args ...string) (string, error) {
+		return runStarter(t, sbin, dir, append(slices.Clone(common), args...)...)
+	}
+	// The store may be left from an earlier run of the suite's server on
+	// another queue: start from none.
+	_ = env.c.TerminateWorkflow(ctx, workflows.DefaultPolicyStore, "", "test start")
+
+	// 1. policy apply reaches a default turn; the --no-live-policy one waits.
+	applied := write("apply.yaml", "touch by-default")
+	id, off := "default-live-"+tag(), "default-off-"+tag()
+	if out, err := starter("run", "--script", applied, "--workflow-id", id, "--detach"); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	if out, err := starter("run", "--script", applied, "--workflow-id", off, "--no-live-policy", "--detach"); err != nil {
+		t.Fatalf("run --no-live-policy: %v\n%s", err, out)
+	}
+	waitPending(t, cl, id, 1)
+	offP := waitPending(t, cl, off, 1)[0]
+	rules := filepath.Join(dir, "live.yaml")
+	if err := os.WriteFile(rules, []byte("allow: [\"Bash(touch by-default:*)\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := starter("policy", "apply", rules); err != nil {
+		t.Fatalf("policy apply: %v\n%s", err, out)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	if ps, err := cl.Pending(ctx, off); err != nil || len(ps) != 1 {
+		t.Errorf("control: the --no-live-policy turn should still wait: %v %+v", err, ps)
+	}
+	// A scoped remember on the turn that follows no store fails loudly.
+	out, err := starter("approvals", "approve", off, offP.CallID, "--hash", offP.Hash, "--by", "ops", "--always", "--scope", "namespace")
+	if err == nil || strings.Contains(out, ": always_allow") || strings.Count(err.Error(), "follows no policy store") != 1 || strings.Contains(err.Error(), "wrapError") {
+		t.Errorf("control: a scoped remember on a turn with no store: %v\n%s", err, out)
+	}
+	_ = env.c.TerminateWorkflow(ctx, off, "", "test over")
+
+	// 2. The store is gone (terminated), and a scoped remember from the
+	// CLI still reaches it: the answer makes it again.
+	remembered := write("remember.yaml", "touch remembered-one")
+	id2 := "default-remember-" + tag()
+	if out, err := starter("run", "--script", remembered, "--workflow-id", id2, "--detach"); err != nil {
+		t.Fatalf("run: %v\n%s", err, out)
+	}
+	p := waitPending(t, cl, id2, 1)[0]
+	if err := env.c.TerminateWorkflow(ctx, workflows.DefaultPolicyStore, "", "store lost"); err != nil {
+		t.Fatal(err)
+	}
+	out, err = starter("approvals", "approve", id2, p.CallID, "--hash", p.Hash, "--by", "ops", "--always", "--scope", "namespace", "--rule", "Bash(touch remembered-one:*)", "--ttl", "1h")
+	if err != nil {
+		t.Fatalf("scoped remember with the store gone: %v\n%s", err, out)
+	}
+	if _, err := cl.Result(ctx, id2); err != nil {
+		t.Fatal(err)
+	}
+	st, err := cl.PolicyState(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range st.Remembered {
+		found = found || r.Rule == "Bash(touch remembered-one:*)"
+	}
+	if !found {
+		t.Fatalf("the remembered approval is not in the store: %+v", st.Remembered)
+	}
+	// The next default turn's call is allowed by it, without asking.
+	id3 := "default-next-" + tag()
+	if out, err := starter("run", "--script", remembered, "--workflow-id", id3); err != nil || !strings.Contains(out, "final answer") {
+		t.Fatalf("a default turn after the remember: %v\n%s", err, out)
+	}
+	if out, err := starter("audit", "--workflow", id3); err != nil || !strings.Contains(out, "ran") {
+		t.Errorf("audit of the remembered turn: %v\n%s", err, out)
+	}
+}
+
+// TestAuditTellsLivePolicyStory: `starter audit` of a CLI-started turn
+// that follows a store tells what live policy decided (released by
+// policy v1, denied by policy v1, still waiting under v1), the input an
+// approver edited, the scope and TTL of a remembered approval and the
+// reasons, with times in their zone; what-if says a call was released
+// or denied by live policy, not "waiting". Control: a call answered by a
+// person reads as such, with no policy version.
+func TestAuditTellsLivePolicyStory(t *testing.T) {
+	workdir := t.TempDir()
+	queue := "tq-" + t.Name()
+	cl := startWorkerOn(t, queue, warden.Options{Workdir: workdir, Client: env.c})
+	store := "policy-story-" + tag()
+	ctx := ctxT(t, 3*time.Minute)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	scriptFile := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scriptFile, []byte(`steps:
+  - tool_calls:
+      - {id: a, name: Bash, input: {command: "touch story-a"}}
+      - {id: b, name: Bash, input: {command: "curl http://example.com"}}
+      - {id: c, name: Bash, input: {command: "touch story-c"}}
+      - {id: d, name: Bash, input: {command: "touch story-d"}}
+  - text: done
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sbin := buildStarter(t)
+	common := []string{"--config", cfg, "--address", env.srv.Addr(), "--namespace", "default", "--task-queue", queue}
+	starter := func(args ...string) string {
+		t.Helper()
+		out, err := runStarter(t, sbin, dir, append(slices.Clone(common), args...)...)
+		if err != nil {
+			t.Fatalf("starter %v: %v\n%s", args, err, out)
+		}
+		return out
+	}
+	id := "story-" + tag()
+	starter("run", "--script", scriptFile, "--workflow-id", id, "--live-policy", store, "--detach")
+	waitPending(t, cl, id, 4)
+	// approvals list fits 120 columns and says when each wait ends.
+	list := starter("approvals", "list", "--workflow", id)
+	for _, l := range strings.Split(strings.TrimSpace(list), "\n") {
+		if n := utf8.RuneCountInString(l); n > 120 {
+			t.Errorf("approvals list line of %d columns: %s", n, l)
+		}
+	}
+	if !strings.Contains(list, "DEADLINE") || len(regexp.MustCompile(`in (7d0h|6d23h) \(\d\d-\d\d \d\d:\d\d \S+\)`).FindAllString(list, -1)) != 4 {
+		t.Errorf("approvals list without the deadlines:\n%s", list)
+	}
+	rules := filepath.Join(dir, "live.yaml")
+	if err := os.WriteFile(rules, []byte("allow: [\"Bash(touch story-a:*)\"]\ndeny: [\"Bash(curl:*)\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	starter("policy", "--store", store, "apply", rules)
+	if show := starter("policy", "--store", store, "show"); !strings.Contains(show, "version 1") ||
+		!strings.Contains(show, "  allow:\n    - \"Bash(touch story-a:*)\"") || strings.Contains(show, "{") {
+		t.Errorf("policy show is not readable:\n%s", show)
+	}
+	ps := waitPending(t, cl, id, 2)
+	byID := map[string]workflows.Pending{}
+	for _, p := range ps {
+		byID[p.CallID] = p
+	}
+	c, d := byID["c"], byID["d"]
+	starter("approvals", "approve", id, "c", "--hash", c.Hash, "--by", "alice", "--input", `{"command":"touch story-c-edited"}`, "--reason", "CHG-7: renamed")
+	ps = waitPending(t, cl, id, 1)
+	if ps[0].CallID != "d" {
+		t.Fatalf("still waiting: %+v", ps)
+	}
+	d = ps[0]
+	starter("approvals", "approve", id, "d", "--hash", d.Hash, "--by", "bob", "--always", "--scope", "namespace",
+		"--rule", "Bash(touch story-d:*)", "--ttl", "1h", "--once", "--reason", "CHG-8")
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	out := starter("audit", "--workflow", id)
+	zone := time.Now().Format("MST")
+	for _, want := range []string{
+		"released by policy v1 (was v0)", "denied by policy v1 (was v0)", "still waiting under policy v1 (was v0)",
+		`edited input {"command":"touch story-c-edited"}`, "CHG-7: renamed",
+		"remembered, namespace scope, for 1h0m0s, once", "CHG-8", " " + zone + " ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit lacks %q:\n%s", want, out)
+		}
+	}
+	// Control: the person's answers carry no policy version.
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, " approval ") && strings.Contains(line, "policy v") {
+			t.Errorf("an approval line names a policy version: %s", line)
+		}
+	}
+	// what-if under a policy that allows both: a was released, b denied, by live policy.
+	wif := filepath.Join(dir, "wif.yaml")
+	if err := os.WriteFile(wif, []byte("allow: [\"Bash(touch:*)\", \"Bash(curl:*)\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = starter("policy", "what-if", "--rules", wif, "--workflow", id, "--workdir", workdir)
+	for _, want := range []string{"released by policy v1 (live policy)", "denied by policy v1 (live policy)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("what-if lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "waiting (or the turn ended first)") {
+		t.Errorf("what-if calls a decided call waiting:\n%s", out)
+	}
+	t.Logf("audit:\n%s", starter("audit", "--workflow", id))
 }

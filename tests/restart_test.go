@@ -42,6 +42,7 @@ func TestPendingApprovalSurvivesServerAndWorkerRestart(t *testing.T) {
 		}
 		cl := client.New(c, "restart")
 		cl.PollInterval = 50 * time.Millisecond
+		cl.LivePolicy = client.NoLivePolicy // its worker has no Temporal client to follow a store with
 		return srv, c, w, cl
 	}
 	srv, c, w, cl := up()

@@ -424,7 +424,7 @@ func runBatch(t *testing.T, ctx context.Context, c tclient.Client, sbin, dir, qu
 	}
 	start := time.Now()
 	out, err := runStarter(t, sbin, dir, append([]string{"batch", "--file", jobsFile, "--concurrency", "50", "--results", resultsFile,
-		"--task-queue", queue}, starterArgs...)...)
+		"--task-queue", queue, "--live-policy", "warden-policy-" + queue}, starterArgs...)...)
 	if err != nil {
 		t.Fatalf("batch: %v\n%s", err, tail(out, 2000))
 	}

@@ -191,6 +191,7 @@ func TestUpgradeWhileTurnsWait(t *testing.T) {
 	// Answers name the key they are sent with (the server refuses others).
 	cl := client.New(c, queue)
 	cl.PollInterval, cl.Via = 50*time.Millisecond, "operator"
+	cl.LivePolicy = client.NoLivePolicy // the old worker predates the default
 
 	// echo is allowed; printf asks. Each tool appends to side-<turn>.txt
 	// in the workdir.
@@ -311,6 +312,7 @@ steps:
 	defer c.Close()
 	cl = client.New(c, queue)
 	cl.PollInterval, cl.Via = 50*time.Millisecond, "operator"
+	cl.LivePolicy = client.NoLivePolicy // the old worker predates the default
 
 	if got := openTurnsStartedBefore(t, ctx, c, stopped); !slices.Equal(got, oldIDs) {
 		t.Errorf("rollout query lists %v while the old build's turns wait, want %v", got, oldIDs)

@@ -234,14 +234,14 @@ func compatSamples() []struct {
 		{"ToolOutput", workflows.ToolOutput{Result: sampleResult(), State: sampleState()}},
 		{"Approval", sampleApproval()},
 		{"ExternalResult", sampleExternal()},
-		{"Ack", workflows.Ack{CallID: "call_1_1", Status: "allow"}},
+		{"Ack", workflows.Ack{CallID: "call_1_1", Status: "always_allow", NotRemembered: "could not remember Bash(npm run:*) in warden-policy: unknown external workflow execution"}},
 		{"NotifyInput", sampleNotify()},
 		{"Pending", samplePending()},
 		{"Event", sampleEvent()},
 		{"EventsPage", workflows.EventsPage{Events: []workflows.Event{sampleEvent()}, Next: 4, Done: true}},
 		{"Summary", workflows.Summary{
 			Iterations: 2, ToolCalls: 1, Pending: []workflows.Pending{samplePending()},
-			Permission: samplePermission(), Tasks: []tools.Task{sampleTask()}, Done: true, Usage: sampleUsage(),
+			Permission: samplePermission(), Tasks: []tools.Task{sampleTask()}, Done: true, Usage: sampleUsage(), LivePolicy: "warden-policy",
 		}},
 		{"PendingIndex", workflows.PendingIndex{
 			Entries: []workflows.IndexEntry{{Pending: samplePending(), Preview: `{"command":"npm run`}}, More: true,

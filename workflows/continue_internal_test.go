@@ -94,21 +94,22 @@ func roundTrip(t *testing.T, in TurnInput) TurnInput {
 var (
 	carriedFields  = []string{"Resume", "msgs", "state", "perm", "local", "pending", "answers", "inFlight"}
 	runLocalFields = map[string]string{
-		"in":          "the next run's input starts from it",
-		"recheck":     "set and cleared within one wait",
-		"done":        "a finished turn does not continue",
-		"approvalsCh": "the signal channels are drained before continuing",
-		"externalsCh": "the signal channels are drained before continuing",
-		"byRef":       "decided by a version marker in each run",
-		"index":       "the memo is written again by the next run",
-		"indexDirty":  "the next run writes its index on its first wait",
-		"roles":       "the registered Workflow's, in each run",
-		"notes":       "futures of this run; those in flight are carried as Resume.Notifying",
-		"settled":     "set once a run ends",
-		"policyCh":    "the signal channels are drained before continuing",
-		"wfid":        "the same workflow id in every run",
-		"chats":       "futures of this run, waited for (notifyGrace) before it ends; a post in flight at continue-as-new is lost (no message), never duplicated",
-		"chatNotes":   "answers of calls whose post is in flight, which continue-as-new loses with the post",
+		"in":           "the next run's input starts from it",
+		"recheck":      "set and cleared within one wait",
+		"done":         "a finished turn does not continue",
+		"approvalsCh":  "the signal channels are drained before continuing",
+		"externalsCh":  "the signal channels are drained before continuing",
+		"byRef":        "decided by a version marker in each run",
+		"index":        "the memo is written again by the next run",
+		"indexDirty":   "the next run writes its index on its first wait",
+		"roles":        "the registered Workflow's, in each run",
+		"notes":        "futures of this run; those in flight are carried as Resume.Notifying",
+		"settled":      "set once a run ends",
+		"policyCh":     "the signal channels are drained before continuing",
+		"wfid":         "the same workflow id in every run",
+		"chats":        "futures of this run, waited for (notifyGrace) before it ends; a post in flight at continue-as-new is lost (no message), never duplicated",
+		"chatNotes":    "answers of calls whose post is in flight, which continue-as-new loses with the post",
+		"unremembered": "set and read within one Update handler",
 	}
 )
 

@@ -37,7 +37,7 @@ func (t *turn) registerQueries(ctx workflow.Context) error {
 	}
 	return workflow.SetQueryHandler(ctx, QueryState, func() (Summary, error) {
 		return Summary{Iterations: t.Iterations, ToolCalls: t.ToolCalls, Pending: t.open(),
-			Permission: t.perm, Tasks: t.state.Tasks, Done: t.done, Usage: t.Usage}, nil
+			Permission: t.perm, Tasks: t.state.Tasks, Done: t.done, Usage: t.Usage, LivePolicy: t.in.LivePolicy}, nil
 	})
 }
 
@@ -54,7 +54,9 @@ func (t *turn) registerUpdates(ctx workflow.Context) error {
 					status += " (" + QuorumText(p, len(p.Approvals)) + " approvals)"
 				}
 			}
-			return Ack{CallID: a.CallID, Status: status}, nil
+			ack := Ack{CallID: a.CallID, Status: status, NotRemembered: t.unremembered[a.CallID]}
+			delete(t.unremembered, a.CallID)
+			return ack, nil
 		},
 		workflow.UpdateHandlerOptions{Validator: func(a Approval) error { return t.validateApproval(a) }},
 	); err != nil {

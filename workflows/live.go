@@ -247,8 +247,15 @@ func (t *turn) remember(ctx workflow.Context, a Approval) {
 		}
 		err := workflow.SignalExternalWorkflow(ctx, t.in.LivePolicy, "", SignalRemember, r).Get(ctx, nil)
 		if err != nil {
-			t.emit(ctx, Event{Type: EventRejected, CallID: a.CallID, Tool: p.Tool, Error: true,
-				Text: "could not remember " + what + " in " + t.in.LivePolicy + ": " + err.Error()})
+			msg := "could not remember " + what + " in " + t.in.LivePolicy + ": " + err.Error()
+			t.emit(ctx, Event{Type: EventRejected, CallID: a.CallID, Tool: p.Tool, Error: true, Text: msg})
+			if t.unremembered == nil {
+				t.unremembered = map[string]string{}
+			}
+			if prev := t.unremembered[a.CallID]; prev != "" {
+				msg = prev + "; " + msg
+			}
+			t.unremembered[a.CallID] = msg
 			continue
 		}
 		t.emit(ctx, Event{Type: EventDecision, CallID: a.CallID, Tool: p.Tool,

@@ -98,6 +98,10 @@ type turn struct {
 	// indexDirty is set when an entry changed but stays open (an allow
 	// short of its quorum): the wait wakes to write the index again.
 	indexDirty bool
+	// unremembered holds, by call id, why an always_allow's remembered
+	// approvals could not be stored; the Update that answered reads it
+	// (Ack.NotRemembered) and clears it.
+	unremembered map[string]string
 }
 
 // run is the agent-turn workflow: model → permission check → tools →

@@ -516,6 +516,10 @@ type ExternalResult struct {
 type Ack struct {
 	CallID string `json:"call_id"`
 	Status string `json:"status"`
+	// NotRemembered, on an always_allow with a scope, says why what was
+	// to be remembered could not be stored in the policy store: the call
+	// was allowed, but nothing beyond it is remembered.
+	NotRemembered string `json:"not_remembered,omitempty"`
 }
 
 // PendingKind tells what a pending entry waits for.
@@ -649,4 +653,6 @@ type Summary struct {
 	Done       bool               `json:"done"`
 	// Usage is the turn's model usage so far.
 	Usage model.Usage `json:"usage,omitzero"`
+	// LivePolicy is the policy store the turn follows (TurnInput.LivePolicy).
+	LivePolicy string `json:"live_policy,omitempty"`
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/workflows"
 )
 
 const batchLong = `Each line is {"id": "job-1", "script": "path.yaml" | "script_inline": {...},
@@ -20,7 +21,7 @@ Script paths are relative to the jobs file's directory.`
 type batchFlags struct {
 	file, results, livePolicy string
 	concurrency               int
-	quiet                     bool
+	quiet, noLivePolicy       bool
 }
 
 func newBatchCmd(cn *conn) *cobra.Command {
@@ -35,7 +36,8 @@ func newBatchCmd(cn *conn) *cobra.Command {
 	fl.StringVar(&f.file, "file", "", "jobs file, JSON lines")
 	fl.StringVar(&f.results, "results", "", "write results here as JSON lines (default stdout)")
 	fl.IntVar(&f.concurrency, "concurrency", 10, "turns in flight at once")
-	fl.StringVar(&f.livePolicy, "live-policy", "", "every job's turn follows this policy store (made if missing)")
+	fl.StringVar(&f.livePolicy, "live-policy", workflows.DefaultPolicyStore, "the policy store every job's turn follows unless its input names one (made if missing)")
+	fl.BoolVar(&f.noLivePolicy, "no-live-policy", false, "jobs whose input names no store follow none: they keep the policy they start with")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress lines on stderr")
 	_ = cmd.MarkFlagRequired("file")
 	return cmd
@@ -54,16 +56,8 @@ func (f batchFlags) run(cmd *cobra.Command, cn *conn) error {
 	if err != nil {
 		return err
 	}
-	if f.livePolicy != "" {
-		if _, err := cl.StartPolicyStore(ctx, f.livePolicy); err != nil {
-			return err
-		}
-		for i := range jobs {
-			if jobs[i].Input.LivePolicy == "" {
-				jobs[i].Input.LivePolicy = f.livePolicy
-			}
-		}
-	}
+	// The client makes each store before the first turn that follows it.
+	cl.LivePolicy = livePolicy(f.livePolicy, f.noLivePolicy)
 	opts := client.BatchOptions{Concurrency: f.concurrency}
 	if !f.quiet {
 		errOut := cmd.ErrOrStderr()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -51,14 +53,18 @@ func newPolicyApplyCmd(cn *conn, store *string) *cobra.Command {
 }
 
 func newPolicyShowCmd(cn *conn, store *string) *cobra.Command {
-	return &cobra.Command{
-		Use:   "show",
-		Short: "Print the policy store's version and live rules",
+	var asJSON bool
+	show := &cobra.Command{
+		Use:   "show [--json]",
+		Short: "Print the policy store's version, live rules and remembered approvals (--json: as JSON)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := cn.policyState(cmd.Context(), *store)
 			if err != nil {
 				return err
+			}
+			if !asJSON {
+				return writePolicyState(cmd.OutOrStdout(), *store, st, time.Now())
 			}
 			return newEncoder(cmd.OutOrStdout()).Encode(struct {
 				Version int                  `json:"version"`
@@ -68,6 +74,47 @@ func newPolicyShowCmd(cn *conn, store *string) *cobra.Command {
 			}{st.Version, st.Rules, st.SetBy, st.SetAt})
 		},
 	}
+	show.Flags().BoolVar(&asJSON, "json", false, "print the version and rules as JSON")
+	return show
+}
+
+// writePolicyState prints a store's state for people: its version (and
+// what it counts), who set the rules and when, the rules as YAML-like
+// lists, and how many remembered approvals are active.
+func writePolicyState(w io.Writer, store string, st workflows.PolicyState, now time.Time) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "policy store %s: version %d (counts every change: rules set, approvals remembered, spent or revoked)\n", store, st.Version)
+	if st.Rules == nil {
+		b.WriteString("live rules: none set (turns keep their own rules)\n")
+	} else {
+		fmt.Fprintf(&b, "live rules, set by %s at %s:\n", orDash(st.SetBy), st.SetAt.Local().Format("2006-01-02 15:04:05 MST"))
+		for _, l := range []struct {
+			name  string
+			rules []string
+		}{{"allow", st.Rules.Allow}, {"ask", st.Rules.Ask}, {"deny", st.Rules.Deny}} {
+			if len(l.rules) == 0 {
+				fmt.Fprintf(&b, "  %s: []\n", l.name)
+				continue
+			}
+			fmt.Fprintf(&b, "  %s:\n", l.name)
+			for _, r := range l.rules {
+				fmt.Fprintf(&b, "    - %q\n", r)
+			}
+		}
+	}
+	active := len(client.FilterRemembered(st.Remembered, now, false))
+	fmt.Fprintf(&b, "remembered approvals: %d active, %d in all (starter policy remembered list)\n", active, len(st.Remembered))
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
 }
 
 func newRememberedListCmd(cn *conn, store *string) *cobra.Command {

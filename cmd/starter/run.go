@@ -21,7 +21,7 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 type runFlags struct {
 	script, id, mode, rules, workdir, backend, toolQueue, provider, modelName, prompt, instruction string
 	livePolicy, agent, budget                                                                      string
-	asJSON, detach                                                                                 bool
+	asJSON, detach, noLivePolicy                                                                   bool
 	maxIter                                                                                        int
 }
 
@@ -47,7 +47,8 @@ func newRunCmd(cn *conn) *cobra.Command {
 	fl.StringVar(&f.backend, "backend", "", "backend name: local, docker, e2b (default the worker's)")
 	fl.StringVar(&f.toolQueue, "tool-queue", "", "run tool calls on the workers of this task queue (e.g. a Docker host's)")
 	fl.IntVar(&f.maxIter, "max-iterations", 0, "model call bound (default turn.max_iterations, else 1000)")
-	fl.StringVar(&f.livePolicy, "live-policy", "", "follow this policy store (e.g. "+workflows.DefaultPolicyStore+"): `policy apply` and remembered approvals reach the turn; the store is made if missing")
+	fl.StringVar(&f.livePolicy, "live-policy", workflows.DefaultPolicyStore, "the policy store the turn follows: `policy apply` and remembered approvals reach it; the store is made if missing")
+	fl.BoolVar(&f.noLivePolicy, "no-live-policy", false, "follow no policy store: the turn keeps the policy it starts with")
 	fl.StringVar(&f.agent, "agent", "", "the turn's agent label (remembered approvals of scope agent)")
 	fl.StringVar(&f.budget, "budget", "", "the turn's budget, e.g. tokens=2M,cost=5,tool_calls=500,Bash=200,time=8h,warn=80% (default turn.budget): reaching it parks the turn on a budget approval")
 	return cmd
@@ -73,13 +74,8 @@ func (f runFlags) run(cmd *cobra.Command, cn *conn) error {
 	if in.Budget, err = turnBudget(f.budget, cfg.Turn.Budget); err != nil {
 		return err
 	}
-	if in.LivePolicy != "" {
-		// Made now, so that an approval remembered before any `policy
-		// apply` has a store to go to.
-		if _, err := cl.StartPolicyStore(ctx, in.LivePolicy); err != nil {
-			return err
-		}
-	}
+	// cl.Start makes the store when missing, so that an approval
+	// remembered before any `policy apply` has a store to go to.
 	run, err := cl.Start(ctx, id, in)
 	if err != nil {
 		return err
@@ -135,7 +131,16 @@ func (f runFlags) input(cfg config.Config, mc workflows.ModelConfig, prompt stri
 	}
 	return id, workflows.TurnInput{Prompt: prompt, Model: mc, Instruction: f.instruction,
 		Permission: pc, Workdir: f.workdir, Backend: f.backend, ToolQueue: f.toolQueue, MaxIterations: maxIter,
-		ContinueAsNewAfter: cfg.Turn.ContinueAsNewAfter, LivePolicy: f.livePolicy, Agent: f.agent}
+		ContinueAsNewAfter: cfg.Turn.ContinueAsNewAfter, LivePolicy: livePolicy(f.livePolicy, f.noLivePolicy), Agent: f.agent}
+}
+
+// livePolicy is the TurnInput.LivePolicy of --live-policy and
+// --no-live-policy: the store, or client.NoLivePolicy to opt out.
+func livePolicy(store string, off bool) string {
+	if off || store == "" {
+		return client.NoLivePolicy
+	}
+	return store
 }
 
 // turnBudget is the budget of --budget, else turn.budget (nil: none).

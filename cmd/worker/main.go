@@ -43,7 +43,9 @@ func parse(args []string) (flags, config.Config, error) {
 	fs.StringVar(&f.config, "config", "", "config file (default temporal-dev.yaml when present)")
 	fs.StringVar(&o.DataDir, "data-dir", "", "embedded server data directory (default ./.warden)")
 	fs.IntVar(&o.Port, "port", 0, "embedded server frontend port (default 7233)")
-	fs.IntVar(&uiPort, "ui-port", -1, "Web UI port (default 8233; 0 turns the UI off)")
+	// The value counts only when the flag is given (fs.Visit below), so
+	// its zero default prints no "(default 0)" after the real one.
+	fs.IntVar(&uiPort, "ui-port", 0, "Web UI port (default 8233; 0 turns the UI off)")
 	fs.StringVar(&o.MetricsAddr, "metrics-addr", "", "Prometheus /metrics address (default 127.0.0.1:9464; \"off\" disables)")
 	fs.BoolVar(&f.node.Pprof, "pprof", false, "also serve Go's pprof profiles under /debug/pprof/ on the metrics address (off by default)")
 	fs.BoolVar(&f.serverOnly, "server-only", false, "run only the Temporal server (and Web UI), for workers that join with --temporal-address")

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/wardenhq/warden/config"
@@ -27,5 +29,32 @@ func TestWebhookSecretFromEnv(t *testing.T) {
 	}
 	if err := node.Check(cfg); err != nil {
 		t.Errorf("Check: %v", err)
+	}
+}
+
+// TestUIPortHelp: --help names the UI port's real default once, with no
+// "(default -1)" after it; control: --ui-port 0 still turns the UI off.
+func TestUIPortHelp(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := os.Stderr
+	os.Stderr = w
+	_, _, _ = parse([]string{"-h"})
+	os.Stderr = old
+	w.Close()
+	b, _ := io.ReadAll(r)
+	help := string(b)
+	if !strings.Contains(help, "Web UI port (default 8233; 0 turns the UI off)") || strings.Contains(help, "(default -1)") {
+		t.Errorf("--help:\n%s", help)
+	}
+	t.Chdir(t.TempDir())
+	_, cfg, err := parse([]string{"--ui-port", "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Server.UIPort != 0 {
+		t.Errorf("--ui-port 0: UI port %d", cfg.Server.UIPort)
 	}
 }
