@@ -327,7 +327,8 @@ func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
 // v1–v3 files keep the conversation inline, v4 by reference, v5 with the
 // pending index in the memo, v6 with webhooks, edited inputs, local model
 // steps and a wait that continues as new, v7 with verdicts that record
-// only the tool's flags). Run with -update to record
+// only the tool's flags, v9 with answered events, reminders, Slack
+// messages, two-person rules and budgets). Run with -update to record
 // the current scenarios as a new generation (recordGeneration).
 // TestVersionsRecorded (workflows) checks that every change ID of the
 // code is in one of them.
@@ -356,7 +357,7 @@ func TestReplayHistories(t *testing.T) {
 // workflow code again: the recorder adds files and never overwrites one,
 // so the histories of older generations keep replaying the branches
 // their code took.
-const recordGeneration = "v8"
+const recordGeneration = "v9"
 
 // recordedScenarios are the files one recording writes.
 var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store", "budget_turn", "quorum_turn"}

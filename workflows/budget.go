@@ -62,8 +62,8 @@ func (b Budget) Plus(r Budget) Budget {
 // checkRaise refuses a raise with a negative amount.
 func (b *Budget) checkRaise() error {
 	neg := b.Tokens < 0 || b.InputTokens < 0 || b.OutputTokens < 0 || b.Cost < 0 || b.ToolCalls < 0 || b.Time < 0
-	for _, v := range b.PerTool {
-		neg = neg || v < 0
+	for _, k := range sortedKeys(b.PerTool) {
+		neg = neg || b.PerTool[k] < 0
 	}
 	if neg {
 		return errors.New("a raise adds: no amount may be negative")
