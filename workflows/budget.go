@@ -49,11 +49,11 @@ func (b Budget) Plus(r Budget) Budget {
 	out.Time += r.Time
 	if len(r.PerTool) > 0 {
 		out.PerTool = map[string]int{}
-		for k, v := range b.PerTool {
-			out.PerTool[k] = v
+		for _, k := range sortedKeys(b.PerTool) {
+			out.PerTool[k] = b.PerTool[k]
 		}
-		for k, v := range r.PerTool {
-			out.PerTool[k] += v
+		for _, k := range sortedKeys(r.PerTool) {
+			out.PerTool[k] += r.PerTool[k]
 		}
 	}
 	return out
