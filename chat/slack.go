@@ -44,11 +44,15 @@ const (
 // Window is how far a callback's timestamp may be from the clock.
 const Window = 5 * time.Minute
 
-// Action ids of the message's buttons.
+// Action ids of the message's buttons, and the block and action ids of
+// its reason field (whose text comes back with a click, in the payload's
+// state).
 const (
-	ActionAllow = "warden_allow"
-	ActionDeny  = "warden_deny"
-	ActionOpen  = "warden_open"
+	ActionAllow  = "warden_allow"
+	ActionDeny   = "warden_deny"
+	ActionOpen   = "warden_open"
+	BlockReason  = "warden_reason_block"
+	ActionReason = "warden_reason"
 )
 
 // MetadataType is the event type of the metadata every message carries
@@ -127,6 +131,17 @@ func StepUp(p workflows.Pending, rules []string) string {
 	return ""
 }
 
+// Reason is the text of the reason field a click carries ("" none).
+func Reason(cb slack.InteractionCallback) string {
+	if cb.BlockActionState == nil {
+		return ""
+	}
+	if v, ok := cb.BlockActionState.Values[BlockReason][ActionReason]; ok {
+		return strings.TrimSpace(v.Value)
+	}
+	return ""
+}
+
 // Value is a button's value: the call it answers and its hash.
 func Value(workflowID string, p workflows.Pending) string {
 	return workflowID + "|" + p.CallID + "|" + p.Hash
@@ -166,9 +181,20 @@ func Blocks(workflowID string, p workflows.Pending, inboxURL, stepUp string) []s
 	if !p.Deadline.IsZero() {
 		facts = append(facts, "*Deadline:* "+p.Deadline.UTC().Format("2006-01-02 15:04 MST"))
 	}
+	if p.Quorum > 1 {
+		facts = append(facts, fmt.Sprintf("*Approvers:* needs %d distinct approvers (%s so far)", p.Quorum, workflows.QuorumText(p, len(p.Approvals))))
+	}
+	if p.ReasonRequired {
+		facts = append(facts, "*A reason is required* with the answer: type it below first.")
+	}
 	if len(facts) > 0 {
 		bs = append(bs, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, strings.Join(facts, "\n"), false, false), nil, nil))
 	}
+	// The reason field: its text comes back with either button's click.
+	reason := slack.NewPlainTextInputBlockElement(slack.NewTextBlockObject(slack.PlainTextType, "why, or a ticket", false, false), ActionReason)
+	in := slack.NewInputBlock(BlockReason, slack.NewTextBlockObject(slack.PlainTextType, "Reason", false, false), nil, reason)
+	in.Optional = !p.ReasonRequired
+	bs = append(bs, in)
 	val := Value(workflowID, p)
 	var buttons []slack.BlockElement
 	if stepUp == "" {

@@ -64,12 +64,12 @@ func (s *Server) handleSlack(w http.ResponseWriter, r *http.Request) {
 	if act.ActionID == chat.ActionOpen {
 		return // a link: Slack opens it
 	}
-	msg := s.slackAnswer(r.Context(), cb.User.ID, act)
+	msg := s.slackAnswer(r.Context(), cb.User.ID, act, chat.Reason(cb))
 	s.slackReply(r.Context(), cb.ResponseURL, msg)
 }
 
 // slackAnswer applies a click and says what happened, for the user.
-func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.BlockAction) string {
+func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.BlockAction, reason string) string {
 	user := ""
 	for _, u := range s.users {
 		if slackID != "" && u.u.Slack == slackID {
@@ -89,23 +89,37 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 	if err != nil {
 		return "Refused: " + err.Error() + ". Nothing was answered."
 	}
-	a := workflows.Approval{CallID: callID, Hash: hash, By: user}
+	if p.ReasonRequired && reason == "" {
+		return "Refused: this call needs a reason: type it in the message's Reason field, then click again. Nothing was answered."
+	}
+	// The reason says it came from Slack; the person's own words follow.
+	from := "from Slack"
+	if reason != "" {
+		from += ": " + reason
+	}
+	a := workflows.Approval{CallID: callID, Hash: hash, By: user, Reason: from}
 	switch act.ActionID {
 	case chat.ActionAllow:
 		if why := chat.StepUp(p, s.cfg.SlackStepUp); why != "" {
 			s.unauthorized.Inc()
 			return "Refused: this call needs review in the inbox (" + why + "). Nothing was answered."
 		}
-		a.Decision, a.Reason = workflows.DecisionAllow, "from Slack"
+		a.Decision = workflows.DecisionAllow
 	case chat.ActionDeny:
-		a.Decision, a.Reason = workflows.DecisionDeny, "denied from Slack"
+		a.Decision = workflows.DecisionDeny
+		if reason == "" {
+			a.Reason = "denied from Slack"
+		}
 	default:
 		return "Refused: unknown action " + act.ActionID
 	}
-	if _, err := s.cfg.Client.Approve(ctx, wf, a); err != nil {
+	ack, err := s.cfg.Client.Approve(ctx, wf, a)
+	if err != nil {
 		return "Refused: " + err.Error()
 	}
-	return string(a.Decision) + " recorded for " + p.Tool + " " + callID + " as " + user + "."
+	// The status says how many of a two-person rule's approvers have
+	// allowed ("allow (1 of 2 approvals)").
+	return ack.Status + " recorded for " + p.Tool + " " + callID + " as " + user + "."
 }
 
 // slackReply posts an ephemeral message to a response_url.

@@ -24,6 +24,7 @@ import (
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/notify"
+	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -350,5 +351,102 @@ func TestSlackOneMessageThroughSIGKILL(t *testing.T) {
 	posts, updates, _ := si.snapshot()
 	if len(posts) != 1 || posts[0].channel != "C0CRASH" || len(updates) != 1 || updates[0].ts != "1700000000.000001" {
 		t.Fatalf("posts %d, updates %+v; want one message, updated once after the crash", len(posts), updates)
+	}
+}
+
+// slackClickReason is slackClick with the text of the message's reason
+// field in the payload's state, as Slack sends it with a click.
+func slackClickReason(t *testing.T, url, secret string, ts time.Time, user, action, value, responseURL, reason string) {
+	t.Helper()
+	payload, _ := json.Marshal(map[string]any{"type": "block_actions", "user": map[string]any{"id": user},
+		"response_url": responseURL, "actions": []map[string]any{{"action_id": action, "block_id": "warden_actions", "value": value, "type": "button", "action_ts": fmt.Sprint(ts.Unix())}},
+		"state": map[string]any{"values": map[string]any{chat.BlockReason: map[string]any{chat.ActionReason: map[string]any{"type": "plain_text_input", "value": reason}}}}})
+	slackPost(t, url, secret, ts, []byte("payload="+neturl.QueryEscape(string(payload))))
+}
+
+// TestSlackReasonAndQuorum: a call under a two-person rule that needs a
+// reason. From Slack, an allow without a reason is refused (nothing
+// answered); with one typed in the message's reason field, it counts as
+// the first of two ("1 of 2" in the reply) and the call still waits; a
+// second approver's allow runs it, and the audit trail (the answered
+// events) carries each person's own reason. Control: the message shows
+// the quorum and a required reason field.
+func TestSlackReasonAndQuorum(t *testing.T) {
+	const secret = "slack-signing-secret-quorum"
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir})
+	ctx := ctxT(t, 90*time.Second)
+	var mu sync.Mutex
+	var replies []string
+	rs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		mu.Lock()
+		replies = append(replies, fmt.Sprint(m["text"]))
+		mu.Unlock()
+	}))
+	defer rs.Close()
+	last := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(replies) == 0 {
+			return ""
+		}
+		return replies[len(replies)-1]
+	}
+	srv, err := inbox.New(inbox.Config{Client: cl, Registerer: prometheus.NewRegistry(), SlackSecret: secret,
+		Users: map[string]config.InboxUser{"bob": {Token: "tb", Slack: "U0BOB"}, "carol": {Token: "tc", Slack: "U0CAROL"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	pc, err := permission.Policy{Quorum: []permission.QuorumRule{{Rule: "Bash(touch:*)", Approvals: 2, RequireReason: true}}}.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := script(t, "steps:\n  - tool_calls: [{id: q1, name: Bash, input: {command: \"touch two-approvers\"}}]\n  - text: ok\n")
+	id := "slack-quorum-" + fmt.Sprint(time.Now().UnixNano())
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s}, Permission: pc}); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPending(t, cl, id, 1)[0]
+	msg, _ := json.Marshal(chat.Blocks(id, p, "", ""))
+	if !strings.Contains(string(msg), "needs 2 distinct approvers") || !strings.Contains(string(msg), chat.ActionReason) || strings.Contains(string(msg), `"optional":true`) {
+		t.Errorf("the message lacks the quorum or a required reason field: %s", msg)
+	}
+	val := chat.Value(id, p)
+	now := time.Now()
+	slackClickReason(t, hs.URL, secret, now, "U0BOB", chat.ActionAllow, val, rs.URL, "")
+	if r := last(); !strings.Contains(r, "needs a reason") {
+		t.Errorf("an allow without a reason: reply %q", r)
+	}
+	slackClickReason(t, hs.URL, secret, now.Add(time.Second), "U0BOB", chat.ActionAllow, val, rs.URL, "CHG-1 rollout")
+	if r := last(); !strings.Contains(r, "1 of 2") {
+		t.Errorf("the first allow: reply %q", r)
+	}
+	if ps, err := cl.Pending(ctx, id); err != nil || len(ps) != 1 || len(ps[0].Approvals) != 1 {
+		t.Fatalf("after one allow: %+v %v", ps, err)
+	}
+	slackClickReason(t, hs.URL, secret, now.Add(2*time.Second), "U0CAROL", chat.ActionAllow, val, rs.URL, "second pair of eyes")
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "two-approvers")); err != nil {
+		t.Errorf("the call did not run after two allows: %v", err)
+	}
+	page, err := cl.Events(ctx, id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answered []string
+	for _, e := range page.Events {
+		if e.Type == workflows.EventAnswered {
+			answered = append(answered, e.Text)
+		}
+	}
+	all := strings.Join(answered, "\n")
+	if !strings.Contains(all, "from Slack: CHG-1 rollout") || !strings.Contains(all, "from Slack: second pair of eyes") {
+		t.Errorf("answered events %q lack the reasons", answered)
 	}
 }
