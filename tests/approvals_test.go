@@ -17,7 +17,7 @@ import (
 )
 
 // waitPending waits until the turn lists n open entries and returns them.
-func waitPending(t *testing.T, cl *client.Client, id string, n int) []workflows.Pending {
+func waitPending(t testing.TB, cl *client.Client, id string, n int) []workflows.Pending {
 	t.Helper()
 	ctx := ctxT(t, 30*time.Second)
 	var ps []workflows.Pending

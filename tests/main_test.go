@@ -89,14 +89,14 @@ func quietLog() sdklog.Logger {
 
 // startWorker runs an in-process worker on its own task queue and
 // returns a client for it.
-func startWorker(t *testing.T, o warden.Options) *client.Client {
+func startWorker(t testing.TB, o warden.Options) *client.Client {
 	t.Helper()
 	return startWorkerOn(t, "tq-"+t.Name(), o)
 }
 
 // startWorkerOn is startWorker on the given task queue (a test with two
 // differently configured workers).
-func startWorkerOn(t *testing.T, queue string, o warden.Options) *client.Client {
+func startWorkerOn(t testing.TB, queue string, o warden.Options) *client.Client {
 	t.Helper()
 	if o.Workdir == "" {
 		o.Workdir = t.TempDir()
@@ -137,7 +137,7 @@ func buildWorker(t *testing.T) string {
 	return bin
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
+func ctxT(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx

@@ -162,7 +162,7 @@ func slackClick(t *testing.T, url, secret string, ts time.Time, user, action, va
 	return slackPost(t, url, secret, ts, body), body
 }
 
-func slackPost(t *testing.T, url, secret string, ts time.Time, body []byte) *http.Response {
+func slackPost(t testing.TB, url, secret string, ts time.Time, body []byte) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPost, url+"/slack/interactivity", bytes.NewReader(body))
 	if err != nil {
@@ -356,7 +356,7 @@ func TestSlackOneMessageThroughSIGKILL(t *testing.T) {
 
 // slackClickReason is slackClick with the text of the message's reason
 // field in the payload's state, as Slack sends it with a click.
-func slackClickReason(t *testing.T, url, secret string, ts time.Time, user, action, value, responseURL, reason string) {
+func slackClickReason(t testing.TB, url, secret string, ts time.Time, user, action, value, responseURL, reason string) {
 	t.Helper()
 	payload, _ := json.Marshal(map[string]any{"type": "block_actions", "user": map[string]any{"id": user},
 		"response_url": responseURL, "actions": []map[string]any{{"action_id": action, "block_id": "warden_actions", "value": value, "type": "button", "action_ts": fmt.Sprint(ts.Unix())}},

@@ -36,7 +36,7 @@ import (
 
 var update = flag.Bool("update", false, "re-record tests/testdata histories")
 
-func script(t *testing.T, yaml string) *model.Script {
+func script(t testing.TB, yaml string) *model.Script {
 	t.Helper()
 	s, err := model.ParseScript([]byte(yaml))
 	if err != nil {
@@ -309,7 +309,7 @@ func TestWorkerKilledMidTurnRetried(t *testing.T) {
 	}
 }
 
-func waitFor(t *testing.T, ctx context.Context, cond func() bool) {
+func waitFor(t testing.TB, ctx context.Context, cond func() bool) {
 	t.Helper()
 	for !cond() {
 		select {
