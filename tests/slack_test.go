@@ -193,24 +193,7 @@ func TestSlackInteractivity(t *testing.T) {
 	workdir := t.TempDir()
 	cl := startWorker(t, warden.Options{Workdir: workdir})
 	ctx := ctxT(t, 90*time.Second)
-	var mu sync.Mutex
-	var replies []string
-	rs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&m)
-		mu.Lock()
-		replies = append(replies, fmt.Sprint(m["response_type"], ": ", m["text"]))
-		mu.Unlock()
-	}))
-	defer rs.Close()
-	lastReply := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(replies) == 0 {
-			return ""
-		}
-		return replies[len(replies)-1]
-	}
+	rs, lastReply := replyRecorder(t)
 	newInbox := func(stepUp []string) *httptest.Server {
 		srv, err := inbox.New(inbox.Config{Client: cl, Registerer: prometheus.NewRegistry(), SlackSecret: secret, SlackStepUp: stepUp,
 			Users: map[string]config.InboxUser{"alice": {Token: "ta", Slack: "U0ALICE", Roles: []string{"k8s"}}, "bob": {Token: "tb", Slack: "U0BOB"}},
@@ -376,24 +359,7 @@ func TestSlackReasonAndQuorum(t *testing.T) {
 	workdir := t.TempDir()
 	cl := startWorker(t, warden.Options{Workdir: workdir})
 	ctx := ctxT(t, 90*time.Second)
-	var mu sync.Mutex
-	var replies []string
-	rs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var m map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&m)
-		mu.Lock()
-		replies = append(replies, fmt.Sprint(m["text"]))
-		mu.Unlock()
-	}))
-	defer rs.Close()
-	last := func() string {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(replies) == 0 {
-			return ""
-		}
-		return replies[len(replies)-1]
-	}
+	rs, last := replyRecorder(t)
 	srv, err := inbox.New(inbox.Config{Client: cl, Registerer: prometheus.NewRegistry(), SlackSecret: secret,
 		Users: map[string]config.InboxUser{"bob": {Token: "tb", Slack: "U0BOB"}, "carol": {Token: "tc", Slack: "U0CAROL"}}})
 	if err != nil {
@@ -448,5 +414,29 @@ func TestSlackReasonAndQuorum(t *testing.T) {
 	all := strings.Join(answered, "\n")
 	if !strings.Contains(all, "from Slack: CHG-1 rollout") || !strings.Contains(all, "from Slack: second pair of eyes") {
 		t.Errorf("answered events %q lack the reasons", answered)
+	}
+}
+
+// replyRecorder is a response_url receiver: it keeps the messages the
+// inbox sends back to Slack ("ephemeral: text"), and last returns the
+// latest ("" none).
+func replyRecorder(t *testing.T) (srv *httptest.Server, last func() string) {
+	var mu sync.Mutex
+	var replies []string
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		mu.Lock()
+		replies = append(replies, fmt.Sprint(m["response_type"], ": ", m["text"]))
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	return srv, func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(replies) == 0 {
+			return ""
+		}
+		return replies[len(replies)-1]
 	}
 }

@@ -147,10 +147,7 @@ func (t *turn) loop(ctx workflow.Context, mws []AgentMiddleware) (TurnResult, er
 		}
 		var err error
 		if res, finished, err = t.step(ctx, mws); err != nil {
-			if _, ok := err.(errBudgetDenied); ok {
-				return t.budgetEnd(ctx, err)
-			}
-			return TurnResult{}, err
+			return t.budgetEnd(ctx, err)
 		}
 	}
 	if !finished {
@@ -225,8 +222,8 @@ func (t *turn) step(ctx workflow.Context, mws []AgentMiddleware) (res TurnResult
 	return res, finished, nil
 }
 
-// budgetEnd ends a turn whose budget answer was a deny (or whose wait
-// failed: that error ends the run as it is).
+// budgetEnd ends a turn whose budget answer was a deny; any other error
+// (a failed wait, a continue-as-new) ends the run as it is.
 func (t *turn) budgetEnd(ctx workflow.Context, err error) (TurnResult, error) {
 	var d errBudgetDenied
 	if !errors.As(err, &d) {
