@@ -109,6 +109,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ChatUpdate, activity.RegisterOptions{Name: workflows.ActivityChatUpdate})
 	r.RegisterActivityWithOptions(a.PolicyFanout, activity.RegisterOptions{Name: workflows.ActivityPolicyFanout})
 	r.RegisterActivityWithOptions(a.ListTools, activity.RegisterOptions{Name: workflows.ActivityTools})
+	r.RegisterActivityWithOptions(a.CheckRules, activity.RegisterOptions{Name: workflows.ActivityCheckRules})
 }
 
 func (a *Activities) logger() *slog.Logger {
@@ -202,7 +203,10 @@ func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out work
 		env.Sandbox = calls.Rebased(env.Sandbox, env.Workdir)
 	}
 	ctx = backend.WithSandbox(ctx, env.Sandbox)
-	attempt := activity.GetInfo(ctx).Attempt
+	info := activity.GetInfo(ctx)
+	attempt := info.Attempt
+	ctx = tools.WithCallInfo(ctx, tools.CallDetails{Tool: in.Call.Name, CallID: in.Call.ID, IdempotencyKey: in.Key,
+		Attempt: attempt, WorkflowID: info.WorkflowExecution.ID})
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {

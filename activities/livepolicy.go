@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
@@ -181,4 +182,20 @@ func (a *Activities) PolicyFanout(ctx context.Context, in workflows.PolicyFanout
 			return nil
 		}
 	}
+}
+
+// CheckRules is workflows.ActivityCheckRules: it refuses live rules that
+// do not parse, or that name a tool of this worker's registry with
+// content the tool cannot match (tools.CheckRules), with a
+// non-retryable workflows.ErrTypeUnmatchableRule error naming each such
+// rule and its tool. Rules of tools this worker does not know pass.
+func (a *Activities) CheckRules(_ context.Context, r workflows.LiveRules) error {
+	allow, ask, deny, err := r.Parse()
+	if err == nil {
+		err = tools.CheckRules(a.Tools.Get, permission.Context{Allow: allow, Ask: ask, Deny: deny})
+	}
+	if err != nil {
+		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeUnmatchableRule, nil)
+	}
+	return nil
 }

@@ -23,6 +23,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -49,6 +51,14 @@ type Client struct {
 	// first turn that follows it starts, so a remembered approval always
 	// has a store to go to.
 	LivePolicy string
+	// RuleTools are checked with the built-in tools before a turn starts
+	// (Start) and before live rules are set (SetPolicy): a permission
+	// rule with content for one of them that cannot match content (a
+	// function tool without tools.WithContentField or tools.WithMatcher,
+	// PowerShell, AskUser) is refused (tools.CheckRules). Give it the
+	// function tools your workers register; rules of tools it does not
+	// know are checked where they meet the worker's registry.
+	RuleTools []tools.Tool
 
 	storesMu sync.Mutex
 	stores   map[string]bool // policy stores made by this client
@@ -118,6 +128,9 @@ func (cl *Client) Start(ctx context.Context, id string, in workflows.TurnInput) 
 	if in.Requester == "" {
 		in.Requester = cl.Via
 	}
+	if err := cl.checkRules(in.Permission); err != nil {
+		return nil, fmt.Errorf("start turn: permission: %w", err)
+	}
 	in, err := cl.withLivePolicy(ctx, in)
 	if err != nil {
 		return nil, err
@@ -132,6 +145,12 @@ func (cl *Client) Start(ctx context.Context, id string, in workflows.TurnInput) 
 		return nil, fmt.Errorf("start turn: %w", err)
 	}
 	return run, nil
+}
+
+// checkRules refuses the rules of pc that the built-in tools or
+// cl.Tools cannot match (tools.CheckRules).
+func (cl *Client) checkRules(pc permission.Context) error {
+	return tools.CheckRules(tools.ToolLookup(append(tools.Builtins(), cl.RuleTools...)), pc)
 }
 
 // withApprovers records the client's approvers in a turn that names none.

@@ -9,6 +9,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	tclient "go.temporal.io/sdk/client"
 
+	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -32,8 +33,21 @@ func (cl *Client) StartPolicyStore(ctx context.Context, store string) (string, e
 // SetPolicy replaces the live rules of the policy store (started when it
 // is not running) and returns its new version. The store then signals the
 // waiting turns, and those that follow it decide their waiting calls again.
+//
+// Rules that cannot match are refused, with the rule and the tool named:
+// first here, against the built-in tools and cl.RuleTools, then by the
+// store, which checks them against the tool registry of a worker of its
+// task queue (workflows.ActivityCheckRules) and sets nothing when one
+// fails (ErrRejected).
 func (cl *Client) SetPolicy(ctx context.Context, store string, rules workflows.LiveRules, by string) (int, error) {
-	store, err := cl.StartPolicyStore(ctx, store)
+	allow, ask, deny, err := rules.Parse()
+	if err != nil {
+		return 0, fmt.Errorf("set policy: %w", err)
+	}
+	if err := cl.checkRules(permission.Context{Allow: allow, Ask: ask, Deny: deny}); err != nil {
+		return 0, fmt.Errorf("set policy: %w", err)
+	}
+	store, err = cl.StartPolicyStore(ctx, store)
 	if err != nil {
 		return 0, err
 	}

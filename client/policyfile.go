@@ -14,8 +14,9 @@ import (
 // LoadPolicy reads a permission policy file (config.ReadPolicy: a
 // policy, or a config file whose permission section it reads) and
 // refuses one whose rules' examples fail (tools.CheckExamples: a
-// *tools.ExampleError naming each failing rule and example), as the
-// worker refuses it. Relative paths of path rules and examples resolve
+// *tools.ExampleError naming each failing rule and example) or that has
+// a content rule for a built-in tool that matches no content
+// (tools.CheckPolicyRules), as the worker refuses it. Relative paths of path rules and examples resolve
 // against the current directory.
 func LoadPolicy(ctx context.Context, path string) (permission.Policy, error) {
 	p, err := config.ReadPolicy(path)
@@ -23,6 +24,9 @@ func LoadPolicy(ctx context.Context, path string) (permission.Policy, error) {
 		return p, err
 	}
 	if err := tools.CheckExamples(ctx, p, tools.ExampleOptions{}); err != nil {
+		return p, fmt.Errorf("policy %s: %w", path, err)
+	}
+	if err := tools.CheckPolicyRules(tools.ToolLookup(tools.Builtins()), p); err != nil {
 		return p, fmt.Errorf("policy %s: %w", path, err)
 	}
 	return p, nil

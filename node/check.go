@@ -34,6 +34,12 @@ func Check(cfg config.Config) error {
 	if err := tools.CheckExamples(context.Background(), cfg.Policy(), tools.ExampleOptions{Workdir: cfg.Worker.Workdir}); err != nil {
 		errs = append(errs, fmt.Errorf("permission: %w", err))
 	}
+	// A content rule for a built-in tool that matches no content
+	// (PowerShell(...), AskUser(...)) would never match; the worker
+	// checks the MCP servers' tools once it has connected them.
+	if err := tools.CheckPolicyRules(tools.ToolLookup(tools.Builtins()), cfg.Policy()); err != nil {
+		errs = append(errs, fmt.Errorf("permission: %w", err))
+	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Content.Compaction)) {
 		if err := compaction(cfg.Content.Compaction[name]).Validate(); err != nil {
 			errs = append(errs, fmt.Errorf("content.compaction.%s: %w", name, err))

@@ -16,6 +16,7 @@ import (
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware/std"
+	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/tools/mcp"
 )
 
@@ -68,7 +69,7 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 	n.store = store
 	n.housekeep(ctx)
 	w := worker.New(n.c, cfg.Worker.TaskQueue, workerOptions(cfg))
-	if _, err := warden.Register(w, warden.Options{
+	a, err := warden.Register(w, warden.Options{
 		ToolMiddleware: toolMW, ModelMetrics: metrics.NewModels(n.reg), Models: providers, Tools: mcpSet.Tools(),
 		Prices:         prices(cfg.Prices),
 		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: n.reg, Logger: n.logger,
@@ -78,8 +79,14 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 		Content: store, ContentCacheBytes: int64(cfg.Content.CacheMB) << 20, Compaction: compactions(cfg.Content.Compaction),
 		MaxResultBytes: cfg.Content.MaxResultBytes, MaxCallInputBytes: cfg.Content.MaxCallInputBytes,
 		Client: n.c,
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, "", err
+	}
+	// Every tool is known now, the MCP servers' too: a content rule of
+	// the config's policy that none of them can match does not load.
+	if err := tools.CheckPolicyRules(a.Tools.Get, cfg.Policy()); err != nil {
+		return nil, "", fmt.Errorf("permission: %w", err)
 	}
 	return w, workdir, nil
 }

@@ -1,11 +1,13 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/invopop/jsonschema"
@@ -21,6 +23,7 @@ type funcConfig struct {
 	readOnly        bool
 	concurrencySafe bool
 	allow           bool
+	match           func(input json.RawMessage, content string) bool
 }
 
 // WithSchema sets the input schema instead of deriving it from In.
@@ -45,6 +48,64 @@ func WithAllow() FuncOption {
 	return func(c *funcConfig) { c.allow = true }
 }
 
+// WithMatcher gives the tool a matcher for permission rules with
+// content: the rule "name(content)" (allow, ask, deny or quorum) matches
+// a call when match(input, content) is true, input being the call's JSON
+// input as the engine decides it (after schema validation). Without
+// WithMatcher or WithContentField only content-less rules ("name") match
+// the tool's calls, and a policy with a content rule for it does not
+// load (CheckRule). A deny rule is only as strict as match: match
+// everything that means the same call (other spellings, other field
+// orders).
+func WithMatcher(match func(input json.RawMessage, content string) bool) FuncOption {
+	return func(c *funcConfig) { c.match = match }
+}
+
+// WithContentField makes a rule's content match the input field named
+// field (a top-level key of the JSON input): with
+// WithContentField("id"), lookup_customer(42) matches the calls whose id
+// is 42. A string field matches its text, a number matches a content
+// that is the same number (42, 42.0 and 4.2e1 are one number), a bool
+// true or false. A content ending in "*" matches every value whose text
+// starts with what comes before it (lookup_customer(EU-*)). A call
+// without the field, or with an object or array in it, matches no
+// content rule. It replaces WithMatcher.
+func WithContentField(field string) FuncOption {
+	return func(c *funcConfig) { c.match = fieldMatcher(field) }
+}
+
+// fieldMatcher is WithContentField's matcher of field.
+func fieldMatcher(field string) func(json.RawMessage, string) bool {
+	return func(input json.RawMessage, content string) bool {
+		d := json.NewDecoder(bytes.NewReader(input))
+		d.UseNumber()
+		var in map[string]any
+		if d.Decode(&in) != nil {
+			return false
+		}
+		var text string
+		switch v := in[field].(type) {
+		case string:
+			text = v
+		case bool:
+			text = strconv.FormatBool(v)
+		case json.Number:
+			if prefix, ok := strings.CutSuffix(content, "*"); ok {
+				return strings.HasPrefix(v.String(), prefix)
+			}
+			a, errA := strconv.ParseFloat(v.String(), 64)
+			b, errB := strconv.ParseFloat(strings.TrimSpace(content), 64)
+			return errA == nil && errB == nil && a == b
+		default:
+			return false
+		}
+		if prefix, ok := strings.CutSuffix(content, "*"); ok {
+			return strings.HasPrefix(text, prefix)
+		}
+		return text == content
+	}
+}
+
 // FuncAskMessage is the message of a function tool's default ASK.
 const FuncAskMessage = "Custom function tools must be explicitly allowed by the user."
 
@@ -59,7 +120,14 @@ const FuncAskMessage = "Custom function tools must be explicitly allowed by the 
 //
 // A string Out is returned as text, a Chunk as is, anything else as JSON.
 // An error from fn, or a panic in it, becomes an error chunk; a cancelled
-// context is reported as an infrastructure error.
+// context, or an error marked with Retryable, is reported as an
+// infrastructure error (the attempt fails and the activity's retry
+// policy decides). fn reads its call's idempotency key and attempt with
+// CallInfo(ctx).
+//
+// Permission rules for the tool are "name" (every call) or, with
+// WithContentField or WithMatcher, "name(content)": without either a
+// policy with a content rule for the tool does not load.
 func Func[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts ...FuncOption) (Tool, error) {
 	if strings.TrimSpace(name) == "" {
 		return nil, errors.New("tools: function tool with empty name")
@@ -87,6 +155,7 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 		},
 		fn:    fn,
 		allow: cfg.allow,
+		match: cfg.match,
 	}, nil
 }
 
@@ -114,6 +183,7 @@ type funcTool[In, Out any] struct {
 	info  Info
 	fn    func(context.Context, In) (Out, error)
 	allow bool
+	match func(json.RawMessage, string) bool
 }
 
 // Info implements Tool.
@@ -130,6 +200,30 @@ func (f *funcTool[In, Out]) CheckPermissions(context.Context, *Env, json.RawMess
 	return permission.Decision{Behavior: permission.Ask, Message: FuncAskMessage}, nil
 }
 
+// MatchRule implements RuleMatcher with the tool's matcher
+// (WithMatcher, WithContentField); without one a content rule is an
+// *UnmatchableRuleError, which the engine turns into a refusal (the
+// call asks, naming the rule).
+func (f *funcTool[In, Out]) MatchRule(ctx context.Context, _ *Env, content string, input json.RawMessage) (bool, error) {
+	if content == "" {
+		return true, nil
+	}
+	if f.match == nil {
+		b, _ := permission.RuleBehaviorFrom(ctx)
+		return false, &UnmatchableRuleError{Rule: permission.Rule{Tool: f.info.Name, Content: content, Behavior: b}, Why: noMatcher(f.info.Name, SourceFunction)}
+	}
+	return f.match(input, content), nil
+}
+
+// CheckRuleContent implements RuleContentChecker: content rules need a
+// matcher.
+func (f *funcTool[In, Out]) CheckRuleContent(string) error {
+	if f.match == nil {
+		return errors.New(noMatcher(f.info.Name, SourceFunction))
+	}
+	return nil
+}
+
 // Call implements Tool.
 func (f *funcTool[In, Out]) Call(ctx context.Context, _ *Env, input json.RawMessage) Stream {
 	var in In
@@ -143,7 +237,7 @@ func (f *funcTool[In, Out]) Call(ctx context.Context, _ *Env, input json.RawMess
 	switch {
 	case panicked:
 		return Errorf("Error: tool %s panicked: %v", f.info.Name, err)
-	case err != nil && ctx.Err() != nil:
+	case err != nil && (ctx.Err() != nil || isRetryable(err)):
 		return Fail(fmt.Errorf("%s: %w", f.info.Name, err))
 	case err != nil:
 		return Errorf("Error: %v", err)

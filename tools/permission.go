@@ -176,7 +176,13 @@ func (b bound) MatchRule(ctx context.Context, content string, input json.RawMess
 	if m, ok := b.t.(RuleMatcher); ok {
 		return m.MatchRule(b.ctx(ctx), b.env, content, input)
 	}
-	return content == "", nil
+	if content == "" {
+		return true, nil
+	}
+	// A content rule of a tool that cannot match content: refused, never
+	// quietly unmatched (a deny rule that denies nothing).
+	beh, _ := permission.RuleBehaviorFrom(ctx)
+	return false, &UnmatchableRuleError{Rule: permission.Rule{Tool: b.Name(), Content: content, Behavior: beh}, Why: noMatcher(b.Name(), SourceOf(b.t))}
 }
 
 func (b bound) GenerateSuggestions(ctx context.Context, input json.RawMessage) ([]permission.Rule, error) {

@@ -88,6 +88,12 @@ func (PowerShell) MatchRule(_ context.Context, _ *Env, content string, _ json.Ra
 	return content == "", nil
 }
 
+// CheckRuleContent implements RuleContentChecker: PowerShell commands
+// are not analysed, so no rule content matches them.
+func (PowerShell) CheckRuleContent(string) error {
+	return errors.New("PowerShell commands are not analysed, so only the rule PowerShell (every call) matches them")
+}
+
 // GenerateSuggestions implements Suggester: PowerShell suggests nothing.
 func (PowerShell) GenerateSuggestions(context.Context, *Env, json.RawMessage) ([]permission.Rule, error) {
 	return []permission.Rule{}, nil

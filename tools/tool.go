@@ -123,8 +123,11 @@ type ReadOnlyChecker interface {
 	CheckReadOnly(ctx context.Context, env *Env, input json.RawMessage) (bool, error)
 }
 
-// RuleMatcher matches a rule's content against a call (default: only
-// content-less rules match, and the engine handles those itself).
+// RuleMatcher matches a rule's content against a call. A tool without
+// one matches only content-less rules ("Tool", which the engine handles
+// itself): a policy with a content rule for it does not load
+// (CheckRules), and a decision that meets one fails and asks. Function
+// tools get a matcher with WithContentField or WithMatcher.
 type RuleMatcher interface {
 	MatchRule(ctx context.Context, env *Env, content string, input json.RawMessage) (bool, error)
 }

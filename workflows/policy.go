@@ -49,6 +49,14 @@ const (
 	// ActivityPolicyFanout signals the waiting turns of the namespace
 	// after a change.
 	ActivityPolicyFanout = "warden.PolicyFanout"
+	// ActivityCheckRules checks live rules (a LiveRules) against the
+	// tool registry of the worker that runs it before UpdateSetPolicy
+	// sets them: a content rule for a tool that matches no content
+	// fails it (ErrTypeUnmatchableRule).
+	ActivityCheckRules = "warden.CheckRules"
+	// ErrTypeUnmatchableRule is the error type of ActivityCheckRules's
+	// refusal.
+	ErrTypeUnmatchableRule = "UnmatchableRule"
 )
 
 // LiveRules are the rules of a live policy, written as in the config
@@ -304,8 +312,27 @@ func (s *PolicyState) registerHandlers(ctx workflow.Context) error {
 	return nil
 }
 
-// setRules is UpdateSetPolicy: the store's rules become c's.
+// setRules is UpdateSetPolicy: the store's rules become c's, once the
+// rules passed ActivityCheckRules (runs recorded before
+// versionPolicyRuleCheck set them unchecked). The check runs in an
+// activity because it needs a worker's tool registry, which workflow
+// code must not read; its answer is recorded, so a replay sets the same
+// rules.
 func (s *PolicyState) setRules(ctx workflow.Context, c PolicyChange) (int, error) {
+	if workflow.GetVersion(ctx, versionPolicyRuleCheck, workflow.DefaultVersion, 1) >= 1 {
+		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute,
+			RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 10 * time.Second,
+				MaximumAttempts: 5, NonRetryableErrorTypes: []string{ErrTypeUnmatchableRule}},
+		})
+		if err := workflow.ExecuteActivity(actx, ActivityCheckRules, c.Rules).Get(ctx, nil); err != nil {
+			var ae *temporal.ApplicationError
+			if errors.As(err, &ae) && ae.Type() == ErrTypeUnmatchableRule {
+				return s.Version, fmt.Errorf("policy not set: %s", ae.Message())
+			}
+			return s.Version, fmt.Errorf("policy not set: the rules could not be checked: %w", err)
+		}
+	}
 	rules := c.Rules
 	s.Rules, s.SetBy, s.SetAt = &rules, c.By, workflow.Now(ctx)
 	s.Version++

@@ -119,6 +119,11 @@ const (
 	// message once the call is answered (ActivityChatUpdate); runs
 	// recorded before it post nothing.
 	versionChatSlack = "chat-slack"
+	// versionPolicyRuleCheck marks policy store runs whose set-policy
+	// update checks the rules against a worker's tool registry
+	// (ActivityCheckRules) before it sets them, and sets none when a
+	// rule cannot match; runs recorded before it set rules unchecked.
+	versionPolicyRuleCheck = "policy-rule-check"
 )
 
 // Bounds that decide when commands are emitted.
