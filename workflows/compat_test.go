@@ -374,6 +374,7 @@ func constGroups() map[string]map[string]any {
 			"UpdateRevoke", workflows.UpdateRevoke, "UpdateUse", workflows.UpdateUse,
 			"SignalRemember", workflows.SignalRemember, "SignalPolicyChanged", workflows.SignalPolicyChanged,
 			"ActivityPolicyFanout", workflows.ActivityPolicyFanout,
+			"ActivityCheckRules", workflows.ActivityCheckRules,
 			"ScopeInput", string(workflows.ScopeInput), "ScopeTurn", string(workflows.ScopeTurn),
 			"ScopeAgent", string(workflows.ScopeAgent), "ScopeNamespace", string(workflows.ScopeNamespace),
 		),
@@ -400,7 +401,7 @@ func constGroups() map[string]map[string]any {
 			"MetricApprovalWait", workflows.MetricApprovalWait, "MetricApprovalEscalation", workflows.MetricApprovalEscalation,
 		),
 		"workflows.error_types": str(
-			"ErrTypeUnknownModel", workflows.ErrTypeUnknownModel, "ErrTypeUnknownTool", workflows.ErrTypeUnknownTool,
+			"ErrTypeUnknownModel", workflows.ErrTypeUnknownModel, "ErrTypeUnknownTool", workflows.ErrTypeUnknownTool, "ErrTypeUnmatchableRule", workflows.ErrTypeUnmatchableRule,
 			"ErrTypeInvalidInput", workflows.ErrTypeInvalidInput, "ErrTypeStateTooLarge", workflows.ErrTypeStateTooLarge,
 		),
 		"workflows.events": str(
