@@ -36,9 +36,10 @@ A rule carries examples in its long form:
 Examples of Bash rules and of dangerous_commands are commands, of the
 path tools (Read, Write, Edit, Glob, Grep) paths, of other tools their
 JSON input. Relative paths resolve against --workdir. A policy whose
-examples fail does not load in the worker or any other command; test
-prints every rule and what it matched, and exits non-zero when an
-example fails.`
+examples fail does not load in the worker or any other command, nor one
+with a content rule for a tool that matches no content (PowerShell(...),
+AskUser(...)); test prints every rule and what it matched, and exits
+non-zero when an example fails or a rule cannot match.`
 
 func newPolicyTestCmd() *cobra.Command {
 	var o tools.ExampleOptions
@@ -71,7 +72,8 @@ func newPolicyTestCmd() *cobra.Command {
 			if failed := tools.FailedExamples(rs); failed > 0 {
 				return fmt.Errorf("%d of %d rule examples fail", failed, len(rs))
 			}
-			return nil
+			// A rule no call can match does not load either.
+			return tools.CheckPolicyRules(tools.ToolLookup(tools.Builtins()), p)
 		},
 	}
 	f := cmd.Flags()
