@@ -21,9 +21,10 @@ type ExampleOptions struct {
 	// Home is the home directory ~ resolves to in Bash examples; ""
 	// leaves it unknown.
 	Home string
-	// Tools are the tools the rules name (nil: Builtins). A rule of any
-	// other tool (an MCP tool) is matched as the engine matches a tool
-	// without a matcher of its own: by its name only.
+	// Tools are the tools the rules name (nil: Builtins). A content
+	// rule of any other tool (an MCP tool) matches none of its examples;
+	// one of a tool here without a content matcher fails its examples
+	// with an *UnmatchableRuleError's message.
 	Tools []Tool
 }
 
