@@ -157,14 +157,17 @@ func TestUnmatchableRuleRefused(t *testing.T) {
 }
 
 // TestWorkerRefusesUnmatchableRule: the worker binary with a config whose
-// deny rule cannot match (PowerShell commands are not analysed) exits
-// non-zero naming the rule and the tool; control: with the tool-level
-// rule it starts.
+// deny rule cannot match exits non-zero naming the rule and the tool: a
+// built-in tool's (PowerShell commands are not analysed), refused before
+// anything starts, and an MCP tool's, refused once the server's tools
+// are listed; control: with the tool-level rule it starts.
 func TestWorkerRefusesUnmatchableRule(t *testing.T) {
 	bin := buildWorker(t)
+	connectEcho(t) // builds the echo MCP server
+	mcpServer := fmt.Sprintf("mcp:\n  servers: [{name: echo, command: %q}]\n", filepath.Join(env.binDir, "echoserver"))
 	run := func(rule string) (*exec.Cmd, *bufio.Scanner, *strings.Builder) {
 		cfg := filepath.Join(t.TempDir(), "config.yaml")
-		if err := os.WriteFile(cfg, []byte(fmt.Sprintf("permission:\n  deny: [%q]\n", rule)+contentConfig()), 0o644); err != nil {
+		if err := os.WriteFile(cfg, []byte(fmt.Sprintf("permission:\n  deny: [%q]\n", rule)+mcpServer+contentConfig()), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(bin, "--config", cfg, "--temporal-address", env.srv.Addr(), "--namespace", "default",
@@ -187,6 +190,14 @@ func TestWorkerRefusesUnmatchableRule(t *testing.T) {
 	if err == nil || !strings.Contains(stderr.String(), "deny rule PowerShell(Remove-Item *) can never match") ||
 		!strings.Contains(stderr.String(), "PowerShell commands are not analysed") {
 		t.Fatalf("worker exited with %v; stderr:\n%s", err, stderr.String())
+	}
+
+	cmd, out, stderr = run("mcp__echo__write_note(first)")
+	for out.Scan() {
+	}
+	err = cmd.Wait()
+	if err == nil || !strings.Contains(stderr.String(), "deny rule mcp__echo__write_note(first) can never match: tool mcp__echo__write_note has no content matcher") {
+		t.Fatalf("worker with the MCP rule exited with %v; stderr:\n%s", err, stderr.String())
 	}
 
 	cmd, out, stderr = run("PowerShell")
