@@ -109,6 +109,8 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.ChatUpdate, activity.RegisterOptions{Name: workflows.ActivityChatUpdate})
 	r.RegisterActivityWithOptions(a.PolicyFanout, activity.RegisterOptions{Name: workflows.ActivityPolicyFanout})
 	r.RegisterActivityWithOptions(a.ListTools, activity.RegisterOptions{Name: workflows.ActivityTools})
+	r.RegisterActivityWithOptions(a.BudgetCharge, activity.RegisterOptions{Name: workflows.ActivityBudgetCharge})
+	r.RegisterActivityWithOptions(a.BudgetRaise, activity.RegisterOptions{Name: workflows.ActivityBudgetRaise})
 }
 
 func (a *Activities) logger() *slog.Logger {

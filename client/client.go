@@ -112,7 +112,8 @@ func New(c tclient.Client, taskQueue string) *Client {
 // Starting an id that is already running returns that run: starts are
 // idempotent. The turn follows the policy store in.LivePolicy, else the
 // client's (LivePolicy), else workflows.DefaultPolicyStore, made first
-// when missing; NoLivePolicy opts out.
+// when missing; NoLivePolicy opts out. It charges its agent's budget
+// store when the agent has one (withAgentBudget); NoAgentBudget opts out.
 func (cl *Client) Start(ctx context.Context, id string, in workflows.TurnInput) (tclient.WorkflowRun, error) {
 	in = cl.withApprovers(in)
 	if in.Requester == "" {
@@ -120,6 +121,9 @@ func (cl *Client) Start(ctx context.Context, id string, in workflows.TurnInput) 
 	}
 	in, err := cl.withLivePolicy(ctx, in)
 	if err != nil {
+		return nil, err
+	}
+	if in, err = cl.withAgentBudget(ctx, in); err != nil {
 		return nil, err
 	}
 	opts := tclient.StartWorkflowOptions{

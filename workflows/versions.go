@@ -119,6 +119,13 @@ const (
 	// message once the call is answered (ActivityChatUpdate); runs
 	// recorded before it post nothing.
 	versionChatSlack = "chat-slack"
+	// versionAgentBudgets marks runs of turns that charge an agent's
+	// budget store (TurnInput.AgentBudget): a charge activity before
+	// every model call and step's tool calls, a raise activity after an
+	// approver raises the agent's bound, and a last charge when the turn
+	// ends. Only turns with an agent budget read it; older workers never
+	// started one.
+	versionAgentBudgets = "agent-budgets"
 )
 
 // Bounds that decide when commands are emitted.
