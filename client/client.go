@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -352,6 +353,9 @@ type PendingEntry struct {
 	// index and its input was longer than the index keeps: Input is then
 	// empty and Preview holds its start (Pending returns the whole entry).
 	Truncated bool `json:"truncated,omitempty"`
+	// Usage is the turn's model usage so far (tokens, and cost when
+	// priced), when the listing asked the turn for it (the inbox does).
+	Usage *model.Usage `json:"usage,omitempty"`
 }
 
 // PendingPage is one page of a pending listing.
