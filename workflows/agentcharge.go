@@ -10,12 +10,13 @@ import (
 	"github.com/wardenhq/warden/model"
 )
 
-// chargeOptions are the budget activities' options: short attempts,
-// retried until the store answers (a charge is idempotent per turn and
-// sequence, a raise per key).
+// chargeOptions are the budget activities' options: local activities
+// (the store's Update is one round trip; no activity task to dispatch),
+// short attempts, retried until the store answers (a charge is
+// idempotent per turn and sequence, a raise per key).
 func chargeOptions(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumInterval: 30 * time.Second},
 	})
 }
@@ -37,7 +38,7 @@ func (t *turn) charge(ctx workflow.Context, calls []model.ToolCall, final bool) 
 		in.Calls = append(in.Calls, c.Name)
 	}
 	var v BudgetVerdict
-	if err := workflow.ExecuteActivity(chargeOptions(ctx), ActivityBudgetCharge, in).Get(ctx, &v); err != nil {
+	if err := workflow.ExecuteLocalActivity(chargeOptions(ctx), ActivityBudgetCharge, in).Get(ctx, &v); err != nil {
 		return v, fmt.Errorf("agent budget %s: %w", t.in.AgentBudget, err)
 	}
 	t.AgentSeq, t.AgentCharged = in.Seq, t.Usage
@@ -51,6 +52,12 @@ func (t *turn) charge(ctx workflow.Context, calls []model.ToolCall, final bool) 
 // turn.
 func (t *turn) checkAgentBudget(ctx workflow.Context, calls []model.ToolCall) error {
 	if !t.agentBudgetOn(ctx) {
+		return nil
+	}
+	if calls == nil && t.AgentSeq > 0 && t.unchargedNone() {
+		// The step's tool calls were charged and nothing was spent
+		// since: the store answered just now, and the model call
+		// that follows is the one step a turn may not foresee.
 		return nil
 	}
 	for {
@@ -77,7 +84,7 @@ func (t *turn) checkAgentBudget(ctx workflow.Context, calls []model.ToolCall) er
 		}
 		r := BudgetRaise{Store: req.Store, Window: req.Window, Raise: *a.Raise, By: a.By,
 			Key: fmt.Sprintf("%s/budget_%d", t.wfid, t.BudgetParks)}
-		if err := workflow.ExecuteActivity(chargeOptions(ctx), ActivityBudgetRaise, r).Get(ctx, nil); err != nil {
+		if err := workflow.ExecuteLocalActivity(chargeOptions(ctx), ActivityBudgetRaise, r).Get(ctx, nil); err != nil {
 			return fmt.Errorf("raise agent budget %s: %w", req.Store, err)
 		}
 		t.emit(ctx, Event{Type: EventBudget, Text: fmt.Sprintf("agent %s %s budget raised by %s", label, req.Window, a.Raise.String())})
@@ -105,12 +112,18 @@ func budgetDenied(req BudgetRequest, a Approval) error {
 // ends: it asks nothing, and a failure is logged (the turn's answer
 // stands).
 func (t *turn) chargeLast(ctx workflow.Context) {
-	if !t.agentBudgetOn(ctx) || usageSince(t.Usage, t.AgentCharged).Total() == 0 && t.Usage.CostOr0() == t.AgentCharged.CostOr0() {
+	if !t.agentBudgetOn(ctx) || t.unchargedNone() {
 		return
 	}
 	if _, err := t.charge(ctx, nil, true); err != nil {
 		workflow.GetLogger(ctx).Error("last agent budget charge failed", "store", t.in.AgentBudget, "error", err)
 	}
+}
+
+// unchargedNone reports whether the turn spent nothing since its last
+// charge.
+func (t *turn) unchargedNone() bool {
+	return t.Usage.Total() == t.AgentCharged.Total() && t.Usage.CostOr0() == t.AgentCharged.CostOr0()
 }
 
 // usageSince is u minus before (the cost too, when u has one).

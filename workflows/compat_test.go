@@ -247,7 +247,7 @@ func compatSamples() []struct {
 			Entries: []workflows.IndexEntry{{Pending: samplePending(), Preview: `{"command":"npm run`}}, More: true,
 		}},
 		{"client.PendingEntry", client.PendingEntry{WorkflowID: "turn-1", RunID: "run-1", Pending: samplePending(),
-			Preview: `{"command":"npm run`, Truncated: true}},
+			Preview: `{"command":"npm run`, Truncated: true, Usage: ptr(sampleUsage())}},
 		{"ToolsInput", workflows.ToolsInput{Wait: 10 * time.Second}},
 		{"ToolsList", workflows.ToolsList{Tools: []tools.Entry{{Info: tools.Info{
 			Name: "mcp__echo__echo", Description: "Echo the text back.", InputSchema: json.RawMessage(`{"type":"object"}`),
