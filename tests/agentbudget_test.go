@@ -43,12 +43,16 @@ const agentScript = `steps:
 // agent's daily bound by 10 and it runs to its answer; the other is
 // denied and ends with the reason. The store's spend is then exactly the
 // two turns' cost. Control: a turn of an agent without a budget runs to
-// its answer, and `starter budget set … none` clears a bound.
+// its answer, and `starter budget set … none` clears a bound. An agent
+// budget declared in the worker config is in its store once the worker
+// runs.
 func TestAgentBudgetConcurrent(t *testing.T) {
 	bin, sbin := buildWorker(t), buildStarter(t)
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "config.yaml")
-	conf := "middleware:\n  logging: {level: error}\nprices:\n  scripted: {input: 1000, output: 1000}\n" + contentConfig()
+	cfgAgent := "cfg-" + tag()
+	conf := "middleware:\n  logging: {level: error}\nprices:\n  scripted: {input: 1000, output: 1000}\n" + contentConfig() +
+		"budgets:\n  agents:\n    " + cfgAgent + ": {total: \"tool_calls=7\"}\n"
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +84,11 @@ func TestAgentBudgetConcurrent(t *testing.T) {
 			Permission: permission.Context{Mode: permission.ModeBypass}, Workdir: dir, Agent: agent}
 	}
 
+	// The worker applies the config's agent budget when it starts.
+	waitFor(t, ctx, func() bool { _, err := cl.AgentBudget(ctx, cfgAgent); return err == nil })
+	if out := starter("budget", "show", cfgAgent); !strings.Contains(out, "total: bound tool_calls 7") || !strings.Contains(out, "set by config") {
+		t.Errorf("budget show of the config's agent:\n%s", out)
+	}
 	// The control: no budget for this agent, the turn runs to its answer.
 	ctl := "agent-budget-control-" + tag()
 	if _, err := cl.Start(ctx, ctl, in(free)); err != nil {
