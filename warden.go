@@ -133,8 +133,8 @@ type ToolWrapper interface {
 	WrapTool(middleware.Handler) middleware.Handler
 }
 
-// Register registers the agent-turn workflow, the policy store's
-// workflow, the tools listing (workflows.ToolsWorkflow, which `starter
+// Register registers the agent-turn workflow, the policy store's and
+// the agent budget stores' workflows, the tools listing (workflows.ToolsWorkflow, which `starter
 // tools list` runs to show this worker's registry) and warden's
 // activities on w, and returns the activities (for inspection or tests).
 //
@@ -152,6 +152,7 @@ func Register(w worker.Registry, o Options) (*activities.Activities, error) {
 	}
 	w.RegisterWorkflowWithOptions(workflows.New(roles.Checker{}, o.AgentMiddleware...), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.PolicyStore, workflow.RegisterOptions{Name: workflows.PolicyWorkflow})
+	w.RegisterWorkflowWithOptions(workflows.BudgetStore, workflow.RegisterOptions{Name: workflows.BudgetStoreWorkflow})
 	w.RegisterWorkflowWithOptions(workflows.ListTools, workflow.RegisterOptions{Name: workflows.ToolsWorkflow})
 	a.Register(w)
 	return a, nil

@@ -110,6 +110,8 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.PolicyFanout, activity.RegisterOptions{Name: workflows.ActivityPolicyFanout})
 	r.RegisterActivityWithOptions(a.ListTools, activity.RegisterOptions{Name: workflows.ActivityTools})
 	r.RegisterActivityWithOptions(a.CheckRules, activity.RegisterOptions{Name: workflows.ActivityCheckRules})
+	r.RegisterActivityWithOptions(a.BudgetCharge, activity.RegisterOptions{Name: workflows.ActivityBudgetCharge})
+	r.RegisterActivityWithOptions(a.BudgetRaise, activity.RegisterOptions{Name: workflows.ActivityBudgetRaise})
 }
 
 func (a *Activities) logger() *slog.Logger {

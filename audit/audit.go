@@ -66,6 +66,10 @@ const (
 	KindConnection = "connection"
 	// KindLimit is a limit that ended a call (Reason says which).
 	KindLimit = "limit"
+	// KindModel is a model call: Usage its tokens and cost (when the
+	// worker prices the model), TurnUsage the turn's so far, across its
+	// runs; Tool names the model, CallID numbers the calls (model_N).
+	KindModel = "model"
 	// KindNotification is a webhook notification about a call:
 	// Decision is delivered or undelivered (it failed for good, or its
 	// turn ended while it was in flight), Notification its type.
@@ -153,6 +157,10 @@ type Record struct {
 	Edited bool `json:"edited,omitempty"`
 	// Connection is the connection of a connection record.
 	Connection *calls.Connection `json:"connection,omitempty"`
+	// Usage is a model record's usage; TurnUsage the turn's total after
+	// it.
+	Usage     *model.Usage `json:"usage,omitempty"`
+	TurnUsage *model.Usage `json:"turn_usage,omitempty"`
 }
 
 // Workflow reads every run of a workflow's continue-as-new chain, from
@@ -399,6 +407,9 @@ type extractor struct {
 	turn    workflows.TurnInput
 	session []permission.Rule
 	decided []*Decided
+	// usage is the turn's model usage so far; models counts its calls.
+	usage  model.Usage
+	models int
 }
 
 func (x *extractor) decode(p *commonpb.Payloads, v any) error {
@@ -466,6 +477,9 @@ func (x *extractor) started(e *historypb.HistoryEvent) {
 	if err := x.decode(e.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in); err == nil {
 		x.timeout = in.ApprovalTimeout
 		x.turn = in
+		if in.Resume != nil {
+			x.usage = in.Resume.Usage
+		}
 		for _, r := range in.Permission.Allow {
 			x.addSession(r)
 		}
@@ -513,8 +527,8 @@ func (x *extractor) activityCompleted(t time.Time, a *historypb.ActivityTaskComp
 		if x.decode(a.GetResult(), &out) == nil {
 			x.evidence(t, out.Result)
 		}
-	default:
-		x.modelAnswer(a.GetResult())
+	case workflows.ActivityModelStep, workflows.ActivityModel:
+		x.modelAnswer(t, a.GetResult())
 	}
 }
 
@@ -598,14 +612,16 @@ func sameNotification(a, b workflows.NotifyInput) bool {
 
 // modelAnswer reads the tool calls of a model activity's result: a
 // model.Response, or a result that carries the assistant message.
-func (x *extractor) modelAnswer(result *commonpb.Payloads) {
+func (x *extractor) modelAnswer(t time.Time, result *commonpb.Payloads) {
 	var r struct {
 		ToolCalls []model.ToolCall `json:"tool_calls"`
 		Message   model.Message    `json:"message"`
+		Usage     model.Usage      `json:"usage"`
 	}
 	if err := x.decode(result, &r); err != nil {
 		return
 	}
+	x.modelUsage(t, r.Usage)
 	tcs := r.ToolCalls
 	if len(tcs) == 0 {
 		tcs = r.Message.ToolCalls
@@ -622,6 +638,19 @@ func (x *extractor) modelAnswer(result *commonpb.Payloads) {
 		x.batch = append(x.batch, x.newCall(tc))
 	}
 	x.ncalls += len(tcs)
+}
+
+// modelUsage records a model call's usage and the turn's total after it.
+func (x *extractor) modelUsage(t time.Time, u model.Usage) {
+	x.models++
+	x.usage = x.usage.Add(u)
+	total := x.usage
+	name := x.turn.Model.Name
+	if name == "" {
+		name = x.turn.Model.Provider
+	}
+	x.record(Record{Time: t, CallID: "model_" + strconv.Itoa(x.models), Tool: name, Kind: KindModel, Decision: "used", By: "model",
+		Reason: u.String() + "; turn: " + total.String(), Layer: "model", Usage: &u, TurnUsage: &total})
 }
 
 func (x *extractor) newCall(tc model.ToolCall) *call {
@@ -935,7 +964,7 @@ func (x *extractor) marker(m lamarker) {
 	case workflows.ActivityModelStep, workflows.ActivityModel:
 		// A scripted model step runs as a local activity: its calls
 		// start a step like a regular model activity's would.
-		x.modelAnswer(m.result)
+		x.modelAnswer(m.t, m.result)
 	case workflows.ActivityPrepare:
 		var p workflows.Prepared
 		if x.decode(m.result, &p) != nil {

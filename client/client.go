@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
@@ -122,7 +123,8 @@ func New(c tclient.Client, taskQueue string) *Client {
 // Starting an id that is already running returns that run: starts are
 // idempotent. The turn follows the policy store in.LivePolicy, else the
 // client's (LivePolicy), else workflows.DefaultPolicyStore, made first
-// when missing; NoLivePolicy opts out.
+// when missing; NoLivePolicy opts out. It charges its agent's budget
+// store when the agent has one (withAgentBudget); NoAgentBudget opts out.
 func (cl *Client) Start(ctx context.Context, id string, in workflows.TurnInput) (tclient.WorkflowRun, error) {
 	in = cl.withApprovers(in)
 	if in.Requester == "" {
@@ -133,6 +135,9 @@ func (cl *Client) Start(ctx context.Context, id string, in workflows.TurnInput) 
 	}
 	in, err := cl.withLivePolicy(ctx, in)
 	if err != nil {
+		return nil, err
+	}
+	if in, err = cl.withAgentBudget(ctx, in); err != nil {
 		return nil, err
 	}
 	opts := tclient.StartWorkflowOptions{
@@ -367,6 +372,9 @@ type PendingEntry struct {
 	// index and its input was longer than the index keeps: Input is then
 	// empty and Preview holds its start (Pending returns the whole entry).
 	Truncated bool `json:"truncated,omitempty"`
+	// Usage is the turn's model usage so far (tokens, and cost when
+	// priced), when the listing asked the turn for it (the inbox does).
+	Usage *model.Usage `json:"usage,omitempty"`
 }
 
 // PendingPage is one page of a pending listing.

@@ -57,6 +57,9 @@ type Config struct {
 	// turn's model) or provider name; a model without one gets no cost
 	// figure (never a guess).
 	Prices map[string]Price `yaml:"prices"`
+	// Budgets declares agent budgets across turns, applied to the
+	// agents' budget stores when the worker starts.
+	Budgets Budgets `yaml:"budgets"`
 	// MCP lists MCP servers whose tools the worker offers
 	// (mcp__SERVER__TOOL; non-read-only ones ask by default).
 	MCP  MCP  `yaml:"mcp"`

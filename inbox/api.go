@@ -106,7 +106,9 @@ func (s *Server) list(ctx context.Context, q query) ([]client.PendingEntry, erro
 	if len(es) > q.Limit {
 		es = es[:q.Limit]
 	}
-	return s.resolve(ctx, es), nil
+	es = s.resolve(ctx, es)
+	s.withUsage(ctx, es)
+	return es, nil
 }
 
 // resolve replaces entries listed with an input preview by the whole

@@ -29,6 +29,7 @@ import (
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/metrics"
+	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
 )
 
@@ -84,6 +85,9 @@ type Server struct {
 	// the window (replays are refused).
 	slackMu   sync.Mutex
 	slackSeen map[string]time.Time
+	// usageSeen is the turn usage of the waits last listed (withUsage).
+	usageMu   sync.Mutex
+	usageSeen map[string]*model.Usage
 }
 
 type namedUser struct {

@@ -117,6 +117,9 @@ func Run(ctx context.Context, cfg config.Config, o Options) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	n.onStop(w.Stop)
+	if err := applyBudgets(ctx, n.c, cfg); err != nil {
+		return err
+	}
 	fmt.Printf("worker           task queue %s, workdir %s (ready in %s)\n", cfg.Worker.TaskQueue, workdir, time.Since(start).Round(time.Millisecond))
 	if cfg.Demo.Script != "" {
 		if err := demo(ctx, n.c, cfg); err != nil {

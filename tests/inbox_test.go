@@ -25,6 +25,7 @@ import (
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/inbox"
+	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -433,7 +434,9 @@ func TestInboxShowsWhatTheAgentWasDoing(t *testing.T) {
 	s := script(t, fmt.Sprintf(`prompt: fix the typo in the notes
 steps:
   - tool_calls: [{id: r1, name: Read, input: {file_path: %q}}]
+    usage: {input_tokens: 100, output_tokens: 10}
   - text: The second line is misspelled; I will fix it and check the site.
+    usage: {input_tokens: 200, output_tokens: 20}
     tool_calls:
       - {id: e1, name: Edit, input: {file_path: %q, old_string: beta, new_string: BETA}}
       - {id: b1, name: Bash, input: {command: "ls && curl -s http://example.com"}}
@@ -476,6 +479,10 @@ steps:
 	}
 	if !strings.Contains(html["b1"], `<mark title="this part asked">curl -s http://example.com</mark>`) {
 		t.Errorf("bash entry does not mark the part that asked:\n%s", html["b1"])
+	}
+	// The approver sees what the turn spent so far.
+	if want := "<b>turn so far:</b> " + template.HTMLEscapeString((model.Usage{InputTokens: 300, OutputTokens: 30}).String()); !strings.Contains(html["e1"], want) {
+		t.Errorf("edit entry lacks the turn's usage %q:\n%s", want, html["e1"])
 	}
 	// The approver sees how the call will run.
 	for _, p := range ps {

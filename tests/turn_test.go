@@ -345,6 +345,7 @@ func TestReplayHistories(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(workflows.New(roles.Checker{}), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
 			r.RegisterWorkflowWithOptions(workflows.PolicyStore, workflow.RegisterOptions{Name: workflows.PolicyWorkflow})
+			r.RegisterWorkflowWithOptions(workflows.BudgetStore, workflow.RegisterOptions{Name: workflows.BudgetStoreWorkflow})
 			if err := r.ReplayWorkflowHistoryFromJSONFile(quietLog(), f); err != nil {
 				t.Fatalf("replay %s: %v", f, err)
 			}
@@ -360,7 +361,7 @@ func TestReplayHistories(t *testing.T) {
 const recordGeneration = "v9"
 
 // recordedScenarios are the files one recording writes.
-var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store", "budget_turn", "quorum_turn"}
+var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store", "budget_turn", "quorum_turn", "agent_budget_turn", "budget_store"}
 
 // historyFile names a scenario's file of this generation.
 func historyFile(scenario string) string { return scenario + "_" + recordGeneration + ".json" }
@@ -413,7 +414,7 @@ func recordScenarios(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl := startWorker(t, warden.Options{Workdir: t.TempDir(),
+	cl := startWorker(t, warden.Options{Workdir: t.TempDir(), Client: env.c,
 		ToolSettings: map[string]config.ToolSettings{"Write": {ApprovalTimeout: 2 * time.Second, Escalation: string(workflows.EscalateNotify)}}})
 	ctx := ctxT(t, 120*time.Second)
 	pc := policy(t, permission.Policy{Allow: []string{"Bash(echo:*)", "Bash(go version)"}, Deny: []string{"Bash(rm -rf:*)"}})
@@ -492,6 +493,7 @@ steps:
 	recordFloodScenario(t, ctx, cl, suffix)
 	recordLiveScenario(t, ctx, suffix)
 	recordBudgetScenario(t, ctx, cl, suffix)
+	recordAgentBudgetScenario(t, ctx, cl, suffix, saveHistory)
 	recordQuorumScenario(t, ctx, cl, suffix)
 }
 
@@ -551,6 +553,45 @@ func recordBudgetScenario(t *testing.T, ctx context.Context, cl *client.Client, 
 		t.Fatalf("budget turn: %+v %v", res, err)
 	}
 	saveHistory(t, id, "budget_turn")
+}
+
+// recordAgentBudgetScenario records a turn of an agent with a budget
+// store (the charges, a park on its daily bound raised by an update,
+// a second park denied by a signal, the last charge) and the store's
+// history; save is saveHistory (TestAgentBudgetScenario passes one that
+// saves nothing).
+func recordAgentBudgetScenario(t *testing.T, ctx context.Context, cl *client.Client, suffix string, save func(*testing.T, string, string)) {
+	agent := "record-agent" + suffix
+	if _, err := cl.SetAgentBudget(ctx, agent, workflows.WindowDaily, &workflows.Budget{Tokens: 1000}, "owner"); err != nil {
+		t.Fatal(err)
+	}
+	id := "agent-budget-record" + suffix
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: script(t, budgetScript)},
+		Permission: permission.Context{Mode: permission.ModeBypass}, Agent: agent}); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPendingCall(t, cl, id, "budget_1")
+	raise := workflows.Budget{Tokens: 1000}
+	if _, err := cl.ApproveListed(ctx, id, p, workflows.Approval{CallID: p.CallID, Decision: workflows.DecisionAllow, By: "owner", Raise: &raise}); err != nil {
+		t.Fatal(err)
+	}
+	p = waitPendingCall(t, cl, id, "budget_2")
+	if err := cl.ApproveSignal(ctx, id, workflows.Approval{CallID: p.CallID, Decision: workflows.DecisionDeny, By: "owner", Reason: "enough", Hash: p.Hash}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := cl.Result(ctx, id); err != nil || res.Stopped != "budget" {
+		t.Fatalf("agent budget turn: %+v %v", res, err)
+	}
+	save(t, id, "agent_budget_turn")
+	save(t, workflows.AgentBudgetStore(agent), "budget_store")
+}
+
+// TestAgentBudgetScenario runs the recorded agent budget scenario
+// without saving it: a raise lets the turn go on, a deny by signal ends
+// it (the scenario checks both).
+func TestAgentBudgetScenario(t *testing.T) {
+	cl := startWorker(t, warden.Options{Workdir: t.TempDir(), Client: env.c})
+	recordAgentBudgetScenario(t, ctxT(t, 60*time.Second), cl, "-"+tag(), func(*testing.T, string, string) {})
 }
 
 // recordLiveScenario records a turn that follows a policy store: one

@@ -17,6 +17,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
@@ -109,6 +110,23 @@ func TestModelUsage(t *testing.T) {
 			}
 			if len(usage) == 0 || !strings.Contains(usage[len(usage)-1], "turn: "+got.String()) {
 				t.Errorf("usage events %q do not end with the turn's %s", usage, got)
+			}
+
+			// The audit has a record per model call, with its usage and
+			// the turn's total after it, across the runs.
+			recs, err := audit.Workflow(ctx, env.c, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var models []audit.Record
+			for _, r := range recs {
+				if r.Kind == audit.KindModel {
+					models = append(models, r)
+				}
+			}
+			if len(models) != 3 || models[2].TurnUsage == nil || models[2].TurnUsage.String() != got.String() ||
+				models[0].Usage == nil || models[0].Usage.InputTokens != 1000 || (models[0].Usage.Cost != nil) != priced {
+				t.Errorf("model records of the audit: %+v", models)
 			}
 
 			resp, err := http.Get("http://" + addr + "/metrics")

@@ -98,6 +98,13 @@ type BudgetRequest struct {
 	Spent string `json:"spent"`
 	Limit string `json:"limit"`
 	Next  string `json:"next"`
+	// Agent and Window name an agent budget's bound (its store's agent,
+	// WindowDaily or WindowTotal): a raise raises the agent's bound in its
+	// store. Both empty: the turn's own budget.
+	Agent  string `json:"agent,omitempty"`
+	Window string `json:"window,omitempty"`
+	// Store is the agent budget's store (its workflow id).
+	Store string `json:"store,omitempty"`
 }
 
 // BudgetTool names budget approvals (Pending.Tool): an approver whose
@@ -197,19 +204,8 @@ func (t *turn) checkBudget(ctx workflow.Context, calls []model.ToolCall) error {
 		if err != nil {
 			return err
 		}
-		if a.Decision == DecisionDeny {
-			reason := a.Reason
-			if reason == "" {
-				reason = "no reason given"
-			}
-			by := ""
-			if a.By != "" {
-				by = " by " + a.By
-			}
-			return errBudgetDenied{fmt.Sprintf("budget %s reached (%s of %s), and the request to raise it was denied%s: %s", req.Kind, req.Spent, req.Limit, by, reason)}
-		}
-		if a.Raise == nil || a.Raise.IsZero() {
-			return errBudgetDenied{fmt.Sprintf("budget %s reached (%s of %s), and the answer raised nothing", req.Kind, req.Spent, req.Limit)}
+		if a.Decision == DecisionDeny || a.Raise.IsZero() {
+			return budgetDenied(req, a)
 		}
 		raised := Budget{}
 		if t.BudgetRaised != nil {

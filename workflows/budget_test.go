@@ -1,9 +1,13 @@
 package workflows_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/workflows"
@@ -141,5 +145,61 @@ func BenchmarkTurnBudget(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/21, "ns/step")
 		})
+	}
+}
+
+// TestTurnBudgetAcrossContinueAsNew: a turn's budget keeps counting in
+// its next run: the tokens of the first run (200 of 250) and the time
+// since its first check are carried, so the next run's model call that
+// brings the tokens to 300 parks on tokens, and a next run started four
+// hours later (past the 3-hour bound) parks on time before any model
+// call.
+func TestTurnBudgetAcrossContinueAsNew(t *testing.T) {
+	start := time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+	h := newHarness(t)
+	h.env.SetStartTime(start)
+	h.prepare = askAll
+	in := turnInput(usageStep("", 200, 0, call("Bash", map[string]any{"command": "a"})),
+		usageStep("", 100, 0, call("Bash", map[string]any{"command": "b"})), step("done"))
+	in.Budget = &workflows.Budget{Tokens: 250, Time: 3 * time.Hour}
+	in.ContinueAsNewAfter = 100
+	h.env.RegisterDelayedCallback(func() {
+		atNextTask(h, 150)
+		h.update("a", workflows.Approval{CallID: "call_1_1", Hash: h.hash("call_1_1"), Decision: workflows.DecisionAllow, By: "alice"})
+	}, time.Minute)
+	h.env.ExecuteWorkflow(workflows.TurnWorkflow, in)
+	var can *workflow.ContinueAsNewError
+	if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
+		t.Fatalf("workflow error = %v, want continue-as-new", err)
+	}
+	var next workflows.TurnInput
+	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &next); err != nil {
+		t.Fatal(err)
+	}
+	if next.Resume == nil || next.Resume.Usage.Total() != 200 || !next.Resume.StartedAt.Equal(start) {
+		t.Fatalf("carried %+v", next.Resume)
+	}
+	for _, c := range []struct {
+		after time.Duration
+		want  string
+	}{{2 * time.Minute, "budget tokens reached: 300 of 250"}, {4 * time.Hour, "budget time reached: 4h0m0s of 3h0m0s"}} {
+		h2 := newHarness(t)
+		h2.content = h.content
+		h2.prepare = allowAll
+		h2.env.SetStartTime(start.Add(c.after))
+		var parked string
+		h2.env.RegisterDelayedCallback(func() {
+			for _, p := range h2.pending() {
+				if p.Kind == workflows.PendingBudget {
+					parked = p.Message
+					h2.env.SignalWorkflow(workflows.SignalApprove, workflows.Approval{CallID: p.CallID, Hash: p.Hash,
+						Decision: workflows.DecisionDeny, Reason: "stop", By: "owner"})
+				}
+			}
+		}, time.Minute)
+		res := h2.run(next)
+		if !strings.Contains(parked, c.want) || res.Stopped != "budget" {
+			t.Errorf("next run %v later: parked %q, stopped %q", c.after, parked, res.Stopped)
+		}
 	}
 }

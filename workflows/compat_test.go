@@ -177,14 +177,14 @@ func compatSamples() []struct {
 			ToolQueue:     "docker-host",
 			MaxIterations: 5, ApprovalTimeout: time.Hour, State: sampleState(),
 			ReturnDirectly: []string{"TaskCreate"}, RunLocal: map[string]json.RawMessage{"calls": json.RawMessage(`2`)},
-			ContinueAsNewAfter: 5000, LivePolicy: "warden-policy", Agent: "builder", Requester: "ops", Budget: ptr(sampleBudget()),
+			ContinueAsNewAfter: 5000, LivePolicy: "warden-policy", Agent: "builder", Requester: "ops", Budget: ptr(sampleBudget()), AgentBudget: "warden-budget-builder",
 			Approvers: &workflows.Approvers{Users: map[string][]string{"alice": nil, "kube": {"k8s"}}, Roles: map[string][]string{"k8s": {"Bash(kubectl:*)"}}},
 			Resume: &workflows.Resume{
 				Iterations: 3, ToolCalls: 4, ToolErrors: 1, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
 				ReturnDirectly: []string{"TaskCreate"}, Seq: 9, Events: []workflows.Event{sampleEvent()},
 				Conversation: "9b74c9897bac770ffc029102a200c5de", LiveVersion: 2, Usage: sampleUsage(),
 				StartedAt: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC), BudgetRaised: ptr(sampleBudget()),
-				ToolsRun: map[string]int{"Bash": 3}, BudgetParks: 1, BudgetWarned: []string{"cost@5"},
+				ToolsRun: map[string]int{"Bash": 3}, BudgetParks: 1, BudgetWarned: []string{"cost@5"}, AgentSeq: 4, AgentCharged: sampleUsage(),
 				Notifying: []workflows.NotifyInput{sampleNotify()},
 				Step: &workflows.StepState{
 					Slots:   []workflows.SlotState{{Call: sampleCall(), Prep: samplePrepared(), Ready: true, Result: func() *tools.Result { r := sampleResult(); return &r }()}},
@@ -247,7 +247,7 @@ func compatSamples() []struct {
 			Entries: []workflows.IndexEntry{{Pending: samplePending(), Preview: `{"command":"npm run`}}, More: true,
 		}},
 		{"client.PendingEntry", client.PendingEntry{WorkflowID: "turn-1", RunID: "run-1", Pending: samplePending(),
-			Preview: `{"command":"npm run`, Truncated: true}},
+			Preview: `{"command":"npm run`, Truncated: true, Usage: ptr(sampleUsage())}},
 		{"ToolsInput", workflows.ToolsInput{Wait: 10 * time.Second}},
 		{"ToolsList", workflows.ToolsList{Tools: []tools.Entry{{Info: tools.Info{
 			Name: "mcp__echo__echo", Description: "Echo the text back.", InputSchema: json.RawMessage(`{"type":"object"}`),
@@ -377,6 +377,13 @@ func constGroups() map[string]map[string]any {
 			"ActivityCheckRules", workflows.ActivityCheckRules,
 			"ScopeInput", string(workflows.ScopeInput), "ScopeTurn", string(workflows.ScopeTurn),
 			"ScopeAgent", string(workflows.ScopeAgent), "ScopeNamespace", string(workflows.ScopeNamespace),
+		),
+		"workflows.budget": str(
+			"BudgetStoreWorkflow", workflows.BudgetStoreWorkflow, "BudgetStorePrefix", workflows.BudgetStorePrefix,
+			"NamespaceBudgetStore", workflows.NamespaceBudgetStore, "QueryBudget", workflows.QueryBudget,
+			"UpdateBudgetSet", workflows.UpdateBudgetSet, "UpdateBudgetCharge", workflows.UpdateBudgetCharge,
+			"UpdateBudgetRaise", workflows.UpdateBudgetRaise, "ActivityBudgetCharge", workflows.ActivityBudgetCharge,
+			"ActivityBudgetRaise", workflows.ActivityBudgetRaise, "WindowDaily", workflows.WindowDaily, "WindowTotal", workflows.WindowTotal,
 		),
 		"workflows.tools": {
 			"ToolsWorkflow": workflows.ToolsWorkflow, "ActivityTools": workflows.ActivityTools,

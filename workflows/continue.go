@@ -50,6 +50,10 @@ type Resume struct {
 	ToolsRun     map[string]int `json:"tools_run,omitempty"`
 	BudgetParks  int            `json:"budget_parks,omitempty"`
 	BudgetWarned []string       `json:"budget_warned,omitempty"`
+	// AgentSeq numbers the turn's charges of its agent budget store;
+	// AgentCharged is the usage charged there so far.
+	AgentSeq     int         `json:"agent_seq,omitempty"`
+	AgentCharged model.Usage `json:"agent_charged,omitzero"`
 }
 
 // StepState is a model step interrupted by continue-as-new.

@@ -145,6 +145,9 @@ func (t *turn) loop(ctx workflow.Context, mws []AgentMiddleware) (TurnResult, er
 		if err := t.checkBudget(ctx, nil); err != nil {
 			return t.budgetEnd(ctx, err)
 		}
+		if err := t.checkAgentBudget(ctx, nil); err != nil {
+			return t.budgetEnd(ctx, err)
+		}
 		var err error
 		if res, finished, err = t.step(ctx, mws); err != nil {
 			return t.budgetEnd(ctx, err)
@@ -213,6 +216,9 @@ func (t *turn) step(ctx workflow.Context, mws []AgentMiddleware) (res TurnResult
 	if err := t.checkBudget(ctx, last.ToolCalls); err != nil {
 		return TurnResult{}, false, err
 	}
+	if err := t.checkAgentBudget(ctx, last.ToolCalls); err != nil {
+		return TurnResult{}, false, err
+	}
 	t.countTools(last.ToolCalls)
 	results, err := t.runCalls(ctx, last.ToolCalls, last.Content)
 	if err != nil {
@@ -250,6 +256,7 @@ func (t *turn) afterAgent(ctx workflow.Context, mws []AgentMiddleware) error {
 // event is emitted, and res gets the turn's conversation, counters and
 // state.
 func (t *turn) finish(ctx workflow.Context, res TurnResult) TurnResult {
+	t.chargeLast(ctx)
 	t.settleNotifications(ctx)
 	t.done = true
 	t.emit(ctx, Event{Type: EventFinal, Text: res.Answer})

@@ -112,6 +112,12 @@ type TurnInput struct {
 	// Budget bounds the turn's tokens, cost, tool calls and time (nil:
 	// none); reaching a bound parks the turn on a budget approval.
 	Budget *Budget `json:"budget,omitempty"`
+	// AgentBudget, when set, is the budget store (BudgetStore, its id
+	// AgentBudgetStore(agent)) the turn charges: before every model call
+	// and every step's tool calls it reports its usage there and parks on
+	// a budget approval when the agent's daily or total bound is reached.
+	// The client sets it when the turn's agent has a store.
+	AgentBudget string `json:"agent_budget,omitempty"`
 	// Resume is set by the turn itself when it continues as new.
 	Resume *Resume `json:"resume,omitempty"`
 	// MaxIterations bounds model calls (default DefaultMaxIterations).

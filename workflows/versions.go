@@ -124,6 +124,13 @@ const (
 	// (ActivityCheckRules) before it sets them, and sets none when a
 	// rule cannot match; runs recorded before it set rules unchecked.
 	versionPolicyRuleCheck = "policy-rule-check"
+	// versionAgentBudgets marks runs of turns that charge an agent's
+	// budget store (TurnInput.AgentBudget): a charge activity before
+	// every model call and step's tool calls, a raise activity after an
+	// approver raises the agent's bound, and a last charge when the turn
+	// ends. Only turns with an agent budget read it; older workers never
+	// started one.
+	versionAgentBudgets = "agent-budgets"
 )
 
 // Bounds that decide when commands are emitted.
