@@ -100,7 +100,7 @@ func TestToolSpan(t *testing.T) {
 		}
 		attrs := map[string]string{}
 		for _, kv := range tool.Attributes {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 		}
 		if attrs["warden.tool"] != "Bash" || attrs["warden.call_id"] != "c1" || attrs["warden.tool.exit_code"] != "0" ||
 			attrs["warden.tool.backend"] != "local" || attrs["warden.tool.output_bytes"] == "0" {
