@@ -18,7 +18,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	tclient "go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
@@ -32,6 +34,7 @@ import (
 	"github.com/wardenhq/warden/middleware/compact"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/notify"
+	"github.com/wardenhq/warden/telemetry"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/tools/roles"
 	"github.com/wardenhq/warden/workflows"
@@ -110,6 +113,18 @@ type Options struct {
 	// store's workflow signals waiting turns with it. Nil: such turns
 	// fail their permission checks with the reason.
 	Client tclient.Client
+	// TracerProvider records warden's spans (model calls, decisions,
+	// tool calls) under the Temporal SDK's activity spans; nil records
+	// none. The workflow's own spans (approval waits, continue-as-new)
+	// and the SDK's come from the tracing interceptor, which goes on the
+	// worker's client: TracingInterceptor(tp) in client.Options.
+	// Interceptors. TraceInputs also records inputs and outputs in
+	// spans, capped and redacted of secrets as logs are (default off).
+	TracerProvider trace.TracerProvider
+	TraceInputs    bool
+	// TraceSecrets and TraceSecretEnv are literal secrets and the names
+	// of variables whose values are redacted from recorded inputs.
+	TraceSecrets, TraceSecretEnv []string
 	// Registerer receives warden's metrics; nil records none.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
@@ -203,6 +218,7 @@ func NewActivities(o Options) (*activities.Activities, error) {
 		ModelMetrics: o.ModelMetrics, Prices: o.Prices,
 		Content: &content.Log{Store: store, CacheBytes: o.ContentCacheBytes}, Compactors: compactors,
 		MaxResultBytes: o.MaxResultBytes, MaxCallInputBytes: o.MaxCallInputBytes, Client: o.Client,
+		Trace: telemetry.NewTracing(o.TracerProvider, o.TraceInputs, o.TraceSecrets, o.TraceSecretEnv),
 	}
 	for _, m := range o.AgentMiddleware {
 		if w, ok := m.(ModelWrapper); ok {
@@ -216,6 +232,16 @@ func NewActivities(o Options) (*activities.Activities, error) {
 		a.Metrics = metrics.NewTools(o.Registerer)
 	}
 	return a, nil
+}
+
+// TracingInterceptor is the Temporal SDK's OpenTelemetry interceptor over
+// tp. Put it in the client.Options.Interceptors of the client your
+// worker is built on, and of the clients that start turns: one trace
+// then runs from the start of a turn through the workflow, its
+// activities and its continue-as-new runs, and the workflow's own spans
+// (approval waits) are recorded.
+func TracingInterceptor(tp trace.TracerProvider) (interceptor.Interceptor, error) {
+	return telemetry.Interceptor(tp)
 }
 
 // backendsOf are the backends of o by name, "local" in wd among them,

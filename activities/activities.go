@@ -26,6 +26,7 @@ import (
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/telemetry"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -94,6 +95,9 @@ type Activities struct {
 	// PolicyFanout signals waiting turns. Nil: turns that follow a store
 	// fail their permission checks with the reason.
 	Client tclient.Client
+	// Trace records warden's spans (model calls, decisions, tool calls)
+	// under the SDK interceptor's activity spans; nil records none.
+	Trace *telemetry.Tracing
 
 	validator tools.Validator
 }
@@ -136,10 +140,12 @@ func (a *Activities) Model(ctx context.Context, in workflows.ModelInput) (model.
 	}
 	stop := a.heartbeat(ctx, nil)
 	defer stop()
+	ctx, end := a.modelSpan(ctx, in.Provider, in.Model)
 	start := time.Now()
 	resp, err := m.Generate(ctx, in.Request)
 	resp.Usage = a.price(in.Provider, in.Model, resp.Usage)
 	a.ModelMetrics.Observe(in.Provider, in.Model, time.Since(start), resp.Usage, err)
+	end(resp, err)
 	return resp, err
 }
 
@@ -157,6 +163,14 @@ func (a *Activities) price(provider, name string, u model.Usage) model.Usage {
 		u.Cost = &c
 	}
 	return u
+}
+
+// backendName is the name of the backend a call of ce runs on.
+func (a *Activities) backendName(ce workflows.CallEnv) string {
+	if ce.Backend == "" {
+		return a.DefaultBackend
+	}
+	return ce.Backend
 }
 
 // env builds the environment a call runs against.
@@ -209,6 +223,8 @@ func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out work
 	attempt := info.Attempt
 	ctx = tools.WithCallInfo(ctx, tools.CallDetails{Tool: in.Call.Name, CallID: in.Call.ID, IdempotencyKey: in.Key,
 		Attempt: attempt, WorkflowID: info.WorkflowExecution.ID})
+	ctx, end := a.toolSpan(ctx, in.Call, a.backendName(in.Env), env.Sandbox, attempt)
+	defer func() { end(out.Result, err) }()
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {

@@ -67,10 +67,12 @@ func (a *Activities) ModelStep(ctx context.Context, in workflows.ModelStepInput)
 			return out, err
 		}
 	}
+	mctx, end := a.modelSpan(ctx, in.Provider, in.Model)
 	start := time.Now()
-	resp, err := m.Generate(ctx, req)
+	resp, err := m.Generate(mctx, req)
 	resp.Usage = a.price(in.Provider, in.Model, resp.Usage)
 	a.ModelMetrics.Observe(in.Provider, in.Model, time.Since(start), resp.Usage, err)
+	end(resp, err)
 	if err != nil {
 		return out, err
 	}

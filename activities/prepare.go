@@ -151,6 +151,7 @@ func (a *Activities) record(ctx context.Context, out *workflows.Prepared, in wor
 		out.Preview = tools.Preview(backend.WithSandbox(ctx, &prof), env, info.Name, in.Call.Input)
 	}
 	a.Metrics.Decision(info.Name, string(v.Behavior))
+	a.decisionSpan(ctx, info.Name, in.Call.ID, string(in.Call.Input), v)
 }
 
 // sandboxOf says whether calls on b run in the local kernel sandbox, and

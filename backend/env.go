@@ -21,6 +21,9 @@ import (
 //     (curl, git, pip) verify servers with; a path, not a secret, and
 //     without it HTTPS fails behind a corporate CA.
 //
+// A traced call's processes also get TRACEPARENT and TRACESTATE: the
+// call's own trace context (TraceEnv), not the worker's variables.
+//
 // Everything else the worker holds (model API keys, TEMPORAL_API_KEY,
 // the inbox token, the webhook secret, cloud credentials) stays out
 // unless the configuration names it in backend.env.

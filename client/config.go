@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"go.temporal.io/api/serviceerror"
 	tclient "go.temporal.io/sdk/client"
@@ -20,6 +21,7 @@ import (
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/content/s3store"
+	"github.com/wardenhq/warden/telemetry"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -78,6 +80,17 @@ func Dial(ctx context.Context, c config.Config, address string, logger sdklog.Lo
 		return nil, err
 	}
 	opts.Logger = logger
+	tp, err := telemetry.Setup(ctx, c.Telemetry, "warden-starter", os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	if tp != nil {
+		i, err := telemetry.Interceptor(tp.TracerProvider())
+		if err != nil {
+			return nil, err
+		}
+		opts.Interceptors = append(opts.Interceptors, i)
+	}
 	tc, err := tclient.DialContext(ctx, opts)
 	if err != nil {
 		if c.Temporal.KeyFile == "" && errors.As(err, new(*serviceerror.PermissionDenied)) {
@@ -85,7 +98,23 @@ func Dial(ctx context.Context, c config.Config, address string, logger sdklog.Lo
 		}
 		return nil, fmt.Errorf("dial %s: %w", opts.HostPort, Explain(err))
 	}
+	if tp != nil {
+		return tracedClient{Client: tc, tp: tp}, nil
+	}
 	return tc, nil
+}
+
+// tracedClient is a client with the tracing interceptor whose Close also
+// flushes the spans of its calls.
+type tracedClient struct {
+	tclient.Client
+	tp *telemetry.Provider
+}
+
+// Close closes the client and flushes its spans (at most 5 s).
+func (c tracedClient) Close() {
+	c.Client.Close()
+	_ = c.tp.ShutdownWithin(5 * time.Second)
 }
 
 // loopback reports whether the host of address (host:port) is a loopback

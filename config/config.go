@@ -68,6 +68,8 @@ type Config struct {
 	// defaults of the turns starter starts.
 	Content Content `yaml:"content"`
 	Turn    Turn    `yaml:"turn"`
+	// Telemetry exports OpenTelemetry traces (off by default).
+	Telemetry Telemetry `yaml:"telemetry"`
 }
 
 // Server configures the embedded Temporal server.

@@ -210,3 +210,59 @@ type InboxUser struct {
 type InboxRole struct {
 	Allow []string `json:"allow" yaml:"allow"`
 }
+
+// Telemetry configures tracing (telemetry:). Traces are off unless
+// OTLP is set or the standard OTEL_EXPORTER_OTLP_ENDPOINT (or
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) variable is; package telemetry
+// builds the exporter.
+type Telemetry struct {
+	// OTLP exports spans to an OpenTelemetry collector or a backend that
+	// takes OTLP (Jaeger, Tempo, Honeycomb).
+	OTLP *OTLP `yaml:"otlp"`
+	// IncludeInputs records tool inputs, model replies' text and tool
+	// outputs in spans, capped and with the logging middleware's secrets
+	// redacted. Off by default: spans carry names, sizes, verdicts and
+	// token counts only.
+	IncludeInputs bool `yaml:"include_inputs"`
+}
+
+// OTLP is where spans go (telemetry.otlp). Fields left empty fall back
+// to the standard OTEL_EXPORTER_OTLP_* variables, which the exporter
+// reads itself.
+type OTLP struct {
+	// Endpoint is host:port (gRPC default 4317, HTTP 4318) or a URL
+	// (http://host:4318/v1/traces for HTTP).
+	Endpoint string `yaml:"endpoint"`
+	// Protocol is grpc (default) or http (OTLP over HTTP with protobuf).
+	Protocol string `yaml:"protocol"`
+	// Headers are sent with every export (an API key header, say).
+	Headers map[string]string `yaml:"headers"`
+	// Insecure sends spans without TLS.
+	Insecure bool `yaml:"insecure"`
+}
+
+// validate checks the telemetry section.
+func (t Telemetry) validate() []error {
+	if t.OTLP == nil {
+		return nil
+	}
+	var errs []error
+	switch t.OTLP.Protocol {
+	case "", "grpc", "http":
+	default:
+		errs = append(errs, fmt.Errorf("telemetry.otlp.protocol: %q is not grpc or http", t.OTLP.Protocol))
+	}
+	if e := t.OTLP.Endpoint; strings.Contains(e, "://") {
+		if !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
+			errs = append(errs, fmt.Errorf("telemetry.otlp.endpoint: %q: a URL must be http:// or https://", e))
+		}
+	} else if e != "" && !strings.Contains(e, ":") {
+		errs = append(errs, fmt.Errorf("telemetry.otlp.endpoint: %q is not host:port or a URL", e))
+	}
+	for k := range t.OTLP.Headers {
+		if strings.TrimSpace(k) == "" {
+			errs = append(errs, errors.New("telemetry.otlp.headers: empty header name"))
+		}
+	}
+	return errs
+}

@@ -16,7 +16,8 @@ import (
 func (c Config) Validate() error {
 	var errs []error
 	for _, section := range []func() []error{c.validateServer, c.validateWorker, c.validateBackend,
-		c.validateModels, c.validateTools, c.validatePermission, c.validateContent, c.validateBudgets} {
+		c.validateModels, c.validateTools, c.validatePermission, c.validateContent, c.validateBudgets,
+		c.Telemetry.validate} {
 		errs = append(errs, section()...)
 	}
 	return errors.Join(errs...)

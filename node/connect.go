@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
+	"time"
 
 	tclient "go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
@@ -17,6 +19,7 @@ import (
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/internal/devserver"
 	"github.com/wardenhq/warden/metrics"
+	"github.com/wardenhq/warden/telemetry"
 )
 
 // connect starts the embedded server (no temporal.address) or reads the
@@ -35,11 +38,39 @@ func (n *node) connect(ctx context.Context) error {
 		return err
 	}
 	tuneClient(&n.copts, n.cfg)
+	if err := n.tracing(ctx); err != nil {
+		return err
+	}
 	if n.c, err = tclient.DialContext(ctx, n.copts); err != nil {
 		return fmt.Errorf("dial temporal: %w", err)
 	}
 	n.onStop(n.c.Close)
 	return ensureSearchAttributes(ctx, n.c, n.cfg, n.copts.HostPort)
+}
+
+// tracing builds the tracer provider of the config's telemetry section
+// and the environment (nothing when traces are off) and puts the SDK's
+// tracing interceptor on the worker's client, which the worker and the
+// inbox's client inherit. The provider is flushed and shut down after
+// the client closes.
+func (n *node) tracing(ctx context.Context) error {
+	p, err := telemetry.Setup(ctx, n.cfg.Telemetry, "warden-worker", os.Getenv)
+	if err != nil || p == nil {
+		return err
+	}
+	i, err := telemetry.Interceptor(p.TracerProvider())
+	if err != nil {
+		return err
+	}
+	n.tracer = p
+	n.copts.Interceptors = append(n.copts.Interceptors, i)
+	n.onStop(func() {
+		if err := p.ShutdownWithin(5 * time.Second); err != nil {
+			n.logger.Warn("traces not flushed", "error", err)
+		}
+	})
+	fmt.Println("traces           on (OTLP)")
+	return nil
 }
 
 // embedded starts the embedded server with the keyring that guards it,

@@ -22,6 +22,7 @@ import (
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/metrics"
+	"github.com/wardenhq/warden/telemetry"
 )
 
 // Options are what a node takes beyond its configuration: the command
@@ -60,6 +61,8 @@ type node struct {
 	inboxKey  string
 	// store is the content store the worker and the inbox share.
 	store content.Store
+	// tracer is the tracer provider when traces are on (nil: off).
+	tracer *telemetry.Provider
 }
 
 func newNode(cfg config.Config, o Options) *node {

@@ -104,7 +104,7 @@ func serveMetrics(addr string, g prometheus.Gatherer, pprof bool) (stop func(), 
 // key when the embedded server requires keys; otherwise the worker's.
 func inboxClient(ctx context.Context, c tclient.Client, copts tclient.Options, key string) (tclient.Client, error) {
 	if key == "" {
-		return tclient.NewClientFromExisting(c, tclient.Options{Namespace: copts.Namespace})
+		return tclient.NewClientFromExisting(c, tclient.Options{Namespace: copts.Namespace, Interceptors: copts.Interceptors})
 	}
 	copts.HeadersProvider = auth.Headers(key)
 	ic, err := tclient.DialContext(ctx, copts)

@@ -16,6 +16,7 @@ import (
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware/std"
+	"github.com/wardenhq/warden/telemetry"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/tools/mcp"
 )
@@ -69,7 +70,7 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 	n.store = store
 	n.housekeep(ctx)
 	w := worker.New(n.c, cfg.Worker.TaskQueue, workerOptions(cfg))
-	a, err := warden.Register(w, warden.Options{
+	a, err := warden.Register(w, withTracing(warden.Options{
 		ToolMiddleware: toolMW, ModelMetrics: metrics.NewModels(n.reg), Models: providers, Tools: mcpSet.Tools(),
 		Prices:         prices(cfg.Prices),
 		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: n.reg, Logger: n.logger,
@@ -79,7 +80,7 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 		Content: store, ContentCacheBytes: int64(cfg.Content.CacheMB) << 20, Compaction: compactions(cfg.Content.Compaction),
 		MaxResultBytes: cfg.Content.MaxResultBytes, MaxCallInputBytes: cfg.Content.MaxCallInputBytes,
 		Client: n.c,
-	})
+	}, traceSettings{n.tracer, cfg}))
 	if err != nil {
 		return nil, "", err
 	}
@@ -89,6 +90,26 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 		return nil, "", fmt.Errorf("permission: %w", err)
 	}
 	return w, workdir, nil
+}
+
+// withTracing adds the node's tracer provider and the config's
+// include_inputs to o; the logging middleware's secrets are redacted from
+// recorded inputs too.
+func withTracing(o warden.Options, t traceSettings) warden.Options {
+	if t.p == nil {
+		return o
+	}
+	o.TracerProvider, o.TraceInputs = t.p.TracerProvider(), t.cfg.Telemetry.IncludeInputs
+	if l := t.cfg.Middleware.Logging; l != nil {
+		o.TraceSecrets, o.TraceSecretEnv = l.Secrets, l.SecretEnv
+	}
+	return o
+}
+
+// traceSettings are what withTracing reads.
+type traceSettings struct {
+	p   *telemetry.Provider
+	cfg config.Config
 }
 
 // hiddenPaths are the paths the local backend and the MCP servers'

@@ -71,6 +71,15 @@ if [ "${WARDEN_SKIP_STOCK:-}" != "1" ]; then
   export WARDEN_TEMPORAL_CLI WARDEN_REQUIRE_STOCK=1
 fi
 
+if [ "${WARDEN_SKIP_JAEGER:-}" != "1" ]; then
+  # The tracing test (tests/trace_test.go) sends a real worker's spans to
+  # Jaeger and reads them back; once it is installed here, it fails
+  # rather than skips.
+  echo "== jaeger (tracing test; built once, then cached)"
+  WARDEN_JAEGER=$(.ci/jaeger.sh)
+  export WARDEN_JAEGER WARDEN_REQUIRE_JAEGER=1
+fi
+
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt wants to reformat:"; echo "$unformatted"; exit 1; fi

@@ -368,6 +368,8 @@ func constGroups() map[string]map[string]any {
 	}
 	return map[string]map[string]any{
 		"workflows.workflow": str("TurnWorkflow", workflows.TurnWorkflow),
+		// Span names: dashboards and trace queries filter on them.
+		"workflows.spans": str("SpanApprovalWait", workflows.SpanApprovalWait, "SpanContinueAsNew", workflows.SpanContinueAsNew),
 		"workflows.policy": str(
 			"PolicyWorkflow", workflows.PolicyWorkflow, "DefaultPolicyStore", workflows.DefaultPolicyStore,
 			"QueryPolicy", workflows.QueryPolicy, "UpdateSetPolicy", workflows.UpdateSetPolicy,

@@ -125,6 +125,7 @@ func (t *turn) endOrContinue(ctx workflow.Context, err error) error {
 			return t.fail(ctx, temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeStateTooLarge, nil))
 		}
 	}
+	continueAsNewSpan(ctx, len(t.pending))
 	return workflow.NewContinueAsNewError(ctx, TurnWorkflow, next)
 }
 

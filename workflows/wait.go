@@ -221,6 +221,7 @@ func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a AnswerState) er
 	if p.Kind == PendingApproval {
 		workflow.GetMetricsHandler(ctx).Timer(MetricApprovalWait).Record(workflow.Now(ctx).Sub(p.RequestedAt))
 	}
+	approvalSpan(ctx, p, a)
 	switch {
 	case a.External != nil:
 		r := a.External

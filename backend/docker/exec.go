@@ -53,6 +53,7 @@ func (b *Backend) Exec(ctx context.Context, req backend.ExecRequest) (backend.Ex
 	if req.Dir == "" {
 		req.Dir = b.cfg.Workdir
 	}
+	req.Env = append(backend.TraceEnv(ctx), req.Env...)
 	if b.sessionFits(req) {
 		if res, ok, err := b.sessionExec(ctx, req); ok {
 			return res, err

@@ -133,7 +133,7 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 		dir = b.Workdir
 	}
 	// A clean environment: the worker's secrets never reach a tool.
-	env := backend.ToolEnv(os.Environ(), b.Env, req.Env)
+	env := backend.ToolEnv(os.Environ(), b.Env, append(backend.TraceEnv(ctx), req.Env...))
 	stdout := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 1)}
 	stderr := &backend.CappedBuffer{Max: req.MaxOutput, Tee: tee(out, 2)}
 	// The hidden files' identities, taken before the process can move
