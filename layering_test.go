@@ -97,3 +97,26 @@ func match(pkg, pattern string) bool {
 func matchAny(pkg string, patterns []string) bool {
 	return slices.ContainsFunc(patterns, func(p string) bool { return match(pkg, p) })
 }
+
+// TestNoAWSInLibrary: package warden and package client link the S3
+// content store (and with it the AWS SDK) only when a program asks for
+// it (content/stores, content/s3store); a worker or client on the
+// directory store does not carry it. The control: content/stores does.
+func TestNoAWSInLibrary(t *testing.T) {
+	deps := func(pkg string) []string {
+		out, err := exec.Command("go", "list", "-deps", pkg).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", pkg, err)
+		}
+		return strings.Fields(string(out))
+	}
+	aws := func(p string) bool { return strings.HasPrefix(p, "github.com/aws/") }
+	for _, pkg := range []string{module, module + "/client"} {
+		if i := slices.IndexFunc(deps(pkg), aws); i >= 0 {
+			t.Errorf("%s depends on %s", pkg, deps(pkg)[i])
+		}
+	}
+	if !slices.ContainsFunc(deps(module+"/content/stores"), aws) {
+		t.Error("content/stores does not depend on the AWS SDK: the check above sees nothing")
+	}
+}

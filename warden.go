@@ -125,6 +125,19 @@ type Options struct {
 	// TraceSecrets and TraceSecretEnv are literal secrets and the names
 	// of variables whose values are redacted from recorded inputs.
 	TraceSecrets, TraceSecretEnv []string
+	// VersioningBehavior is the Worker Versioning behaviour of warden's
+	// workflows, for a worker with worker.Options.DeploymentOptions
+	// UseVersioning on; it applies whatever the worker's
+	// DefaultVersioningBehavior. The zero value is AutoUpgrade: each
+	// turn moves to the deployment's current version at its next workflow
+	// task, which warden's workflows allow because they patch every change
+	// with workflow.GetVersion (see "Upgrading while turns wait" in the
+	// README). Pinned keeps each turn on the build that started it, so a
+	// turn parked for a week keeps that build's code and needs its workers
+	// running until it closes. The policy store's workflow, which never
+	// closes, is AutoUpgrade either way. Without versioning on the worker,
+	// it has no effect.
+	VersioningBehavior workflow.VersioningBehavior
 	// Registerer receives warden's metrics; nil records none.
 	Registerer prometheus.Registerer
 	Logger     *slog.Logger
@@ -159,16 +172,27 @@ type ToolWrapper interface {
 // they exist. Call EnsureSearchAttributes with the worker's client before
 // the worker starts: it creates them when the credentials allow, and
 // otherwise returns the `temporal operator search-attribute create`
-// command an administrator runs.
+// command an administrator runs (and the tcld command, for Temporal
+// Cloud).
+//
+// On a worker with Worker Versioning on, warden's workflows take
+// Options.VersioningBehavior (AutoUpgrade by default), so Register does
+// not panic for want of one.
 func Register(w worker.Registry, o Options) (*activities.Activities, error) {
 	a, err := NewActivities(o)
 	if err != nil {
 		return nil, err
 	}
-	w.RegisterWorkflowWithOptions(workflows.New(roles.Checker{}, o.AgentMiddleware...), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
-	w.RegisterWorkflowWithOptions(workflows.PolicyStore, workflow.RegisterOptions{Name: workflows.PolicyWorkflow})
-	w.RegisterWorkflowWithOptions(workflows.BudgetStore, workflow.RegisterOptions{Name: workflows.BudgetStoreWorkflow})
-	w.RegisterWorkflowWithOptions(workflows.ListTools, workflow.RegisterOptions{Name: workflows.ToolsWorkflow})
+	vb := o.VersioningBehavior
+	if vb == workflow.VersioningBehaviorUnspecified {
+		vb = workflow.VersioningBehaviorAutoUpgrade
+	}
+	w.RegisterWorkflowWithOptions(workflows.New(roles.Checker{}, o.AgentMiddleware...), workflow.RegisterOptions{Name: workflows.TurnWorkflow, VersioningBehavior: vb})
+	// The policy and budget stores never close: pinned, it would hold its build's
+	// workers forever.
+	w.RegisterWorkflowWithOptions(workflows.PolicyStore, workflow.RegisterOptions{Name: workflows.PolicyWorkflow, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
+	w.RegisterWorkflowWithOptions(workflows.BudgetStore, workflow.RegisterOptions{Name: workflows.BudgetStoreWorkflow, VersioningBehavior: workflow.VersioningBehaviorAutoUpgrade})
+	w.RegisterWorkflowWithOptions(workflows.ListTools, workflow.RegisterOptions{Name: workflows.ToolsWorkflow, VersioningBehavior: vb})
 	a.Register(w)
 	return a, nil
 }

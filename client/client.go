@@ -60,6 +60,10 @@ type Client struct {
 	// function tools your workers register; rules of tools it does not
 	// know are checked where they meet the worker's registry.
 	RuleTools []tools.Tool
+	// Namespace is the namespace of the Temporal client, as errors name
+	// it (the commands that create warden's search attributes in it);
+	// empty, they say NAMESPACE.
+	Namespace string
 
 	storesMu sync.Mutex
 	stores   map[string]bool // policy stores made by this client
@@ -335,7 +339,14 @@ func (cl *Client) State(ctx context.Context, workflowID string) (workflows.Summa
 	return s, v.Get(&s)
 }
 
-// Pending returns one turn's open approvals and external calls.
+// Pending returns one turn's open approvals and external calls, asked of
+// the turn with a query: it needs a worker of the turn's task queue to
+// answer (it fails, after the SDK's timeout, while none runs) and it is
+// current to the turn's last workflow task. ListPending and
+// ListPendingPage list the entries of every waiting turn from visibility
+// instead: they need no worker, and follow the turns a little behind
+// (visibility is updated after each workflow task, within a second or so
+// on one server).
 func (cl *Client) Pending(ctx context.Context, workflowID string) ([]workflows.Pending, error) {
 	var ps []workflows.Pending
 	v, err := cl.c.QueryWorkflow(ctx, workflowID, "", workflows.QueryPending)
@@ -431,7 +442,7 @@ func (cl *Client) ListPendingPage(ctx context.Context, f Filter, pageSize int, t
 	resp, err := cl.c.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
 		Query: pendingQuery(f, now), NextPageToken: token, PageSize: int32(pageSize)})
 	if err != nil {
-		return PendingPage{}, fmt.Errorf("list waiting turns: %w", err)
+		return PendingPage{}, fmt.Errorf("list waiting turns: %w", cl.explainListing(err))
 	}
 	exs := resp.GetExecutions()
 	page := PendingPage{Next: resp.GetNextPageToken(), Turns: len(exs)}
@@ -592,7 +603,13 @@ func WordClip(s string) string {
 }
 
 // ListPending lists pending entries across all running turns of the
-// namespace, oldest first: ListPendingPage over every page.
+// namespace, oldest first: ListPendingPage over every page. It reads
+// visibility (each waiting turn's search attributes and memo), so it
+// works with no worker running, and is eventually consistent: a call
+// parked or answered a moment ago can be missing or still listed; Pending
+// asks one turn for its current entries, through a worker. In a
+// namespace without warden's search attributes it fails with
+// ErrNoSearchAttributes and the commands that create them.
 func (cl *Client) ListPending(ctx context.Context, f Filter) ([]PendingEntry, error) {
 	var out []PendingEntry
 	var token []byte

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -19,15 +18,14 @@ import (
 
 	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/config"
-	"github.com/wardenhq/warden/content"
-	"github.com/wardenhq/warden/content/s3store"
 	"github.com/wardenhq/warden/telemetry"
 	"github.com/wardenhq/warden/workflows"
 )
 
 // This file builds what a client of warden needs from package config's
-// data: the Temporal connection, the approvers turns record and the
-// content store.
+// data: the Temporal connection and the approvers turns record. The
+// content store a configuration names is opened by package
+// content/stores (which links the S3 store; this package does not).
 
 // DialOptions are the Temporal client options for joining the cluster
 // in t (address, namespace, TLS client certificate, API key, warden
@@ -216,27 +214,4 @@ func Approvers(i config.Inbox) (*workflows.Approvers, error) {
 		return nil, fmt.Errorf("inbox: %w", err)
 	}
 	return a, nil
-}
-
-// OpenStore opens the content store of c. S3 credentials come from
-// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY only.
-func OpenStore(c config.Config) (content.Store, error) {
-	if c.Content.Store == "s3" {
-		cfg := c.Content.S3
-		cfg.AccessKey, cfg.SecretKey = os.Getenv("AWS_ACCESS_KEY_ID"), os.Getenv("AWS_SECRET_ACCESS_KEY")
-		s, err := s3store.New(cfg)
-		if err != nil {
-			return nil, fmt.Errorf("content.s3: %w", err)
-		}
-		return s, nil
-	}
-	dir := c.Content.Dir
-	if dir == "" {
-		dir = filepath.Join(c.Server.DataDir, "content")
-	}
-	s, err := content.NewFS(dir)
-	if err != nil {
-		return nil, fmt.Errorf("content.dir: %w", err)
-	}
-	return s, nil
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/config"
-	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/tools/roles"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -102,22 +100,6 @@ func TestConfigOptions(t *testing.T) {
 	o, err := ConfigOptions(c, "")
 	if err != nil || o.HostPort != "cluster:7233" || o.Namespace != "default" {
 		t.Errorf("client options %q %q: %v", o.HostPort, o.Namespace, err)
-	}
-}
-
-// TestOpenStore: the default content store is a directory in the data
-// directory.
-func TestOpenStore(t *testing.T) {
-	t.Parallel()
-	cfg := config.Default()
-	cfg.Server.DataDir = t.TempDir()
-	s, err := OpenStore(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fs, ok := s.(*content.FS)
-	if !ok || fs.Dir != filepath.Join(cfg.Server.DataDir, "content") {
-		t.Fatalf("store %v, want an fs store in the data directory", s)
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -40,14 +40,10 @@ func runningFor(rc RunningCall, now time.Time) string {
 
 // FullAnswer is the answer of the finished turn workflowID: res.Answer,
 // or, when the result holds only its preview (AnswerRef), the whole
-// answer read from the content store of cfg. The preview stays when the
-// store cannot be read.
-func FullAnswer(ctx context.Context, cfg config.Config, workflowID string, res workflows.TurnResult) string {
-	if res.AnswerRef == "" {
-		return res.Answer
-	}
-	store, err := OpenStore(cfg)
-	if err != nil {
+// answer read from store. The preview stays when store is nil or cannot
+// be read.
+func FullAnswer(ctx context.Context, store content.Store, workflowID string, res workflows.TurnResult) string {
+	if res.AnswerRef == "" || store == nil {
 		return res.Answer
 	}
 	data, err := store.Get(ctx, workflowID, res.AnswerRef)

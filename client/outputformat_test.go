@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -38,9 +37,7 @@ func TestFormatOutput(t *testing.T) {
 // without a ref, or when it cannot be read, the result's answer stays.
 func TestFullAnswer(t *testing.T) {
 	ctx := context.Background()
-	var cfg config.Config
-	cfg.Content.Dir = t.TempDir()
-	store, err := content.NewFS(cfg.Content.Dir)
+	store, err := content.NewFS(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +53,7 @@ func TestFullAnswer(t *testing.T) {
 		{workflows.TurnResult{Answer: "short"}, "short"},
 		{workflows.TurnResult{Answer: "preview…", AnswerRef: strings.Repeat("cd", 32)}, "preview…"},
 	} {
-		if got := FullAnswer(ctx, cfg, "t1", c.res); got != c.want {
+		if got := FullAnswer(ctx, store, "t1", c.res); got != c.want {
 			t.Errorf("FullAnswer(%+v) = %q, want %q", c.res, got, c.want)
 		}
 	}

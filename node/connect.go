@@ -139,8 +139,9 @@ func ensureSearchAttributes(ctx context.Context, c tclient.Client, cfg config.Co
 			hint = "on a warden server, with --api-key \"$(cat DATA_DIR/auth/operator.key)\" --tls=false"
 		}
 		return fmt.Errorf("namespace %s lacks warden's search attributes %s, and this worker's credentials may not create them: %w\n"+
-			"create them as an administrator of the namespace (%s), then start the worker again:\n  %s",
-			ns, strings.Join(slices.Sorted(maps.Keys(missing.Missing)), ", "), missing.Err, hint, missing.Command(address))
+			"create them as an administrator of the namespace (%s), then start the worker again:\n  %s\n"+
+			"on Temporal Cloud, which refuses the operator service, with tcld (or in the Cloud UI, the namespace's search attributes):\n  %s",
+			ns, strings.Join(slices.Sorted(maps.Keys(missing.Missing)), ", "), missing.Err, hint, missing.Command(address), missing.CloudCommand())
 	}
 	if err != nil {
 		return fmt.Errorf("search attributes: %w", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/content/stores"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware/std"
 	"github.com/wardenhq/warden/telemetry"
@@ -63,7 +64,7 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("middleware: %w", err)
 	}
-	store, err := client.OpenStore(cfg)
+	store, err := stores.Open(cfg)
 	if err != nil {
 		return nil, "", err
 	}

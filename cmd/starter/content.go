@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/content/stores"
 )
 
 func newShowCmd(cn *conn) *cobra.Command {
@@ -24,7 +25,7 @@ func newShowCmd(cn *conn) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			store, err := client.OpenStore(cfg)
+			store, err := stores.Open(cfg)
 			if err != nil {
 				return err
 			}
@@ -58,7 +59,7 @@ func newGCCmd(cn *conn) *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			store, err := client.OpenStore(cfg)
+			store, err := stores.Open(cfg)
 			if err != nil {
 				return err
 			}

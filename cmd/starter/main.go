@@ -92,6 +92,7 @@ func (cn *conn) dial(ctx context.Context) (tclient.Client, *client.Client, confi
 		return nil, nil, cfg, err
 	}
 	cl := client.New(c, cfg.Worker.TaskQueue)
+	cl.Namespace = cfg.Namespace()
 	cn.keyName = client.KeyName(cfg.Temporal)
 	cl.Via = cn.keyName
 	// Turns record the approvers of the config: the workflow checks

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/content/stores"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -41,7 +42,8 @@ func newWatchCmd(cn *conn) *cobra.Command {
 // stopped early (the iteration bound) is an error, so the command's exit
 // status says the turn did not finish: 0 means it answered.
 func printResult(ctx context.Context, out io.Writer, cfg config.Config, id string, res workflows.TurnResult, asJSON bool) error {
-	res.Answer = client.FullAnswer(ctx, cfg, id, res)
+	store, _ := stores.Open(cfg) // without a store the preview stays
+	res.Answer = client.FullAnswer(ctx, store, id, res)
 	stopped := error(nil)
 	if res.Stopped != "" {
 		stopped = fmt.Errorf("turn %s stopped before answering: %s after %d model calls", id, res.Stopped, res.Iterations)

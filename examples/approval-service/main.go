@@ -10,7 +10,11 @@
 //	go run ./examples/approval-service --address 127.0.0.1:7233 --listen 127.0.0.1:8080
 //	go run ./examples/approval-service --address HOST:7233 --tls-cert c.pem --tls-key c.key --tls-ca ca.pem
 //	curl -s localhost:8080/pending
-//	curl -s -d '{"workflow_id":"turn-1","call_id":"c1","decision":"allow","by":"alice"}' localhost:8080/approve
+//	curl -s -d '{"workflow_id":"turn-1","call_id":"c1","decision":"allow","hash":"HASH","by":"alice"}' localhost:8080/approve
+//
+// HASH is the entry's "hash" as GET /pending lists it: the workflow
+// rejects an answer without it, or with one of a call or policy that
+// changed since (409).
 package main
 
 import (
@@ -77,6 +81,7 @@ func run() error {
 	// for the people named in "by"; see `starter keys`).
 	cl := client.New(c, "")
 	cl.Via = client.KeyName(conn)
+	cl.Namespace = *namespace
 	srv := &http.Server{Handler: newHandler(cl, logger), ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -104,8 +109,9 @@ type approveRequest struct {
 	WorkflowID string             `json:"workflow_id"`
 	CallID     string             `json:"call_id"`
 	Decision   workflows.Decision `json:"decision"`
-	// Hash, when set, binds the answer to the entry the approver saw.
-	Hash   string   `json:"hash,omitempty"`
+	// Hash is the listed entry's hash (required): it binds the answer to
+	// the entry the approver saw.
+	Hash   string   `json:"hash"`
 	Rules  []string `json:"rules,omitempty"`
 	Reason string   `json:"reason,omitempty"`
 	By     string   `json:"by,omitempty"`
@@ -143,8 +149,8 @@ func newHandler(cl *client.Client, logger *slog.Logger) http.Handler {
 			http.Error(w, "body: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if req.WorkflowID == "" || req.CallID == "" {
-			http.Error(w, "workflow_id and call_id are required", http.StatusBadRequest)
+		if req.WorkflowID == "" || req.CallID == "" || req.Hash == "" {
+			http.Error(w, "workflow_id, call_id and hash (the entry's, as GET /pending lists it) are required", http.StatusBadRequest)
 			return
 		}
 		ack, err := cl.Approve(r.Context(), req.WorkflowID, workflows.Approval{

@@ -9,7 +9,7 @@
 //
 // The first middleware is the outermost, so timing measures redaction too.
 //
-//	go run ./examples/middleware --address 127.0.0.1:7233
+//	go run ./examples/middleware --address 127.0.0.1:7233 --task-queue warden
 package main
 
 import (
@@ -28,6 +28,7 @@ import (
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/middleware"
 	"github.com/wardenhq/warden/tools"
 )
@@ -43,12 +44,15 @@ func run() error {
 	address := flag.String("address", "127.0.0.1:7233", "Temporal frontend address")
 	keyFile := flag.String("key-file", os.Getenv("WARDEN_KEY_FILE"), "warden key file, for a server that requires keys (env WARDEN_KEY_FILE)")
 	namespace := flag.String("namespace", "default", "Temporal namespace")
+	apiKey := flag.String("api-key", os.Getenv("TEMPORAL_API_KEY"), "API key sent over TLS, as Temporal Cloud takes it (env TEMPORAL_API_KEY)")
 	queue := flag.String("task-queue", "warden", "task queue to serve")
+	contentDir := flag.String("content-dir", ".warden/content", "directory of the content store that keeps conversations out of history (shared by the queue's workers)")
 	flag.Parse()
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	// config.Temporal turns a key file into the client's credentials.
-	conn := config.Temporal{Address: *address, Namespace: *namespace, KeyFile: *keyFile}
+	// config.Temporal turns a key file or an API key into the client's
+	// credentials.
+	conn := config.Temporal{Address: *address, Namespace: *namespace, KeyFile: *keyFile, APIKey: *apiKey}
 	opts, err := client.DialOptions(conn)
 	if err != nil {
 		return err
@@ -60,9 +64,25 @@ func run() error {
 	}
 	defer c.Close()
 
+	// Before the worker starts: the namespace needs warden's search
+	// attributes (waiting turns set them; listings query them). This
+	// creates the missing ones, or fails with the commands to run.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if created, err := warden.EnsureSearchAttributes(ctx, c, *namespace); err != nil {
+		return err
+	} else if len(created) > 0 {
+		logger.Warn("created warden's search attributes", "namespace", *namespace, "created", created)
+	}
+
+	store, err := content.NewFS(*contentDir)
+	if err != nil {
+		return err
+	}
 	w := worker.New(c, *queue, worker.Options{})
 	if _, err := warden.Register(w, warden.Options{
 		ToolMiddleware: []middleware.Middleware{timing(logger), redaction()},
+		Content:        store,
 		Logger:         logger,
 	}); err != nil {
 		return err
