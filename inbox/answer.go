@@ -1,0 +1,300 @@
+// The answer handlers (POST /api/approve, /api/deny, /api/answer,
+// /api/bulk): their request bodies, and the checks of the approver's
+// roles and of always-allow rules before a decision is sent.
+
+package inbox
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/tools"
+	"github.com/wardenhq/warden/workflows"
+)
+
+// ApproveRequest is the body of POST /api/approve.
+type ApproveRequest struct {
+	WorkflowID string             `json:"workflow_id"`
+	CallID     string             `json:"call_id"`
+	Hash       string             `json:"hash"`
+	Decision   workflows.Decision `json:"decision"`
+	Rules      []string           `json:"rules,omitempty"`
+	Input      json.RawMessage    `json:"input,omitempty"`
+	// Reason says why it is allowed (a ticket); the turn's policy may
+	// require one (workflows.Pending.ReasonRequired).
+	Reason string `json:"reason,omitempty"`
+	// Scope, TTL (a duration such as "24h") and SingleUse remember an
+	// always_allow in the turn's policy store (workflows.Approval.Scope):
+	// input, turn, agent or namespace. Empty: the turn only.
+	Scope     workflows.RememberScope `json:"scope,omitempty"`
+	TTL       string                  `json:"ttl,omitempty"`
+	SingleUse bool                    `json:"single_use,omitempty"`
+}
+
+// DenyRequest is the body of POST /api/deny.
+type DenyRequest struct {
+	WorkflowID string `json:"workflow_id"`
+	CallID     string `json:"call_id"`
+	Hash       string `json:"hash"`
+	Reason     string `json:"reason"`
+}
+
+// AnswerRequest is the body of POST /api/answer: AskUser answers, or a
+// plain content for other external calls.
+type AnswerRequest struct {
+	WorkflowID string                        `json:"workflow_id"`
+	CallID     string                        `json:"call_id"`
+	Answers    []tools.AskUserQuestionAnswer `json:"answers,omitempty"`
+	Content    string                        `json:"content,omitempty"`
+	IsError    bool                          `json:"is_error,omitempty"`
+	// Hash is the call's hash as the page showed it (default: as read
+	// when the answer is sent).
+	Hash string `json:"hash,omitempty"`
+}
+
+// BulkRequest is the body of POST /api/bulk.
+type BulkRequest struct {
+	Action string        `json:"action"` // allow or deny
+	Reason string        `json:"reason,omitempty"`
+	Items  []DenyRequest `json:"items"`
+}
+
+// BulkResult is one item's outcome in the answer to POST /api/bulk.
+type BulkResult struct {
+	WorkflowID string `json:"workflow_id"`
+	CallID     string `json:"call_id"`
+	OK         bool   `json:"ok"`
+	Error      string `json:"error,omitempty"`
+}
+
+// authorize finds the open entry and checks the user's roles against it
+// (and against an edited input).
+func (s *Server) authorize(r *http.Request, wf, callID string, kind workflows.PendingKind, edited json.RawMessage) (workflows.Pending, error) {
+	if wf == "" || callID == "" {
+		return workflows.Pending{}, statusErr(http.StatusBadRequest, "workflow_id and call_id are required")
+	}
+	ps, err := s.cfg.Client.Pending(r.Context(), wf)
+	if err != nil {
+		return workflows.Pending{}, statusErr(http.StatusNotFound, "turn %s: %w", wf, err)
+	}
+	i := slices.IndexFunc(ps, func(p workflows.Pending) bool { return p.CallID == callID })
+	if i < 0 {
+		return workflows.Pending{}, statusErr(http.StatusNotFound, "turn %s has no open call %s", wf, callID)
+	}
+	p := ps[i]
+	if p.Kind != kind {
+		return p, statusErr(http.StatusBadRequest, "call %s waits for %s, not %s", callID, p.Kind, kind)
+	}
+	user := userFrom(r)
+	if !s.may(user, p.Tool, p.Input) || len(edited) > 0 && !s.may(user, p.Tool, edited) {
+		s.unauthorized.Inc()
+		return p, statusErr(http.StatusForbidden, "user %s may not answer this %s call", user, p.Tool)
+	}
+	return p, nil
+}
+
+func rejected(err error) error {
+	if errors.Is(err, client.ErrRejected) || errors.Is(err, client.ErrNotRemembered) {
+		return statusErr(http.StatusConflict, "%w", err)
+	}
+	return err
+}
+
+func (s *Server) handleApprove(r *http.Request) (any, error) {
+	var req ApproveRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if req.Decision == "" {
+		req.Decision = workflows.DecisionAllow
+	}
+	if req.Decision != workflows.DecisionAllow && req.Decision != workflows.DecisionAlwaysAllow {
+		return nil, statusErr(http.StatusBadRequest, "decision %q: want allow or always_allow", req.Decision)
+	}
+	if len(req.Input) > 0 && !json.Valid(req.Input) {
+		return nil, statusErr(http.StatusBadRequest, "edited input is not valid JSON")
+	}
+	ttl, err := rememberOptions(req)
+	if err != nil {
+		return nil, err
+	}
+	p, err := s.authorize(r, req.WorkflowID, req.CallID, workflows.PendingApproval, req.Input)
+	if err != nil {
+		return nil, err
+	}
+	rules := trimRules(req.Rules)
+	// The input scope adds no rule: it remembers the exact call, which
+	// authorize found the user may answer.
+	if req.Decision == workflows.DecisionAlwaysAllow && req.Scope != workflows.ScopeInput {
+		if err := s.mayAlwaysAllow(r, rules, p); err != nil {
+			return nil, err
+		}
+	}
+	var input json.RawMessage
+	if len(req.Input) > 0 {
+		var b bytes.Buffer
+		if err := json.Compact(&b, req.Input); err != nil {
+			return nil, statusErr(http.StatusBadRequest, "edited input: %w", err)
+		}
+		input = b.Bytes()
+	}
+	a := workflows.Approval{
+		CallID: req.CallID, Decision: req.Decision, Hash: req.Hash, Rules: rules, Input: input, By: userFrom(r),
+		Reason: strings.TrimSpace(req.Reason), Scope: req.Scope, TTL: ttl, SingleUse: req.SingleUse}
+	if err := workflows.CheckAnswerable(p, a); err != nil {
+		return nil, statusErr(http.StatusBadRequest, "%w", err)
+	}
+	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, a)
+	if err != nil {
+		return nil, rejected(err)
+	}
+	return ack, nil
+}
+
+// trimRules returns the rules an approver typed, trimmed, without the
+// empty ones.
+func trimRules(in []string) []string {
+	var rules []string
+	for _, rl := range in {
+		if rl = strings.TrimSpace(rl); rl != "" {
+			rules = append(rules, rl)
+		}
+	}
+	return rules
+}
+
+// mayAlwaysAllow checks an always-allow of p: it needs a rule (the typed
+// rules, else p's suggestions), and no rule may be wider than the
+// approver's roles.
+func (s *Server) mayAlwaysAllow(r *http.Request, rules []string, p workflows.Pending) error {
+	if len(rules) == 0 && len(p.Suggestions) == 0 {
+		return statusErr(http.StatusBadRequest, "always allow needs a rule")
+	}
+	added := rules
+	if len(added) == 0 {
+		added = p.Suggestions
+	}
+	u, _ := s.user(userFrom(r))
+	for _, rl := range added {
+		if err := mayAddRule(u, rl); err != nil {
+			s.unauthorized.Inc()
+			return statusErr(http.StatusForbidden, "user %s may not add this rule: %w", userFrom(r), err)
+		}
+	}
+	return nil
+}
+
+// rememberOptions checks the remembered-approval fields of req and
+// returns its TTL.
+func rememberOptions(req ApproveRequest) (time.Duration, error) {
+	if req.Scope != "" && !req.Scope.Valid() {
+		return 0, statusErr(http.StatusBadRequest, "scope %q: want input, turn, agent or namespace", req.Scope)
+	}
+	if req.Scope != "" && req.Decision != workflows.DecisionAlwaysAllow {
+		return 0, statusErr(http.StatusBadRequest, "a scope remembers an always_allow")
+	}
+	if req.Scope == workflows.ScopeInput && len(trimRules(req.Rules)) > 0 {
+		return 0, statusErr(http.StatusBadRequest, "the input scope remembers the exact input and takes no rules")
+	}
+	if req.Scope == "" && (req.TTL != "" || req.SingleUse) {
+		return 0, statusErr(http.StatusBadRequest, "ttl and single_use need a scope")
+	}
+	if req.TTL == "" {
+		return 0, nil
+	}
+	ttl, err := time.ParseDuration(req.TTL)
+	if err != nil || ttl <= 0 {
+		return 0, statusErr(http.StatusBadRequest, "ttl %q: want a positive duration such as 24h", req.TTL)
+	}
+	return ttl, nil
+}
+
+func (s *Server) handleDeny(r *http.Request) (any, error) {
+	var req DenyRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	return s.deny(r, req)
+}
+
+func (s *Server) deny(r *http.Request, req DenyRequest) (workflows.Ack, error) {
+	p, err := s.authorize(r, req.WorkflowID, req.CallID, workflows.PendingApproval, nil)
+	if err != nil {
+		return workflows.Ack{}, err
+	}
+	a := workflows.Approval{
+		CallID: req.CallID, Decision: workflows.DecisionDeny, Hash: req.Hash, Reason: strings.TrimSpace(req.Reason), By: userFrom(r)}
+	if err := workflows.CheckAnswerable(p, a); err != nil {
+		return workflows.Ack{}, statusErr(http.StatusBadRequest, "%w", err)
+	}
+	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, a)
+	return ack, rejected(err)
+}
+
+func (s *Server) handleAnswer(r *http.Request) (any, error) {
+	var req AnswerRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	p, err := s.authorize(r, req.WorkflowID, req.CallID, workflows.PendingExternal, nil)
+	if err != nil {
+		return nil, err
+	}
+	res := workflows.ExternalResult{CallID: req.CallID, Content: req.Content, IsError: req.IsError, By: userFrom(r)}
+	if p.Tool == "AskUser" {
+		ans := tools.AskUserAnswer{Answers: req.Answers}
+		if err := tools.ValidateAskUserAnswer(p.Input, ans); err != nil {
+			return nil, statusErr(http.StatusBadRequest, "%w", err)
+		}
+		var err error
+		if res, err = client.AskUserResult(req.CallID, ans, userFrom(r)); err != nil {
+			return nil, err
+		}
+	}
+	res.Hash = cmp.Or(req.Hash, p.Hash)
+	ack, err := s.cfg.Client.CompleteExternal(r.Context(), req.WorkflowID, res)
+	if err != nil {
+		return nil, rejected(err)
+	}
+	return ack, nil
+}
+
+func (s *Server) handleBulk(r *http.Request) (any, error) {
+	var req BulkRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	if req.Action != "allow" && req.Action != "deny" {
+		return nil, statusErr(http.StatusBadRequest, "action %q: want allow or deny", req.Action)
+	}
+	out := make([]BulkResult, 0, len(req.Items))
+	for _, it := range req.Items {
+		var err error
+		if req.Action == "deny" {
+			it.Reason = req.Reason
+			_, err = s.deny(r, it)
+		} else {
+			var p workflows.Pending
+			if p, err = s.authorize(r, it.WorkflowID, it.CallID, workflows.PendingApproval, nil); err == nil {
+				a := workflows.Approval{CallID: it.CallID, Decision: workflows.DecisionAllow, Hash: it.Hash, By: userFrom(r),
+					Reason: strings.TrimSpace(req.Reason)}
+				if err = workflows.CheckAnswerable(p, a); err == nil {
+					_, err = s.cfg.Client.Approve(r.Context(), it.WorkflowID, a)
+				}
+			}
+		}
+		res := BulkResult{WorkflowID: it.WorkflowID, CallID: it.CallID, OK: err == nil}
+		if err != nil {
+			res.Error = err.Error()
+		}
+		out = append(out, res)
+	}
+	return map[string]any{"results": out}, nil
+}
