@@ -13,6 +13,8 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/backendtest"
@@ -415,6 +417,29 @@ func TestExecEnv(t *testing.T) {
 		out := string(res.Stdout)
 		if !strings.Contains(out, "WARDEN_TEST_WORKER_ONLY_PASSED=x\n") || !strings.Contains(out, "CI=1\n") || strings.Contains(out, "worker-secret") {
 			t.Errorf("session=%v: container environment:\n%s", session, out)
+		}
+	}
+}
+
+// TestTraceEnv: a process run with a context carrying a span sees
+// TRACEPARENT naming that span (plain exec and on the session); the
+// control, a context without a span, sees no TRACEPARENT.
+func TestTraceEnv(t *testing.T) {
+	cli := dockerClient(t)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewInMemoryExporter()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	for _, session := range []bool{false, true} {
+		b := newTest(t, cli, Config{Session: session})
+		ctx, span := tp.Tracer("test").Start(t.Context(), "tool")
+		sc := span.SpanContext()
+		res, err := b.Exec(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo tp=$TRACEPARENT"}, Timeout: 30 * time.Second})
+		span.End()
+		want := "tp=00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01\n"
+		if err != nil || string(res.Stdout) != want {
+			t.Errorf("session=%v: with a span: %v stdout %q, want %q", session, err, res.Stdout, want)
+		}
+		if out := string(run(t, b, "env").Stdout); strings.Contains(out, "TRACEPARENT") || strings.Contains(out, "TRACESTATE") {
+			t.Errorf("session=%v: control without a span: environment has trace context:\n%s", session, out)
 		}
 	}
 }

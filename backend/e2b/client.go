@@ -73,7 +73,8 @@ type Config struct {
 	// backend.ResolveEnv) added to the environment of every process
 	// warden starts, also in a sandbox it reconnects to. The worker's own
 	// environment never reaches the sandbox: a process sees the
-	// sandbox's environment, EnvVars, ExecEnv and the request's entries.
+	// sandbox's environment, EnvVars, ExecEnv, the call's trace context
+	// (TRACEPARENT, TRACESTATE: backend.TraceEnv) and the request's entries.
 	ExecEnv []string
 	// HTTPClient sends every request; nil means a client without an
 	// overall timeout (streams can be long; contexts bound calls).

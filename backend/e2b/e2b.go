@@ -177,9 +177,12 @@ func (b *Backend) Exec(ctx context.Context, req backend.ExecRequest) (backend.Ex
 	if pc.Cwd == "" {
 		pc.Cwd = b.cfg.Workdir
 	}
-	if len(req.Env)+len(b.cfg.ExecEnv) > 0 {
+	// ExecEnv, then the call's trace context, then the request's own
+	// entries: the same order as the local and Docker backends.
+	env := append(append(append([]string(nil), b.cfg.ExecEnv...), backend.TraceEnv(ctx)...), req.Env...)
+	if len(env) > 0 {
 		pc.Envs = map[string]string{}
-		for _, kv := range append(append([]string(nil), b.cfg.ExecEnv...), req.Env...) {
+		for _, kv := range env {
 			k, v, _ := strings.Cut(kv, "=")
 			pc.Envs[k] = v
 		}

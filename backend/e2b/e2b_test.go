@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/backendtest"
 	"github.com/wardenhq/warden/backend/e2b"
@@ -397,5 +400,27 @@ func TestExecEnv(t *testing.T) {
 	out := string(res.Stdout)
 	if !strings.Contains(out, "WARDEN_TEST_WORKER_ONLY_PASSED=x\n") || !strings.Contains(out, "CI=2\n") || strings.Contains(out, "worker-secret") {
 		t.Errorf("sandbox environment:\n%s", out)
+	}
+}
+
+// TestTraceEnv: a process run with a context carrying a span gets
+// TRACEPARENT naming that span in the envs of its Start request; the
+// control, a context without a span, gets no trace context.
+func TestTraceEnv(t *testing.T) {
+	t.Parallel()
+	b := newBackend(t, e2bfake.New(t))
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewInMemoryExporter()))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	ctx, span := tp.Tracer("test").Start(t.Context(), "tool")
+	sc := span.SpanContext()
+	res, err := b.Exec(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo tp=$TRACEPARENT"}, Env: []string{"A=1"}})
+	span.End()
+	want := "tp=00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-01\n"
+	if err != nil || string(res.Stdout) != want {
+		t.Errorf("with a span: %v stdout %q, want %q", err, res.Stdout, want)
+	}
+	res, err = b.Exec(t.Context(), backend.ExecRequest{Argv: []string{"env"}})
+	if out := string(res.Stdout); err != nil || res.ExitCode != 0 || strings.Contains(out, "TRACEPARENT") || strings.Contains(out, "TRACESTATE") {
+		t.Errorf("control without a span: %v %+v: environment:\n%s", err, res, out)
 	}
 }
