@@ -294,3 +294,10 @@ func (cl *Client) startOnce(ctx context.Context, id string, in workflows.TurnInp
 	}
 	return false, nil
 }
+
+// String is the progress as one line: the jobs, and how many were
+// started, found already started, are running, done and failed.
+func (p BatchProgress) String() string {
+	return fmt.Sprintf("%d jobs: %d started, %d existing, %d running, %d done, %d failed",
+		p.Total, p.Started, p.Existing, p.Running, p.Done, p.Failed)
+}

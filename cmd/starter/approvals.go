@@ -11,6 +11,7 @@ import (
 
 	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/cmd/starter/internal/cli"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/workflows"
@@ -48,7 +49,7 @@ func newApprovalsListCmd(cn *conn) *cobra.Command {
 				return err
 			}
 			if !asJSON {
-				return client.WritePendingTable(cmd.OutOrStdout(), entries, time.Now())
+				return cli.WritePendingTable(cmd.OutOrStdout(), entries, time.Now())
 			}
 			if entries == nil {
 				entries = []client.PendingEntry{}

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/cmd/starter/internal/cli"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -35,7 +36,7 @@ func newAskShowCmd(cn *conn) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			text, err := client.FormatAskUserQuestions(p.Input)
+			text, err := cli.FormatAskUserQuestions(p.Input)
 			if err != nil {
 				return err
 			}
@@ -103,7 +104,7 @@ func (f askAnswerFlags) run(cmd *cobra.Command, cn *conn, wf, call string) error
 // make of the call's questions.
 func (f askAnswerFlags) answer(ctx context.Context, cl *client.Client, stdin io.Reader, wf, call string) (tools.AskUserAnswer, error) {
 	if f.jsonFile != "" {
-		return client.ReadAskUserAnswer(f.jsonFile, stdin)
+		return cli.ReadAskUserAnswer(f.jsonFile, stdin)
 	}
 	p, err := cl.AskUserCall(ctx, wf, call)
 	if errors.Is(err, client.ErrNotAskUser) {

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/cmd/starter/internal/cli"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -52,7 +53,7 @@ func (f batchFlags) run(cmd *cobra.Command, cn *conn) error {
 		return err
 	}
 	defer c.Close()
-	jobs, err := client.ReadJobs(f.file, cfg.Policy())
+	jobs, err := cli.ReadJobs(f.file, cfg.Policy())
 	if err != nil {
 		return err
 	}
@@ -65,14 +66,14 @@ func (f batchFlags) run(cmd *cobra.Command, cn *conn) error {
 	}
 	res, runErr := cl.RunBatch(ctx, jobs, opts)
 	if res != nil {
-		if err := client.WriteResults(cmd.OutOrStdout(), f.results, res); err != nil {
+		if err := cli.WriteResults(cmd.OutOrStdout(), f.results, res); err != nil {
 			return err
 		}
 	}
 	if runErr != nil {
 		return runErr
 	}
-	if failed := client.FailedJobs(res); failed > 0 {
+	if failed := cli.FailedJobs(res); failed > 0 {
 		return fmt.Errorf("%d of %d jobs failed", failed, len(res))
 	}
 	return nil

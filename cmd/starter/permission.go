@@ -11,7 +11,7 @@ import (
 
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/calls"
-	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/cmd/starter/internal/cli"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
@@ -91,7 +91,7 @@ and writes one JSON result (or {"error":...}) per request, in order.
 
 // options builds the check's options from --rules, --mode and --workdir.
 func (f permFlags) options(ctx context.Context) (tools.CheckOptions, error) {
-	base, err := client.PolicyContext(ctx, permission.Policy{}, f.rules, permission.Mode(f.mode))
+	base, err := cli.PolicyContext(ctx, permission.Policy{}, f.rules, permission.Mode(f.mode))
 	if err != nil {
 		return tools.CheckOptions{}, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/cmd/starter/internal/cli"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -32,7 +33,7 @@ func newPolicyApplyCmd(cn *conn, store *string) *cobra.Command {
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			rules, err := client.ReadLiveRules(ctx, args[0])
+			rules, err := cli.ReadLiveRules(ctx, args[0])
 			if err != nil {
 				return err
 			}
@@ -102,7 +103,7 @@ func writePolicyState(w io.Writer, store string, st workflows.PolicyState, now t
 			}
 		}
 	}
-	active := len(client.FilterRemembered(st.Remembered, now, false))
+	active := len(cli.FilterRemembered(st.Remembered, now, false))
 	fmt.Fprintf(&b, "remembered approvals: %d active, %d in all (starter policy remembered list)\n", active, len(st.Remembered))
 	if _, err := io.WriteString(w, b.String()); err != nil {
 		return fmt.Errorf("write: %w", err)
@@ -129,9 +130,9 @@ func newRememberedListCmd(cn *conn, store *string) *cobra.Command {
 				return err
 			}
 			now := time.Now()
-			rs := client.FilterRemembered(st.Remembered, now, all)
+			rs := cli.FilterRemembered(st.Remembered, now, all)
 			if !asJSON {
-				return client.WriteRememberedTable(cmd.OutOrStdout(), rs, now)
+				return cli.WriteRememberedTable(cmd.OutOrStdout(), rs, now)
 			}
 			enc := newEncoder(cmd.OutOrStdout())
 			for _, r := range rs {

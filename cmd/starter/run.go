@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/cmd/starter/internal/cli"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
@@ -66,7 +67,7 @@ func (f runFlags) run(cmd *cobra.Command, cn *conn) error {
 		return err
 	}
 	defer c.Close()
-	pc, err := client.PolicyContext(ctx, cfg.Policy(), f.rules, permission.Mode(f.mode))
+	pc, err := cli.PolicyContext(ctx, cfg.Policy(), f.rules, permission.Mode(f.mode))
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/cmd/starter/internal/cli"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content/stores"
 	"github.com/wardenhq/warden/workflows"
@@ -43,7 +44,7 @@ func newWatchCmd(cn *conn) *cobra.Command {
 // status says the turn did not finish: 0 means it answered.
 func printResult(ctx context.Context, out io.Writer, cfg config.Config, id string, res workflows.TurnResult, asJSON bool) error {
 	store, _ := stores.Open(cfg) // without a store the preview stays
-	res.Answer = client.FullAnswer(ctx, store, id, res)
+	res.Answer = cli.FullAnswer(ctx, store, id, res)
 	stopped := error(nil)
 	if res.Stopped != "" {
 		stopped = fmt.Errorf("turn %s stopped before answering: %s after %d model calls", id, res.Stopped, res.Iterations)
@@ -78,6 +79,6 @@ func follow(ctx context.Context, cl *client.Client, id string, out io.Writer, as
 				"attempt": rc.Attempt, "started": rc.Started}})
 			return
 		}
-		fmt.Fprint(out, client.FormatOutput(rc, fresh, time.Now()))
+		fmt.Fprint(out, cli.FormatOutput(rc, fresh, time.Now()))
 	})
 }

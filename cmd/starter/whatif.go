@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/audit"
-	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/cmd/starter/internal/cli"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
@@ -71,7 +71,7 @@ func (f whatIfFlags) run(cmd *cobra.Command, cn *conn) error {
 		return errors.New("--rules NEW.yaml is required")
 	}
 	ctx := cmd.Context()
-	p, err := client.LoadPolicy(ctx, f.rules)
+	p, err := cli.LoadPolicy(ctx, f.rules)
 	if err != nil {
 		return err
 	}

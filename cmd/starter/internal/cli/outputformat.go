@@ -1,4 +1,4 @@
-package client
+package cli
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -14,7 +15,7 @@ import (
 // shown (fresh) as lines for a terminal, each marked with the call's id;
 // with nothing fresh, one line says how long the call has been running
 // at now, or that it waits for a worker, and which attempt it is.
-func FormatOutput(rc RunningCall, fresh string, now time.Time) string {
+func FormatOutput(rc client.RunningCall, fresh string, now time.Time) string {
 	if fresh == "" {
 		return fmt.Sprintf("  %s │ … %s\n", rc.CallID, runningFor(rc, now))
 	}
@@ -27,7 +28,7 @@ func FormatOutput(rc RunningCall, fresh string, now time.Time) string {
 
 // runningFor says how long a quiet call has been running, and which
 // attempt it is when it is a retry.
-func runningFor(rc RunningCall, now time.Time) string {
+func runningFor(rc client.RunningCall, now time.Time) string {
 	s := "waiting for a worker"
 	if !rc.Started.IsZero() {
 		s = fmt.Sprintf("running for %s", now.Sub(rc.Started).Round(time.Second))

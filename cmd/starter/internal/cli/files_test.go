@@ -1,4 +1,4 @@
-package client
+package cli
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/permission"
 )
 
@@ -57,7 +58,7 @@ func TestReadJobs(t *testing.T) {
 
 func TestWriteResults(t *testing.T) {
 	t.Parallel()
-	res := []JobResult{{ID: "a", WorkflowID: "batch-a", Status: JobCompleted, Answer: "x && y > z"}, {ID: "b", Status: JobFailed, Error: "boom"}}
+	res := []client.JobResult{{ID: "a", WorkflowID: "batch-a", Status: client.JobCompleted, Answer: "x && y > z"}, {ID: "b", Status: client.JobFailed, Error: "boom"}}
 	var out bytes.Buffer
 	if err := WriteResults(&out, "", res); err != nil {
 		t.Fatal(err)

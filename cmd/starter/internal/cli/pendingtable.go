@@ -1,26 +1,15 @@
-package client
+package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/workflows"
 )
-
-// ListPendingLimit lists pending entries as ListPending does or, when
-// limit is positive, only those of the first visibility page of at most
-// limit turns (ListPendingPage), in the server's order.
-func (cl *Client) ListPendingLimit(ctx context.Context, f Filter, limit int) ([]PendingEntry, error) {
-	if limit <= 0 {
-		return cl.ListPending(ctx, f)
-	}
-	page, err := cl.ListPendingPage(ctx, f, limit, nil)
-	return page.Entries, err
-}
 
 // TableWidth is the width WritePendingTable keeps every line within.
 const TableWidth = 120
@@ -33,7 +22,7 @@ const TableWidth = 120
 // `approve --hash` takes),  that it waits for an external result, why it
 // asks, its suggested rules and what the agent said (cut to fit; `list
 // --json` has them whole).
-func WritePendingTable(w io.Writer, entries []PendingEntry, now time.Time) error {
+func WritePendingTable(w io.Writer, entries []client.PendingEntry, now time.Time) error {
 	head := []string{"WORKFLOW", "CALL", "TOOL", "WAITING", "DEADLINE", "INPUT"}
 	caps := []int{24, 10, 10, 7, 26}
 	rows := make([][]string, 0, len(entries))
@@ -121,7 +110,7 @@ func shortDuration(d time.Duration) string {
 
 // kind is the entry's kind, with how many of the approvers it needs
 // have allowed it ("approval (1 of 2)") when it needs more than one.
-func kind(e PendingEntry) string {
+func kind(e client.PendingEntry) string {
 	if q := workflows.QuorumText(e.Pending, len(e.Approvals)); q != "" {
 		return fmt.Sprintf("%s (%s)", e.Kind, q)
 	}
@@ -132,7 +121,7 @@ func kind(e PendingEntry) string {
 // layer that decided ("Mode: default"); the message then says why ("not
 // read-only: `touch` ..."), without the "Permission required for TOOL"
 // preamble every message starts with.
-func why(e PendingEntry) string {
+func why(e client.PendingEntry) string {
 	msg := e.Message
 	if rest, ok := strings.CutPrefix(msg, "Permission required for "+e.Tool); ok {
 		if _, after, found := strings.Cut(rest, "): "); found && strings.HasPrefix(rest, " (") {

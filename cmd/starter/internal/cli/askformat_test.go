@@ -1,9 +1,14 @@
-package client
+package cli
 
 import (
 	"encoding/json"
 	"testing"
 )
+
+// twoQuestions is an AskUser input of two questions, the second multi-select.
+const twoQuestions = `{"questions": [
+  {"question": "Which env?", "header": "Env", "options": [{"label": "staging", "description": ""}, {"label": "production", "description": ""}]},
+  {"question": "Which a=b checks?", "header": "Checks", "multi_select": true, "options": [{"label": "lint", "description": ""}, {"label": "test", "description": ""}]}]}`
 
 func TestFormatAskUserQuestions(t *testing.T) {
 	t.Parallel()

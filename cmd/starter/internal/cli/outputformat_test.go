@@ -1,4 +1,4 @@
-package client
+package cli
 
 import (
 	"context"
@@ -6,13 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/workflows"
 )
 
 func TestFormatOutput(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	rc := RunningCall{Attempt: 1}
+	rc := client.RunningCall{Attempt: 1}
 	rc.CallID = "c1"
 	if got, want := FormatOutput(rc, "one\ntwo\n", now), "  c1 │ one\n  c1 │ two\n"; got != want {
 		t.Errorf("fresh output = %q, want %q", got, want)

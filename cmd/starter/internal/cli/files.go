@@ -1,4 +1,4 @@
-package client
+package cli
 
 import (
 	"bufio"
@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
@@ -39,13 +40,13 @@ type jobLine struct {
 // errors, which name the file and line. Script paths are relative to the
 // file's directory. base is the permission policy a job's mode applies
 // to.
-func ReadJobs(path string, base permission.Policy) ([]Job, error) {
+func ReadJobs(path string, base permission.Policy) ([]client.Job, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: %w", err)
 	}
 	dir := filepath.Dir(path)
-	var jobs []Job
+	var jobs []client.Job
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -75,15 +76,15 @@ func ReadJobs(path string, base permission.Policy) ([]Job, error) {
 }
 
 // job turns a line into a job.
-func (l jobLine) job(dir string, base permission.Policy) (Job, error) {
+func (l jobLine) job(dir string, base permission.Policy) (client.Job, error) {
 	if l.ID == "" {
-		return Job{}, errors.New("missing id")
+		return client.Job{}, errors.New("missing id")
 	}
 	var s *model.Script
 	var err error
 	switch {
 	case l.Script != "" && len(l.ScriptInline) > 0:
-		return Job{}, errors.New("give script or script_inline, not both")
+		return client.Job{}, errors.New("give script or script_inline, not both")
 	case l.Script != "":
 		p := l.Script
 		if !filepath.IsAbs(p) {
@@ -93,10 +94,10 @@ func (l jobLine) job(dir string, base permission.Policy) (Job, error) {
 	case len(l.ScriptInline) > 0:
 		s, err = model.ParseScript(l.ScriptInline) // JSON is YAML
 	default:
-		return Job{}, errors.New("missing script or script_inline")
+		return client.Job{}, errors.New("missing script or script_inline")
 	}
 	if err != nil {
-		return Job{}, err
+		return client.Job{}, err
 	}
 	policy := base
 	if l.Mode != "" {
@@ -104,20 +105,20 @@ func (l jobLine) job(dir string, base permission.Policy) (Job, error) {
 	}
 	pc, err := policy.Context()
 	if err != nil {
-		return Job{}, err
+		return client.Job{}, err
 	}
 	prompt := l.Prompt
 	if prompt == "" {
 		prompt = s.Prompt
 	}
-	return Job{ID: l.ID, Input: workflows.TurnInput{Prompt: prompt, Model: workflows.ModelConfig{Provider: "scripted", Script: s},
+	return client.Job{ID: l.ID, Input: workflows.TurnInput{Prompt: prompt, Model: workflows.ModelConfig{Provider: "scripted", Script: s},
 		Permission: pc, Workdir: l.Workdir, Backend: l.Backend, MaxIterations: l.MaxIter}}, nil
 }
 
 // WriteResults writes results as JSON lines (without HTML escaping) to
 // out, or, when path is not empty, to the file at path, replaced
 // atomically.
-func WriteResults(out io.Writer, path string, results []JobResult) error {
+func WriteResults(out io.Writer, path string, results []client.JobResult) error {
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
