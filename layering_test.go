@@ -9,7 +9,7 @@ import (
 
 const module = "github.com/wardenhq/warden"
 
-// TestLayering: packages import only what the layout (README, "Layout")
+// TestLayering: packages import only what the layout (docs/layout.md)
 // allows, read from `go list`: imports point down, from the mains to the
 // value packages.
 func TestLayering(t *testing.T) {

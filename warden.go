@@ -131,8 +131,8 @@ type Options struct {
 	// DefaultVersioningBehavior. The zero value is AutoUpgrade: each
 	// turn moves to the deployment's current version at its next workflow
 	// task, which warden's workflows allow because they patch every change
-	// with workflow.GetVersion (see "Upgrading while turns wait" in the
-	// README). Pinned keeps each turn on the build that started it, so a
+	// with workflow.GetVersion (see "Upgrading while turns wait" in
+	// docs/operations.md). Pinned keeps each turn on the build that started it, so a
 	// turn parked for a week keeps that build's code and needs its workers
 	// running until it closes. The policy store's workflow, which never
 	// closes, is AutoUpgrade either way. Without versioning on the worker,

@@ -84,8 +84,8 @@ func Evaluate(ctx context.Context, pc *Context, t Tool, input json.RawMessage) (
 	return Verdict{}, fmt.Errorf("permission: %s: no layer decided", e.name)
 }
 
-// step is one step of the engine's walk: its name (as README.md lists
-// it), the layer a verdict it decides records, and the function that
+// step is one step of the engine's walk: its name (as docs/permissions.md
+// lists it), the layer a verdict it decides records, and the function that
 // runs it, which returns the decision and true when the step decides,
 // false when it has no opinion.
 type step struct {
@@ -112,7 +112,7 @@ type step struct {
 //  9. mode: the mode's fallback, ASK (default, accept_edits), DENY
 //     (dont_ask) or ALLOW (bypass).
 //
-// Context.RulesOnly skips read-only and tool allow. README.md
+// Context.RulesOnly skips read-only and tool allow. docs/permissions.md
 // ("Permissions and threat model") lists the same names in the same
 // order (TestStepsMatchREADME).
 func steps() []step {

@@ -10,10 +10,14 @@ import (
 	"testing"
 )
 
-// readmeSection is the README section that lists the engine's steps.
-const readmeSection = "### Permissions and threat model"
+// readmeFile is the page of the manual that lists the engine's steps
+// (README.md's map links it), and readmeSection its section.
+const (
+	readmeFile    = "../docs/permissions.md"
+	readmeSection = "## Permissions and threat model"
+)
 
-// readmeSteps returns the names of the first numbered list of the README
+// readmeSteps returns the names of the first numbered list of the
 // section: the items' bold words ("1. **deny rule** — ..."), checking
 // that the items are numbered 1, 2, 3, ...
 func readmeSteps(t *testing.T, file string) []string {
@@ -51,7 +55,7 @@ func readmeSteps(t *testing.T, file string) []string {
 	return names
 }
 
-// TestStepsMatchREADME: the README's list of the engine's layers is the
+// TestStepsMatchREADME: the manual's list of the engine's layers is the
 // list Evaluate walks, with the same names in the same order.
 func TestStepsMatchREADME(t *testing.T) {
 	t.Parallel()
@@ -59,9 +63,9 @@ func TestStepsMatchREADME(t *testing.T) {
 	for _, s := range steps() {
 		code = append(code, s.name)
 	}
-	doc := readmeSteps(t, "../README.md")
+	doc := readmeSteps(t, readmeFile)
 	if !slices.Equal(doc, code) {
-		t.Errorf("README.md (%s) lists the layers\n\t%q\nthe engine walks\n\t%q", readmeSection, doc, code)
+		t.Errorf("%s (%s) lists the layers\n\t%q\nthe engine walks\n\t%q", readmeFile, readmeSection, doc, code)
 	}
 }
 

@@ -26,7 +26,7 @@ import (
 
 // TestAuthenticatedApprovals runs the worker binary as a user would (an
 // embedded server, which requires keys by default) and checks each
-// boundary the README claims: a client without a key, or with an unknown
+// boundary docs/approvals.md claims: a client without a key, or with an unknown
 // or revoked key, is refused; an approver answers only as itself, on the
 // Update and the signal path, through the starter and the library; the
 // inbox answers for its signed-in users; the Web UI only reads; a tool

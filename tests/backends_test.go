@@ -195,7 +195,7 @@ func TestToolQueueRouting(t *testing.T) {
 	}
 }
 
-// TestDockerToolCannotReachKeysOrFrontend tries what the README says a
+// TestDockerToolCannotReachKeysOrFrontend tries what docs/permissions.md says a
 // Docker tool process cannot do: reach the Temporal frontend on the
 // host's loopback, or read a key file in the worker's data directory.
 // The same probe run on the local backend succeeds, so the test can fail.

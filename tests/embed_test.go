@@ -26,8 +26,11 @@ import (
 	"github.com/wardenhq/warden/workflows"
 )
 
-// readmeMarker is the HTML comment in README.md before the Go block
-// TestLibraryREADME compiles.
+// readmeFile is the page of the manual with the library example
+// (README.md's map links it), and readmeMarker the HTML comment in it
+// before the Go block TestLibraryREADME compiles.
+const readmeFile = "../docs/library.md"
+
 const readmeMarker = "<!-- readme-library-example: compiled and run by TestLibraryREADME -->"
 
 // freshNamespace registers a namespace of its own on the tests' server,
@@ -61,20 +64,20 @@ func customAttributes(t *testing.T, ctx context.Context, ns string) []string {
 func wardenAttributes() []string { return slices.Sorted(maps.Keys(warden.SearchAttributes())) }
 
 // readmeExample returns the Go block that follows readmeMarker in
-// README.md.
+// readmeFile.
 func readmeExample(t *testing.T) string {
 	t.Helper()
-	doc, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile(readmeFile)
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, after, ok := strings.Cut(string(doc), readmeMarker+"\n```go\n")
 	if !ok {
-		t.Fatalf("README.md has no Go block after %q", readmeMarker)
+		t.Fatalf("%s has no Go block after %q", readmeFile, readmeMarker)
 	}
 	code, _, ok := strings.Cut(after, "\n```\n")
 	if !ok {
-		t.Fatal("README.md: the library example's block does not end")
+		t.Fatalf("%s: the library example's block does not end", readmeFile)
 	}
 	return code + "\n"
 }

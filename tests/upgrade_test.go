@@ -111,7 +111,7 @@ func attemptStarted(ctx context.Context, c tclient.Client, id, callID string) bo
 	return false
 }
 
-// openTurnsStartedBefore runs the README's rollout query: the running
+// openTurnsStartedBefore runs the rollout query of docs/operations.md: the running
 // turns whose run started before the given time (the moment the last
 // worker of the old build stopped). Those are the runs whose histories
 // may hold the old code paths.
@@ -161,7 +161,7 @@ type upgradeTurn struct {
 // (local tools in the kernel sandbox). The current worker lists the same
 // entries, takes the answers, and every turn completes; each side effect
 // (appended to a marker file by the tool) ran exactly once, or not at
-// all where it was denied or interrupted. The README's rollout query
+// all where it was denied or interrupted. The rollout query of docs/operations.md
 // lists exactly the turns of the old build while they wait, and none once
 // they finished.
 func TestUpgradeWhileTurnsWait(t *testing.T) {

@@ -52,7 +52,7 @@ func decideBash(t *testing.T, cmd string, pc *permission.Context, sandboxed bool
 // its verdict records: a prompt counts as removed only when the
 // auto-allowed command then succeeded in the sandbox (an offline npm ci
 // or docker build does not, and its user is asked again, or gives up).
-// The figures are those README.md and BENCHMARKS.md report.
+// The figures are those docs/permissions.md and BENCHMARKS.md report.
 func TestAutoAllowPromptRate(t *testing.T) {
 	cmds := devSession(t)
 	if len(cmds) < 50 {
