@@ -469,8 +469,14 @@ func (c *upConn) Read(p []byte) (int, error) {
 }
 
 func (c *upConn) Write(p []byte) (int, error) {
+	// Counted before the write, and the shortfall taken back after it:
+	// the host can answer, and a plain request be recorded, before this
+	// goroutine returns from the write.
+	c.a.sent.Add(int64(len(p)))
 	n, err := c.TCPConn.Write(p)
-	c.a.sent.Add(int64(n))
+	if n < len(p) {
+		c.a.sent.Add(int64(n - len(p)))
+	}
 	return n, err
 }
 
