@@ -25,17 +25,23 @@ func (s *Server) api(h func(r *http.Request) (any, error)) http.HandlerFunc {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, 4<<20)
 		out, err := h(r)
-		if err != nil {
-			var he *httpError
-			if errors.As(err, &he) {
-				writeErr(w, he.status, he.err)
-				return
-			}
-			writeErr(w, http.StatusBadGateway, err)
+		writeResult(w, out, err)
+	}
+}
+
+// writeResult writes out, or err with its status: an httpError's own,
+// else 502 (the server behind the inbox failed).
+func writeResult(w http.ResponseWriter, out any, err error) {
+	if err != nil {
+		var he *httpError
+		if errors.As(err, &he) {
+			writeErr(w, he.status, he.err)
 			return
 		}
-		writeJSON(w, http.StatusOK, out)
+		writeErr(w, http.StatusBadGateway, err)
+		return
 	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // sameOrigin rejects requests whose Origin header names another host.

@@ -7,7 +7,6 @@ package inbox
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -188,16 +187,7 @@ func (s *Server) handlePending(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := s.pending(r.Context(), q, userFrom(r))
-	if err != nil {
-		var he *httpError
-		if errors.As(err, &he) {
-			writeErr(w, he.status, he.err)
-			return
-		}
-		writeErr(w, http.StatusBadGateway, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, out)
+	writeResult(w, out, err)
 }
 
 // pending is the listing GET /api/pending answers and GET /api/stream

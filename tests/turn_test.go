@@ -540,8 +540,15 @@ func recordBudgetScenario(t *testing.T, ctx context.Context, cl *client.Client, 
 		Permission: permission.Context{Mode: permission.ModeBypass}, Budget: &b}); err != nil {
 		t.Fatal(err)
 	}
+	raiseThenDeny(t, ctx, cl, id, workflows.Budget{Tokens: 10000})
+	saveHistory(t, id, "budget_turn")
+}
+
+// raiseThenDeny answers a recorded budget turn: its first budget
+// approval raised by raise through an update, its second denied by a
+// signal; the turn must then end stopped by its budget.
+func raiseThenDeny(t *testing.T, ctx context.Context, cl *client.Client, id string, raise workflows.Budget) {
 	p := waitPendingCall(t, cl, id, "budget_1")
-	raise := workflows.Budget{Tokens: 10000}
 	if _, err := cl.ApproveListed(ctx, id, p, workflows.Approval{CallID: p.CallID, Decision: workflows.DecisionAllow, By: "owner", Raise: &raise}); err != nil {
 		t.Fatal(err)
 	}
@@ -550,9 +557,8 @@ func recordBudgetScenario(t *testing.T, ctx context.Context, cl *client.Client, 
 		t.Fatal(err)
 	}
 	if res, err := cl.Result(ctx, id); err != nil || res.Stopped != "budget" {
-		t.Fatalf("budget turn: %+v %v", res, err)
+		t.Fatalf("budget turn %s: %+v %v", id, res, err)
 	}
-	saveHistory(t, id, "budget_turn")
 }
 
 // recordAgentBudgetScenario records a turn of an agent with a budget
@@ -570,18 +576,7 @@ func recordAgentBudgetScenario(t *testing.T, ctx context.Context, cl *client.Cli
 		Permission: permission.Context{Mode: permission.ModeBypass}, Agent: agent}); err != nil {
 		t.Fatal(err)
 	}
-	p := waitPendingCall(t, cl, id, "budget_1")
-	raise := workflows.Budget{Tokens: 1000}
-	if _, err := cl.ApproveListed(ctx, id, p, workflows.Approval{CallID: p.CallID, Decision: workflows.DecisionAllow, By: "owner", Raise: &raise}); err != nil {
-		t.Fatal(err)
-	}
-	p = waitPendingCall(t, cl, id, "budget_2")
-	if err := cl.ApproveSignal(ctx, id, workflows.Approval{CallID: p.CallID, Decision: workflows.DecisionDeny, By: "owner", Reason: "enough", Hash: p.Hash}); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := cl.Result(ctx, id); err != nil || res.Stopped != "budget" {
-		t.Fatalf("agent budget turn: %+v %v", res, err)
-	}
+	raiseThenDeny(t, ctx, cl, id, workflows.Budget{Tokens: 1000})
 	save(t, id, "agent_budget_turn")
 	save(t, workflows.AgentBudgetStore(agent), "budget_store")
 }
