@@ -29,6 +29,7 @@ import (
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
+	"github.com/wardenhq/warden/decide/roles"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware"
 	"github.com/wardenhq/warden/middleware/compact"
@@ -36,7 +37,6 @@ import (
 	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/telemetry"
 	"github.com/wardenhq/warden/tools"
-	"github.com/wardenhq/warden/tools/roles"
 	"github.com/wardenhq/warden/workflows"
 )
 

@@ -13,8 +13,8 @@ import (
 	tclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -89,7 +89,7 @@ func canonical(in json.RawMessage) string {
 // call decides it. A single-use approval is spent with the store (an
 // Update, refused when another call spent it first). It returns the new
 // verdict and the approval, or ok false.
-func (a *Activities) remembered(ctx context.Context, in workflows.PrepareInput, st workflows.PolicyState, call tools.Call, base permission.Verdict) (permission.Verdict, *workflows.Remembered, error) {
+func (a *Activities) remembered(ctx context.Context, in workflows.PrepareInput, st workflows.PolicyState, call decide.Call, base permission.Verdict) (permission.Verdict, *workflows.Remembered, error) {
 	if base.Behavior != permission.Ask && base.Behavior != permission.Passthrough || base.BypassImmune {
 		return base, nil, nil
 	}
@@ -116,7 +116,7 @@ func (a *Activities) remembered(ctx context.Context, in workflows.PrepareInput, 
 			pc.Allow = append(slices.Clone(pc.Allow), rule)
 			c := call
 			c.Policy = &pc
-			nv, invalid := tools.DecideOrAsk(ctx, c)
+			nv, invalid := decide.VerdictOrAsk(ctx, c)
 			if invalid != "" || nv.Behavior != permission.Allow || nv.Rule == nil || nv.Rule.Source != rule.Source {
 				continue
 			}
@@ -186,13 +186,13 @@ func (a *Activities) PolicyFanout(ctx context.Context, in workflows.PolicyFanout
 
 // CheckRules is workflows.ActivityCheckRules: it refuses live rules that
 // do not parse, or that name a tool of this worker's registry with
-// content the tool cannot match (tools.CheckRules), with a
+// content the tool cannot match (decide.CheckRules), with a
 // non-retryable workflows.ErrTypeUnmatchableRule error naming each such
 // rule and its tool. Rules of tools this worker does not know pass.
 func (a *Activities) CheckRules(_ context.Context, r workflows.LiveRules) error {
 	allow, ask, deny, err := r.Parse()
 	if err == nil {
-		err = tools.CheckRules(a.Tools.Get, permission.Context{Allow: allow, Ask: ask, Deny: deny})
+		err = decide.CheckRules(a.Tools.Get, permission.Context{Allow: allow, Ask: ask, Deny: deny})
 	}
 	if err != nil {
 		return temporal.NewNonRetryableApplicationError(err.Error(), workflows.ErrTypeUnmatchableRule, nil)

@@ -7,12 +7,13 @@ import (
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/calls"
+	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
 )
 
-// Prepare validates a call and decides it with tools.Decide, the one
+// Prepare validates a call and decides it with decide.Verdict, the one
 // decision function (the CLI's "permission check" and the inbox's role
 // check use it too). The workflow runs it as a local activity so the
 // verdict is recorded.
@@ -45,7 +46,7 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	if err != nil {
 		return out, err
 	}
-	v, invalid := tools.DecideOrAsk(ctx, call)
+	v, invalid := decide.VerdictOrAsk(ctx, call)
 	if invalid != "" {
 		out.Invalid = invalid
 		return out, nil
@@ -94,10 +95,10 @@ func quorumAsks(v permission.Verdict, n int) permission.Verdict {
 // adds the worker's own files: they are protected whatever the turn's
 // policy says, and the turn cannot remove them. sandboxOff says the
 // call's backend is a local one with the sandbox turned off (sandboxOf).
-func (a *Activities) bind(ctx context.Context, in workflows.PrepareInput, t tools.Tool, pc *permission.Context) (env *tools.Env, call tools.Call, sandboxOff bool, err error) {
+func (a *Activities) bind(ctx context.Context, in workflows.PrepareInput, t tools.Tool, pc *permission.Context) (env *tools.Env, call decide.Call, sandboxOff bool, err error) {
 	env, err = a.env(in.Env, nil, pc)
 	if err != nil {
-		return nil, tools.Call{}, false, err
+		return nil, decide.Call{}, false, err
 	}
 	// The backend's home is resolved outside the decision: backends
 	// resolve it once and keep it (the worker warms it at start), and an
@@ -105,7 +106,7 @@ func (a *Activities) bind(ctx context.Context, in workflows.PrepareInput, t tool
 	home, _ := env.Backend.Home(ctx)
 	pc.Protected = append(slices.Clone(pc.Protected), a.Protected...)
 	sandboxed, off := sandboxOf(env.Backend)
-	return env, tools.Call{Tool: t, Input: in.Call.Input, Workdir: env.Workdir, Home: home, Policy: pc,
+	return env, decide.Call{Tool: t, Input: in.Call.Input, Workdir: env.Workdir, Home: home, Policy: pc,
 		Validator: &a.validator, State: in.State, Sandboxed: sandboxed, ToolNetwork: a.toolNetwork(t.Info().Name)}, off, nil
 }
 
@@ -113,15 +114,15 @@ func (a *Activities) bind(ctx context.Context, in workflows.PrepareInput, t tool
 // the tool: tools.NAME.network (any public host) or
 // tools.NAME.network_hosts (those hosts; naming them turns the network
 // on), or nil.
-func (a *Activities) toolNetwork(name string) *tools.NetworkGrant {
+func (a *Activities) toolNetwork(name string) *permission.NetworkGrant {
 	s := a.settings(name)
-	return tools.SettingsNetwork(name, s.Network, s.NetworkHosts)
+	return permission.SettingsNetwork(name, s.Network, s.NetworkHosts)
 }
 
 // record fills out with the verdict v: the decision, the call's run
 // policy, its sandbox profile (sandboxOff as bind found it) and, for a
 // call that waits, the preview its approver reads.
-func (a *Activities) record(ctx context.Context, out *workflows.Prepared, in workflows.PrepareInput, env *tools.Env, call tools.Call, v permission.Verdict, sandboxOff bool) {
+func (a *Activities) record(ctx context.Context, out *workflows.Prepared, in workflows.PrepareInput, env *tools.Env, call decide.Call, v permission.Verdict, sandboxOff bool) {
 	info := call.Tool.Info()
 	backendName := in.Env.Backend
 	if backendName == "" {
@@ -135,7 +136,7 @@ func (a *Activities) record(ctx context.Context, out *workflows.Prepared, in wor
 	if out.Policy.Notify {
 		out.Policy.RemindBefore = a.RemindBefore
 	}
-	prof := tools.Profile(ctx, call, v)
+	prof := decide.Profile(ctx, call, v)
 	prof.Off = sandboxOff
 	if l, ok := env.Backend.(interface{ CallLimits() *calls.Limits }); ok {
 		// Recorded with the verdict: the call runs with these wherever
@@ -168,7 +169,7 @@ func sandboxOf(b backend.Backend) (sandboxed, off bool) {
 // the most approvals any rule that matches the call asks for (a rule
 // matches as a deny rule would, so one simple command of a Bash line is
 // enough), and whether the policy or a matching rule requires a reason.
-func quorumOf(ctx context.Context, call tools.Call) (n int, reason bool) {
+func quorumOf(ctx context.Context, call decide.Call) (n int, reason bool) {
 	pc := call.Policy
 	if pc == nil {
 		return 0, false
@@ -181,7 +182,7 @@ func quorumOf(ctx context.Context, call tools.Call) (n int, reason bool) {
 		}
 		c := call
 		c.Policy = &permission.Context{Mode: permission.ModeDefault, WorkingDirs: pc.WorkingDirs, Deny: []permission.Rule{r}}
-		v, err := tools.Decide(ctx, c)
+		v, err := decide.Verdict(ctx, c)
 		if err != nil || v.Layer != permission.LayerDenyRule {
 			continue
 		}

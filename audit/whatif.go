@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/wardenhq/warden/calls"
+	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
@@ -153,10 +154,10 @@ type WhatIfOptions struct {
 	// Workers bounds the decisions made at once (0: GOMAXPROCS).
 	Workers int
 	// ToolNetwork gives the network grant of the worker's settings for
-	// a tool (tools.NAME.network, network_hosts: tools.SettingsNetwork),
+	// a tool (tools.NAME.network, network_hosts: permission.SettingsNetwork),
 	// which calls are decided and their connections replayed with; nil:
 	// none.
-	ToolNetwork func(tool string) *tools.NetworkGrant
+	ToolNetwork func(tool string) *permission.NetworkGrant
 }
 
 // Change is a recorded call the proposed policy decides differently.
@@ -237,8 +238,8 @@ const (
 	SkipUndecided   = "no decision recorded"
 )
 
-// Redecide re-decides each recorded call with tools.Decide (through
-// tools.DecideOrAsk, as the worker does) under the proposed policy, on
+// Redecide re-decides each recorded call with decide.Verdict (through
+// decide.VerdictOrAsk, as the worker does) under the proposed policy, on
 // o.Workers goroutines (the Bash analysis is most of the cost), and
 // reports those decided differently. A call a remembered approval
 // allowed stays allowed where the proposed policy would ask it the way a
@@ -326,14 +327,14 @@ func (r *redecider) redecide(ctx context.Context, d *Decided) outcome {
 // the proposed policy gives it (decided now, as v, for call): each one
 // the proposal would let through or refuse otherwise than the proxy did
 // is a ConnectionChange; same counts the others.
-func (r *redecider) replay(ctx context.Context, d *Decided, now string, call tools.Call, v permission.Verdict) []connReplay {
+func (r *redecider) replay(ctx context.Context, d *Decided, now string, call decide.Call, v permission.Verdict) []connReplay {
 	if len(d.Connections) == 0 {
 		return nil
 	}
-	var grants []tools.NetworkGrant
+	var grants []permission.NetworkGrant
 	runs := now == string(permission.Allow) || now == string(permission.Ask)
 	if runs {
-		grants = tools.Network(ctx, call, v)
+		grants = decide.Network(ctx, call, v)
 	}
 	out := make([]connReplay, 0, len(d.Connections))
 	for _, c := range d.Connections {
@@ -398,7 +399,7 @@ func hostPort(c calls.Connection) string {
 	return net.JoinHostPort(c.Host, strconv.Itoa(c.Port))
 }
 
-func grantHostsOf(grants []tools.NetworkGrant) []string {
+func grantHostsOf(grants []permission.NetworkGrant) []string {
 	var out []string
 	for _, g := range grants {
 		for _, h := range g.Hosts {
@@ -413,13 +414,13 @@ func grantHostsOf(grants []tools.NetworkGrant) []string {
 // decide decides d with t under the proposed policy and returns the
 // decision ("invalid" for an input the tool rejects or a tool the turn
 // did not enable), its reason, its layer and the rule that decided.
-func (r *redecider) decide(ctx context.Context, t tools.Tool, d *Decided) (now, reason, layer, rule string, call tools.Call, v permission.Verdict) {
+func (r *redecider) decide(ctx context.Context, t tools.Tool, d *Decided) (now, reason, layer, rule string, call decide.Call, v permission.Verdict) {
 	pc := proposedContext(r.base, r.o, d)
 	wd := d.Workdir
 	if wd == "" {
 		wd = r.o.Workdir
 	}
-	call = tools.Call{Tool: t, Input: d.Input, Workdir: wd, Home: r.o.Home, Policy: &pc,
+	call = decide.Call{Tool: t, Input: d.Input, Workdir: wd, Home: r.o.Home, Policy: &pc,
 		Validator: r.val, Sandboxed: d.Sandboxed}
 	if r.o.ToolNetwork != nil {
 		call.ToolNetwork = r.o.ToolNetwork(t.Info().Name)
@@ -428,7 +429,7 @@ func (r *redecider) decide(ctx context.Context, t tools.Tool, d *Decided) (now, 
 	if len(d.Tools) > 0 && !slices.Contains(d.Tools, t.Info().Name) {
 		invalid = "the tool is not enabled in the turn"
 	} else {
-		v, invalid = tools.DecideOrAsk(ctx, call)
+		v, invalid = decide.VerdictOrAsk(ctx, call)
 	}
 	now, reason, layer = string(v.Behavior), v.Reason, string(v.Layer)
 	if v.Rule != nil {

@@ -178,7 +178,7 @@ func TestWhatIfSessionRules(t *testing.T) {
 }
 
 // benchCalls replicates the verdicts of the recorded turns to n calls,
-// the Bash ones taking the commands of tools/testdata/devsession.txt (a
+// the Bash ones taking the commands of decide/testdata/devsession.txt (a
 // development session's mix) in turn.
 func benchCalls(b *testing.B, n int) []Decided {
 	b.Helper()
@@ -186,7 +186,7 @@ func benchCalls(b *testing.B, n int) []Decided {
 	for _, f := range []string{"approvals_turn_v7.json", "demo_turn_v7.json", "notify_turn_v7.json", "can_turn_run1_v7.json", "flood_turn_run1_v7.json"} {
 		rec = append(rec, recordedCalls(b, f)...)
 	}
-	data, err := os.ReadFile("../tools/testdata/devsession.txt")
+	data, err := os.ReadFile("../decide/testdata/devsession.txt")
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -45,7 +45,7 @@ type Client struct {
 	// (Start) and before live rules are set (SetPolicy): a permission
 	// rule with content for one of them that cannot match content (a
 	// function tool without tools.WithContentField or tools.WithMatcher,
-	// PowerShell, AskUser) is refused (tools.CheckRules). Give it the
+	// PowerShell, AskUser) is refused (decide.CheckRules). Give it the
 	// function tools your workers register; rules of tools it does not
 	// know are checked where they meet the worker's registry.
 	RuleTools []tools.Tool

@@ -10,7 +10,7 @@ import (
 
 	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/config"
-	"github.com/wardenhq/warden/tools/roles"
+	"github.com/wardenhq/warden/decide/roles"
 	"github.com/wardenhq/warden/workflows"
 )
 

@@ -7,6 +7,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	tclient "go.temporal.io/sdk/client"
 
+	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
@@ -84,9 +85,9 @@ func (cl *Client) Start(ctx context.Context, id string, in workflows.TurnInput) 
 }
 
 // checkRules refuses the rules of pc that the built-in tools or
-// cl.Tools cannot match (tools.CheckRules).
+// cl.Tools cannot match (decide.CheckRules).
 func (cl *Client) checkRules(pc permission.Context) error {
-	return tools.CheckRules(tools.ToolLookup(append(tools.Builtins(), cl.RuleTools...)), pc)
+	return decide.CheckRules(decide.ToolLookup(append(tools.Builtins(), cl.RuleTools...)), pc)
 }
 
 // withApprovers records the client's approvers in a turn that names none.

@@ -574,7 +574,7 @@ func (c Config) Namespace() string {
 // ReadPolicy reads a permission policy file (YAML or JSON), the format
 // of temporal-dev.yaml's permission section: a policy, or a config file
 // whose permission section is read. Unknown keys are errors. It does not
-// check the rules' examples: they need the tools (tools.CheckExamples,
+// check the rules' examples: they need the tools (decide.CheckExamples,
 // which the worker runs at start and `starter policy test` reports one
 // by one).
 func ReadPolicy(path string) (permission.Policy, error) {

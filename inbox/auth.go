@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/decide/roles"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/tools/roles"
 )
 
 // cookieName holds a token set by a ?token= link.

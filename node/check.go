@@ -14,6 +14,7 @@ import (
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/chat"
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/middleware/compact"
 	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/tools"
@@ -31,13 +32,13 @@ func Check(cfg config.Config) error {
 	}
 	// A rule whose examples fail does not load: it would not do what its
 	// author meant.
-	if err := tools.CheckExamples(context.Background(), cfg.Policy(), tools.ExampleOptions{Workdir: cfg.Worker.Workdir}); err != nil {
+	if err := decide.CheckExamples(context.Background(), cfg.Policy(), decide.ExampleOptions{Workdir: cfg.Worker.Workdir}); err != nil {
 		errs = append(errs, fmt.Errorf("permission: %w", err))
 	}
 	// A content rule for a built-in tool that matches no content
 	// (PowerShell(...), AskUser(...)) would never match; the worker
 	// checks the MCP servers' tools once it has connected them.
-	if err := tools.CheckPolicyRules(tools.ToolLookup(tools.Builtins()), cfg.Policy()); err != nil {
+	if err := decide.CheckPolicyRules(decide.ToolLookup(tools.Builtins()), cfg.Policy()); err != nil {
 		errs = append(errs, fmt.Errorf("permission: %w", err))
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Content.Compaction)) {

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/notify"
-	"github.com/wardenhq/warden/tools"
 )
 
 // check parses yaml as a config file and runs Check on it.
@@ -28,7 +28,7 @@ func TestCheckExamples(t *testing.T) {
 	t.Parallel()
 	bad := "permission:\n  allow:\n    - Bash(ls)\n    - rule: Bash(npm run:*)\n      match: [\"npm run build\", \"npm install\"]\n"
 	_, err := check(t, bad)
-	var ee *tools.ExampleError
+	var ee *decide.ExampleError
 	if !errors.As(err, &ee) || !strings.Contains(err.Error(), `permission: 1 rule example(s) fail: allow rule 2 Bash(npm run:*): match example "npm install" does not match`) {
 		t.Errorf("config: %v", err)
 	}

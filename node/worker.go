@@ -15,10 +15,10 @@ import (
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content/stores"
+	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware/std"
 	"github.com/wardenhq/warden/telemetry"
-	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/tools/mcp"
 )
 
@@ -87,7 +87,7 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 	}
 	// Every tool is known now, the MCP servers' too: a content rule of
 	// the config's policy that none of them can match does not load.
-	if err := tools.CheckPolicyRules(a.Tools.Get, cfg.Policy()); err != nil {
+	if err := decide.CheckPolicyRules(a.Tools.Get, cfg.Policy()); err != nil {
 		return nil, "", fmt.Errorf("permission: %w", err)
 	}
 	return w, workdir, nil

@@ -57,7 +57,7 @@ type Verdict struct {
 // tool deny, safety check, read-only, explore mode, tool allow, allow
 // rule, mode (see steps) - and the first that decides wins; the verdict
 // records that step's layer. Callers that hold a tool call (the worker,
-// the CLI, the inbox's role check, what-if) go through tools.Decide,
+// the CLI, the inbox's role check, what-if) go through decide.Verdict,
 // which binds the tool to the call's workspace and then runs Evaluate.
 //
 // Before the walk the engine asks t.CheckReadOnly, whose answer every

@@ -23,7 +23,7 @@ import (
 // it must not. They are calls of the rule's tool: a command for Bash (and
 // for dangerous_commands patterns), a path for the path tools (Read,
 // Write, Edit, Glob, Grep), the JSON input for any other tool. A policy
-// whose examples fail does not load (tools.CheckExamples, which the
+// whose examples fail does not load (decide.CheckExamples, which the
 // config loader calls).
 type RuleExamples struct {
 	// List is the list the rule is in: allow, ask, deny or

@@ -97,7 +97,7 @@ type Policy struct {
 	RequireReason bool `yaml:"require_reason,omitempty" json:"require_reason,omitempty"`
 	// Examples are the match and not_match examples of the rules written
 	// in the long form ({rule, match, not_match}), read with the policy
-	// (UnmarshalYAML, UnmarshalJSON) and checked by tools.CheckExamples.
+	// (UnmarshalYAML, UnmarshalJSON) and checked by decide.CheckExamples.
 	Examples []RuleExamples `yaml:"-" json:"-"`
 }
 

@@ -26,11 +26,11 @@ import (
 	"github.com/wardenhq/warden/chat"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/decide/roles"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
-	"github.com/wardenhq/warden/tools/roles"
 	"github.com/wardenhq/warden/workflows"
 )
 

@@ -311,7 +311,7 @@ func TestWhatIfThroughputOnServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("fills the namespace")
 	}
-	data, err := os.ReadFile("../tools/testdata/devsession.txt")
+	data, err := os.ReadFile("../decide/testdata/devsession.txt")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,33 +100,66 @@ func shellConfig(env *Env, home string, pc *permission.Context) shell.Config {
 	return c
 }
 
+// ShellConfig is the shell analyser's configuration for a command run in
+// env: its workdir, the home and the policy env was bound to.
+func ShellConfig(env *Env) shell.Config { return shellConfig(env, homeOf(env), policyOf(env)) }
+
+// BashAnalysis is the analysis of a Bash call's command in env, from
+// env's memo when the decision already made it.
+func BashAnalysis(env *Env, input json.RawMessage) (*shell.Analysis, error) {
+	return analyse(env, input)
+}
+
 // analyse returns the analysis of the call's command, parsing it once per
 // decision: the first checker method to ask parses it, the others reuse
-// it from the call's memo.
-func analyse(ctx context.Context, env *Env, input json.RawMessage) (*shell.Analysis, *memo, error) {
-	m := memoFrom(ctx)
+// it from the environment's memo (Env.Memo).
+func analyse(env *Env, input json.RawMessage) (*shell.Analysis, error) {
+	var m *Memo
+	if env != nil {
+		m = env.Memo
+	}
 	if m != nil && m.analysis != nil && m.raw == string(input) {
-		return m.analysis, m, nil // the same input: neither decoded nor parsed again
+		return m.analysis, nil // the same input: neither decoded nor parsed again
 	}
 	in, err := decodeInput[BashInput]("Bash", input)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	cmd := in.Command
 	if m == nil {
-		var pc *permission.Context
-		if env != nil {
-			pc = env.Permission
-		}
-		m = &memo{pc: pc}
+		m = &Memo{}
 	}
 	if m.analysis != nil && m.input == cmd {
 		m.raw = string(input)
-		return m.analysis, m, nil
+		return m.analysis, nil
 	}
-	m.input, m.raw, m.analysis = cmd, string(input), shell.Analyze(cmd, shellConfig(env, m.home, m.pc))
+	m.input, m.raw, m.analysis = cmd, string(input), shell.Analyze(cmd, shellConfig(env, homeOf(env), policyOf(env)))
 	m.parses++
-	return m.analysis, m, nil
+	return m.analysis, nil
+}
+
+// homeOf is the backend home env was bound to ("" unknown).
+func homeOf(env *Env) string {
+	if env == nil {
+		return ""
+	}
+	return env.Home
+}
+
+// policyOf is the policy env was bound to (nil: the default).
+func policyOf(env *Env) *permission.Context {
+	if env == nil {
+		return nil
+	}
+	return env.Permission
+}
+
+// toolNetwork is the settings network env was bound to (nil: none).
+func toolNetwork(env *Env) *permission.NetworkGrant {
+	if env == nil {
+		return nil
+	}
+	return env.ToolNetwork
 }
 
 // CheckPermissions implements PermissionChecker: the path rules on every
@@ -134,7 +167,7 @@ func analyse(ctx context.Context, env *Env, input json.RawMessage) (*shell.Analy
 // allows a write outside the working directories or a read of a
 // sensitive file), then the layers of permission/shell (spec §2.1).
 func (Bash) CheckPermissions(ctx context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
-	a, m, err := analyse(ctx, env, input)
+	a, err := analyse(env, input)
 	if err != nil {
 		return permission.Decision{}, err
 	}
@@ -146,7 +179,7 @@ func (Bash) CheckPermissions(ctx context.Context, env *Env, input json.RawMessag
 		return a.Check(mode), nil
 	}
 	d := a.Check(mode)
-	pd, err := checkAccesses("Bash", env, pc, m.home, a.Accesses())
+	pd, err := paths(env, pc).Check("Bash", a.Accesses())
 	if err != nil {
 		return pd, err
 	}
@@ -160,7 +193,7 @@ func (Bash) CheckPermissions(ctx context.Context, env *Env, input json.RawMessag
 	case d.Behavior == permission.Passthrough:
 		d.Message = "not read-only: " + a.NotReadOnly()
 	}
-	return hostsAsk("Bash", d, ungrantedHosts("Bash", input, pc, m.tool, func(content string) bool {
+	return permission.HostsAsk("Bash", d, permission.UngrantedHosts(RequestedHosts("Bash", input), "Bash", pc, toolNetwork(env), func(content string) bool {
 		return a.MatchRule(content, permission.Allow)
 	})), nil
 }
@@ -168,7 +201,7 @@ func (Bash) CheckPermissions(ctx context.Context, env *Env, input json.RawMessag
 // CheckReadOnly implements ReadOnlyChecker: true only for commands the
 // analyser fully understands and finds read-only.
 func (Bash) CheckReadOnly(ctx context.Context, env *Env, input json.RawMessage) (bool, error) {
-	a, _, err := analyse(ctx, env, input)
+	a, err := analyse(env, input)
 	if err != nil {
 		return false, err
 	}
@@ -178,7 +211,7 @@ func (Bash) CheckReadOnly(ctx context.Context, env *Env, input json.RawMessage) 
 // MatchRule implements RuleMatcher, per simple command of a compound
 // command; the rule's behaviour comes from permission.RuleBehaviorFrom.
 func (Bash) MatchRule(ctx context.Context, env *Env, content string, input json.RawMessage) (bool, error) {
-	a, _, err := analyse(ctx, env, input)
+	a, err := analyse(env, input)
 	if err != nil {
 		return false, err
 	}
@@ -191,14 +224,15 @@ func (Bash) MatchRule(ctx context.Context, env *Env, content string, input json.
 // directories the command reads or writes (the rules the path checks
 // consult; sensitive paths ask whatever the rules say).
 func (Bash) GenerateSuggestions(ctx context.Context, env *Env, input json.RawMessage) ([]permission.Rule, error) {
-	a, m, err := analyse(ctx, env, input)
+	a, err := analyse(env, input)
 	if err != nil {
 		return nil, err
 	}
 	out := a.Suggestions()
-	dirs := workingDirs(env, m.pc)
+	ps := paths(env, policyOf(env))
+	dirs := ps.WorkingDirs()
 	for _, acc := range a.Accesses() {
-		if !acc.Resolved || insideDirs(acc.Path, dirs) || sensitiveMatch(m.pc.Sensitive(), m.home, acc.Path, acc.Glob) != "" {
+		if !acc.Resolved || insideDirs(acc.Path, dirs) || ps.SensitiveMatch(acc.Path, acc.Glob) != "" {
 			continue
 		}
 		dir := acc.Path

@@ -79,7 +79,7 @@ func (Edit) CheckPermissions(ctx context.Context, env *Env, input json.RawMessag
 	if err != nil {
 		return permission.Decision{}, err
 	}
-	return checkEdit(ctx, "Edit", env, in.FilePath, pc)
+	return paths(env, pc).CheckEdit("Edit", in.FilePath)
 }
 
 // MatchRule implements RuleMatcher: a glob on file_path.

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
-	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/permission"
@@ -35,95 +34,15 @@ func workdir(env *Env) string {
 
 // absPath resolves p against the workdir and cleans it. A relative path
 // without a workdir stays relative (and cleaned).
-func absPath(env *Env, p string) string {
-	if p == "" {
-		return ""
-	}
-	if !path.IsAbs(p) && workdir(env) != "" {
-		p = path.Join(workdir(env), p)
-	}
-	return path.Clean(p)
-}
+func absPath(env *Env, p string) string { return paths(env, nil).Abs(p) }
 
-// inWorkingDirs reports whether the absolute path p is a working
-// directory (the workdir or one of pc.WorkingDirs) or lies inside one.
-func inWorkingDirs(env *Env, pc *permission.Context, p string) bool {
-	if !path.IsAbs(p) {
-		return false
-	}
-	dirs := []string{workdir(env)}
-	if pc != nil {
-		dirs = append(dirs, pc.WorkingDirs...)
-	}
-	for _, d := range dirs {
-		if d == "" {
-			continue
-		}
-		d = absPath(env, d)
-		if !path.IsAbs(d) {
-			continue
-		}
-		if p == d || strings.HasPrefix(p, strings.TrimSuffix(d, "/")+"/") {
-			return true
-		}
-	}
-	return false
-}
+// matchPath is permission.Paths.MatchPath in env's workdir.
+func matchPath(env *Env, rule, p string) (bool, error) { return paths(env, nil).MatchPath(rule, p) }
 
-// matchPath matches a glob rule against the absolute path p with
-// doublestar semantics ("**" is any depth, "*" stays within one
-// segment); a relative rule resolves against the workdir. [quirk] The
-// reference uses fnmatch, whose "*" crosses "/", so "src/**" meant
-// "src/*".
-func matchPath(env *Env, rule, p string) (bool, error) {
-	if p == "" || rule == "" {
-		return false, nil
-	}
-	pat := rule
-	if !path.IsAbs(pat) && workdir(env) != "" {
-		pat = path.Join(workdir(env), pat)
-		if strings.HasSuffix(rule, "/") {
-			pat += "/"
-		}
-	}
-	ok, err := doublestar.Match(pat, p)
-	if err != nil {
-		return false, fmt.Errorf("rule %q: %w", rule, err)
-	}
-	return ok, nil
-}
+// workingDirs is permission.Paths.WorkingDirs of env under pc.
+func workingDirs(env *Env, pc *permission.Context) []string { return paths(env, pc).WorkingDirs() }
 
-// workingDirs returns the absolute, clean working directories: the
-// workdir and pc.WorkingDirs (the turn's and the configuration's
-// additional directories).
-func workingDirs(env *Env, pc *permission.Context) []string {
-	var out []string
-	add := func(d string) {
-		if d == "" {
-			return
-		}
-		d = absPath(env, d)
-		if path.IsAbs(d) && !contains(out, d) {
-			out = append(out, d)
-		}
-	}
-	add(workdir(env))
-	if pc != nil {
-		for _, d := range pc.WorkingDirs {
-			add(d)
-		}
-	}
-	return out
-}
-
-func insideDirs(p string, dirs []string) bool {
-	for _, d := range dirs {
-		if p == d || d == "/" || strings.HasPrefix(p, d+"/") {
-			return true
-		}
-	}
-	return false
-}
+func insideDirs(p string, dirs []string) bool { return permission.Inside(p, dirs) }
 
 func contains(ss []string, s string) bool {
 	for _, x := range ss {

@@ -78,7 +78,7 @@ func (Glob) CheckPermissions(ctx context.Context, env *Env, input json.RawMessag
 	if base == "" {
 		base = "."
 	}
-	accs := []shell.Access{readAccess(env, base, false)}
+	accs := []permission.Access{paths(env, pc).ReadAccess(base, false)}
 	if in.Pattern != "" {
 		pat := in.Pattern
 		if !path.IsAbs(pat) {
@@ -87,9 +87,9 @@ func (Glob) CheckPermissions(ctx context.Context, env *Env, input json.RawMessag
 		// Glob lists names, never contents: the pattern is checked as a
 		// path (outside the working directories asks), not probed for
 		// the sensitive files it could name.
-		accs = append(accs, readAccess(env, pat, false))
+		accs = append(accs, paths(env, pc).ReadAccess(pat, false))
 	}
-	return checkAccesses("Glob", env, pc, homeOf(ctx), accs)
+	return paths(env, pc).Check("Glob", accs)
 }
 
 // MatchRule implements RuleMatcher: a glob on path (default: the

@@ -13,7 +13,6 @@ import (
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/permission/shell"
 	"github.com/wardenhq/warden/tools/internal/grep"
 )
 
@@ -134,9 +133,9 @@ func (Grep) CheckPermissions(ctx context.Context, env *Env, input json.RawMessag
 	if p == "" {
 		p = "."
 	}
-	acc := readAccess(env, p, false)
+	acc := paths(env, pc).ReadAccess(p, false)
 	acc.Recursive = true // Grep searches everything below a directory
-	return checkAccesses("Grep", env, pc, homeOf(ctx), []shell.Access{acc})
+	return paths(env, pc).Check("Grep", []permission.Access{acc})
 }
 
 // MatchRule implements RuleMatcher: a glob on path (default: the

@@ -11,7 +11,7 @@ import (
 // InputError is an input a tool rejects without running it: a decode
 // failure or a check of the input (and, where the decision has it, of
 // the turn's state) that fails. Its message is the tool error the model
-// reads; Decide returns it (wrapped) so that such a call is never put to
+// reads; decide.Verdict returns it (wrapped) so that such a call is never put to
 // a human for approval.
 type InputError struct {
 	Tool    string
@@ -22,9 +22,9 @@ type InputError struct {
 func (e *InputError) Error() string { return e.Message }
 
 // InputChecker is a tool's check of an input beyond its JSON schema, run
-// by Decide after schema validation and before the permission decision.
+// by decide.Verdict after schema validation and before the permission decision.
 // It must do no I/O; env.State is the turn's state when the caller of
-// Decide passed one, else nil. A non-nil error (an *InputError, whose
+// decide.Verdict passed one, else nil. A non-nil error (an *InputError, whose
 // message the model reads) makes the call an invalid input: it is never
 // asked about.
 type InputChecker interface {

@@ -68,18 +68,14 @@ func (PowerShell) CheckInput(_ context.Context, _ *Env, input json.RawMessage) e
 
 // CheckPermissions implements PermissionChecker: PowerShell is not
 // analysed, so every call is a (non-safety) ASK.
-func (PowerShell) CheckPermissions(ctx context.Context, _ *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
+func (PowerShell) CheckPermissions(_ context.Context, env *Env, input json.RawMessage, pc *permission.Context) (permission.Decision, error) {
 	d := permission.Decision{
 		Behavior: permission.Ask,
 		Message:  "Execute PowerShell command",
 		Reason:   "Tool check: PowerShell commands are not analysed",
 	}
-	var tool *NetworkGrant
-	if m := memoFrom(ctx); m != nil {
-		tool = m.tool
-	}
 	// Only tool-level rules match PowerShell (MatchRule).
-	return hostsAsk("PowerShell", d, ungrantedHosts("PowerShell", input, pc, tool, func(content string) bool { return content == "" })), nil
+	return permission.HostsAsk("PowerShell", d, permission.UngrantedHosts(RequestedHosts("PowerShell", input), "PowerShell", pc, toolNetwork(env), func(content string) bool { return content == "" })), nil
 }
 
 // MatchRule implements RuleMatcher: only tool-level rules (no content)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/permission/shell"
 )
 
 // Read limits.
@@ -126,7 +125,7 @@ func (Read) CheckPermissions(ctx context.Context, env *Env, input json.RawMessag
 	if err != nil {
 		return permission.Decision{}, err
 	}
-	return checkAccesses("Read", env, pc, homeOf(ctx), []shell.Access{readAccess(env, in.FilePath, false)})
+	return paths(env, pc).Check("Read", []permission.Access{paths(env, pc).ReadAccess(in.FilePath, false)})
 }
 
 // MatchRule implements RuleMatcher: a glob on file_path.

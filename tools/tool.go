@@ -1,7 +1,7 @@
 // Package tools holds the tool contract, the registry and the built-in
 // tools (one file each). A tool is described by Info, runs through Call,
 // and may refine its permission behaviour by implementing the optional
-// checker interfaces below; ForPermission adapts it to the engine.
+// checker interfaces below; decide.Bind adapts it to the engine.
 package tools
 
 import (
@@ -95,6 +95,20 @@ type Env struct {
 	// "stdout" or "stderr"); the activity reports it as heartbeat details
 	// so clients can show long commands live.
 	Progress func(stream string, p []byte)
+
+	// What a decision (package decide) binds a tool to, for its checker
+	// methods; unset when the tool runs.
+
+	// Home is the backend user's home directory, absolute and clean, as
+	// resolved outside the decision; "" is unknown (~ paths ask).
+	Home string
+	// ToolNetwork is the network the worker's settings give every call
+	// of the tool (tools.NAME.network, network_hosts); nil: none.
+	ToolNetwork *permission.NetworkGrant
+	// Memo holds what one decision computes once for its checker
+	// methods (the analysis of a Bash command); nil: each method
+	// computes it again.
+	Memo *Memo
 }
 
 // Single returns a stream of one chunk.

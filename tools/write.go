@@ -55,7 +55,7 @@ func (Write) CheckPermissions(ctx context.Context, env *Env, input json.RawMessa
 	if err != nil {
 		return permission.Decision{}, err
 	}
-	return checkEdit(ctx, "Write", env, in.FilePath, pc)
+	return paths(env, pc).CheckEdit("Write", in.FilePath)
 }
 
 // MatchRule implements RuleMatcher: a glob on file_path.

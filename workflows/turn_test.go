@@ -25,10 +25,10 @@ import (
 	"github.com/wardenhq/warden/activities"
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/content"
+	"github.com/wardenhq/warden/decide/roles"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
-	"github.com/wardenhq/warden/tools/roles"
 	"github.com/wardenhq/warden/workflows"
 )
 

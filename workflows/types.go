@@ -391,7 +391,7 @@ type Prepared struct {
 	// only for calls that ask.
 	Preview string `json:"preview,omitempty"`
 	// Sandbox is the profile the call's processes run with
-	// (tools.Profile); nil in runs decided before it was recorded, which
+	// (decide.Profile); nil in runs decided before it was recorded, which
 	// then run with the backend's default (the workdir writable, no
 	// network).
 	Sandbox *calls.Sandbox `json:"sandbox,omitempty"`

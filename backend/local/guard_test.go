@@ -47,7 +47,7 @@ func newRepo(t *testing.T) string {
 	return dir
 }
 
-// callProfile is the profile tools.Profile gives a call that writes the
+// callProfile is the profile decide.Profile gives a call that writes the
 // workspace ws: the working directory writable, .git/hooks and
 // .git/config read-only (the policy's statement), git as stated.
 func callProfile(ws string, isGit bool) *calls.Sandbox {

@@ -18,7 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/permission/shell"
 )
 
 // kind is what an indexed entry is to the guard (bits: an entry may be
@@ -505,8 +504,8 @@ type fullPattern struct{ pat, prefix string }
 // ("x{,/**}", "x/**") matches the directory itself: hiding it hides
 // what it holds.
 func newMatcher(extra []string) *matcher {
-	m := &matcher{base: map[string]bool{}, files: shell.DefaultDangerousFiles()}
-	for _, d := range shell.DefaultDangerousDirs() {
+	m := &matcher{base: map[string]bool{}, files: permission.DefaultDangerousFiles()}
+	for _, d := range permission.DefaultDangerousDirs() {
 		if d != ".git" {
 			m.dirs = append(m.dirs, d)
 		}
@@ -561,7 +560,7 @@ func (m *matcher) kind(p, name string, dir bool) kind {
 				k |= kindDangerous
 			}
 		}
-	} else if shell.IsDangerousPath(p, m.files, nil) {
+	} else if permission.IsDangerousPath(p, m.files, nil) {
 		k |= kindDangerous
 	}
 	return k

@@ -13,8 +13,8 @@ import (
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/cmd/starter/internal/cli"
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/tools"
 )
 
 // newPermissionCmd is "starter permission": offline checks of the
@@ -64,12 +64,12 @@ and writes one JSON result (or {"error":...}) per request, in order.
 				if f.tool != "" || f.input != "" {
 					return errors.New("--jsonl reads requests from stdin: drop --tool and --input")
 				}
-				return tools.CheckJSONL(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), o)
+				return decide.CheckJSONL(cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout(), o)
 			}
 			if f.tool == "" || f.input == "" {
 				return errors.New("--tool and --input are required (or use --jsonl)")
 			}
-			res, err := tools.Check(cmd.Context(), tools.CheckRequest{Tool: f.tool, Input: json.RawMessage(f.input)}, o)
+			res, err := decide.Check(cmd.Context(), decide.CheckRequest{Tool: f.tool, Input: json.RawMessage(f.input)}, o)
 			if err != nil {
 				return err
 			}
@@ -90,24 +90,24 @@ and writes one JSON result (or {"error":...}) per request, in order.
 }
 
 // options builds the check's options from --rules, --mode and --workdir.
-func (f permFlags) options(ctx context.Context) (tools.CheckOptions, error) {
+func (f permFlags) options(ctx context.Context) (decide.CheckOptions, error) {
 	base, err := cli.PolicyContext(ctx, permission.Policy{}, f.rules, permission.Mode(f.mode))
 	if err != nil {
-		return tools.CheckOptions{}, err
+		return decide.CheckOptions{}, err
 	}
 	// The worker's own files are protected as the worker protects them
 	// (its config, the environment's overrides and --worker-data-dir),
 	// and its local backend's sandbox setting decides the profile.
 	cfg, _, err := config.ResolveClient(f.config, config.FromEnv(os.Getenv), config.Overrides{DataDir: f.dataDir})
 	if err != nil {
-		return tools.CheckOptions{}, err
+		return decide.CheckOptions{}, err
 	}
 	base.Protected = append(base.Protected, cfg.OwnPatterns()...)
 	limits, err := local.ConfigLimits(cfg.Backend.Local.Limits)
 	if err != nil {
-		return tools.CheckOptions{}, fmt.Errorf("backend.local.limits: %w", err)
+		return decide.CheckOptions{}, fmt.Errorf("backend.local.limits: %w", err)
 	}
-	o := tools.CheckOptions{Base: base, Workdirs: f.workdirs, Unsandboxed: cfg.Backend.Local.SandboxOff(), ToolNetwork: toolNetwork(cfg)}
+	o := decide.CheckOptions{Base: base, Workdirs: f.workdirs, Unsandboxed: cfg.Backend.Local.SandboxOff(), ToolNetwork: toolNetwork(cfg)}
 	if limits != (calls.Limits{}) {
 		o.Limits = &limits
 	}

@@ -28,8 +28,8 @@ func runPerm(t *testing.T, stdin string, args ...string) (string, error) {
 	return execute(t, newPermissionCmd(), stdin, args...)
 }
 
-// TestPermissionCheck: the command's flags reach tools.Check and
-// tools.CheckJSONL (tested in tools), and their output is printed.
+// TestPermissionCheck: the command's flags reach decide.Check and
+// decide.CheckJSONL (tested in tools), and their output is printed.
 func TestPermissionCheck(t *testing.T) {
 	wd := t.TempDir()
 	out, err := runPerm(t, "", "check", "--tool", "Bash", "--input", `{"command":"rm -rf /"}`, "--workdir", wd)

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/tools"
 )
 
@@ -42,7 +43,7 @@ AskUser(...)); test prints every rule and what it matched, and exits
 non-zero when an example fails or a rule cannot match.`
 
 func newPolicyTestCmd() *cobra.Command {
-	var o tools.ExampleOptions
+	var o decide.ExampleOptions
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "test FILE",
@@ -54,26 +55,26 @@ func newPolicyTestCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			rs, err := tools.TestExamples(cmd.Context(), p, o)
+			rs, err := decide.TestExamples(cmd.Context(), p, o)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
 				if rs == nil {
-					rs = []tools.ExampleResult{}
+					rs = []decide.ExampleResult{}
 				}
 				if err := newEncoder(out).Encode(rs); err != nil {
 					return fmt.Errorf("write results: %w", err)
 				}
 			} else {
-				tools.WriteExamples(out, filepath.Base(args[0]), p, rs)
+				decide.WriteExamples(out, filepath.Base(args[0]), p, rs)
 			}
-			if failed := tools.FailedExamples(rs); failed > 0 {
+			if failed := decide.FailedExamples(rs); failed > 0 {
 				return fmt.Errorf("%d of %d rule examples fail", failed, len(rs))
 			}
 			// A rule no call can match does not load either.
-			return tools.CheckPolicyRules(tools.ToolLookup(tools.Builtins()), p)
+			return decide.CheckPolicyRules(decide.ToolLookup(tools.Builtins()), p)
 		},
 	}
 	f := cmd.Flags()

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenhq/warden/tools"
+	"github.com/wardenhq/warden/decide"
 )
 
 func runPolicy(t *testing.T, args ...string) (string, error) {
@@ -42,7 +42,7 @@ func TestPolicyTestCommand(t *testing.T) {
 		}
 	}
 	out, err = runPolicy(t, "test", "--json", file)
-	var rs []tools.ExampleResult
+	var rs []decide.ExampleResult
 	if err == nil || json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &rs) != nil || len(rs) != 4 || rs[3].OK() {
 		t.Errorf("json: %v %+v\n%s", err, rs, out)
 	}

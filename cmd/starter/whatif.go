@@ -14,7 +14,6 @@ import (
 	"github.com/wardenhq/warden/cmd/starter/internal/cli"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/tools"
 )
 
 const whatIfLong = `what-if reads the same turn histories as "starter audit" and re-decides
@@ -145,8 +144,8 @@ func (f whatIfFlags) write(out io.Writer, w audit.WhatIf, read time.Duration) er
 // toolNetwork gives the network grant of the config's settings for a
 // tool (tools.defaults, then tools.per_tool.NAME: network and
 // network_hosts), as the worker's Prepare applies them.
-func toolNetwork(cfg config.Config) func(string) *tools.NetworkGrant {
-	return func(name string) *tools.NetworkGrant {
+func toolNetwork(cfg config.Config) func(string) *permission.NetworkGrant {
+	return func(name string) *permission.NetworkGrant {
 		net, hosts := cfg.Tools.Defaults.Network, cfg.Tools.Defaults.NetworkHosts
 		if t, ok := cfg.Tools.PerTool[name]; ok {
 			net = net || t.Network
@@ -154,6 +153,6 @@ func toolNetwork(cfg config.Config) func(string) *tools.NetworkGrant {
 				hosts = t.NetworkHosts
 			}
 		}
-		return tools.SettingsNetwork(name, net, hosts)
+		return permission.SettingsNetwork(name, net, hosts)
 	}
 }

@@ -1,32 +1,19 @@
 package shell
 
 import (
-	"path"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
+
+	"github.com/wardenhq/warden/permission"
 )
 
 // Access is one file the command reads or writes, found statically: the
 // operands and path options of read-only commands (and the directory they
 // list when they name none), and the write targets of every command
-// (redirections, operands of file commands, output options).
-type Access struct {
-	// Write is set for a write, unset for a read.
-	Write bool `json:"write,omitempty"`
-	// Path is the absolute, clean path inside the backend; when Resolved
-	// is false it is the word as written.
-	Path     string `json:"path"`
-	Resolved bool   `json:"resolved"`
-	// Glob is set when the path holds pattern characters; Path is then
-	// the pattern.
-	Glob bool `json:"glob,omitempty"`
-	// Recursive is set when the command reads everything below the path
-	// (grep -r, rg, find, du, tree, ls -R).
-	Recursive bool `json:"recursive,omitempty"`
-	// Command is the simple command the access belongs to, as written.
-	Command string `json:"command"`
-}
+// (redirections, operands of file commands, output options). It is the
+// access the path rules of package permission check.
+type Access = permission.Access
 
 // Accesses returns the files the command reads and writes, in order. A
 // failed analysis returns none (it asks anyway).
@@ -303,13 +290,8 @@ func recursiveGrep(args []word) bool {
 }
 
 // GlobBase returns the directory part of a glob pattern before its first
-// segment holding a pattern character.
-func GlobBase(p string) string {
-	if !path.IsAbs(p) {
-		return p
-	}
-	return globPrefix(p)
-}
+// segment holding a pattern character (permission.GlobBase).
+func GlobBase(p string) string { return permission.GlobBase(p) }
 
 // recursive reports whether a read-only u reads whole trees below its
 // paths.

@@ -23,8 +23,8 @@ type Config struct {
 	// may auto-allow filesystem commands in (Workdir always counts).
 	// Relative entries resolve against Workdir.
 	WorkingDirs []string
-	// DangerousFiles and DangerousDirs replace DefaultDangerousFiles and
-	// DefaultDangerousDirs when non-nil; an empty non-nil list turns the
+	// DangerousFiles and DangerousDirs replace permission.DefaultDangerousFiles and
+	// permission.DefaultDangerousDirs when non-nil; an empty non-nil list turns the
 	// check off.
 	DangerousFiles []string
 	DangerousDirs  []string
@@ -37,34 +37,18 @@ type Config struct {
 	noFast bool
 }
 
-// DefaultDangerousFiles returns the spec's default sensitive file names
-// (matched against a path's base name, case-insensitively; entries with
-// a slash match the end of the path).
-func DefaultDangerousFiles() []string {
-	return []string{".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".zshrc", ".zprofile",
-		".profile", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".npmrc", ".pypirc", ".env",
-		".envrc", ".env.local", ".env.development", ".env.development.local", ".env.test",
-		".env.test.local", ".env.staging", ".env.production", ".env.production.local"}
-}
-
-// DefaultDangerousDirs returns the spec's default sensitive directory
-// names (matched against every path segment, case-insensitively).
-func DefaultDangerousDirs() []string {
-	return []string{".git", ".vscode", ".idea", ".ssh"}
-}
-
 func (c Config) files() []string {
 	if c.DangerousFiles != nil {
 		return c.DangerousFiles
 	}
-	return DefaultDangerousFiles()
+	return permission.DefaultDangerousFiles()
 }
 
 func (c Config) dirs() []string {
 	if c.DangerousDirs != nil {
 		return c.DangerousDirs
 	}
-	return DefaultDangerousDirs()
+	return permission.DefaultDangerousDirs()
 }
 
 // workingDirs returns the cleaned absolute working directories,
@@ -102,45 +86,6 @@ func (c Config) workingDirs() []string {
 		add(d)
 	}
 	return out
-}
-
-// IsDangerousPath reports whether the absolute, clean path p is a
-// sensitive file or lies in a sensitive directory under files and dirs.
-func IsDangerousPath(p string, files, dirs []string) bool {
-	base := path.Base(p)
-	for _, f := range files {
-		if f == "" {
-			continue
-		}
-		if strings.EqualFold(base, f) {
-			return true
-		}
-		if strings.Contains(f, "/") && len(p) >= len(f) && strings.EqualFold(p[len(p)-len(f):], f) &&
-			(len(p) == len(f) || p[len(p)-len(f)-1] == '/') {
-			return true
-		}
-	}
-	if len(dirs) == 0 {
-		return false
-	}
-	rest := p
-	for rest != "" {
-		seg := rest
-		if i := strings.IndexByte(rest, '/'); i >= 0 {
-			seg, rest = rest[:i], rest[i+1:]
-		} else {
-			rest = ""
-		}
-		if seg == "" {
-			continue
-		}
-		for _, d := range dirs {
-			if d != "" && strings.EqualFold(seg, d) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // globDangerous is IsDangerousPath for a path containing glob characters:
@@ -533,13 +478,13 @@ func (a *Analysis) sensitivePaths() (sens, unresolved []string) {
 				unresolved = append(unresolved, w.val)
 				// Unknown working directory or home: judge the path as
 				// written (relative) for the name checks.
-				if !w.dynamic && w.val != "" && ((w.glob && globDangerous(w.val, files, dirs)) || IsDangerousPath(path.Clean(w.val), files, dirs)) {
+				if !w.dynamic && w.val != "" && ((w.glob && globDangerous(w.val, files, dirs)) || permission.IsDangerousPath(path.Clean(w.val), files, dirs)) {
 					sens = append(sens, w.val)
 				}
 				continue
 			}
 			for _, p := range ps {
-				if (w.glob && globDangerous(p, files, dirs)) || IsDangerousPath(p, files, dirs) {
+				if (w.glob && globDangerous(p, files, dirs)) || permission.IsDangerousPath(p, files, dirs) {
 					sens = append(sens, p)
 					break
 				}
@@ -656,7 +601,7 @@ func (a *Analysis) fsInWorkingDirs() bool {
 			}
 			for _, p := range ps {
 				if w.glob {
-					p = globPrefix(p)
+					p = permission.GlobBase(p)
 				}
 				if !inside(p, wds) {
 					return false
@@ -666,18 +611,6 @@ func (a *Analysis) fsInWorkingDirs() bool {
 		}
 	}
 	return n > 0
-}
-
-// globPrefix returns the directory part of p before its first segment
-// holding a pattern character.
-func globPrefix(p string) string {
-	segs := strings.Split(p, "/")
-	for i, s := range segs {
-		if strings.ContainsAny(s, "*?[{") {
-			return path.Clean("/" + strings.Join(segs[:i], "/"))
-		}
-	}
-	return p
 }
 
 func inside(p string, wds []string) bool {

@@ -18,6 +18,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/tools/mcp/internal/echoserver"
@@ -133,7 +134,7 @@ func checkTools(t *testing.T, s *Set, server, cfgName string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d, err := permission.Evaluate(ctxT(t), &pc, tools.ForPermission(ts[c.tool], &tools.Env{}), json.RawMessage(`{"text":"x"}`))
+		d, err := permission.Evaluate(ctxT(t), &pc, decide.Bind(ts[c.tool], &tools.Env{}), json.RawMessage(`{"text":"x"}`))
 		if err != nil || d.Behavior != c.want {
 			t.Errorf("%s under %+v: %+v %v, want %s", c.tool, c.policy, d, err, c.want)
 		}

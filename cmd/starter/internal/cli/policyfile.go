@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
@@ -13,20 +14,20 @@ import (
 
 // LoadPolicy reads a permission policy file (config.ReadPolicy: a
 // policy, or a config file whose permission section it reads) and
-// refuses one whose rules' examples fail (tools.CheckExamples: a
-// *tools.ExampleError naming each failing rule and example) or that has
+// refuses one whose rules' examples fail (decide.CheckExamples: a
+// *decide.ExampleError naming each failing rule and example) or that has
 // a content rule for a built-in tool that matches no content
-// (tools.CheckPolicyRules), as the worker refuses it. Relative paths of path rules and examples resolve
+// (decide.CheckPolicyRules), as the worker refuses it. Relative paths of path rules and examples resolve
 // against the current directory.
 func LoadPolicy(ctx context.Context, path string) (permission.Policy, error) {
 	p, err := config.ReadPolicy(path)
 	if err != nil {
 		return p, err
 	}
-	if err := tools.CheckExamples(ctx, p, tools.ExampleOptions{}); err != nil {
+	if err := decide.CheckExamples(ctx, p, decide.ExampleOptions{}); err != nil {
 		return p, fmt.Errorf("policy %s: %w", path, err)
 	}
-	if err := tools.CheckPolicyRules(tools.ToolLookup(tools.Builtins()), p); err != nil {
+	if err := decide.CheckPolicyRules(decide.ToolLookup(tools.Builtins()), p); err != nil {
 		return p, fmt.Errorf("policy %s: %w", path, err)
 	}
 	return p, nil

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/tools"
 )
 
 // TestLoadPolicy: a policy file loads, and one whose examples fail is
@@ -28,7 +28,7 @@ func TestLoadPolicy(t *testing.T) {
 	if err := os.WriteFile(f, []byte("allow:\n  - {rule: \"Bash(npm run:*)\", match: [\"npm install\"]}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var ee *tools.ExampleError
+	var ee *decide.ExampleError
 	if _, err := LoadPolicy(context.Background(), f); !errors.As(err, &ee) || !strings.Contains(err.Error(), "policy "+f) {
 		t.Fatalf("failing example: %v", err)
 	}

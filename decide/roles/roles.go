@@ -4,7 +4,7 @@
 // (workflows.RoleChecker), which runs them in its Update validator and
 // signal handler; the inbox runs the same check. It sits above package
 // tools, not inside package permission: Cover binds the built-in tool
-// the call names and asks tools.Decide, so permission stays free of the
+// the call names and asks decide.Verdict, so permission stays free of the
 // tools that use it.
 package roles
 
@@ -17,6 +17,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 
+	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/permission/shell"
 	"github.com/wardenhq/warden/tools"
@@ -43,7 +44,7 @@ func (Checker) RuleWithin(r permission.Rule, roles []permission.Rule) bool {
 const roleRoot = "/.warden-role-check"
 
 // Cover reports whether role rules cover a call. It asks the one
-// decision function (tools.Decide, which does no I/O, so workflow code
+// decision function (decide.Verdict, which does no I/O, so workflow code
 // may call it) whether the rules, as the only allow rules and with
 // nothing allowed otherwise (no read-only or mode shortcut), allow the
 // call: so Bash is matched per simple command, paths are matched
@@ -62,7 +63,7 @@ func Cover(rules []permission.Rule, tool string, input json.RawMessage) bool {
 		return slices.ContainsFunc(rules, func(r permission.Rule) bool { return r.Tool == tool && r.Content == "" })
 	}
 	pc := permission.Context{Mode: permission.ModeDontAsk, Allow: rules, RulesOnly: true}
-	v, err := tools.Decide(context.Background(), tools.Call{Tool: t, Input: input, Workdir: roleRoot, Policy: &pc})
+	v, err := decide.Verdict(context.Background(), decide.Call{Tool: t, Input: input, Workdir: roleRoot, Policy: &pc})
 	return err == nil && v.Behavior == permission.Allow
 }
 

@@ -1,4 +1,4 @@
-package tools
+package decide
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/permission/shell"
+	"github.com/wardenhq/warden/tools"
 )
 
 // ExampleOptions say where the examples of a policy's rules are checked.
@@ -25,7 +26,7 @@ type ExampleOptions struct {
 	// rule of any other tool (an MCP tool) matches none of its examples;
 	// one of a tool here without a content matcher fails its examples
 	// with an *UnmatchableRuleError's message.
-	Tools []Tool
+	Tools []tools.Tool
 }
 
 // ExampleResult is one example of one rule, checked.
@@ -111,7 +112,7 @@ func TestExamples(ctx context.Context, p permission.Policy, o ExampleOptions) ([
 	}
 	ts := o.Tools
 	if ts == nil {
-		ts = Builtins()
+		ts = tools.Builtins()
 	}
 	var out []ExampleResult
 	for _, ex := range p.Examples {
@@ -176,10 +177,10 @@ func pathExampleInput(tool, p string) (json.RawMessage, bool) {
 }
 
 // matchExample reports whether the rule of ex matches the example call.
-func matchExample(ctx context.Context, ts []Tool, pc *permission.Context, wd, home string, ex permission.RuleExamples, call string) (bool, error) {
-	bt := bindTool(nil, &Env{Workdir: wd, Permission: pc}, home, pc) // the tool is set below
+func matchExample(ctx context.Context, ts []tools.Tool, pc *permission.Context, wd, home string, ex permission.RuleExamples, call string) (bool, error) {
+	bt := bind(nil, &tools.Env{Workdir: wd, Permission: pc, Home: cleanHome(home), Memo: &tools.Memo{}}) // the tool is set below
 	if ex.List == permission.ListDangerousCommands {
-		a := shell.Analyze(call, shellConfig(bt.env, bt.memo.home, bt.memo.pc))
+		a := shell.Analyze(call, tools.ShellConfig(bt.env))
 		return a.MatchRule(ex.Rule, permission.Deny), nil
 	}
 	b := permission.Behavior(ex.List)
@@ -191,7 +192,7 @@ func matchExample(ctx context.Context, ts []Tool, pc *permission.Context, wd, ho
 	trimmed := strings.TrimSpace(call)
 	switch {
 	case r.Tool == "Bash":
-		input, _ = json.Marshal(BashInput{Command: call})
+		input, _ = json.Marshal(tools.BashInput{Command: call})
 	case strings.HasPrefix(trimmed, "{"):
 		if !json.Valid([]byte(trimmed)) {
 			return false, fmt.Errorf("not valid JSON input")

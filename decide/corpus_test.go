@@ -1,4 +1,4 @@
-package tools
+package decide
 
 import (
 	"bufio"
@@ -7,13 +7,13 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
 )
 
 var updateCorpus = flag.Bool("update-corpus", false, "rewrite testdata/corpus-verdicts.jsonl.gz from the code as it is")
@@ -112,8 +112,8 @@ func corpusCalls(t *testing.T) [][2]string {
 // the code before the decision moved to its own package wrote.
 func TestCorpusVerdicts(t *testing.T) {
 	ctx := context.Background()
-	byName := map[string]Tool{}
-	for _, tl := range Builtins() {
+	byName := map[string]tools.Tool{}
+	for _, tl := range tools.Builtins() {
 		byName[tl.Info().Name] = tl
 	}
 	var got bytes.Buffer
@@ -125,7 +125,7 @@ func TestCorpusVerdicts(t *testing.T) {
 			}
 			pc := p.pc
 			call := Call{Tool: tl, Input: json.RawMessage(c[1]), Workdir: "/w/proj", Home: "/home/u", Policy: &pc, Sandboxed: p.sandboxed}
-			v, invalid := DecideOrAsk(ctx, call)
+			v, invalid := VerdictOrAsk(ctx, call)
 			line := map[string]any{"policy": p.name, "tool": c[0], "input": json.RawMessage(c[1])}
 			if invalid != "" {
 				line["invalid"] = invalid
@@ -171,7 +171,7 @@ func TestCorpusVerdicts(t *testing.T) {
 	if diffs > 0 {
 		t.Fatalf("%d of %d verdicts differ from the recorded corpus", diffs, len(gl))
 	}
-	t.Log(fmt.Sprintf("%d verdicts as recorded", len(gl)-1))
+	t.Logf("%d verdicts as recorded", len(gl)-1)
 }
 
 func readGzip(t *testing.T, name string) []byte {

@@ -1,4 +1,4 @@
-package tools
+package decide
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
 )
 
 // TestProfileMarksMkdirTargets: an asked `mkdir` outside the working
@@ -23,9 +24,9 @@ func TestProfileMarksMkdirTargets(t *testing.T) {
 		"mkdir d && echo x > /etc/a.txt": {"/src/app", "/etc/a.txt"},
 		"install -d /opt/y":              {"/src/app", "/opt/y/"},
 	} {
-		in, _ := json.Marshal(BashInput{Command: cmd})
-		c := Call{Tool: Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: def}
-		v, err := Decide(ctx, c)
+		in, _ := json.Marshal(tools.BashInput{Command: cmd})
+		c := Call{Tool: tools.Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: def}
+		v, err := Verdict(ctx, c)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package tools
+package decide
 
 import (
 	"context"
@@ -9,23 +9,24 @@ import (
 
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
 )
 
 // netCall is a Bash call of cmd asking for hosts, under pc.
 func netCall(t *testing.T, cmd string, hosts []string, pc *permission.Context) Call {
 	t.Helper()
-	in, err := json.Marshal(BashInput{Command: cmd, NetworkHosts: hosts})
+	in, err := json.Marshal(tools.BashInput{Command: cmd, NetworkHosts: hosts})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Call{Tool: Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: pc, Sandboxed: true}
+	return Call{Tool: tools.Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: pc, Sandboxed: true}
 }
 
 // decideProfile decides c and returns the verdict and its profile.
 func decideProfile(t *testing.T, c Call) (permission.Verdict, calls.Sandbox) {
 	t.Helper()
 	ctx := context.Background()
-	v, err := Decide(ctx, c)
+	v, err := Verdict(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestProfileHosts(t *testing.T) {
 	cases := []struct {
 		name   string
 		sb     *permission.Sandbox
-		tool   *NetworkGrant
+		tool   *permission.NetworkGrant
 		cmd    string
 		hosts  []string
 		by     string
@@ -55,9 +56,9 @@ func TestProfileHosts(t *testing.T) {
 		{"rule with hosts", &permission.Sandbox{NetworkFor: []permission.NetworkRule{{Rule: "Bash(npm install:*)", Hosts: []string{"npm.example.internal", "*.example.org"}}}}, nil,
 			"npm install left-pad", []string{"npm.example.internal", "*.example.org"}, "sandbox.network_for rule Bash(npm install:*)", "network to npm.example.internal, *.example.org"},
 		{"rule does not match", &permission.Sandbox{NetworkFor: []permission.NetworkRule{{Rule: "Bash(npm install:*)", Hosts: []string{"npm.example.internal"}}}}, nil, "make", nil, "", "network off"},
-		{"tool settings", nil, SettingsNetwork("Bash", false, []string{"proxy.golang.org"}), "go mod download", []string{"proxy.golang.org"}, "tools.Bash.network_hosts", "network to proxy.golang.org (tools.Bash.network_hosts)"},
-		{"tool network", nil, SettingsNetwork("Bash", true, nil), "go mod download", []string{"*"}, "tools.Bash.network", "network to any public host"},
-		{"rule and tool", &permission.Sandbox{NetworkFor: []permission.NetworkRule{{Rule: "Bash(go:*)", Hosts: []string{"sum.golang.org"}}}}, SettingsNetwork("Bash", true, []string{"proxy.golang.org"}),
+		{"tool settings", nil, permission.SettingsNetwork("Bash", false, []string{"proxy.golang.org"}), "go mod download", []string{"proxy.golang.org"}, "tools.Bash.network_hosts", "network to proxy.golang.org (tools.Bash.network_hosts)"},
+		{"tool network", nil, permission.SettingsNetwork("Bash", true, nil), "go mod download", []string{"*"}, "tools.Bash.network", "network to any public host"},
+		{"rule and tool", &permission.Sandbox{NetworkFor: []permission.NetworkRule{{Rule: "Bash(go:*)", Hosts: []string{"sum.golang.org"}}}}, permission.SettingsNetwork("Bash", true, []string{"proxy.golang.org"}),
 			"go mod download", []string{"sum.golang.org", "proxy.golang.org"}, "rule Bash(go:*); tools.Bash.network_hosts", ""},
 	}
 	for _, c := range cases {
@@ -126,7 +127,7 @@ func TestRequestedHosts(t *testing.T) {
 	}
 	// The tool's settings grant.
 	c := netCall(t, "npm install left-pad", req, pc(permission.ModeDefault, nil))
-	c.ToolNetwork = SettingsNetwork("Bash", false, []string{"registry.npmjs.org"})
+	c.ToolNetwork = permission.SettingsNetwork("Bash", false, []string{"registry.npmjs.org"})
 	if v, p := decideProfile(t, c); v.Behavior != permission.Allow || !slices.Equal(p.Hosts, req) || p.NetworkBy != "tools.Bash.network_hosts" {
 		t.Errorf("tool settings: %s, hosts %q by %q", v.Behavior, p.Hosts, p.NetworkBy)
 	}
@@ -157,12 +158,12 @@ func TestRequestedHosts(t *testing.T) {
 		t.Errorf("auto_allow with hosts: %s (%s), want ask", v.Behavior, v.Reason)
 	}
 	c = netCall(t, "make build", nil, auto)
-	c.ToolNetwork = SettingsNetwork("Bash", true, nil)
+	c.ToolNetwork = permission.SettingsNetwork("Bash", true, nil)
 	if v, _ := decideProfile(t, c); v.Behavior == permission.Allow {
 		t.Errorf("auto_allow with tools.Bash.network: allowed (%s)", v.Reason)
 	}
 	// A bad host is an input error the model reads.
-	if _, err := Decide(context.Background(), netCall(t, "npm install", []string{"http://x y"}, pc(permission.ModeDefault, nil))); err == nil ||
+	if _, err := Verdict(context.Background(), netCall(t, "npm install", []string{"http://x y"}, pc(permission.ModeDefault, nil))); err == nil ||
 		!strings.Contains(err.Error(), "network_hosts") {
 		t.Errorf("bad host: %v", err)
 	}
@@ -173,9 +174,9 @@ func TestRequestedHosts(t *testing.T) {
 // gets them; a tool-level network_for rule's hosts cover them.
 func TestPowerShellRequestedHosts(t *testing.T) {
 	t.Parallel()
-	in, _ := json.Marshal(PowerShellInput{Command: "Invoke-WebRequest https://registry.npmjs.org", NetworkHosts: []string{"registry.npmjs.org"}})
+	in, _ := json.Marshal(tools.PowerShellInput{Command: "Invoke-WebRequest https://registry.npmjs.org", NetworkHosts: []string{"registry.npmjs.org"}})
 	pc := &permission.Context{Mode: permission.ModeDefault, Allow: []permission.Rule{{Tool: "PowerShell", Behavior: permission.Allow}}}
-	c := Call{Tool: PowerShell{}, Input: in, Workdir: "/src/app", Policy: pc}
+	c := Call{Tool: tools.PowerShell{}, Input: in, Workdir: "/src/app", Policy: pc}
 	v, p := decideProfile(t, c)
 	if v.Behavior != permission.Ask || !strings.Contains(v.Reason, "registry.npmjs.org") || !slices.Equal(p.Hosts, []string{"registry.npmjs.org"}) {
 		t.Errorf("asked: %s %q, hosts %q", v.Behavior, v.Reason, p.Hosts)

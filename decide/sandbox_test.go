@@ -1,4 +1,4 @@
-package tools
+package decide
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
 )
 
 // devSession reads the scripted development turn of testdata.
@@ -33,8 +34,8 @@ func devSession(t *testing.T) []string {
 
 func decideBash(t *testing.T, cmd string, pc *permission.Context, sandboxed bool) permission.Verdict {
 	t.Helper()
-	in, _ := json.Marshal(BashInput{Command: cmd})
-	v, err := Decide(context.Background(), Call{Tool: Bash{}, Input: in, Workdir: "/src/svc", Home: "/home/dev", Policy: pc, Sandboxed: sandboxed})
+	in, _ := json.Marshal(tools.BashInput{Command: cmd})
+	v, err := Verdict(context.Background(), Call{Tool: tools.Bash{}, Input: in, Workdir: "/src/svc", Home: "/home/dev", Policy: pc, Sandboxed: sandboxed})
 	if err != nil {
 		t.Fatalf("%s: %v", cmd, err)
 	}
@@ -64,9 +65,9 @@ func TestAutoAllowPromptRate(t *testing.T) {
 		t.Fatal(err)
 	}
 	decide := func(cmd string, pc *permission.Context) (Call, permission.Verdict) {
-		in, _ := json.Marshal(BashInput{Command: cmd})
-		c := Call{Tool: Bash{}, Input: in, Workdir: ws, Home: home, Policy: pc, Sandboxed: true}
-		v, err := Decide(context.Background(), c)
+		in, _ := json.Marshal(tools.BashInput{Command: cmd})
+		c := Call{Tool: tools.Bash{}, Input: in, Workdir: ws, Home: home, Policy: pc, Sandboxed: true}
+		v, err := Verdict(context.Background(), c)
 		if err != nil {
 			t.Fatalf("%s: %v", cmd, err)
 		}
@@ -103,9 +104,9 @@ func TestAutoAllowPromptRate(t *testing.T) {
 		// workspace is what the session made it; each in the sandbox
 		// with the profile its verdict records.
 		prof := Profile(context.Background(), call, av)
-		in, _ := json.Marshal(BashInput{Command: cmd})
-		res, err := Collect(Bash{}.Call(context.Background(), &Env{Backend: b, Workdir: ws, Sandbox: &prof}, in))
-		ok := err == nil && res.State == StateSuccess
+		in, _ := json.Marshal(tools.BashInput{Command: cmd})
+		res, err := tools.Collect(tools.Bash{}.Call(context.Background(), &tools.Env{Backend: b, Workdir: ws, Sandbox: &prof}, in))
+		ok := err == nil && res.State == tools.StateSuccess
 		if auto && !ok {
 			failed = append(failed, cmd)
 		}
@@ -218,12 +219,12 @@ func TestAutoAllowKeepsAsks(t *testing.T) {
 func TestProfile(t *testing.T) {
 	ctx := context.Background()
 	call := func(cmd string, pc *permission.Context) Call {
-		in, _ := json.Marshal(BashInput{Command: cmd})
-		return Call{Tool: Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: pc}
+		in, _ := json.Marshal(tools.BashInput{Command: cmd})
+		return Call{Tool: tools.Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: pc}
 	}
 	prof := func(cmd string, pc *permission.Context) []string {
 		c := call(cmd, pc)
-		v, err := Decide(ctx, c)
+		v, err := Verdict(ctx, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +242,7 @@ func TestProfile(t *testing.T) {
 	}
 	ruled := &permission.Context{Mode: permission.ModeDefault, Allow: []permission.Rule{{Tool: "Edit", Content: "/src/app/.git/hooks/**", Behavior: permission.Allow}}}
 	c := call("make", ruled)
-	v, _ := Decide(ctx, c)
+	v, _ := Verdict(ctx, c)
 	p := Profile(ctx, c, v)
 	if !slices.Equal(p.Protect, []string{"/src/app/.git/config"}) {
 		t.Errorf("protect %q, want only .git/config (a rule grants the hooks)", p.Protect)
@@ -251,7 +252,7 @@ func TestProfile(t *testing.T) {
 	}
 	net := &permission.Context{Mode: permission.ModeDefault, Sandbox: &permission.Sandbox{NetworkFor: permission.NetworkRules("Bash(npm install:*)")}}
 	c = call("npm install", net)
-	v, _ = Decide(ctx, c)
+	v, _ = Verdict(ctx, c)
 	if p := Profile(ctx, c, v); !p.Network || !strings.Contains(p.NetworkBy, "npm install") {
 		t.Errorf("network rule: %+v", p)
 	}
@@ -266,19 +267,19 @@ func TestProfileAnalysesOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pc := &permission.Context{Mode: permission.ModeDefault, Sandbox: &permission.Sandbox{NetworkFor: permission.NetworkRules("Bash(npm install:*)")}}
-	in, _ := json.Marshal(BashInput{Command: "npm install > /etc/app.log"})
-	c := Call{Tool: Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: pc}
-	v, err := Decide(ctx, c)
+	in, _ := json.Marshal(tools.BashInput{Command: "npm install > /etc/app.log"})
+	c := Call{Tool: tools.Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: pc}
+	v, err := Verdict(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := bindTool(c.Tool, &Env{Workdir: c.Workdir, Permission: pc}, c.Home, pc)
+	b := c.bind(pc)
 	p := profile(ctx, b, c, pc, v)
 	if !slices.Contains(p.Write, "/etc/app.log") || !p.Network {
 		t.Errorf("profile %+v, want /etc/app.log written and the network on", p)
 	}
-	if b.memo.parses != 1 {
-		t.Errorf("command analysed %d times, want once", b.memo.parses)
+	if b.env.Memo.Parses() != 1 {
+		t.Errorf("command analysed %d times, want once", b.env.Memo.Parses())
 	}
 }
 
@@ -289,15 +290,15 @@ func TestProtectedNeverSuggested(t *testing.T) {
 		pc := &permission.Context{Mode: mode, Protected: []string{"/src/app/.warden{,/**}"},
 			Allow: []permission.Rule{{Tool: "Read", Behavior: permission.Allow}, {Tool: "Bash", Content: "cat:*", Behavior: permission.Allow}}}
 		for _, c := range []struct {
-			tool  Tool
+			tool  tools.Tool
 			input string
 		}{
-			{Read{}, `{"file_path":"/src/app/.warden/auth/operator.key"}`},
-			{Bash{}, `{"command":"cat .warden/auth/operator.key"}`},
-			{Grep{}, `{"pattern":"wk1","path":"/src/app/.warden"}`},
-			{Read{}, `{"file_path":"/proc/self/environ"}`},
+			{tools.Read{}, `{"file_path":"/src/app/.warden/auth/operator.key"}`},
+			{tools.Bash{}, `{"command":"cat .warden/auth/operator.key"}`},
+			{tools.Grep{}, `{"pattern":"wk1","path":"/src/app/.warden"}`},
+			{tools.Read{}, `{"file_path":"/proc/self/environ"}`},
 		} {
-			v, err := Decide(context.Background(), Call{Tool: c.tool, Input: json.RawMessage(c.input), Workdir: "/src/app", Home: "/home/dev", Policy: pc})
+			v, err := Verdict(context.Background(), Call{Tool: c.tool, Input: json.RawMessage(c.input), Workdir: "/src/app", Home: "/home/dev", Policy: pc})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -317,8 +318,8 @@ func TestGlobSuggestionCoversTheCall(t *testing.T) {
 		{`{"pattern":"/var/log/app/*.log"}`, "Read(/var/log/app/**)"},
 		{`{"pattern":"../other/**/*.go"}`, "Read(/src/other/**)"},
 	} {
-		call := Call{Tool: Glob{}, Input: json.RawMessage(c.input), Workdir: "/src/app", Home: "/home/dev", Policy: &permission.Context{Mode: permission.ModeDefault}}
-		v, err := Decide(ctx, call)
+		call := Call{Tool: tools.Glob{}, Input: json.RawMessage(c.input), Workdir: "/src/app", Home: "/home/dev", Policy: &permission.Context{Mode: permission.ModeDefault}}
+		v, err := Verdict(ctx, call)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +329,7 @@ func TestGlobSuggestionCoversTheCall(t *testing.T) {
 		}
 		pc := &permission.Context{Mode: permission.ModeDefault, Allow: v.Suggestions}
 		call.Policy = pc
-		if v, err := Decide(ctx, call); err != nil || v.Behavior != permission.Allow {
+		if v, err := Verdict(ctx, call); err != nil || v.Behavior != permission.Allow {
 			t.Errorf("%s with %s: %s %v, want the suggestion to allow it", c.input, c.want, v.Behavior, err)
 		}
 	}
@@ -341,9 +342,9 @@ func TestGlobSuggestionCoversTheCall(t *testing.T) {
 func TestProfileGuard(t *testing.T) {
 	ctx := context.Background()
 	prof := func(cmd string, pc *permission.Context) calls.Sandbox {
-		in, _ := json.Marshal(BashInput{Command: cmd})
-		c := Call{Tool: Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: pc}
-		v, err := Decide(ctx, c)
+		in, _ := json.Marshal(tools.BashInput{Command: cmd})
+		c := Call{Tool: tools.Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: pc}
+		v, err := Verdict(ctx, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -363,9 +364,9 @@ func TestProfileGuard(t *testing.T) {
 		t.Errorf("git commit allowed by bypass mode gets Git: %+v", p)
 	}
 	auto := &permission.Context{Mode: permission.ModeDefault, Sandbox: &permission.Sandbox{AutoAllow: true}}
-	in, _ := json.Marshal(BashInput{Command: "git commit -m x"})
-	ac := Call{Tool: Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: auto, Sandboxed: true}
-	if v, err := Decide(ctx, ac); err != nil || v.Layer != permission.LayerSandbox || !Profile(ctx, ac, v).Git {
+	in, _ := json.Marshal(tools.BashInput{Command: "git commit -m x"})
+	ac := Call{Tool: tools.Bash{}, Input: in, Workdir: "/src/app", Home: "/home/dev", Policy: auto, Sandboxed: true}
+	if v, err := Verdict(ctx, ac); err != nil || v.Layer != permission.LayerSandbox || !Profile(ctx, ac, v).Git {
 		t.Errorf("git commit auto-allowed by the team's sandbox.auto_allow: %+v %v (Git %v)", v, err, Profile(ctx, ac, v).Git)
 	}
 	if p := prof("git commit -m x && python3 x.py", gitRule); p.Git {

@@ -1,4 +1,4 @@
-package tools
+package decide
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
 )
 
 // TestDecideParsesOnce: however many rules there are, and whichever
@@ -26,13 +27,13 @@ func TestDecideParsesOnce(t *testing.T) {
 	}
 	for _, cmd := range []string{"npm run build && make", "git status", "git push origin", "cargo build", "rm -rf /", "echo $(id)"} {
 		in, _ := json.Marshal(map[string]string{"command": cmd})
-		env := &Env{Workdir: "/w/proj", Permission: &pc}
-		m := &memo{home: "/home/u", pc: &pc}
-		if _, err := permission.Evaluate(context.Background(), &pc, bound{t: Bash{}, env: env, memo: m}, in); err != nil {
+		m := &tools.Memo{}
+		env := &tools.Env{Workdir: "/w/proj", Permission: &pc, Home: "/home/u", Memo: m}
+		if _, err := permission.Evaluate(context.Background(), &pc, bind(tools.Bash{}, env), in); err != nil {
 			t.Fatal(err)
 		}
-		if m.parses != 1 {
-			t.Errorf("%q analysed %d times, want once", cmd, m.parses)
+		if m.Parses() != 1 {
+			t.Errorf("%q analysed %d times, want once", cmd, m.Parses())
 		}
 	}
 }
@@ -48,13 +49,13 @@ func TestDecideNoIO(t *testing.T) {
 		"Edit": `{"file_path":"/w/proj/a.go","old_string":"a","new_string":"b"}`,
 		"Glob": `{"pattern":"**/*.go"}`, "Grep": `{"pattern":"x"}`,
 	}
-	for _, tl := range Builtins() {
+	for _, tl := range tools.Builtins() {
 		name := tl.Info().Name
 		in, ok := inputs[name]
 		if !ok {
 			continue
 		}
-		v, err := Decide(context.Background(), Call{Tool: tl, Input: json.RawMessage(in), Workdir: "/w/proj", Home: "/home/u"})
+		v, err := Verdict(context.Background(), Call{Tool: tl, Input: json.RawMessage(in), Workdir: "/w/proj", Home: "/home/u"})
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
 			continue
@@ -70,18 +71,18 @@ func TestDecideNoIO(t *testing.T) {
 // as in the worker.
 func TestDecideValidates(t *testing.T) {
 	t.Parallel()
-	_, err := Decide(context.Background(), Call{Tool: Write{}, Input: json.RawMessage(`{"file_path":"/w/a"}`), Workdir: "/w"})
-	var ve *ValidationError
+	_, err := Verdict(context.Background(), Call{Tool: tools.Write{}, Input: json.RawMessage(`{"file_path":"/w/a"}`), Workdir: "/w"})
+	var ve *tools.ValidationError
 	if !errors.As(err, &ve) {
 		t.Fatalf("Decide: %v, want a ValidationError", err)
 	}
-	v, invalid := DecideOrAsk(context.Background(), Call{Tool: Write{}, Input: json.RawMessage(`{"file_path":"/w/a"}`), Workdir: "/w"})
+	v, invalid := VerdictOrAsk(context.Background(), Call{Tool: tools.Write{}, Input: json.RawMessage(`{"file_path":"/w/a"}`), Workdir: "/w"})
 	if invalid != ve.Error() || v.Behavior != "" {
 		t.Errorf("DecideOrAsk: %+v %q", v, invalid)
 	}
 	// A check that fails (a bad rule pattern) asks, naming the failure.
 	pc := permission.Context{Allow: []permission.Rule{{Tool: "Edit", Content: "[", Behavior: permission.Allow}}}
-	v, invalid = DecideOrAsk(context.Background(), Call{Tool: Edit{}, Input: json.RawMessage(`{"file_path":"/w/a","old_string":"a","new_string":"b"}`), Workdir: "/w", Policy: &pc})
+	v, invalid = VerdictOrAsk(context.Background(), Call{Tool: tools.Edit{}, Input: json.RawMessage(`{"file_path":"/w/a","old_string":"a","new_string":"b"}`), Workdir: "/w", Policy: &pc})
 	if invalid != "" || v.Behavior != permission.Ask || v.Layer != "check failed" {
 		t.Errorf("failed check: %+v %q", v, invalid)
 	}
@@ -98,8 +99,8 @@ func TestPathSuggestionsAllow(t *testing.T) {
 	} {
 		pc, _ := permission.Policy{Allow: []string{"Bash(echo:*)"}}.Context()
 		in, _ := json.Marshal(map[string]string{"command": c.cmd})
-		call := Call{Tool: Bash{}, Input: in, Workdir: "/w/proj", Home: "/home/u", Policy: &pc}
-		v, err := Decide(context.Background(), call)
+		call := Call{Tool: tools.Bash{}, Input: in, Workdir: "/w/proj", Home: "/home/u", Policy: &pc}
+		v, err := Verdict(context.Background(), call)
 		if err != nil || v.Behavior != permission.Ask {
 			t.Fatalf("%q: %+v %v", c.cmd, v, err)
 		}
@@ -114,7 +115,7 @@ func TestPathSuggestionsAllow(t *testing.T) {
 		if !found {
 			t.Fatalf("%q: suggestions %v lack %s", c.cmd, v.Suggestions, c.rule)
 		}
-		if v, err = Decide(context.Background(), call); err != nil || v.Behavior != permission.Allow {
+		if v, err = Verdict(context.Background(), call); err != nil || v.Behavior != permission.Allow {
 			t.Errorf("%q with %s: %s %q", c.cmd, c.rule, v.Behavior, v.Message)
 		}
 	}
@@ -127,7 +128,7 @@ func TestGrepHomeAsks(t *testing.T) {
 	pc := permission.Context{WorkingDirs: []string{"/home/u"}}
 	for p, want := range map[string]permission.Behavior{"/home/u": permission.Ask, "/home": permission.Ask, "/home/u/src": permission.Allow} {
 		in, _ := json.Marshal(map[string]string{"pattern": "KEY", "path": p})
-		v, err := Decide(context.Background(), Call{Tool: Grep{}, Input: in, Workdir: "/home/u/src", Home: "/home/u", Policy: &pc})
+		v, err := Verdict(context.Background(), Call{Tool: tools.Grep{}, Input: in, Workdir: "/home/u/src", Home: "/home/u", Policy: &pc})
 		if err != nil || v.Behavior != want {
 			t.Errorf("Grep %s: %s %q %v, want %s", p, v.Behavior, v.Message, err, want)
 		}
@@ -140,34 +141,34 @@ func TestGrepHomeAsks(t *testing.T) {
 // reads, never an approval request, whatever the policy asks for.
 func TestDecideValidatesBeforeAsking(t *testing.T) {
 	t.Parallel()
-	read := &State{Reads: map[string]FileStamp{"/w/a.go": {Size: 1}}}
+	read := &tools.State{Reads: map[string]tools.FileStamp{"/w/a.go": {Size: 1}}}
 	cases := []struct {
 		name  string
-		tool  Tool
+		tool  tools.Tool
 		input string
-		state *State
+		state *tools.State
 		want  string // a substring of the invalid message
 	}{
-		{"relative Write", Write{}, `{"file_path":"a.go","content":"x"}`, nil, "/file_path"},
-		{"relative Write, dot", Write{}, `{"file_path":"./a.go","content":"x"}`, read, "/file_path"},
-		{"Write with NUL", Write{}, `{"file_path":"/w/a\u0000.go","content":"x"}`, nil, "NUL"},
-		{"Edit missing new_string", Edit{}, `{"file_path":"/w/a.go","old_string":"a"}`, read, "new_string"},
-		{"Edit replace_all not boolean", Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"b","replace_all":"yes"}`, read, "/replace_all"},
-		{"Edit unknown field", Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"b","force":true}`, read, "force"},
-		{"Edit identical strings", Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"a"}`, read, "identical"},
-		{"Edit empty old_string", Edit{}, `{"file_path":"/w/a.go","old_string":"","new_string":"a"}`, read, "must not be empty"},
-		{"Edit not read", Edit{}, `{"file_path":"/w/b.go","old_string":"a","new_string":"b"}`, read, "first read it"},
-		{"Edit not read, empty state", Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"b"}`, &State{}, "first read it"},
-		{"Bash empty", Bash{}, `{"command":"  "}`, nil, "empty command"},
-		{"Grep empty pattern", Grep{}, `{"pattern":""}`, nil, "pattern is required"},
-		{"Glob NUL", Glob{}, `{"pattern":"*","path":"a\u0000"}`, nil, "NUL"},
-		{"AskUser duplicate labels", AskUser{}, `{"questions":[{"question":"Which?","header":"Pick","options":[{"label":"A","description":""},{"label":"A","description":""}]}]}`, nil, "unique"},
+		{"relative Write", tools.Write{}, `{"file_path":"a.go","content":"x"}`, nil, "/file_path"},
+		{"relative Write, dot", tools.Write{}, `{"file_path":"./a.go","content":"x"}`, read, "/file_path"},
+		{"Write with NUL", tools.Write{}, `{"file_path":"/w/a\u0000.go","content":"x"}`, nil, "NUL"},
+		{"Edit missing new_string", tools.Edit{}, `{"file_path":"/w/a.go","old_string":"a"}`, read, "new_string"},
+		{"Edit replace_all not boolean", tools.Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"b","replace_all":"yes"}`, read, "/replace_all"},
+		{"Edit unknown field", tools.Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"b","force":true}`, read, "force"},
+		{"Edit identical strings", tools.Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"a"}`, read, "identical"},
+		{"Edit empty old_string", tools.Edit{}, `{"file_path":"/w/a.go","old_string":"","new_string":"a"}`, read, "must not be empty"},
+		{"Edit not read", tools.Edit{}, `{"file_path":"/w/b.go","old_string":"a","new_string":"b"}`, read, "first read it"},
+		{"Edit not read, empty state", tools.Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"b"}`, &tools.State{}, "first read it"},
+		{"Bash empty", tools.Bash{}, `{"command":"  "}`, nil, "empty command"},
+		{"Grep empty pattern", tools.Grep{}, `{"pattern":""}`, nil, "pattern is required"},
+		{"Glob NUL", tools.Glob{}, `{"pattern":"*","path":"a\u0000"}`, nil, "NUL"},
+		{"AskUser duplicate labels", tools.AskUser{}, `{"questions":[{"question":"Which?","header":"Pick","options":[{"label":"A","description":""},{"label":"A","description":""}]}]}`, nil, "unique"},
 	}
 	for _, mode := range []permission.Mode{permission.ModeDefault, permission.ModeBypass} {
 		// Every rule asks: only an invalid input can escape the ASK.
 		pc := permission.Context{Mode: mode, Ask: []permission.Rule{{Tool: "Write"}, {Tool: "Edit"}, {Tool: "Bash"}, {Tool: "Grep"}, {Tool: "Glob"}, {Tool: "AskUser"}}}
 		for _, c := range cases {
-			v, invalid := DecideOrAsk(context.Background(), Call{Tool: c.tool, Input: json.RawMessage(c.input), Workdir: "/w", Policy: &pc, State: c.state})
+			v, invalid := VerdictOrAsk(context.Background(), Call{Tool: c.tool, Input: json.RawMessage(c.input), Workdir: "/w", Policy: &pc, State: c.state})
 			if invalid == "" || v.Behavior != "" {
 				t.Errorf("%s (%s): verdict %s (%s), want an invalid input", c.name, mode, v.Behavior, v.Reason)
 				continue
@@ -188,36 +189,36 @@ func TestDecideReadBeforeWrite(t *testing.T) {
 	t.Parallel()
 	pc := permission.Context{Mode: permission.ModeDefault}
 	edit := json.RawMessage(`{"file_path":"/w/a.go","old_string":"a","new_string":"b"}`)
-	decide := func(tl Tool, input json.RawMessage, s *State) (permission.Verdict, string) {
-		return DecideOrAsk(context.Background(), Call{Tool: tl, Input: input, Workdir: "/w", Policy: &pc, State: s})
+	decide := func(tl tools.Tool, input json.RawMessage, s *tools.State) (permission.Verdict, string) {
+		return VerdictOrAsk(context.Background(), Call{Tool: tl, Input: input, Workdir: "/w", Policy: &pc, State: s})
 	}
-	for name, s := range map[string]*State{
-		"read":    {Reads: map[string]FileStamp{"/w/a.go": {Size: 3}}},
+	for name, s := range map[string]*tools.State{
+		"read":    {Reads: map[string]tools.FileStamp{"/w/a.go": {Size: 3}}},
 		"unknown": nil,
-		"unclean": {Reads: map[string]FileStamp{"/w/a.go": {Size: 3}}},
+		"unclean": {Reads: map[string]tools.FileStamp{"/w/a.go": {Size: 3}}},
 	} {
 		in := edit
 		if name == "unclean" {
 			in = json.RawMessage(`{"file_path":"/w/x/../a.go","old_string":"a","new_string":"b"}`)
 		}
-		if v, invalid := decide(Edit{}, in, s); invalid != "" || v.Behavior != permission.Ask {
+		if v, invalid := decide(tools.Edit{}, in, s); invalid != "" || v.Behavior != permission.Ask {
 			t.Errorf("Edit, state %s: %s %q, want ask", name, v.Behavior, invalid)
 		}
 	}
-	if v, invalid := decide(Write{}, json.RawMessage(`{"file_path":"/w/new.go","content":"x"}`), &State{}); invalid != "" || v.Behavior != permission.Ask {
+	if v, invalid := decide(tools.Write{}, json.RawMessage(`{"file_path":"/w/new.go","content":"x"}`), &tools.State{}); invalid != "" || v.Behavior != permission.Ask {
 		t.Errorf("Write of an unread file: %s %q, want ask", v.Behavior, invalid)
 	}
 
 	// One step: Read a.go, Edit a.go, Edit b.go, decided before any runs.
-	var s State
+	var s tools.State
 	step := []struct {
-		tool  Tool
+		tool  tools.Tool
 		input string
 		ok    bool
 	}{
-		{Read{}, `{"file_path":"/w/a.go"}`, true},
-		{Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"b"}`, true},
-		{Edit{}, `{"file_path":"/w/b.go","old_string":"a","new_string":"b"}`, false},
+		{tools.Read{}, `{"file_path":"/w/a.go"}`, true},
+		{tools.Edit{}, `{"file_path":"/w/a.go","old_string":"a","new_string":"b"}`, true},
+		{tools.Edit{}, `{"file_path":"/w/b.go","old_string":"a","new_string":"b"}`, false},
 	}
 	for i, c := range step {
 		cur := s
@@ -230,7 +231,7 @@ func TestDecideReadBeforeWrite(t *testing.T) {
 	if len(s.Reads) != 1 {
 		t.Errorf("anticipated reads %v, want /w/a.go only", s.Reads)
 	}
-	var empty State
+	var empty tools.State
 	_ = empty.Anticipate("Read", json.RawMessage(`{"file_path":"/w/a.go"}`))
 	if empty.Reads != nil {
 		t.Error("Anticipate changed its receiver")

@@ -1,4 +1,4 @@
-package tools
+package decide
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/permission/shell"
+	"github.com/wardenhq/warden/tools"
 )
 
 // Profile is the sandbox profile of a call decided as v, recorded with
@@ -47,7 +48,7 @@ func Profile(ctx context.Context, c Call, v permission.Verdict) calls.Sandbox {
 	if c.Policy != nil {
 		pc = *c.Policy
 	}
-	return profile(ctx, bindTool(c.Tool, &Env{Workdir: c.Workdir, Permission: &pc}, c.Home, &pc), c, &pc, v)
+	return profile(ctx, c.bind(&pc), c, &pc, v)
 }
 
 // profile is Profile with the call's tool bound as b: the Bash command
@@ -63,7 +64,7 @@ func profile(ctx context.Context, b bound, c Call, pc *permission.Context, v per
 		s.Write = slices.Clone(dirs)
 		for _, d := range dirs {
 			for _, p := range []string{path.Join(d, ".git", "hooks"), path.Join(d, ".git", "config")} {
-				if r, _ := pathRule(&Env{Workdir: c.Workdir}, pc.Allow, []string{"Edit", "Write"}, p); r == nil || r.Content == "" {
+				if r, _ := (permission.Paths{Workdir: c.Workdir}).Rule(pc.Allow, []string{"Edit", "Write"}, p); r == nil || r.Content == "" {
 					s.Protect = append(s.Protect, p)
 				} else {
 					s.Granted = append(s.Granted, escapeGlob(p))
@@ -77,7 +78,7 @@ func profile(ctx context.Context, b bound, c Call, pc *permission.Context, v per
 		s.Git = gitCommand(ctx, b, c.Input) && (human || v.Layer == permission.LayerAllowRule || v.Layer == permission.LayerSandbox)
 		for _, p := range outsideWrites(ctx, b, c.Input, dirs) {
 			granted := human
-			if r, _ := pathRule(&Env{Workdir: c.Workdir}, pc.Allow, []string{"Edit", "Write"}, p); r != nil {
+			if r, _ := (permission.Paths{Workdir: c.Workdir}).Rule(pc.Allow, []string{"Edit", "Write"}, p); r != nil {
 				granted = true
 			}
 			if granted && !slices.Contains(s.Write, p) {
@@ -93,7 +94,7 @@ func profile(ctx context.Context, b bound, c Call, pc *permission.Context, v per
 // (callGrants) and what granted them.
 func callNetwork(ctx context.Context, b bound, c Call, pc *permission.Context, human bool) (on bool, hosts []string, by string) {
 	grants := callGrants(ctx, b, c, pc, human)
-	hosts = grantHosts(grants)
+	hosts = permission.GrantHosts(grants)
 	if len(hosts) == 0 {
 		return false, nil, ""
 	}
@@ -104,28 +105,28 @@ func callNetwork(ctx context.Context, b bound, c Call, pc *permission.Context, h
 	return true, hosts, strings.Join(bys, "; ")
 }
 
-// callGrants are the grants of the network of a call (networkGrants)
+// callGrants are the grants of the network of a call (permission.NetworkGrants)
 // and, when a human decides the call, the grant of the hosts it asks
 // for that none of them covers.
-func callGrants(ctx context.Context, b bound, c Call, pc *permission.Context, human bool) []NetworkGrant {
+func callGrants(ctx context.Context, b bound, c Call, pc *permission.Context, human bool) []permission.NetworkGrant {
 	name := ""
 	if c.Tool != nil {
 		name = c.Tool.Info().Name
 	}
-	grants := networkGrants(name, pc, c.ToolNetwork, func(content string) bool {
+	grants := permission.NetworkGrants(name, pc, c.ToolNetwork, func(content string) bool {
 		ok, err := b.MatchRule(permission.WithRuleBehavior(ctx, permission.Allow), content, c.Input)
 		return err == nil && ok
 	})
 	if human {
-		hosts := grantHosts(grants)
+		hosts := permission.GrantHosts(grants)
 		var asked []string
-		for _, h := range requestedHosts(name, c.Input) {
+		for _, h := range tools.RequestedHosts(name, c.Input) {
 			if permission.HostCovered(hosts, h) == "" {
 				asked = append(asked, h)
 			}
 		}
 		if len(asked) > 0 {
-			grants = append(grants, NetworkGrant{Hosts: asked, By: "network_hosts approved by a person: " + strings.Join(asked, ", ")})
+			grants = append(grants, permission.NetworkGrant{Hosts: asked, By: "network_hosts approved by a person: " + strings.Join(asked, ", ")})
 		}
 	}
 	return grants
@@ -135,12 +136,12 @@ func callGrants(ctx context.Context, b bound, c Call, pc *permission.Context, hu
 // what the profile's Hosts and NetworkBy are made of (Profile), one
 // grant each, in order. "starter policy what-if" replays a recorded
 // connection against them.
-func Network(ctx context.Context, c Call, v permission.Verdict) []NetworkGrant {
+func Network(ctx context.Context, c Call, v permission.Verdict) []permission.NetworkGrant {
 	pc := permission.Context{}
 	if c.Policy != nil {
 		pc = *c.Policy
 	}
-	b := bindTool(c.Tool, &Env{Workdir: c.Workdir, Permission: &pc}, c.Home, &pc)
+	b := c.bind(&pc)
 	return callGrants(ctx, b, c, &pc, v.Behavior != permission.Allow)
 }
 
@@ -165,13 +166,13 @@ func outsideWrites(ctx context.Context, b bound, input json.RawMessage, dirs []s
 	if b.t == nil || b.Name() != "Bash" {
 		return nil
 	}
-	a, _, err := analyse(b.ctx(ctx), b.env, input)
+	a, err := tools.BashAnalysis(b.env, input)
 	if err != nil {
 		return nil
 	}
 	var out []string
 	for _, acc := range a.Accesses() {
-		if acc.Write && acc.Resolved && !acc.Glob && !insideDirs(acc.Path, dirs) {
+		if acc.Write && acc.Resolved && !acc.Glob && !permission.Inside(acc.Path, dirs) {
 			p := path.Clean(acc.Path)
 			if makesDir(acc.Command) && p != "/" {
 				p += "/" // a directory the command makes (calls.Sandbox.Write)
@@ -215,10 +216,10 @@ func autoAllow(ctx context.Context, b bound, c Call, pc *permission.Context, v p
 	if v.Behavior != permission.Ask || v.Layer != permission.LayerMode || v.Rule != nil || v.Tool.Behavior != permission.Passthrough {
 		return v
 	}
-	if on, _, _ := callNetwork(ctx, b, c, pc, false); on || len(requestedHosts("Bash", c.Input)) > 0 {
+	if on, _, _ := callNetwork(ctx, b, c, pc, false); on || len(tools.RequestedHosts("Bash", c.Input)) > 0 {
 		return v // the network (granted or asked for) is not confined
 	}
-	a, _, err := analyse(b.ctx(ctx), b.env, c.Input) // the decision's analysis, from the memo
+	a, err := tools.BashAnalysis(b.env, c.Input) // the decision's analysis, from the memo
 	if err != nil {
 		return v
 	}
@@ -252,7 +253,7 @@ func gitCommand(ctx context.Context, b bound, input json.RawMessage) bool {
 	if b.t == nil || b.Name() != "Bash" {
 		return false
 	}
-	a, _, err := analyse(b.ctx(ctx), b.env, input)
+	a, err := tools.BashAnalysis(b.env, input)
 	return err == nil && a.MatchRule("git:*", permission.Allow)
 }
 
@@ -261,7 +262,7 @@ func gitCommand(ctx context.Context, b bound, input json.RawMessage) bool {
 // the patterns of the Read allow rules that name a sensitive path.
 func sensitiveReads(ctx context.Context, b bound, c Call, pc *permission.Context, dirs []string, human bool) []string {
 	return grantedPaths(ctx, b, c, pc, dirs, human, false, []string{"Read"}, func(p string, glob bool) bool {
-		return sensitiveMatch(pc.Sensitive(), c.Home, p, glob) != ""
+		return (permission.Paths{Home: c.Home, Policy: pc}).SensitiveMatch(p, glob) != ""
 	})
 }
 
@@ -270,7 +271,7 @@ func sensitiveReads(ctx context.Context, b bound, c Call, pc *permission.Context
 // the patterns of the Edit and Write allow rules that name one.
 func dangerousWrites(ctx context.Context, b bound, c Call, pc *permission.Context, dirs []string, human bool) []string {
 	return grantedPaths(ctx, b, c, pc, dirs, human, true, []string{"Edit", "Write"}, func(p string, _ bool) bool {
-		return dangerousPath(pc, path.Clean(p))
+		return pc.DangerousPath(path.Clean(p))
 	})
 }
 
@@ -286,9 +287,9 @@ func grantedPaths(ctx context.Context, b bound, c Call, pc *permission.Context, 
 		}
 	}
 	if human && b.t != nil && b.Name() == "Bash" {
-		if a, _, err := analyse(b.ctx(ctx), b.env, c.Input); err == nil {
+		if a, err := tools.BashAnalysis(b.env, c.Input); err == nil {
 			for _, acc := range a.Accesses() {
-				if acc.Write != write || !acc.Resolved || !insideDirs(globBase(acc), dirs) || !match(acc.Path, acc.Glob) {
+				if acc.Write != write || !acc.Resolved || !permission.Inside(globBase(acc), dirs) || !match(acc.Path, acc.Glob) {
 					continue
 				}
 				if acc.Glob {
@@ -302,12 +303,13 @@ func grantedPaths(ctx context.Context, b bound, c Call, pc *permission.Context, 
 	if human && !write && b.t != nil && b.Name() == "Grep" {
 		// Grep's search runs as a sandboxed process (ripgrep): an
 		// approved search of a sensitive file must find it there.
-		if in, err := decodeInput[GrepInput]("Grep", c.Input); err == nil && in.Path != "" {
+		var in tools.GrepInput
+		if err := json.Unmarshal(c.Input, &in); err == nil && in.Path != "" {
 			p := in.Path
 			if !path.IsAbs(p) {
 				p = path.Join(c.Workdir, p)
 			}
-			if p = path.Clean(p); insideDirs(p, dirs) && match(p, false) {
+			if p = path.Clean(p); permission.Inside(p, dirs) && match(p, false) {
 				add(escapeGlob(p))
 			}
 		}
@@ -336,7 +338,7 @@ func rulePatterns(c Call, rules []permission.Rule, names []string, dirs []string
 			pat = path.Join(c.Workdir, pat)
 		}
 		base := shell.GlobBase(pat)
-		if insideDirs(base, dirs) || slices.ContainsFunc(dirs, func(d string) bool { return insideDirs(d, []string{base}) }) {
+		if permission.Inside(base, dirs) || slices.ContainsFunc(dirs, func(d string) bool { return permission.Inside(d, []string{base}) }) {
 			out = append(out, pat)
 		}
 	}

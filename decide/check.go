@@ -1,4 +1,4 @@
-package tools
+package decide
 
 import (
 	"bufio"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
 )
 
 // CheckRequest asks for the verdict on one call of a built-in tool, on
@@ -52,13 +53,13 @@ type CheckOptions struct {
 	// ToolNetwork gives the network grant of the worker's settings for a
 	// tool (tools.NAME.network, network_hosts: SettingsNetwork); nil:
 	// none.
-	ToolNetwork func(tool string) *NetworkGrant
+	ToolNetwork func(tool string) *permission.NetworkGrant
 	// Limits are the local backend's limits a call is recorded with (nil:
 	// none, or the sandbox is off).
 	Limits *calls.Limits
 }
 
-// CheckResult is the verdict of Decide (through DecideOrAsk, as the
+// CheckResult is the verdict of Verdict (through VerdictOrAsk, as the
 // worker applies it) on a CheckRequest.
 type CheckResult struct {
 	Tool         string   `json:"tool"`
@@ -86,8 +87,8 @@ type CheckResult struct {
 }
 
 // builtin is the built-in tool named name.
-func builtin(name string) (Tool, bool) {
-	for _, t := range Builtins() {
+func builtin(name string) (tools.Tool, bool) {
+	for _, t := range tools.Builtins() {
 		if t.Info().Name == name {
 			return t, true
 		}
@@ -127,7 +128,7 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 	if o.ToolNetwork != nil {
 		call.ToolNetwork = o.ToolNetwork(t.Info().Name)
 	}
-	v, invalid := DecideOrAsk(ctx, call)
+	v, invalid := VerdictOrAsk(ctx, call)
 	if invalid != "" {
 		return CheckResult{Tool: t.Info().Name, Behavior: "invalid", Invalid: invalid, Message: invalid,
 			Suggestions: []string{}, Mode: pc.Mode, WorkingDirs: pc.WorkingDirs}, nil

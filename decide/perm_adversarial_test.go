@@ -1,4 +1,4 @@
-package tools
+package decide
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/tools"
 )
 
 // adversarialCase is one Bash command an agent might use to get past the
@@ -257,7 +258,7 @@ func TestAdversarialTable(t *testing.T) {
 		seen[c.cmd] = true
 		t.Run(c.category+"/"+c.cmd, func(t *testing.T) {
 			in, _ := json.Marshal(map[string]string{"command": c.cmd})
-			v, err := Decide(context.Background(), Call{Tool: Bash{}, Input: in, Workdir: "/w/proj", Home: "/home/u", Policy: &pc})
+			v, err := Verdict(context.Background(), Call{Tool: tools.Bash{}, Input: in, Workdir: "/w/proj", Home: "/home/u", Policy: &pc})
 			if err != nil {
 				t.Fatal(err)
 			}
