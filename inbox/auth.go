@@ -132,6 +132,9 @@ func (s *Server) may(user, tool string, input, edited json.RawMessage) bool {
 // restricted reports whether user's answers are limited by roles (or the
 // user is no approver at all).
 func (s *Server) restricted(user string) bool {
+	if !s.approvers.Enabled() {
+		return false // no approvers: anyone answers anything
+	}
 	rs, ok := s.approvers.Users[user]
 	return !ok || len(rs) > 0
 }
