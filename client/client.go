@@ -26,8 +26,9 @@ type Client struct {
 	PollInterval time.Duration
 	// Approvers, when set, is recorded with every turn this client starts
 	// whose input names none: who may answer its calls (the workflow
-	// checks every answer against it). config.Config.Approvers builds it
-	// from the inbox users and roles.
+	// checks every answer against it). Approvers builds it from the inbox
+	// users and roles of a config: the one approver model, which the
+	// inbox, the CLI and Slack check answers against too.
 	Approvers *workflows.Approvers
 	// Via is the name of the warden key the underlying Temporal client
 	// authenticates with (auth.NameOf). Answers sent through this client

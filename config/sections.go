@@ -207,6 +207,9 @@ type InboxUser struct {
 
 // InboxRole lists allow-rule patterns ("Bash(kubectl:*)", "Write") of
 // the calls a member may answer (inbox.roles.NAME).
+// client.Approvers turns the users and roles into the approvers a turn
+// records (workflows.Approvers), the one model every answer is checked
+// against.
 type InboxRole struct {
 	Allow []string `json:"allow" yaml:"allow"`
 }

@@ -93,7 +93,7 @@ func (s *Server) authorize(r *http.Request, wf, callID string, kind workflows.Pe
 		return p, statusErr(http.StatusBadRequest, "call %s waits for %s, not %s", callID, p.Kind, kind)
 	}
 	user := userFrom(r)
-	if !s.may(user, p.Tool, p.Input) || len(edited) > 0 && !s.may(user, p.Tool, edited) {
+	if !s.may(user, p.Tool, p.Input, edited) {
 		s.unauthorized.Inc()
 		return p, statusErr(http.StatusForbidden, "user %s may not answer this %s call", user, p.Tool)
 	}
@@ -181,9 +181,8 @@ func (s *Server) mayAlwaysAllow(r *http.Request, rules []string, p workflows.Pen
 	if len(added) == 0 {
 		added = p.Suggestions
 	}
-	u, _ := s.user(userFrom(r))
 	for _, rl := range added {
-		if err := mayAddRule(u, rl); err != nil {
+		if err := s.approvers.MayAddRule(s.roles, userFrom(r), rl); err != nil {
 			s.unauthorized.Inc()
 			return statusErr(http.StatusForbidden, "user %s may not add this rule: %w", userFrom(r), err)
 		}

@@ -10,8 +10,6 @@ import (
 	"strings"
 
 	"github.com/wardenhq/warden/config"
-	"github.com/wardenhq/warden/decide/roles"
-	"github.com/wardenhq/warden/permission"
 )
 
 // cookieName holds a token set by a ?token= link.
@@ -29,6 +27,9 @@ func userFrom(r *http.Request) string {
 	return n
 }
 
+// buildUsers checks the inbox's own part of its users (names,
+// credentials, that their roles exist) and lists them by name. Who may
+// answer what is the approvers' (client.Approvers), not theirs.
 func buildUsers(users map[string]config.InboxUser, roles map[string]config.InboxRole) ([]namedUser, error) {
 	var out []namedUser
 	for name, u := range users {
@@ -38,24 +39,12 @@ func buildUsers(users map[string]config.InboxUser, roles map[string]config.Inbox
 		if u.Token == "" && u.Password == "" {
 			return nil, fmt.Errorf("inbox: user %q has neither a token nor a password", name)
 		}
-		nu := namedUser{name: name, u: u}
 		for _, rn := range u.Roles {
-			role, ok := roles[rn]
-			if !ok {
+			if _, ok := roles[rn]; !ok {
 				return nil, fmt.Errorf("inbox: user %q has unknown role %q", name, rn)
 			}
-			for _, p := range role.Allow {
-				rule, err := permission.ParseRule(p, permission.Allow)
-				if err != nil {
-					return nil, fmt.Errorf("inbox: role %q: %w", rn, err)
-				}
-				nu.rules = append(nu.rules, rule)
-			}
 		}
-		if len(u.Roles) > 0 && nu.rules == nil {
-			nu.rules = []permission.Rule{} // roles that allow nothing
-		}
-		out = append(out, nu)
+		out = append(out, namedUser{name: name, u: u})
 	}
 	slices.SortFunc(out, func(a, b namedUser) int { return strings.Compare(a.name, b.name) })
 	return out, nil
@@ -133,69 +122,19 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, b
 	return "", false
 }
 
-// may reports whether user may answer a call of tool with input.
-func (s *Server) may(user, tool string, input json.RawMessage) bool {
-	u, ok := s.user(user)
-	if !ok {
-		return false
-	}
-	if u.rules == nil {
-		return true
-	}
-	return covers(u.rules, tool, input)
+// may reports whether user may answer a call of tool with input (and,
+// when edited is set, run it with that input instead): the check the
+// turn makes of the answer (workflows.Approvers.MayAnswer).
+func (s *Server) may(user, tool string, input, edited json.RawMessage) bool {
+	return s.approvers.MayAnswer(s.roles, user, tool, input, edited) == nil
 }
 
-// covers reports whether the role rules cover a call: the workflow's
-// own check (roles.Cover, which asks the one decision function),
-// so the inbox and the turn agree.
-func covers(rules []permission.Rule, tool string, input json.RawMessage) bool {
-	return roles.Cover(rules, tool, input)
-}
-
-// Policy answers who may decide which calls, for decisions made outside
-// the web page (the CLI's --by): the same users and roles as the inbox.
-type Policy struct{ users []namedUser }
-
-// NewPolicy checks users and roles like New does.
-func NewPolicy(users map[string]config.InboxUser, roles map[string]config.InboxRole) (*Policy, error) {
-	us, err := buildUsers(users, roles)
-	if err != nil {
-		return nil, err
+// restricted reports whether user's answers are limited by roles (or the
+// user is no approver at all).
+func (s *Server) restricted(user string) bool {
+	if !s.approvers.Enabled() {
+		return false // no approvers: anyone answers anything
 	}
-	return &Policy{users: us}, nil
-}
-
-// Allows reports whether user may answer a call of tool with input: the
-// user must exist, and its roles (if any) must cover the call.
-func (p *Policy) Allows(user, tool string, input json.RawMessage) bool {
-	for _, u := range p.users {
-		if u.name == user {
-			return u.rules == nil || covers(u.rules, tool, input)
-		}
-	}
-	return false
-}
-
-// AllowsRule reports whether user may add the always-allow rule (written
-// as "Tool" or "Tool(content)"): the user must exist, and the rule must be
-// no wider than its roles (if any).
-func (p *Policy) AllowsRule(user, rule string) bool {
-	for _, u := range p.users {
-		if u.name == user {
-			return mayAddRule(u, rule) == nil
-		}
-	}
-	return false
-}
-
-// mayAddRule checks one always-allow rule against u's roles.
-func mayAddRule(u namedUser, rule string) error {
-	r, err := permission.ParseRule(rule, permission.Allow)
-	if err != nil {
-		return fmt.Errorf("rule %q: %w", rule, err)
-	}
-	if u.rules != nil && !roles.Within(r, u.rules) {
-		return fmt.Errorf("rule %s is wider than what %s's roles allow", r, u.name)
-	}
-	return nil
+	rs, ok := s.approvers.Users[user]
+	return !ok || len(rs) > 0
 }

@@ -22,11 +22,11 @@ func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	user := userFrom(r)
-	if u, ok := s.user(user); !ok || u.rules != nil {
+	if s.restricted(user) {
 		ps, err := s.cfg.Client.Pending(r.Context(), wf)
 		covered := false
 		for _, p := range ps {
-			if s.may(user, p.Tool, p.Input) {
+			if s.may(user, p.Tool, p.Input, nil) {
 				covered = true
 				break
 			}

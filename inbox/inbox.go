@@ -28,9 +28,10 @@ import (
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
+	"github.com/wardenhq/warden/decide/roles"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/model"
-	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/workflows"
 )
 
 // DefaultListen is the address a server listens on when Config.Listen is
@@ -70,10 +71,15 @@ type Config struct {
 
 // Server is the inbox web server. It is an http.Handler.
 type Server struct {
-	cfg          Config
-	mux          *http.ServeMux
-	page         *template.Template
-	users        []namedUser
+	cfg   Config
+	mux   *http.ServeMux
+	page  *template.Template
+	users []namedUser
+	// approvers is who may answer which calls: the inbox users and their
+	// roles, as the turns record them (client.Approvers), checked by the
+	// workflow's own check (workflows.Approvers) with the roles checker.
+	approvers    *workflows.Approvers
+	roles        workflows.RoleChecker
 	unauthorized prometheus.Counter
 	// signinFailures counts refused credentials (see auth.go).
 	signinFailures *prometheus.CounterVec
@@ -91,9 +97,8 @@ type Server struct {
 }
 
 type namedUser struct {
-	name  string
-	u     config.InboxUser
-	rules []permission.Rule // nil: unrestricted
+	name string
+	u    config.InboxUser
 }
 
 // New validates cfg and builds a server.
@@ -124,6 +129,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.users = users
+	if s.approvers, err = client.Approvers(config.Inbox{Users: cfg.Users, Roles: cfg.Roles}); err != nil {
+		return nil, err
+	}
+	s.roles = roles.Checker{}
 	page, err := template.New("index.html").Funcs(funcs).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("inbox: parse templates: %w", err)

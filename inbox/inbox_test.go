@@ -12,19 +12,29 @@ import (
 
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
-	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
 
-func TestCovers(t *testing.T) {
-	var rules []permission.Rule
-	for _, s := range []string{"Bash(kubectl:*)", "Write", "Edit(/srv/app/*)"} {
-		r, err := permission.ParseRule(s, permission.Allow)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rules = append(rules, r)
+// serverWith is an inbox whose user "r" has one role allowing patterns,
+// and whose user "admin" has none.
+func serverWith(t *testing.T, patterns ...string) *Server {
+	t.Helper()
+	s, err := New(Config{
+		Client: client.New(nil, "unused"),
+		Users:  map[string]config.InboxUser{"admin": {Token: "a"}, "r": {Token: "r", Roles: []string{"r"}}},
+		Roles:  map[string]config.InboxRole{"r": {Allow: patterns}},
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return s
+}
+
+// TestCovers: what a user's role rules let it answer, as the inbox checks
+// it before it sends an answer (the turn's own check, with the roles
+// checker).
+func TestCovers(t *testing.T) {
+	s := serverWith(t, "Bash(kubectl:*)", "Write", "Edit(/srv/app/*)")
 	tests := []struct {
 		tool, input string
 		want        bool
@@ -50,9 +60,19 @@ func TestCovers(t *testing.T) {
 		{"Read", `{"file_path":"/srv/app/main.go"}`, false},
 	}
 	for _, tt := range tests {
-		if got := covers(rules, tt.tool, json.RawMessage(tt.input)); got != tt.want {
-			t.Errorf("covers(%s %s) = %v, want %v", tt.tool, tt.input, got, tt.want)
+		if got := s.may("r", tt.tool, json.RawMessage(tt.input), nil); got != tt.want {
+			t.Errorf("may(r, %s %s) = %v, want %v", tt.tool, tt.input, got, tt.want)
 		}
+		if !s.may("admin", tt.tool, json.RawMessage(tt.input), nil) {
+			t.Errorf("may(admin, %s %s) = false: a user without roles answers everything", tt.tool, tt.input)
+		}
+	}
+	// An edit is checked too: the role must cover what would run.
+	if s.may("r", "Bash", json.RawMessage(`{"command":"kubectl get pods"}`), json.RawMessage(`{"command":"rm -rf /"}`)) {
+		t.Error("r may edit a kubectl call into rm")
+	}
+	if s.may("mallory", "Bash", json.RawMessage(`{"command":"kubectl get pods"}`), nil) {
+		t.Error("a stranger may answer")
 	}
 }
 
@@ -61,8 +81,7 @@ func TestCovers(t *testing.T) {
 // once cleaned. (File tools take absolute paths only: a relative one is an
 // invalid input, which no role covers.)
 func TestRolePathsCleaned(t *testing.T) {
-	r, _ := permission.ParseRule("Edit(/work/src/**)", permission.Allow)
-	rules := []permission.Rule{r}
+	s := serverWith(t, "Edit(/work/src/**)")
 	edit := func(p string) json.RawMessage {
 		b, _ := json.Marshal(map[string]string{"file_path": p, "old_string": "a", "new_string": "b"})
 		return b
@@ -77,20 +96,24 @@ func TestRolePathsCleaned(t *testing.T) {
 		"/work/src/../src/../../x.go": false,
 		"src/a.go":                    false,
 	} {
-		if got := covers(rules, "Edit", edit(p)); got != want {
+		if got := s.may("r", "Edit", edit(p), nil); got != want {
 			t.Errorf("Edit(/work/src/**) covers %q = %v, want %v", p, got, want)
 		}
 	}
 }
 
 // TestRuleNotWiderThanRoles: an approver may only add always-allow rules
-// its roles already cover.
+// its roles already cover (the check mayAlwaysAllow makes).
 func TestRuleNotWiderThanRoles(t *testing.T) {
-	p, err := NewPolicy(map[string]config.InboxUser{
-		"admin": {Token: "a"},
-		"kube":  {Token: "k", Roles: []string{"k8s"}},
-		"dev":   {Token: "d", Roles: []string{"src"}},
-	}, map[string]config.InboxRole{"k8s": {Allow: []string{"Bash(kubectl:*)"}}, "src": {Allow: []string{"Edit(src/**)", "Read"}}})
+	s, err := New(Config{
+		Client: client.New(nil, "unused"),
+		Users: map[string]config.InboxUser{
+			"admin": {Token: "a"},
+			"kube":  {Token: "k", Roles: []string{"k8s"}},
+			"dev":   {Token: "d", Roles: []string{"src"}},
+		},
+		Roles: map[string]config.InboxRole{"k8s": {Allow: []string{"Bash(kubectl:*)"}}, "src": {Allow: []string{"Edit(src/**)", "Read"}}},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,8 +142,8 @@ func TestRuleNotWiderThanRoles(t *testing.T) {
 		{"admin", "Bash(", false}, // does not parse
 	}
 	for _, c := range cases {
-		if got := p.AllowsRule(c.user, c.rule); got != c.want {
-			t.Errorf("AllowsRule(%s, %s) = %v, want %v", c.user, c.rule, got, c.want)
+		if got := s.approvers.MayAddRule(s.roles, c.user, c.rule) == nil; got != c.want {
+			t.Errorf("MayAddRule(%s, %s) ok = %v, want %v", c.user, c.rule, got, c.want)
 		}
 	}
 }

@@ -361,7 +361,7 @@ func TestReplayHistories(t *testing.T) {
 const recordGeneration = "v10"
 
 // recordedScenarios are the files one recording writes.
-var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store", "budget_turn", "quorum_turn", "agent_budget_turn", "budget_store"}
+var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store", "budget_turn", "quorum_turn", "agent_budget_turn", "budget_store", "roles_turn"}
 
 // historyFile names a scenario's file of this generation.
 func historyFile(scenario string) string { return scenario + "_" + recordGeneration + ".json" }
@@ -402,7 +402,8 @@ func saveRunHistory(t *testing.T, id, runID, scenario string) {
 // runs); a turn with webhooks, an edited approval, a deadline denial,
 // local model steps and a notification in flight at its end; and a
 // waiting turn flooded with rejected answers that continues as new while
-// it waits (both runs).
+// it waits (both runs); and the others below (live policy, budgets,
+// quorum, approvers with roles).
 func recordScenarios(t *testing.T) {
 	for _, sc := range recordedScenarios {
 		if _, err := os.Stat(filepath.Join("testdata", historyFile(sc))); err == nil {
@@ -495,6 +496,7 @@ steps:
 	recordBudgetScenario(t, ctx, cl, suffix)
 	recordAgentBudgetScenario(t, ctx, cl, suffix, saveHistory)
 	recordQuorumScenario(t, ctx, cl, suffix)
+	recordRolesScenario(t, ctx, saveHistory)
 }
 
 // recordQuorumScenario records a call under a two-person rule: a first

@@ -110,6 +110,7 @@ var (
 		"chats":        "futures of this run, waited for (notifyGrace) before it ends; a post in flight at continue-as-new is lost (no message), never duplicated",
 		"chatNotes":    "answers of calls whose post is in flight, which continue-as-new loses with the post",
 		"unremembered": "set and read within one Update handler",
+		"routes":       "the next run computes an entry's roles again (one more side effect)",
 	}
 )
 

@@ -26,7 +26,42 @@ func (t *turn) notify(ctx workflow.Context, typ string, p Pending) {
 func (t *turn) notifyInput(ctx workflow.Context, typ string, p Pending) NotifyInput {
 	info := workflow.GetInfo(ctx)
 	return NotifyInput{Type: typ, WorkflowID: info.WorkflowExecution.ID, Pending: p,
-		Namespace: info.Namespace, Agent: t.in.Agent, Roles: t.in.Approvers.RolesFor(t.roles, p.Tool, p.Input)}
+		Namespace: info.Namespace, Agent: t.in.Agent, Roles: t.routeRoles(ctx, p)}
+}
+
+// routed is the approver roles computed for an entry's call (routeRoles).
+type routed struct {
+	tool, input string
+	roles       []string
+}
+
+// routeRoles lists the approver roles whose rules cover p's call
+// (Approvers.RolesFor). A turn whose approvers have no roles asks no
+// checker. Runs since versionRouteRoles compute them once per entry and
+// run, in a side effect, so a replay reads them from the history instead
+// of asking the roles checker again; older runs ask it every time.
+func (t *turn) routeRoles(ctx workflow.Context, p Pending) []string {
+	a := t.in.Approvers
+	if a == nil || len(a.Roles) == 0 {
+		return nil
+	}
+	if workflow.GetVersion(ctx, versionRouteRoles, workflow.DefaultVersion, 1) < 1 {
+		return a.RolesFor(t.roles, p.Tool, p.Input)
+	}
+	if r, ok := t.routes[p.CallID]; ok && r.tool == p.Tool && r.input == string(p.Input) {
+		return r.roles
+	}
+	var roles []string
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any {
+		return a.RolesFor(t.roles, p.Tool, p.Input)
+	}).Get(&roles); err != nil {
+		roles = nil // a recorded value that does not decode: route by the rest
+	}
+	if t.routes == nil {
+		t.routes = map[string]routed{}
+	}
+	t.routes[p.CallID] = routed{tool: p.Tool, input: string(p.Input), roles: roles}
+	return roles
 }
 
 // notifyAnswered sends the approval_answered notification of p's answer

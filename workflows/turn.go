@@ -82,6 +82,9 @@ type turn struct {
 	index string
 	// roles checks approvers' roles (the registered Workflow's).
 	roles RoleChecker
+	// routes holds, by call id, the approver roles routeRoles recorded
+	// for an entry in this run.
+	routes map[string]routed
 	// notes are the notifications this run started; those in flight
 	// when it continues as new are carried as Resume.Notifying.
 	notes []notification

@@ -104,6 +104,12 @@ type harness struct {
 
 func newHarness(t testing.TB, mws ...workflows.AgentMiddleware) *harness {
 	t.Helper()
+	return newHarnessWith(t, roles.Checker{}, mws...)
+}
+
+// newHarnessWith is newHarness with the turn's roles checker rc.
+func newHarnessWith(t testing.TB, rc workflows.RoleChecker, mws ...workflows.AgentMiddleware) *harness {
+	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	env := suite.NewTestWorkflowEnvironment()
 	env.SetTestTimeout(30 * time.Second)
@@ -117,7 +123,7 @@ func newHarness(t testing.TB, mws ...workflows.AgentMiddleware) *harness {
 		t.Fatal(err)
 	}
 	h.content = &content.Log{Store: store}
-	env.RegisterWorkflowWithOptions(workflows.New(roles.Checker{}, mws...), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
+	env.RegisterWorkflowWithOptions(workflows.New(rc, mws...), workflow.RegisterOptions{Name: workflows.TurnWorkflow})
 	env.RegisterActivityWithOptions(modelPlaceholder, activity.RegisterOptions{Name: workflows.ActivityModel})
 	env.RegisterActivityWithOptions(preparePlaceholder, activity.RegisterOptions{Name: workflows.ActivityPrepare})
 	env.RegisterActivityWithOptions(toolPlaceholder, activity.RegisterOptions{Name: workflows.ActivityTool})

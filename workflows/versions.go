@@ -131,6 +131,15 @@ const (
 	// ends. Only turns with an agent budget read it; older workers never
 	// started one.
 	versionAgentBudgets = "agent-budgets"
+	// versionRouteRoles marks runs that compute the approver roles
+	// covering a waiting call (NotifyInput.Roles and ChatInput.Roles, what
+	// routes match) once per entry and run, in a side effect: the roles
+	// checker asks the decision function and the shell parser, which a
+	// replay then does not run again (an answer's own check is recorded
+	// since versionBoundAnswers). Runs recorded before it, of turns whose
+	// approvers have roles, compute the roles at every notification and
+	// chat message, and on every replay.
+	versionRouteRoles = "route-roles"
 )
 
 // Bounds that decide when commands are emitted.

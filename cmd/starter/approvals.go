@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,11 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/cmd/starter/internal/cli"
-	"github.com/wardenhq/warden/config"
-	"github.com/wardenhq/warden/inbox"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -80,25 +76,6 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 	}
 	f.declare(cmd)
 	return cmd
-}
-
-// answerCheck is the check of a CLI answer when the config has inbox
-// users: --by must name a user whose roles cover the call, or the
-// operator (nil without users: the workflow's approvers decide alone).
-func answerCheck(cfg config.Config) (func(by, tool string, input json.RawMessage) error, error) {
-	if len(cfg.Inbox.Users) == 0 {
-		return nil, nil
-	}
-	authz, err := inbox.NewPolicy(cfg.Inbox.Users, cfg.Inbox.Roles)
-	if err != nil {
-		return nil, err
-	}
-	return func(by, tool string, input json.RawMessage) error {
-		if _, user := cfg.Inbox.Users[by]; !user && by == auth.OperatorName {
-			return nil // the operator answers everything (client.Approvers)
-		}
-		return authz.CheckAnswer(by, tool, input)
-	}, nil
 }
 
 // printAnswers prints each answer's outcome (refusals to errOut) and

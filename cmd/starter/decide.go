@@ -9,6 +9,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/client"
+	"github.com/wardenhq/warden/cmd/starter/internal/cli"
+	"github.com/wardenhq/warden/decide/roles"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -115,16 +117,13 @@ func (f *decideFlags) run(cmd *cobra.Command, cn *conn, args []string) error {
 		return err
 	}
 	ctx := cmd.Context()
-	c, cl, cfg, err := cn.dial(ctx)
+	c, cl, _, err := cn.dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	a.By = cn.by(f.by)
-	allowed, err := answerCheck(cfg)
-	if err != nil {
-		return err
-	}
+	allowed := cli.AnswerCheck(cl.Approvers, roles.Checker{})
 	sel := client.Selection{All: f.all, Filter: client.Filter{Tool: f.tool, OlderThan: f.olderThan}, Hash: f.hash, FullInput: allowed != nil}
 	if !f.all {
 		sel.WorkflowID, sel.CallID = args[0], args[1]

@@ -4,14 +4,18 @@ import (
 	"encoding/json"
 	"testing"
 
+	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 )
 
-func TestPolicyAllows(t *testing.T) {
-	p, err := NewPolicy(map[string]config.InboxUser{
+// TestMayAnswer: a user without roles answers everything, one with roles
+// the calls they cover (a Bash command per simple command, its writes as
+// writes), a stranger nothing.
+func TestMayAnswer(t *testing.T) {
+	s, err := New(Config{Client: client.New(nil, "unused"), Users: map[string]config.InboxUser{
 		"alice": {Token: "a"},
 		"kube":  {Token: "k", Roles: []string{"k8s"}},
-	}, map[string]config.InboxRole{"k8s": {Allow: []string{"Bash(kubectl:*)"}}})
+	}, Roles: map[string]config.InboxRole{"k8s": {Allow: []string{"Bash(kubectl:*)"}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,11 +37,13 @@ func TestPolicyAllows(t *testing.T) {
 		{"mallory", "Bash", bash("ls"), false},
 	}
 	for _, c := range cases {
-		if got := p.Allows(c.user, c.tool, c.input); got != c.want {
-			t.Errorf("Allows(%s, %s, %s) = %v, want %v", c.user, c.tool, c.input, got, c.want)
+		if got := s.may(c.user, c.tool, c.input, nil); got != c.want {
+			t.Errorf("may(%s, %s, %s) = %v, want %v", c.user, c.tool, c.input, got, c.want)
 		}
 	}
-	if _, err := NewPolicy(map[string]config.InboxUser{"x": {Token: "t", Roles: []string{"nope"}}}, nil); err == nil {
-		t.Error("unknown role accepted")
+	for user, want := range map[string]bool{"alice": false, "kube": true, "mallory": true} {
+		if got := s.restricted(user); got != want {
+			t.Errorf("restricted(%s) = %v, want %v", user, got, want)
+		}
 	}
 }
