@@ -60,7 +60,7 @@ func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, pa
 			x.answered(c, r)
 		}
 		if a.Decision == workflows.DecisionAlwaysAllow {
-			x.recheck = true
+			x.legacy.recheck = true // the order matcher's re-check round
 			rules := a.Rules
 			if len(rules) == 0 {
 				rules = c.suggestions
@@ -116,7 +116,7 @@ func (x *extractor) redecisions(e *historypb.HistoryEvent) {
 			reason = rd.Message
 		}
 		r := Record{Time: t, CallID: c.id, Tool: c.tool, Kind: KindLivePolicy, Decision: string(rd.Behavior),
-			By: fmt.Sprintf("policy v%d", rd.To), Path: PathRule, Reason: reason, Layer: Layer(rd.Reason),
+			By: fmt.Sprintf("policy v%d", rd.To), Path: PathRule, Reason: reason, Layer: layerOf(rd.Layer, rd.Reason),
 			PolicyVersion: rd.To, FromVersion: rd.From, Remembered: rd.Remembered, ProposedInput: c.proposed}
 		if rd.Behavior != permission.Allow && rd.Behavior != permission.Deny {
 			x.record(r) // still waiting, under the new version

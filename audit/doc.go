@@ -19,5 +19,7 @@
 // record.go is the record schema (what the audit writes out); extract.go
 // walks a chain's events, and verdicts.go, answers.go, escalations.go,
 // evidence.go and notifications.go say what each kind of event records;
-// report.go writes records out, whatif.go re-decides recorded verdicts.
+// legacy.go matches the verdicts of histories recorded before verdicts
+// named their call; report.go writes records out, whatif.go re-decides
+// recorded verdicts.
 package audit

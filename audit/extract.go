@@ -32,12 +32,12 @@ func Extract(workflowID string, evs []*historypb.HistoryEvent) ([]Record, error)
 // run first, into records. Calls waiting across a continue-as-new keep
 // their state from one run to the next.
 //
-// Verdicts recorded as local-activity markers carry no call id; they are
-// matched to calls in the order the workflow prepares them: the calls of
-// each model answer in order (the local activities of one batch are
-// sorted by activity id, which follows that order), then re-checks of
-// open asks after an always-allow, then edited inputs. Verdicts of
-// regular activities (tool-queue turns) name their call.
+// A verdict (a Prepare result, recorded as a local-activity marker or,
+// in tool-queue turns, a completed activity) is matched to its call by
+// the call id it names, and its record reports the layer recorded with
+// it. Verdicts recorded before Prepare results named their call and
+// layer are matched by order and their layer read from the reason
+// (legacy.go).
 func ExtractChain(workflowID string, runs []Run) ([]Record, error) {
 	x, err := extract(workflowID, runs)
 	if err != nil {
@@ -143,9 +143,10 @@ type extractor struct {
 	seq     []*call // calls in arrival order
 	ncalls  int
 	batch   []*call // calls of the last model answer not yet prepared
-	recheck bool    // an always_allow was accepted: the next verdicts are rechecks
-	round   []*call // asks the current recheck round has yet to re-check
-	sched   map[int64]scheduled
+	// legacy is the order matcher's state, for verdicts that name no
+	// call (legacy.go).
+	legacy legacyOrder
+	sched  map[int64]scheduled
 	// now is the workflow's clock: the start of the current workflow
 	// task, or a later local-activity result's replay time.
 	now time.Time
@@ -368,8 +369,13 @@ func (x *extractor) marker(m lamarker) {
 		if x.decode(m.result, &p) != nil {
 			return
 		}
-		// Verdicts recorded with only the tool's flags name no tool.
-		if c, kind := x.nextPrepared(p.Tool.Name); c != nil && x.verdict(m.t, c, p, kind) {
+		c, kind := x.preparedCall(p.CallID)
+		if p.CallID == "" {
+			// Recorded before verdicts named their call: matched by
+			// order (legacy.go).
+			c, kind = x.nextPrepared(p.Tool.Name)
+		}
+		if c != nil && x.verdict(m.t, c, p, kind) {
 			x.fresh = append(x.fresh, c)
 		}
 	case workflows.ActivityTool:
@@ -404,7 +410,7 @@ func (x *extractor) modelAnswer(t time.Time, result *commonpb.Payloads) {
 		return
 	}
 	// A re-check round belongs to the step of the always-allow.
-	x.batch, x.recheck, x.round = nil, false, nil
+	x.batch, x.legacy = nil, legacyOrder{}
 	for i, tc := range tcs {
 		if tc.ID == "" { // the workflow numbers calls without ids
 			tc.ID = "call_" + strconv.Itoa(x.ncalls+i+1)

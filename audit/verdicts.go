@@ -7,7 +7,6 @@ package audit
 import (
 	"encoding/json"
 	"slices"
-	"strings"
 	"time"
 
 	historypb "go.temporal.io/api/history/v1"
@@ -23,14 +22,10 @@ func (x *extractor) prepared(t time.Time, s scheduled, a *historypb.ActivityTask
 	if x.decode(s.input, &in) != nil || x.decode(a.GetResult(), &p) != nil {
 		return
 	}
-	c := x.calls[in.Call.ID]
+	c, kind := x.preparedCall(in.Call.ID)
 	if c == nil {
-		c = x.newCall(in.Call)
+		c, kind = x.newCall(in.Call), KindPermission
 	}
-	if i := slices.Index(x.batch, c); i >= 0 {
-		x.batch = slices.Delete(x.batch, i, i+1)
-	}
-	kind := x.kindOf(c)
 	if kind == KindEdit {
 		c.approved = in.Call.Input
 	}
@@ -39,37 +34,20 @@ func (x *extractor) prepared(t time.Time, s scheduled, a *historypb.ActivityTask
 	}
 }
 
-// nextPrepared picks the call a marker's verdict is about.
-func (x *extractor) nextPrepared(tool string) (*call, string) {
-	if len(x.batch) > 0 && (tool == "" || x.batch[0].tool == tool) {
-		c := x.batch[0]
-		x.batch = x.batch[1:]
-		return c, KindPermission
+// preparedCall is the call a verdict that names it (by id) is about,
+// and what the verdict is (kindOf): the first call of the latest model
+// answer with that id still without a verdict (a model may repeat an id
+// within an answer), else the call the turn knows by it; nil for a call
+// the turn never listed. Verdicts recorded before they named their call
+// are matched by order instead (legacy.go).
+func (x *extractor) preparedCall(id string) (*call, string) {
+	if i := slices.IndexFunc(x.batch, func(c *call) bool { return c.id == id }); i >= 0 {
+		c := x.batch[i]
+		x.batch = slices.Delete(x.batch, i, i+1)
+		return c, x.kindOf(c)
 	}
-	if x.recheck && x.round == nil {
-		// One round re-checks every open ask once, in the order they
-		// started waiting.
-		for _, c := range x.seq {
-			if c.asked && !c.answered {
-				x.round = append(x.round, c)
-			}
-		}
-		if len(x.round) == 0 {
-			x.recheck = false
-		}
-	}
-	if len(x.round) > 0 && (tool == "" || x.round[0].tool == tool) {
-		c := x.round[0]
-		x.round = x.round[1:]
-		if len(x.round) == 0 {
-			x.round, x.recheck = nil, false
-		}
-		return c, KindRecheck
-	}
-	for _, c := range x.seq {
-		if c.edit && (tool == "" || c.tool == tool) {
-			return c, KindEdit
-		}
+	if c := x.calls[id]; c != nil {
+		return c, x.kindOf(c)
 	}
 	return nil, ""
 }
@@ -100,7 +78,7 @@ func (x *extractor) verdictOf(t time.Time, c *call, p workflows.Prepared, kind s
 		c.tool = p.Tool.Name
 	}
 	r := Record{Time: t, CallID: c.id, Tool: c.tool, Kind: kind, By: "policy", Path: PathRule,
-		Decision: string(p.Decision.Behavior), Reason: p.Decision.Reason, Layer: Layer(p.Decision.Reason), ProposedInput: c.proposed}
+		Decision: string(p.Decision.Behavior), Reason: p.Decision.Reason, Layer: layerOf(p.Layer, p.Decision.Reason), ProposedInput: c.proposed}
 	if p.Invalid != "" {
 		r.Decision, r.Reason, r.Layer = "invalid", p.Invalid, "validation"
 	} else if p.Sandbox != nil {
@@ -195,15 +173,12 @@ func (x *extractor) addSession(r permission.Rule) {
 	x.session = append(x.session, r)
 }
 
-// Layer names the part of the policy that decided, from a decision's
-// reason ("Rule: Bash(ls:*)" → "rule", "Read-only: ..." → "read-only").
-func Layer(reason string) string {
-	head, _, ok := strings.Cut(reason, ":")
-	if !ok || head == "" || len(head) > 40 {
-		if reason == "" {
-			return "policy"
-		}
-		return "engine"
+// layerOf is the layer that decided a verdict: the one recorded with it
+// (workflows.Prepared.Layer, Redecision.Layer), or in verdicts recorded
+// before it was, the one its reason names (Layer).
+func layerOf(recorded permission.Layer, reason string) string {
+	if recorded != "" {
+		return string(recorded)
 	}
-	return strings.ToLower(strings.TrimSpace(head))
+	return Layer(reason)
 }
