@@ -100,10 +100,18 @@ type Record struct {
 	Identity string `json:"identity,omitempty"`
 	// Path says how the decision was made: rule, update, signal or
 	// escalation.
-	Path   string   `json:"path,omitempty"`
-	Reason string   `json:"reason,omitempty"`
-	Layer  string   `json:"layer"`
-	Rules  []string `json:"rules,omitempty"`
+	Path   string `json:"path,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Layer is the part of the policy or the turn that decided. For the
+	// engine's verdicts (permission, recheck, edit, live_policy) it is
+	// the layer recorded with the verdict (permission.Layer: "deny
+	// rule", "allow rule", "mode", "safety check", "remembered",
+	// "quorum"...), or, for verdicts recorded before it was, the head of
+	// the reason (Layer: "rule", "mode"); "validation" for invalid
+	// calls. Other records name theirs: approver, external, deadline,
+	// local or activity (executions), egress, limits, model, webhook.
+	Layer string   `json:"layer"`
+	Rules []string `json:"rules,omitempty"`
 	// ProposedInput is the call's input as the model proposed it.
 	ProposedInput json.RawMessage `json:"proposed_input,omitempty"`
 	// ApprovedInput is the input an approver allowed (an edit, or the
