@@ -369,8 +369,11 @@ func (x *extractor) marker(m lamarker) {
 		if x.decode(m.result, &p) != nil {
 			return
 		}
-		c, kind := x.preparedCall(p.CallID)
-		if p.CallID == "" {
+		var c *call
+		var kind string
+		if p.CallID != "" {
+			c, kind = x.preparedCall(p.CallID)
+		} else {
 			// Recorded before verdicts named their call: matched by
 			// order (legacy.go).
 			c, kind = x.nextPrepared(p.Tool.Name)
