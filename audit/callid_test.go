@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"maps"
 	"strconv"
 	"testing"
 	"time"
@@ -22,10 +23,10 @@ import (
 // calls (a is denied by a rule, b only reads, c and d ask), an
 // always_allow of c by Update, and the re-check of d that the added rule
 // allows. Each verdict is a Prepare local-activity marker; named records
-// them as a worker that names the call and layer does, and order is the
-// order of the verdicts' activity ids (which the workflow requests in
-// call order: a, b, c, d).
-func verdictTurn(t *testing.T, named bool, order []string) []*historypb.HistoryEvent {
+// the first four as a worker that names the call and layer does (and
+// recheckNamed the re-check), and order is the order of the verdicts'
+// activity ids (which the workflow requests in call order: a, b, c, d).
+func verdictTurn(t *testing.T, named, recheckNamed bool, order []string) []*historypb.HistoryEvent {
 	t.Helper()
 	dc := converter.GetDefaultDataConverter()
 	payloads := func(v any) *commonpb.Payloads {
@@ -54,7 +55,7 @@ func verdictTurn(t *testing.T, named bool, order []string) []*historypb.HistoryE
 		e.Attributes = &historypb.HistoryEvent_MarkerRecordedEventAttributes{MarkerRecordedEventAttributes: &historypb.MarkerRecordedEventAttributes{
 			MarkerName: "LocalActivity", Details: map[string]*commonpb.Payloads{"data": payloads(data), "result": payloads(result)}}}
 	}
-	verdict := func(id string, b permission.Behavior, layer permission.Layer, reason string) workflows.Prepared {
+	verdict := func(named bool, id string, b permission.Behavior, layer permission.Layer, reason string) workflows.Prepared {
 		p := workflows.Prepared{Decision: permission.Decision{Behavior: b, Reason: reason}, Flags: &workflows.ToolFlags{}}
 		if named {
 			p.CallID, p.Layer = id, layer
@@ -62,10 +63,10 @@ func verdictTurn(t *testing.T, named bool, order []string) []*historypb.HistoryE
 		return p
 	}
 	verdicts := map[string]workflows.Prepared{
-		"a": verdict("a", permission.Deny, permission.LayerDenyRule, "Rule: Bash(rm -rf:*)"),
-		"b": verdict("b", permission.Allow, permission.LayerReadOnly, "Read-only: the call only reads"),
-		"c": verdict("c", permission.Ask, permission.LayerMode, "Mode: default"),
-		"d": verdict("d", permission.Ask, permission.LayerMode, "Mode: default"),
+		"a": verdict(named, "a", permission.Deny, permission.LayerDenyRule, "Rule: Bash(rm -rf:*)"),
+		"b": verdict(named, "b", permission.Allow, permission.LayerReadOnly, "Read-only: the call only reads"),
+		"c": verdict(named, "c", permission.Ask, permission.LayerMode, "Mode: default"),
+		"d": verdict(named, "d", permission.Ask, permission.LayerMode, "Mode: default"),
 	}
 	input := func(cmd string) json.RawMessage { b, _ := json.Marshal(map[string]string{"command": cmd}); return b }
 
@@ -85,7 +86,7 @@ func verdictTurn(t *testing.T, named bool, order []string) []*historypb.HistoryE
 	up.Attributes = &historypb.HistoryEvent_WorkflowExecutionUpdateAcceptedEventAttributes{WorkflowExecutionUpdateAcceptedEventAttributes: &historypb.WorkflowExecutionUpdateAcceptedEventAttributes{
 		AcceptedRequest: &updatepb.Request{Input: &updatepb.Input{Name: workflows.UpdateApprove, Args: payloads(workflows.Approval{
 			CallID: "c", Decision: workflows.DecisionAlwaysAllow, Rules: []string{"Bash(touch:*)"}, By: "carol"})}}}}
-	marker(workflows.ActivityPrepare, verdict("d", permission.Allow, permission.LayerAllowRule, "Rule: Bash(touch:*)"))
+	marker(workflows.ActivityPrepare, verdict(recheckNamed, "d", permission.Allow, permission.LayerAllowRule, "Rule: Bash(touch:*)"))
 	return evs
 }
 
@@ -124,7 +125,8 @@ func sameLayers(t *testing.T, what string, got, want map[string]string) {
 // re-check after an always_allow included. Verdicts of the old shape
 // (no call id, no layer: every history in tests/testdata) go through the
 // order matcher and report the layer their reason names ("rule"), as
-// before. Control: the named verdicts' markers out of call order, their
+// before. A turn whose worker was upgraded between its model answer and
+// the always_allow has both. Control: the named verdicts' markers out of call order, their
 // ids left out, are matched by order, to the wrong calls.
 func TestVerdictsMatchedByCallID(t *testing.T) {
 	t.Parallel()
@@ -134,16 +136,20 @@ func TestVerdictsMatchedByCallID(t *testing.T) {
 		"a/permission": "deny deny rule", "b/permission": "allow read-only", "c/permission": "ask mode", "d/permission": "ask mode",
 		"c/approval": "always_allow approver", "d/recheck": "allow allow rule",
 	}
-	sameLayers(t, "by call id, in call order", layers(t, verdictTurn(t, true, inOrder)), want)
-	sameLayers(t, "by call id, out of call order", layers(t, verdictTurn(t, true, shuffled)), want)
+	sameLayers(t, "by call id, in call order", layers(t, verdictTurn(t, true, true, inOrder)), want)
+	sameLayers(t, "by call id, out of call order", layers(t, verdictTurn(t, true, true, shuffled)), want)
 
 	old := map[string]string{
 		"a/permission": "deny rule", "b/permission": "allow read-only", "c/permission": "ask mode", "d/permission": "ask mode",
 		"c/approval": "always_allow approver", "d/recheck": "allow rule",
 	}
-	sameLayers(t, "old shape, by order", layers(t, verdictTurn(t, false, inOrder)), old)
+	sameLayers(t, "old shape, by order", layers(t, verdictTurn(t, false, false, inOrder)), old)
 
-	if got := layers(t, verdictTurn(t, false, shuffled)); got["a/permission"] == old["a/permission"] {
+	mixed := maps.Clone(old)
+	mixed["d/recheck"] = "allow allow rule"
+	sameLayers(t, "old shape, then named", layers(t, verdictTurn(t, false, true, inOrder)), mixed)
+
+	if got := layers(t, verdictTurn(t, false, false, shuffled)); got["a/permission"] == old["a/permission"] {
 		t.Errorf("control: verdicts without call ids out of order matched a to its own verdict: %q", got)
 	}
 }
