@@ -18,18 +18,14 @@ import (
 // check use it too). The workflow runs it as a local activity so the
 // verdict is recorded.
 func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (workflows.Prepared, error) {
+	// The verdict names its call (and, below, the layer that decided).
+	out := workflows.Prepared{CallID: in.Call.ID}
 	t, ok := a.Tools.Get(in.Call.Name)
 	if !ok || (len(in.Allowed) > 0 && !slices.Contains(in.Allowed, in.Call.Name)) {
-		return workflows.Prepared{Invalid: fmt.Sprintf("ToolNotFoundError: The tool named '%s' doesn't exist.", in.Call.Name)}, nil
+		out.Invalid = fmt.Sprintf("ToolNotFoundError: The tool named '%s' doesn't exist.", in.Call.Name)
+		return out, nil
 	}
-	info := t.Info()
-	out := workflows.Prepared{Tool: info}
-	if in.ToolFlags {
-		// What the workflow reads of the tool, not its description and
-		// schema (the marker records the verdict).
-		f := workflows.FlagsOf(info)
-		out = workflows.Prepared{Flags: &f}
-	}
+	out.Tool, out.Flags = toolOf(in, t.Info())
 	pc := in.Permission
 	var live workflows.PolicyState
 	if in.LivePolicy != "" {
@@ -51,19 +47,26 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 		out.Invalid = invalid
 		return out, nil
 	}
+	layer := v.Layer
 	if in.LivePolicy != "" {
 		if v, out.Remembered, err = a.remembered(ctx, in, live, call, v); err != nil {
 			return out, err
 		}
+		if out.Remembered != nil {
+			layer = permission.LayerRemembered
+		}
 	}
 	quorum, reason := quorumOf(ctx, call)
-	v = quorumAsks(v, quorum)
+	if q := quorumAsks(v, quorum); q.Behavior != v.Behavior {
+		v, layer = q, permission.LayerQuorum
+	}
 	if v.BypassImmune || quorum > 1 {
 		// No allow rule silences the call (or one would let a single
 		// approver pass a quorum rule): offer none to remember.
 		v.Suggestions = nil
 	}
 	a.record(ctx, &out, in, env, call, v, sandboxOff)
+	out.Layer = layer
 	if v.Behavior == permission.Ask || v.Behavior == permission.Passthrough {
 		out.Policy.Quorum, out.Policy.RequireReason = quorum, reason
 		if quorum > 1 && out.Policy.Escalation == workflows.EscalateAllow {
@@ -73,6 +76,18 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 		}
 	}
 	return out, nil
+}
+
+// toolOf is what a verdict records of its tool: the flags the workflow
+// reads when the input asks for only those (PrepareInput.ToolFlags), not
+// the description and schema the verdict's marker would carry; else its
+// whole Info.
+func toolOf(in workflows.PrepareInput, info calls.Info) (calls.Info, *workflows.ToolFlags) {
+	if in.ToolFlags {
+		f := workflows.FlagsOf(info)
+		return calls.Info{}, &f
+	}
+	return info, nil
 }
 
 // quorumAsks makes a call a quorum rule matches ask (unless it is

@@ -61,3 +61,43 @@ func TestPrepareQuorum(t *testing.T) {
 		t.Errorf("control: %s quorum %d", p.Decision.Behavior, p.Policy.Quorum)
 	}
 }
+
+// TestPrepareRecordsCallAndLayer: a verdict names its call and the layer
+// that decided it, as the engine named it ("deny rule", not the reason's
+// "Rule"), or the worker's ("quorum") when a quorum rule made an allowed
+// call ask; an unknown tool's verdict names its call and no layer.
+func TestPrepareRecordsCallAndLayer(t *testing.T) {
+	reg, err := tools.NewRegistry(tools.Builtins()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{Tools: reg, Backends: map[string]backend.Backend{"local": &local.Backend{}}, DefaultBackend: "local",
+		DefaultWorkdir: t.TempDir()}
+	pc, err := permission.Policy{Allow: []string{"Bash(kubectl:*)"}, Deny: []string{"Bash(kubectl delete ns:*)"},
+		Quorum: []permission.QuorumRule{{Rule: "Bash(kubectl delete pod:*)", Approvals: 2}}}.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		id, tool, cmd string
+		layer         permission.Layer
+		behavior      permission.Behavior
+	}{
+		{"d1", "Bash", "kubectl delete ns prod", permission.LayerDenyRule, permission.Deny},
+		{"a1", "Bash", "kubectl get pods", permission.LayerAllowRule, permission.Allow},
+		{"q1", "Bash", "kubectl delete pod web-1", permission.LayerQuorum, permission.Ask},
+		{"m1", "Bash", "touch x", permission.LayerMode, permission.Ask},
+		{"u1", "NoSuchTool", "ls", "", ""},
+	} {
+		in, _ := json.Marshal(map[string]string{"command": c.cmd})
+		p, err := a.Prepare(context.Background(), workflows.PrepareInput{
+			Call: model.ToolCall{ID: c.id, Name: c.tool, Input: in}, Permission: pc, ToolFlags: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.CallID != c.id || p.Layer != c.layer || p.Decision.Behavior != c.behavior {
+			t.Errorf("%s (%s): call %q layer %q %s (%q), want call %q layer %q %s", c.id, c.cmd, p.CallID, p.Layer,
+				p.Decision.Behavior, p.Decision.Reason, c.id, c.layer, c.behavior)
+		}
+	}
+}

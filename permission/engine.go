@@ -29,6 +29,12 @@ const (
 	// the call runs confined in the local sandbox (sandbox.auto_allow;
 	// decided by package tools, after the engine).
 	LayerSandbox Layer = "sandbox"
+	// LayerRemembered is an ALLOW by a remembered approval of the turn's
+	// policy store, and LayerQuorum an ASK a quorum rule (two-person
+	// rule) made of another verdict: both decided by the worker after
+	// the engine, and recorded with the verdict (workflows.Prepared).
+	LayerRemembered Layer = "remembered"
+	LayerQuorum     Layer = "quorum"
 )
 
 // Verdict is the full answer for one call: the decision, whether the call

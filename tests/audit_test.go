@@ -24,7 +24,8 @@ import (
 // TestAuditRecordsDecisions runs two turns — one with a call allowed by a
 // rule, an always-allow (which also resolves a covered call), and a
 // denial with a reason; one whose ask times out — and checks that the
-// audit extracted from their histories says who decided what, and when.
+// audit extracted from their histories says who decided what, and when,
+// with the layer the engine recorded ("allow rule", "mode").
 func TestAuditRecordsDecisions(t *testing.T) {
 	cl := startWorker(t, warden.Options{})
 	ctx := ctxT(t, 90*time.Second)
@@ -81,12 +82,12 @@ steps:
 	want := []struct {
 		call, kind, decision, by, layer, reason string
 	}{
-		{"ok", audit.KindPermission, "allow", "policy", "rule", "Bash(touch ruled)"},
-		{"a", audit.KindPermission, "ask", "policy", "", ""},
+		{"ok", audit.KindPermission, "allow", "policy", "allow rule", "Bash(touch ruled)"},
+		{"a", audit.KindPermission, "ask", "policy", "mode", ""},
 		{"b", audit.KindPermission, "ask", "policy", "", ""},
 		{"c", audit.KindPermission, "ask", "policy", "", ""},
 		{"a", audit.KindApproval, "always_allow", "carol", "approver", ""},
-		{"b", audit.KindRecheck, "allow", "policy", "rule", "Bash(touch:*)"},
+		{"b", audit.KindRecheck, "allow", "policy", "allow rule", "Bash(touch:*)"},
 		{"c", audit.KindApproval, "deny", "dave", "approver", "no network from CI"},
 	}
 	for _, w := range want {

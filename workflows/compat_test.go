@@ -555,7 +555,7 @@ func writeGolden(t *testing.T, file string, data []byte) {
 
 func samplePrepared() workflows.Prepared {
 	return workflows.Prepared{
-		Invalid: "unknown tool", Decision: sampleDecision(),
+		Invalid: "unknown tool", Decision: sampleDecision(), CallID: "call_1_1", Layer: permission.LayerAllowRule,
 		Tool: tools.Info{
 			Name: "Bash", Description: "Run a command.", InputSchema: json.RawMessage(`{"type":"object"}`),
 			ReadOnly: true, ConcurrencySafe: true, External: true, StateInjected: true,

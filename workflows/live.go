@@ -22,6 +22,9 @@ type Redecision struct {
 	To       int                 `json:"to"`
 	Behavior permission.Behavior `json:"behavior"`
 	Reason   string              `json:"reason,omitempty"`
+	// Layer is the layer that decided (Prepared.Layer; empty in
+	// re-decisions recorded before it was).
+	Layer permission.Layer `json:"layer,omitempty"`
 	// Message is a denial's message (what the model reads).
 	Message string `json:"message,omitempty"`
 	// Remembered names the remembered approval that allowed it.
@@ -60,7 +63,7 @@ func (t *turn) redecide(ctx workflow.Context, calls []model.ToolCall, preps []Pr
 			continue
 		}
 		rec := Redecision{CallID: calls[i].ID, Tool: calls[i].Name, From: t.pending[j].LiveVersion, To: p.PolicyVersion,
-			Behavior: p.Decision.Behavior, Reason: p.Decision.Reason, Message: p.Decision.Message}
+			Behavior: p.Decision.Behavior, Reason: p.Decision.Reason, Layer: p.Layer, Message: p.Decision.Message}
 		if p.Remembered != nil {
 			rec.Remembered = p.Remembered.ID
 		}

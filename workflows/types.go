@@ -378,6 +378,15 @@ type Prepared struct {
 	// input that fails the schema); no decision was made.
 	Invalid  string              `json:"invalid,omitempty"`
 	Decision permission.Decision `json:"decision"`
+	// CallID is the call decided (PrepareInput.Call.ID), and Layer the
+	// layer that decided it: the engine's (permission.Verdict.Layer), or
+	// the worker's when a remembered approval allowed the call or a
+	// quorum rule made it ask. Empty in verdicts recorded before they
+	// were recorded (the audit then matches verdicts to calls by order
+	// and reads the layer from Decision.Reason) and Layer in invalid
+	// ones. The workflow reads neither: they are for the audit.
+	CallID string           `json:"call_id,omitempty"`
+	Layer  permission.Layer `json:"layer,omitempty"`
 	// Tool is the tool's whole Info, in verdicts asked for without
 	// PrepareInput.ToolFlags (runs recorded before versionPrepareFlags);
 	// otherwise it is left out and Flags holds what the workflow reads.

@@ -35,7 +35,9 @@ import "time"
 // What is not compared on replay can change freely: activity inputs and
 // options (timeouts, retry policies), timer durations, the contents of
 // search attribute and memo upserts, event texts, and what activities
-// return (it is read back from history).
+// and side effects return (it is read back from history: fields added to
+// workflows.Prepared or Redecision need no change ID while the workflow
+// does not branch on them).
 
 // Change IDs, in the order they were introduced.
 const (

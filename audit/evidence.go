@@ -1,0 +1,94 @@
+// Evidence: what a call did when it ran: its execution with the input it
+// ran with, the connections its processes asked the egress proxy for and
+// a limit that ended it.
+
+package audit
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/wardenhq/warden/calls"
+	"github.com/wardenhq/warden/model"
+)
+
+// execution records a call that ran (once, even when a fast-path call is
+// rescheduled as a regular activity).
+func (x *extractor) execution(t time.Time, id, tool string, input json.RawMessage, layer string) {
+	c := x.calls[id]
+	if c == nil {
+		c = x.newCall(model.ToolCall{ID: id, Name: tool, Input: input})
+		c.prepared = true
+	}
+	if c.ran {
+		return
+	}
+	c.ran = true
+	x.record(Record{Time: t, CallID: id, Tool: c.tool, Kind: KindExecution, Decision: "ran", By: "worker",
+		Layer: layer, ProposedInput: c.proposed, ApprovedInput: c.approved, EffectiveInput: input})
+}
+
+// evidence records what a call's result says its processes did beyond
+// their output: each connection the egress proxy saw
+// (Metadata["connections"]) and the limit that ended the call
+// (Metadata["limit"]). A connection is also kept with the call's
+// verdict, for what-if.
+func (x *extractor) evidence(t time.Time, res calls.Result) {
+	conns := Connections(res.Metadata)
+	limit, _ := res.Metadata["limit"].(string)
+	if len(conns) == 0 && limit == "" {
+		return
+	}
+	tool := res.Name
+	c := x.calls[res.CallID]
+	if c != nil && tool == "" {
+		tool = c.tool
+	}
+	for _, conn := range conns {
+		d := ConnectionRefused
+		if conn.Allowed {
+			d = ConnectionAllowed
+		}
+		x.record(Record{Time: t, CallID: res.CallID, Tool: tool, Kind: KindConnection, Decision: d, By: "proxy",
+			Reason: conn.String(), Layer: "egress", Connection: &conn})
+		if c != nil && c.dec != nil {
+			c.dec.Connections = append(c.dec.Connections, conn)
+		}
+	}
+	if limit != "" {
+		x.record(Record{Time: t, CallID: res.CallID, Tool: tool, Kind: KindLimit, Decision: "ended", By: "worker",
+			Reason: limit, Layer: "limits"})
+	}
+}
+
+// Connections reads the connections of a tool result's metadata
+// (Metadata["connections"]: []calls.Connection, or what a JSON round
+// trip makes of it); entries that do not decode are left out.
+func Connections(md map[string]any) []calls.Connection {
+	v, ok := md["connections"]
+	if !ok || v == nil {
+		return nil
+	}
+	if cs, ok := v.([]calls.Connection); ok {
+		return cs
+	}
+	list, ok := v.([]any)
+	if !ok {
+		b, err := json.Marshal(v)
+		if err != nil || json.Unmarshal(b, &list) != nil {
+			return nil
+		}
+	}
+	var out []calls.Connection
+	for _, e := range list {
+		b, err := json.Marshal(e)
+		if err != nil {
+			continue
+		}
+		var c calls.Connection
+		if json.Unmarshal(b, &c) == nil && c.Host != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
