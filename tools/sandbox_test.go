@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
@@ -104,7 +105,7 @@ func TestAutoAllowPromptRate(t *testing.T) {
 		// with the profile its verdict records.
 		prof := Profile(context.Background(), call, av)
 		in, _ := json.Marshal(BashInput{Command: cmd})
-		res, err := Collect(Bash{}.Call(context.Background(), &Env{Backend: b, Workdir: ws, Sandbox: &prof}, in))
+		res, err := Collect(Bash{}.Call(backend.WithSandbox(context.Background(), &prof), &Env{Backend: b, Workdir: ws}, in))
 		ok := err == nil && res.State == StateSuccess
 		if auto && !ok {
 			failed = append(failed, cmd)
