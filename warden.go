@@ -25,6 +25,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/wardenhq/warden/activities"
+	"github.com/wardenhq/warden/activities/compact"
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/config"
@@ -32,7 +33,6 @@ import (
 	"github.com/wardenhq/warden/decide/roles"
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware"
-	"github.com/wardenhq/warden/middleware/compact"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/telemetry"
@@ -106,7 +106,7 @@ type Options struct {
 	MaxResultBytes    int
 	MaxCallInputBytes int
 	// Compaction shrinks conversations that outgrow a model's context
-	// window, by provider name (the context-window middleware).
+	// window, by provider name (the context-window compaction).
 	Compaction map[string]compact.Config
 	// Client is the worker's Temporal client: turns that follow a policy
 	// store (TurnInput.LivePolicy) query it through this client, and the

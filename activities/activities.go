@@ -209,21 +209,23 @@ func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out work
 		return out, err
 	}
 	env.IdempotencyKey = in.Key
-	env.Sandbox = in.Sandbox
-	if env.Sandbox == nil {
+	prof := in.Sandbox
+	if prof == nil {
 		// Decided before profiles were recorded: the default profile.
-		env.Sandbox = &calls.Sandbox{Write: []string{env.Workdir}, Dirs: []string{env.Workdir}}
+		prof = calls.DefaultSandbox(env.Workdir)
 	} else if in.Env.Workdir == "" {
 		// The turn names no workdir: the call runs in this worker's,
 		// which may not be the one of the worker that decided it.
-		env.Sandbox = calls.Rebased(env.Sandbox, env.Workdir)
+		prof = calls.Rebased(prof, env.Workdir)
 	}
-	ctx = backend.WithSandbox(ctx, env.Sandbox)
+	// The call is bound to its profile here, once: whatever it runs or
+	// touches on the backend, it does under prof.
+	ctx = backend.WithSandbox(ctx, prof)
 	info := activity.GetInfo(ctx)
 	attempt := info.Attempt
 	ctx = tools.WithCallInfo(ctx, tools.CallDetails{Tool: in.Call.Name, CallID: in.Call.ID, IdempotencyKey: in.Key,
 		Attempt: attempt, WorkflowID: info.WorkflowExecution.ID})
-	ctx, end := a.toolSpan(ctx, in.Call, a.backendName(in.Env), env.Sandbox, attempt)
+	ctx, end := a.toolSpan(ctx, in.Call, a.backendName(in.Env), prof, attempt)
 	defer func() { end(out.Result, err) }()
 	start := time.Now()
 	defer func() {

@@ -34,7 +34,7 @@ const (
 )
 
 // Compactor shrinks a conversation that outgrew the model's context
-// window before the model sees it (see middleware/compact). It returns
+// window before the model sees it (see activities/compact). It returns
 // nil when nothing was done.
 type Compactor interface {
 	Compact(ctx context.Context, m model.Model, req model.Request) ([]model.Message, *model.Compaction, error)

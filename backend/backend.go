@@ -97,21 +97,21 @@ type ExecRequest struct {
 	MaxOutput int
 	// Stdin, when non-nil, is written to the process's standard input.
 	Stdin []byte
-	// Sandbox is the call's sandbox profile (nil: the backend's default,
-	// which on the local backend is the working directory writable and
-	// no network).
-	Sandbox *calls.Sandbox
 }
 
 type sandboxKey struct{}
 
-// WithSandbox returns ctx carrying the sandbox profile of the call being
-// run, for the backend's file operations (where a link may lead).
+// WithSandbox returns ctx bound to the call whose sandbox profile is s:
+// the one way a call's profile reaches a backend, for every operation
+// the call makes (its processes, and its file operations: where a link
+// may lead). The activity that runs the call binds it once; a context
+// with none gets the backend's default (calls.DefaultSandbox of its
+// workdir on the local backend).
 func WithSandbox(ctx context.Context, s *calls.Sandbox) context.Context {
 	return context.WithValue(ctx, sandboxKey{}, s)
 }
 
-// SandboxFrom returns the profile WithSandbox put in ctx, or nil.
+// SandboxFrom returns the profile WithSandbox bound to ctx, or nil.
 func SandboxFrom(ctx context.Context) *calls.Sandbox {
 	s, _ := ctx.Value(sandboxKey{}).(*calls.Sandbox)
 	return s

@@ -117,6 +117,13 @@ func (s *Sandbox) String() string {
 	return b.String()
 }
 
+// DefaultSandbox is the profile of a call that has none: one decided
+// before profiles were recorded, or a backend operation made outside a
+// call. Its working directory wd is writable; it has no network.
+func DefaultSandbox(wd string) *Sandbox {
+	return &Sandbox{Write: []string{wd}, Dirs: []string{wd}}
+}
+
 // Rebased returns s for a call that runs in the workdir wd rather than
 // in the workdir it was decided in (s.Dirs[0]: a turn that names no
 // workdir runs in each worker's own): what s grants inside the old

@@ -29,7 +29,7 @@ type Content struct {
 	// server no longer knows (closed and past the namespace's retention).
 	// 0 means hourly; a negative value turns it off.
 	GCInterval time.Duration `yaml:"gc_interval"`
-	// Compaction configures the context-window middleware per model
+	// Compaction configures the context-window compaction per model
 	// provider ("scripted" or a name under models).
 	Compaction map[string]Compaction `yaml:"compaction"`
 }

@@ -120,7 +120,7 @@ type S3 struct {
 }
 
 // Compaction is one model's context-window compaction
-// (content.compaction.NAME); package middleware/compact runs it. Zero
+// (content.compaction.NAME); package activities/compact runs it. Zero
 // fields take the defaults described on each.
 type Compaction struct {
 	// ContextWindow is the model's window in tokens (required).

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
@@ -105,7 +106,7 @@ func TestAutoAllowPromptRate(t *testing.T) {
 		// with the profile its verdict records.
 		prof := Profile(context.Background(), call, av)
 		in, _ := json.Marshal(tools.BashInput{Command: cmd})
-		res, err := tools.Collect(tools.Bash{}.Call(context.Background(), &tools.Env{Backend: b, Workdir: ws, Sandbox: &prof}, in))
+		res, err := tools.Collect(tools.Bash{}.Call(backend.WithSandbox(context.Background(), &prof), &tools.Env{Backend: b, Workdir: ws}, in))
 		ok := err == nil && res.State == tools.StateSuccess
 		if auto && !ok {
 			failed = append(failed, cmd)

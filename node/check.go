@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/activities"
+	"github.com/wardenhq/warden/activities/compact"
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/chat"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/decide"
-	"github.com/wardenhq/warden/middleware/compact"
 	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/tools"
 )
@@ -85,7 +85,7 @@ func sender(n config.Notify) *notify.Sender {
 	return &notify.Sender{URLs: n.Webhooks, Routes: routes, Secret: n.Secret, HTTPClient: &http.Client{Timeout: 10 * time.Second}}
 }
 
-// compaction is the context-window middleware's setting of c.
+// compaction is the context-window compaction's setting of c.
 func compaction(c config.Compaction) compact.Config {
 	return compact.Config{Compaction: c}
 }

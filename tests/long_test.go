@@ -19,12 +19,12 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/activities/compact"
 	"github.com/wardenhq/warden/bench"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/content"
 	"github.com/wardenhq/warden/content/s3store"
-	"github.com/wardenhq/warden/middleware/compact"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"

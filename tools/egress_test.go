@@ -28,10 +28,10 @@ func TestBashNetworkNote(t *testing.T) {
 	defer b.Close()
 	prof := &calls.Sandbox{Write: []string{dir}, Dirs: []string{dir}, Network: true,
 		NetworkBy: "sandbox.network_for rule Bash(curl:*)", Hosts: []string{named}}
-	env := &Env{Backend: b, Workdir: dir, Sandbox: prof}
+	env := &Env{Backend: b, Workdir: dir}
 	call := func(cmd string) Result {
 		in, _ := json.Marshal(BashInput{Command: cmd})
-		r, err := Collect(Bash{}.Call(context.Background(), env, in))
+		r, err := Collect(Bash{}.Call(backend.WithSandbox(context.Background(), prof), env, in))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -64,7 +64,7 @@ func TestBashNetworkNote(t *testing.T) {
 	}
 	// A call that times out after a refusal (a client retrying) says so too.
 	in, _ := json.Marshal(BashInput{Command: "curl -s http://" + other + "/ >/dev/null; curl -s http://" + other + "/ >/dev/null; sleep 30", Timeout: 1500})
-	r, err = Collect(Bash{}.Call(context.Background(), env, in))
+	r, err = Collect(Bash{}.Call(backend.WithSandbox(context.Background(), prof), env, in))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,7 +27,6 @@ func runShell(ctx context.Context, env *Env, argv []string, command string, time
 		Dir:       env.Workdir,
 		Timeout:   timeout,
 		MaxOutput: 4 * MaxOutputChars, // bytes; the character cap applies below
-		Sandbox:   env.Sandbox,
 	}
 	var (
 		res backend.ExecResult

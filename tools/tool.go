@@ -87,10 +87,6 @@ type Env struct {
 	// (workflow id + "/" + call id); side-effecting tools can use it to
 	// avoid doing their work twice.
 	IdempotencyKey string
-	// Sandbox is the call's recorded sandbox profile, which the backend
-	// applies to the processes the call runs (nil: the backend's
-	// default).
-	Sandbox *calls.Sandbox
 	// Progress, when set, receives output while a tool runs (stream
 	// "stdout" or "stderr"); the activity reports it as heartbeat details
 	// so clients can show long commands live.

@@ -105,7 +105,7 @@ func TestEgressProxy(t *testing.T) {
 	defer b.Close()
 	run := func(b *local.Backend, dir string, prof *calls.Sandbox) (backend.ExecResult, string) {
 		t.Helper()
-		res, err := b.Exec(t.Context(), backend.ExecRequest{Argv: []string{"bash", "-c", script}, Dir: dir, Sandbox: prof, Timeout: time.Minute})
+		res, err := b.Exec(backend.WithSandbox(t.Context(), prof), backend.ExecRequest{Argv: []string{"bash", "-c", script}, Dir: dir, Timeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,7 +186,7 @@ func execNetwork(t *testing.T, b *local.Backend, by string, hosts, argv []string
 	t.Helper()
 	ws := t.TempDir()
 	prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Network: true, NetworkBy: by, Hosts: hosts}
-	res, err := b.Exec(t.Context(), backend.ExecRequest{Argv: argv, Dir: ws, Sandbox: prof, Timeout: 2 * time.Minute, Env: env(ws)})
+	res, err := b.Exec(backend.WithSandbox(t.Context(), prof), backend.ExecRequest{Argv: argv, Dir: ws, Timeout: 2 * time.Minute, Env: env(ws)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestEgressLocalServices(t *testing.T) {
 	run := func(b *local.Backend, hosts ...string) (backend.ExecResult, string) {
 		t.Helper()
 		prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Network: true, NetworkBy: "network: true", Hosts: hosts}
-		res, err := b.Exec(t.Context(), backend.ExecRequest{Argv: []string{"bash", "-c", script.String()}, Sandbox: prof, Timeout: time.Minute})
+		res, err := b.Exec(backend.WithSandbox(t.Context(), prof), backend.ExecRequest{Argv: []string{"bash", "-c", script.String()}, Timeout: time.Minute})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -366,7 +366,7 @@ func BenchmarkExecProxy(b *testing.B) {
 		prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Network: tc.network, Hosts: []string{"*"}}
 		b.Run(tc.name, func(b *testing.B) {
 			for b.Loop() {
-				res, err := lb.Exec(b.Context(), backend.ExecRequest{Argv: []string{"true"}, Sandbox: prof})
+				res, err := lb.Exec(backend.WithSandbox(b.Context(), prof), backend.ExecRequest{Argv: []string{"true"}})
 				if err != nil || res.ExitCode != 0 {
 					b.Fatalf("exit %d: %v: %s", res.ExitCode, err, res.Stderr)
 				}

@@ -80,10 +80,10 @@ func (b *Backend) resolve(ctx context.Context, path string, write bool) (string,
 	return real, nil
 }
 
-// dirs are the working directories of the call in ctx (the backend's
-// workdir when none is known).
+// dirs are the working directories of the call ctx is bound to (the
+// backend's workdir when its profile names none).
 func (b *Backend) dirs(ctx context.Context) []string {
-	if s := backend.SandboxFrom(ctx); s != nil && len(s.Dirs) > 0 {
+	if s := b.profile(ctx); len(s.Dirs) > 0 {
 		return realPaths(s.Dirs)
 	}
 	return realPaths([]string{b.Workdir})

@@ -76,13 +76,13 @@ func TestSandboxCaches(t *testing.T) {
 	b := &local.Backend{Workdir: ws, CacheDir: cache}
 	defer b.Close()
 	ctx := context.Background()
-	res, err := b.Exec(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo $GOCACHE; mkdir -p $GOCACHE && touch $GOCACHE/x && echo written"},
-		Sandbox: &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}}})
+	res, err := b.Exec(backend.WithSandbox(ctx, &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}}),
+		backend.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo $GOCACHE; mkdir -p $GOCACHE && touch $GOCACHE/x && echo written"}})
 	if err != nil || !strings.Contains(string(res.Stdout), filepath.Join(cache, "go-build")) || !strings.Contains(string(res.Stdout), "written") {
 		t.Errorf("writing call: %v %q %q", err, res.Stdout, res.Stderr)
 	}
-	res, err = b.Exec(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo GOCACHE=$GOCACHE; touch " + filepath.Join(cache, "y") + " && echo written"},
-		Sandbox: &calls.Sandbox{Dirs: []string{ws}}})
+	res, err = b.Exec(backend.WithSandbox(ctx, &calls.Sandbox{Dirs: []string{ws}}),
+		backend.ExecRequest{Argv: []string{"/bin/sh", "-c", "echo GOCACHE=$GOCACHE; touch " + filepath.Join(cache, "y") + " && echo written"}})
 	if err != nil || strings.Contains(string(res.Stdout), "written") || strings.Contains(string(res.Stdout), cache) {
 		t.Errorf("read-only call: %v %q", err, res.Stdout)
 	}

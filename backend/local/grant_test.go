@@ -27,7 +27,7 @@ func TestGrantsAsShown(t *testing.T) {
 	run := func(be *local.Backend, write []string, script string) backend.ExecResult {
 		t.Helper()
 		prof := &calls.Sandbox{Write: append([]string{ws}, write...), Dirs: []string{ws}}
-		res, err := be.Exec(context.Background(), backend.ExecRequest{Argv: []string{"/bin/sh", "-c", script}, Dir: ws, Sandbox: prof})
+		res, err := be.Exec(backend.WithSandbox(context.Background(), prof), backend.ExecRequest{Argv: []string{"/bin/sh", "-c", script}, Dir: ws})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -58,7 +58,7 @@ func callProfile(ws string, isGit bool) *calls.Sandbox {
 // run runs the shell script in ws under prof on b.
 func run(t *testing.T, b *Backend, ws string, prof *calls.Sandbox, script string) backend.ExecResult {
 	t.Helper()
-	res, err := b.Exec(t.Context(), backend.ExecRequest{Argv: []string{"/bin/sh", "-c", script}, Dir: ws, Sandbox: prof,
+	res, err := b.Exec(backend.WithSandbox(t.Context(), prof), backend.ExecRequest{Argv: []string{"/bin/sh", "-c", script}, Dir: ws,
 		Env: []string{"GIT_CONFIG_NOSYSTEM=1", "HOME=" + ws}})
 	if err != nil {
 		t.Fatalf("exec: %v", err)

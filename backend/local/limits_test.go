@@ -121,8 +121,8 @@ func TestLimits(t *testing.T) {
 						Dir: ws, Timeout: 30 * time.Second})
 				}()
 				start := time.Now()
-				res, err := b.Exec(context.Background(), backend.ExecRequest{Argv: []string{"bash", "-c", bb.script}, Dir: dir,
-					Sandbox: prof, Timeout: 30 * time.Second, MaxOutput: 64 << 10})
+				res, err := b.Exec(backend.WithSandbox(context.Background(), prof), backend.ExecRequest{Argv: []string{"bash", "-c", bb.script}, Dir: dir,
+					Timeout: 30 * time.Second, MaxOutput: 64 << 10})
 				took := time.Since(start)
 				wg.Wait()
 				if err != nil {
@@ -184,7 +184,7 @@ func TestLimitsDefault(t *testing.T) {
 		t.Errorf("default limits: %v %q", err, res.Limit)
 	}
 	prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Limits: &calls.Limits{Processes: 1000}}
-	res, err = b.Exec(context.Background(), backend.ExecRequest{Argv: []string{"bash", "-c", script}, Sandbox: prof, Timeout: 30 * time.Second})
+	res, err = b.Exec(backend.WithSandbox(context.Background(), prof), backend.ExecRequest{Argv: []string{"bash", "-c", script}, Timeout: 30 * time.Second})
 	if err != nil || res.Limit != "" || !strings.Contains(string(res.Stdout), "SPAWNED-ALL") {
 		t.Errorf("the profile's limits: %v %q %s", err, res.Limit, res.Stderr)
 	}

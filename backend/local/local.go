@@ -144,7 +144,7 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	}
 	// One confinement (and one temporary directory) for the call, whichever
 	// way its process is started.
-	c, cleanup, err := b.confine(ctx, req, dir, env)
+	c, cleanup, err := b.confine(ctx, dir, env)
 	if err != nil {
 		return backend.ExecResult{}, err
 	}
@@ -303,18 +303,21 @@ type confinement struct {
 	ended      sandbox.Result
 }
 
-// confine prepares the sandbox of req, run in dir: its profile
-// (req.Sandbox, else the call's in ctx, else the workdir writable), a
-// private temporary directory and the grants made for it, which cleanup
-// removes, and the caches.
-func (b *Backend) confine(ctx context.Context, req backend.ExecRequest, dir string, env []string) (confinement, func(), error) {
-	prof := req.Sandbox
-	if prof == nil {
-		prof = backend.SandboxFrom(ctx)
+// profile is the sandbox profile of the call ctx is bound to
+// (backend.WithSandbox), or the default one of the workdir: the one place
+// the backend reads a call's profile, for its processes and its files.
+func (b *Backend) profile(ctx context.Context) *calls.Sandbox {
+	if s := backend.SandboxFrom(ctx); s != nil {
+		return s
 	}
-	if prof == nil {
-		prof = &calls.Sandbox{Write: []string{b.Workdir}, Dirs: []string{b.Workdir}}
-	}
+	return calls.DefaultSandbox(b.Workdir)
+}
+
+// confine prepares the sandbox of a process run in dir: the call's profile,
+// a private temporary directory and the grants made for it, which
+// cleanup removes, and the caches.
+func (b *Backend) confine(ctx context.Context, dir string, env []string) (confinement, func(), error) {
+	prof := b.profile(ctx)
 	tmp, err := os.MkdirTemp("", "warden-tool-")
 	if err != nil {
 		return confinement{}, nil, fmt.Errorf("local exec: private temporary directory: %w", err)

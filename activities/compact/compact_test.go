@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/activities/compact"
 	"github.com/wardenhq/warden/config"
-	"github.com/wardenhq/warden/middleware/compact"
 	"github.com/wardenhq/warden/model"
 )
 

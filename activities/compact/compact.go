@@ -1,5 +1,6 @@
-// Package compact is the context-window middleware: before a model call,
-// a conversation that outgrew the model's context window is compacted.
+// Package compact is the model activity's context-window compaction (an
+// activities.Compactor): before a model call, a conversation that
+// outgrew the model's context window is compacted.
 // Old tool results are trimmed ("trim"), old messages are dropped
 // ("drop"), or old messages are replaced by a summary the model writes
 // ("summarize"), as Eino's summarization middleware and AgentScope's
