@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/wardenhq/warden/backend"
-	"github.com/wardenhq/warden/backend/backendtest"
+	"github.com/wardenhq/warden/tools/backendtest"
 )
 
 // testImage is the workspace image the tests run; .ci/docker.sh builds it.

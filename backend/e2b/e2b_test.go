@@ -19,9 +19,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/wardenhq/warden/backend"
-	"github.com/wardenhq/warden/backend/backendtest"
 	"github.com/wardenhq/warden/backend/e2b"
 	"github.com/wardenhq/warden/backend/e2b/e2bfake"
+	"github.com/wardenhq/warden/tools/backendtest"
 )
 
 // config points a client at the fake, with a real temporary directory as

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/backend"
-	"github.com/wardenhq/warden/backend/backendtest"
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/calls"
+	"github.com/wardenhq/warden/tools/backendtest"
 )
 
 func TestConformance(t *testing.T) {

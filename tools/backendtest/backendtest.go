@@ -1,4 +1,4 @@
-// Package backendtest is a conformance suite for backend.Backend
+// Package backendtest is the conformance suite of backend.Backend
 // implementations: process execution, files, and every built-in tool end
 // to end through its Call.
 package backendtest
