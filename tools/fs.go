@@ -44,15 +44,6 @@ func workingDirs(env *Env, pc *permission.Context) []string { return paths(env, 
 
 func insideDirs(p string, dirs []string) bool { return permission.Inside(p, dirs) }
 
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
 // File stamps and reading.
 
 // decodeText decodes file content: invalid UTF-8 is replaced and CRLF
