@@ -92,14 +92,7 @@ func TestExtractRecordedApprovals(t *testing.T) {
 // sees it delivered.
 func notifyChain(t *testing.T, carried []workflows.NotifyInput, resend bool) []Run {
 	t.Helper()
-	dc := converter.GetDefaultDataConverter()
-	payloads := func(v any) *commonpb.Payloads {
-		p, err := dc.ToPayloads(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	payloads := func(v any) *commonpb.Payloads { return toPayloads(t, v) }
 	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 	ev := func(id int64, typ enumspb.EventType) *historypb.HistoryEvent {
 		return &historypb.HistoryEvent{EventId: id, EventType: typ, EventTime: timestamppb.New(at.Add(time.Duration(id) * time.Second))}
@@ -183,4 +176,14 @@ func TestExtractRecordedNotifyTurn(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("notification records = %q, want %q", got, want)
 	}
+}
+
+// toPayloads encodes v as a history event's payloads, as the SDK does.
+func toPayloads(t *testing.T, v any) *commonpb.Payloads {
+	t.Helper()
+	p, err := converter.GetDefaultDataConverter().ToPayloads(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -11,7 +11,6 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
 	updatepb "go.temporal.io/api/update/v1"
-	"go.temporal.io/sdk/converter"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/wardenhq/warden/model"
@@ -28,14 +27,7 @@ import (
 // activity ids (which the workflow requests in call order: a, b, c, d).
 func verdictTurn(t *testing.T, named, recheckNamed bool, order []string) []*historypb.HistoryEvent {
 	t.Helper()
-	dc := converter.GetDefaultDataConverter()
-	payloads := func(v any) *commonpb.Payloads {
-		p, err := dc.ToPayloads(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	payloads := func(v any) *commonpb.Payloads { return toPayloads(t, v) }
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	var evs []*historypb.HistoryEvent
 	add := func(typ enumspb.EventType) *historypb.HistoryEvent {
