@@ -55,7 +55,9 @@ func (t *turn) routeRoles(ctx workflow.Context, p Pending) []string {
 	if err := workflow.SideEffect(ctx, func(workflow.Context) any {
 		return a.RolesFor(t.roles, p.Tool, p.Input)
 	}).Get(&roles); err != nil {
-		roles = nil // a recorded value that does not decode: route by the rest
+		// A recorded value that does not decode: route by the rest, and say so.
+		workflow.GetLogger(ctx).Warn("approver roles for routing unreadable; routing without them", "call", p.CallID, "error", err)
+		roles = nil
 	}
 	if t.routes == nil {
 		t.routes = map[string]routed{}
