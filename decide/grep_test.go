@@ -27,8 +27,10 @@ func TestApprovedGrepReadsSensitiveFile(t *testing.T) {
 	}
 	env := &tools.Env{Backend: local.New(dir), Workdir: dir}
 	engines := []tools.Grep{{Engine: tools.GrepGo}}
-	if _, err := exec.LookPath("rg"); err == nil || os.Getenv("WARDEN_REQUIRE_RG") != "" {
+	if _, err := exec.LookPath("rg"); err == nil {
 		engines = append(engines, tools.Grep{Engine: tools.GrepRipgrep})
+	} else if os.Getenv("WARDEN_REQUIRE_RG") != "" {
+		t.Fatalf("WARDEN_REQUIRE_RG is set but rg is not on PATH: %v", err)
 	}
 	for _, g := range engines {
 		named := `{"pattern":"TOKEN_MARKER","output_mode":"content","path":"` + filepath.Join(dir, ".env") + `"}`
