@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -34,6 +35,24 @@ type guardCall struct {
 	write  []string
 	before snapshot
 	repos  []*repoState
+	// refs are what the repositories' configuration names outside their
+	// git directories (core.hooksPath targets, included files) that the
+	// call could write, as they were.
+	refs []gitRef
+	// freshFrom is where the call's part of the index's fresh list
+	// starts (index.begin).
+	freshFrom int
+	// limit says, when the call made the working directories too large
+	// to check, what the check did (ExecResult.Limit).
+	limit string
+}
+
+// gitRef is a path a repository's configuration makes git read or run
+// (a core.hooksPath directory, an include.path file), as it was before
+// the call.
+type gitRef struct {
+	path, what string
+	was        fileState
 }
 
 // repoState is a .git directory a call may write in (Git, or a rule
@@ -80,6 +99,7 @@ func (b *Backend) guardIndex() *index {
 	defer b.mu.Unlock()
 	if b.idx == nil {
 		b.idx = newIndex(newMatcher(b.Sensitive))
+		b.idx.maxDirs = b.maxGuardDirs
 	}
 	return b.idx
 }
@@ -103,7 +123,7 @@ func (b *Backend) guardIndex() *index {
 // The returned guardCall's verify undoes, after the call, what no mount
 // could cover: names that did not exist yet.
 func (b *Backend) guard(prof *calls.Sandbox, write, protect []string) (hide, pin, prot []string, g *guardCall, err error) {
-	if b.noGuard {
+	if b.NoGitGuard {
 		return nil, nil, protect, nil, nil
 	}
 	dirs := realPaths(prof.Dirs)
@@ -134,9 +154,46 @@ func (b *Backend) guard(prof *calls.Sandbox, write, protect []string) (hide, pin
 			prot = append(prot, p)
 		}
 	}
+	home, _ := os.UserHomeDir()
+	global := globalGitConfigs(home)
 	for _, m := range before.list {
 		p, e := m.path, m.entry
+		if e.kind&(kindGit|kindRepo) != 0 {
+			// What its configuration makes git read or run elsewhere.
+			for _, r := range repoRefs(p, e, global, home) {
+				if !under(r.path, write) || reachesAny(prof.Granted, r.path) || slices.ContainsFunc(g.refs, func(o gitRef) bool { return o.path == r.path }) {
+					continue
+				}
+				r.was = stateOf(r.path)
+				if r.was.exists {
+					addProt(r.path, r.was.mode)
+				}
+				g.refs = append(g.refs, r)
+			}
+		}
 		switch {
+		case e.kind&kindRepo != 0:
+			// A directory git takes as a git directory (a bare
+			// repository): its configuration entries are read-only, what
+			// the call creates among them is removed after it, as in a
+			// .git a git command may write.
+			d := filepath.Dir(p)
+			if !under(d, write) {
+				continue
+			}
+			rs := &repoState{git: d, gitdirs: map[string]map[string]fileState{}}
+			for _, gd := range gitDirsOf(d) {
+				states := map[string]fileState{}
+				for _, name := range gitConfigNames() {
+					q := filepath.Join(gd, name)
+					states[name] = stateOf(q)
+					if states[name].exists && !reachesAny(prof.Granted, q) {
+						addProt(q, states[name].mode)
+					}
+				}
+				rs.gitdirs[gd] = states
+			}
+			g.repos = append(g.repos, rs)
 		case e.kind&kindSensitive != 0:
 			// A granted write grants the read too: the file is the
 			// call's to change.
@@ -202,6 +259,9 @@ func (g *guardCall) verify(res backend.ExecResult, err error) (backend.ExecResul
 		return res, err
 	}
 	notes, verr := g.check()
+	if g.limit != "" && res.Limit == "" {
+		res.Limit = g.limit
+	}
 	for _, n := range notes {
 		if len(res.Stderr) > 0 && !bytes.HasSuffix(res.Stderr, []byte("\n")) {
 			res.Stderr = append(res.Stderr, '\n')
@@ -217,9 +277,22 @@ func (g *guardCall) verify(res backend.ExecResult, err error) (backend.ExecResul
 // check does verify's work and returns its notes.
 func (g *guardCall) check() ([]string, error) {
 	after, err := g.x.refresh(g.dirs)
+	var notes []string
+	if errors.Is(err, errTooManyDirs) {
+		// The call made the check impossible: what it created is moved
+		// out of the working directories, and the check is made on
+		// what is left.
+		note, ferr := g.flood()
+		if ferr != nil {
+			g.x.end(g)
+			return nil, errors.Join(err, ferr)
+		}
+		notes = append(notes, note)
+		after, err = g.x.refresh(g.dirs)
+	}
 	peers := g.x.end(g)
 	if err != nil {
-		return nil, err
+		return notes, err
 	}
 	// What a call that ran meanwhile was allowed to make is not this
 	// call's doing: its own check judged it.
@@ -228,8 +301,32 @@ func (g *guardCall) check() ([]string, error) {
 		peerGit = peerGit || p.prof.Git
 		peerGranted = append(peerGranted, p.prof.Granted...)
 	}
-	var notes []string
 	var errs []error
+	// What the repositories' configuration makes git read or run
+	// outside their git directories: created or replaced, it is moved
+	// aside; a changed small file is restored.
+	for _, r := range g.refs {
+		now := stateOf(r.path)
+		if r.was.same(now) || reachesAny(peerGranted, r.path) {
+			continue
+		}
+		switch {
+		case !now.exists:
+		case r.was.content != nil && now.mode.IsRegular():
+			if err := restore(r.path, r.was); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			notes = append(notes, fmt.Sprintf("restored %s, which this call changed: it is %s", r.path, r.what))
+		default:
+			to, err := g.quarantine(r.path)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			notes = append(notes, fmt.Sprintf("moved %s aside to %s, which this call created or replaced: it is %s", r.path, to, r.what))
+		}
+	}
 	// The git directories the call could write: configuration created,
 	// changed, or new git directories.
 	for _, rs := range g.repos {
@@ -288,6 +385,23 @@ func (g *guardCall) check() ([]string, error) {
 			continue
 		}
 		switch {
+		case e.kind&kindRepo != 0:
+			if g.moved(e) {
+				continue // an existing repository under a new name
+			}
+			d := filepath.Dir(p)
+			why := "git would take " + d + " as a repository and run what it configures"
+			if g.prof.Git || peerGit {
+				if why = cleanGitDir(d, false); why == "" {
+					continue // a clean bare repository an allowed git command made
+				}
+			}
+			to, err := g.quarantine(p)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			notes = append(notes, fmt.Sprintf("moved %s aside to %s, which this call created: %s", p, to, why))
 		case e.kind&kindGit != 0:
 			if g.moved(e) {
 				continue // an existing repository under a new name: its .git was read-only
@@ -618,4 +732,278 @@ func under(p string, dirs []string) bool {
 		}
 	}
 	return false
+}
+
+// flood moves what the call created in its working directories (the
+// trees the index found new since the call began, index.fresh) out of
+// them, into a quarantine directory beside the working directory (or,
+// where that cannot be, aside in place, where the index no longer
+// looks), so that its check and later calls can run; it returns the
+// note that says so.
+func (g *guardCall) flood() (string, error) {
+	x := g.x
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var news []string
+	for _, p := range x.fresh[min(g.freshFrom, len(x.fresh)):] {
+		if under(p, g.dirs) && under(p, g.write) {
+			news = append(news, p)
+		}
+	}
+	// Shallowest first; a tree inside one already moved goes with it.
+	slices.SortFunc(news, func(a, b string) int { return len(a) - len(b) })
+	var moved []string
+	var errs []error
+	dest := map[string]string{} // working directory -> its quarantine
+	stamp := time.Now().UTC().Format("20060102T150405.000000000")
+	for _, p := range news {
+		if under(p, moved) {
+			continue
+		}
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		root := ""
+		for _, d := range g.dirs {
+			if under(p, []string{d}) && len(d) > len(root) {
+				root = d
+			}
+		}
+		q, ok := dest[root]
+		if !ok {
+			q = filepath.Join(filepath.Dir(root), ".warden-quarantine", filepath.Base(root)+"-"+stamp)
+			if root == "/" || under(q, g.dirs) || under(q, g.write) {
+				q = ""
+			}
+			dest[root] = q
+		}
+		x.drop(p)
+		if q != "" {
+			rel, _ := filepath.Rel(root, p)
+			to := filepath.Join(q, rel)
+			if err := os.MkdirAll(filepath.Dir(to), 0o700); err == nil {
+				if err := os.Rename(p, to); err == nil {
+					moved = append(moved, p)
+					continue
+				}
+			}
+			// Not on the same file system, or not writable: in place.
+			dest[root] = ""
+		}
+		to, err := g.quarantine(p)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if x.aside == nil {
+			x.aside = map[string]bool{}
+		}
+		x.aside[to] = true
+		moved = append(moved, p)
+	}
+	if len(errs) > 0 {
+		return "", fmt.Errorf("moving the call's new directories aside: %w", errors.Join(errs...))
+	}
+	var where []string
+	for _, q := range dest {
+		if q != "" {
+			where = append(where, q)
+		} else {
+			where = append(where, "beside each, renamed *.warden-quarantine-N")
+		}
+	}
+	slices.Sort(where)
+	shown := moved[:min(len(moved), 5)]
+	more := ""
+	if len(moved) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(moved)-len(shown))
+	}
+	g.limit = fmt.Sprintf("directories: the call made its working directories hold more than the %d directories the repository guard can check; the %d directory trees it created (%s%s) were moved out of them, to %s",
+		x.bound(), len(moved), strings.Join(shown, ", "), more, strings.Join(where, "; "))
+	return g.limit, nil
+}
+
+// globalGitConfigs are the user's git configuration files (git reads
+// them in every repository).
+func globalGitConfigs(home string) []string {
+	var out []string
+	if home != "" {
+		out = append(out, filepath.Join(home, ".gitconfig"))
+	}
+	xdg := os.Getenv("XDG_CONFIG_HOME")
+	if xdg == "" && home != "" {
+		xdg = filepath.Join(home, ".config")
+	}
+	if xdg != "" {
+		out = append(out, filepath.Join(xdg, "git", "config"))
+	}
+	return out
+}
+
+// repoRefs are the paths the configuration of the repository marked at
+// p (a .git entry, or the HEAD of a git directory) makes git read or
+// run outside its git directory: core.hooksPath (relative to the
+// working tree, or to the git directory of a bare repository) and the
+// files include.path and includeIf.*.path name, the user's global
+// configuration included. Each is cleaned; nothing is checked for
+// existence.
+func repoRefs(p string, e entry, global []string, home string) []gitRef {
+	var gitdir, base string
+	switch {
+	case e.kind&kindRepo != 0:
+		gitdir = filepath.Dir(p)
+		base = gitdir
+	case e.mode.IsDir():
+		gitdir, base = p, filepath.Dir(p)
+	case e.mode.IsRegular():
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+		if !ok {
+			return nil
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		gitdir, base = filepath.Clean(target), filepath.Dir(p)
+	default:
+		return nil
+	}
+	files := slices.Clone(global)
+	files = append(files, filepath.Join(gitdir, "config"), filepath.Join(gitdir, "config.worktree"))
+	if b, err := os.ReadFile(filepath.Join(gitdir, "commondir")); err == nil {
+		common := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(common) {
+			common = filepath.Join(gitdir, common)
+		}
+		files = append(files, filepath.Join(filepath.Clean(common), "config"))
+	}
+	hooks, includes := gitConfigRefs(files, home)
+	var out []gitRef
+	for _, h := range hooks {
+		h = expandHome(h, home)
+		if !filepath.IsAbs(h) {
+			h = filepath.Join(base, h)
+		}
+		out = append(out, gitRef{path: filepath.Clean(h), what: "the directory core.hooksPath of " + gitdir + " names: git runs the hooks in it"})
+	}
+	for _, i := range includes {
+		out = append(out, gitRef{path: i, what: "a file the configuration of " + gitdir + " includes: git reads it as its configuration"})
+	}
+	return out
+}
+
+// maxGitConfigFiles bounds the configuration files gitConfigRefs reads
+// (includes of includes).
+const maxGitConfigFiles = 32
+
+// gitConfigRefs reads the git configuration files (and the files they
+// include, depth first) and returns the core.hooksPath values as
+// written and the included files' clean paths (relative ones taken
+// from the including file's directory). A file that cannot be read is
+// skipped.
+func gitConfigRefs(files []string, home string) (hooks, includes []string) {
+	seen := map[string]bool{}
+	queue := slices.Clone(files)
+	for len(queue) > 0 && len(seen) < maxGitConfigFiles {
+		f := queue[0]
+		queue = queue[1:]
+		if seen[f] {
+			continue
+		}
+		seen[f] = true
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, kv := range gitConfigPairs(data) {
+			switch {
+			case kv[0] == "core.hookspath" && kv[1] != "":
+				hooks = append(hooks, kv[1])
+			case (kv[0] == "include.path" || strings.HasPrefix(kv[0], "includeif.") && strings.HasSuffix(kv[0], ".path")) && kv[1] != "":
+				i := expandHome(kv[1], home)
+				if !filepath.IsAbs(i) {
+					i = filepath.Join(filepath.Dir(f), i)
+				}
+				i = filepath.Clean(i)
+				includes = append(includes, i)
+				queue = append(queue, i)
+			}
+		}
+	}
+	return hooks, includes
+}
+
+// expandHome replaces a leading ~/ with home.
+func expandHome(p, home string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok && home != "" {
+		return filepath.Join(home, rest)
+	}
+	return p
+}
+
+// gitConfigPairs reads git configuration data as lower-case
+// section[.subsection].key names (the subsection as written) and
+// values: quotes removed, escapes applied, comments dropped. Continued
+// lines are joined. It reads what git reads for the common shapes; it
+// need not refuse odd ones (unsafeConfig does).
+func gitConfigPairs(data []byte) [][2]string {
+	var out [][2]string
+	section := ""
+	text := strings.ReplaceAll(string(data), "\\\n", "")
+	for _, line := range strings.Split(text, "\n") {
+		line = strings.TrimSpace(line)
+		for len(line) > 0 && line[0] == '[' {
+			end := strings.IndexByte(line, ']')
+			if end < 0 {
+				line = ""
+				break
+			}
+			head := strings.TrimSpace(line[1:end])
+			name, sub, hasSub := strings.Cut(head, " ")
+			section = strings.ToLower(name)
+			if hasSub {
+				section += "." + strings.Trim(strings.TrimSpace(sub), "\"")
+			} else if i := strings.IndexByte(name, '.'); i >= 0 {
+				section = strings.ToLower(name[:i]) + "." + name[i+1:]
+			}
+			line = strings.TrimSpace(line[end+1:])
+		}
+		if line == "" || line[0] == '#' || line[0] == ';' || section == "" {
+			continue
+		}
+		key, val, _ := strings.Cut(line, "=")
+		out = append(out, [2]string{strings.ToLower(section) + "." + strings.ToLower(strings.TrimSpace(key)), gitConfigValue(val)})
+	}
+	return out
+}
+
+// gitConfigValue is a configuration value as git reads it.
+func gitConfigValue(v string) string {
+	var b strings.Builder
+	quoted := false
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c == '"':
+			quoted = !quoted
+		case c == '\\' && i+1 < len(v):
+			i++
+			switch v[i] {
+			case 'n':
+				b.WriteByte('\n')
+			case 't':
+				b.WriteByte('\t')
+			default:
+				b.WriteByte(v[i])
+			}
+		case (c == '#' || c == ';') && !quoted:
+			return strings.TrimSpace(b.String())
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return strings.TrimSpace(b.String())
 }

@@ -67,7 +67,7 @@ func run(t *testing.T, b *Backend, ws string, prof *calls.Sandbox, script string
 }
 
 func newBackend(t *testing.T, ws string, guard bool) *Backend {
-	b := &Backend{Workdir: ws, CacheDir: t.TempDir(), noGuard: !guard}
+	b := &Backend{Workdir: ws, CacheDir: t.TempDir(), NoGitGuard: !guard}
 	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
@@ -549,5 +549,177 @@ func TestGuardConcurrentCalls(t *testing.T) {
 	}
 	if notes, err := gc.check(); err != nil || len(notes) != 1 {
 		t.Errorf("alone: notes %q, err %v", notes, err)
+	}
+}
+
+// inTerminal runs the git command in dir outside any sandbox in a
+// pseudo-terminal (script(1)), as a user in a terminal would: git
+// starts its pager then.
+func inTerminal(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Fatalf("script(1) is needed to give git a terminal: %v", err)
+	}
+	cmd := exec.Command("script", "-qec", "git "+strings.Join(args, " "), "/dev/null")
+	cmd.Dir, cmd.Env = dir, gitEnv(t.TempDir())
+	out, _ := cmd.CombinedOutput()
+	return string(out)
+}
+
+// TestGuardRepositoriesGitFinds: a repository git would find that is
+// not a .git: a bare repository planted in a subdirectory (HEAD,
+// objects, refs, a config whose core.pager runs a command), a hooks
+// directory core.hooksPath names (existing, and missing), a file
+// include.path names. Each attack prints its marker; with the guard off
+// the user's later git command runs the planted command, with it on it
+// does not, and the result says what was done.
+func TestGuardRepositoriesGitFinds(t *testing.T) {
+	hook := func(dir, mark string) string {
+		return fmt.Sprintf("mkdir -p %s && printf '#!/bin/sh\\ntouch %s\\n' > %s/pre-commit && chmod +x %s/pre-commit", dir, mark, dir, dir)
+	}
+	commit := func(t *testing.T, ws, dir string) {
+		git(t, filepath.Join(ws, dir), "commit", "-q", "--allow-empty", "-m", "later")
+	}
+	for _, c := range []struct {
+		name   string
+		setup  func(t *testing.T, ws string)
+		script func(mark string) string
+		later  func(t *testing.T, ws string)
+		note   string
+	}{
+		{name: "bare repository planted in src",
+			setup: func(t *testing.T, ws string) {
+				if err := os.MkdirAll(filepath.Join(ws, "src"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			},
+			script: func(mark string) string {
+				return fmt.Sprintf("echo ATTEMPT; cp -r .git/objects .git/refs .git/HEAD src/ && printf '[core]\\n\\tpager = \"touch %s; cat\"\\n' > src/config", mark)
+			},
+			later: func(t *testing.T, ws string) { inTerminal(t, filepath.Join(ws, "src"), "log", "-1") },
+			note:  "src/HEAD aside"},
+		{name: "existing bare repository's config written",
+			setup: func(t *testing.T, ws string) {
+				git(t, ws, "clone", "-q", "--bare", ws, filepath.Join(ws, "mirror.git"))
+			},
+			script: func(mark string) string {
+				return fmt.Sprintf("echo ATTEMPT; printf '[core]\\n\\tpager = \"touch %s; cat\"\\n' >> mirror.git/config", mark)
+			},
+			later: func(t *testing.T, ws string) { inTerminal(t, filepath.Join(ws, "mirror.git"), "log", "-1") }},
+		{name: "hooksPath directory existing",
+			setup: func(t *testing.T, ws string) {
+				git(t, ws, "config", "core.hooksPath", ".githooks")
+				if err := os.Mkdir(filepath.Join(ws, ".githooks"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			},
+			script: func(mark string) string { return "echo ATTEMPT; " + hook(".githooks", mark) },
+			later:  func(t *testing.T, ws string) { commit(t, ws, "") }},
+		{name: "hooksPath directory missing",
+			setup:  func(t *testing.T, ws string) { git(t, ws, "config", "core.hooksPath", ".githooks") },
+			script: func(mark string) string { return "echo ATTEMPT; " + hook(".githooks", mark) },
+			later:  func(t *testing.T, ws string) { commit(t, ws, "") },
+			note:   ".githooks aside"},
+		{name: "include.path file missing",
+			setup: func(t *testing.T, ws string) { git(t, ws, "config", "include.path", "../shared.gitconfig") },
+			script: func(mark string) string {
+				return fmt.Sprintf("echo ATTEMPT; printf '[core]\\n\\tfsmonitor = \"touch %s; false\"\\n' > shared.gitconfig", mark)
+			},
+			later: func(t *testing.T, ws string) { git(t, ws, "status") },
+			note:  "shared.gitconfig aside"},
+		{name: "include.path file existing",
+			setup: func(t *testing.T, ws string) {
+				git(t, ws, "config", "include.path", "../shared.gitconfig")
+				if err := os.WriteFile(filepath.Join(ws, "shared.gitconfig"), []byte("[user]\n\tname = x\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			},
+			script: func(mark string) string {
+				return fmt.Sprintf("echo ATTEMPT; printf '[core]\\n\\tfsmonitor = \"touch %s; false\"\\n' >> shared.gitconfig", mark)
+			},
+			later: func(t *testing.T, ws string) { git(t, ws, "status") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, guard := range []bool{false, true} {
+				for _, isGit := range []bool{false, true} {
+					if !guard && isGit {
+						continue
+					}
+					ws := newRepo(t)
+					c.setup(t, ws)
+					mark := filepath.Join(t.TempDir(), "planted-command-ran")
+					b := newBackend(t, ws, guard)
+					res := run(t, b, ws, callProfile(ws, isGit), c.script(mark))
+					if !strings.Contains(string(res.Stdout), "ATTEMPT") {
+						t.Fatalf("guard %v: the attack did not run: %+v %s", guard, res, res.Stderr)
+					}
+					c.later(t, ws)
+					_, err := os.Stat(mark)
+					ran := err == nil
+					t.Logf("guard %v, git %v: exit %d, stderr %s; planted command ran: %v", guard, isGit, res.ExitCode, strings.TrimSpace(string(res.Stderr)), ran)
+					switch {
+					case !guard && !ran:
+						t.Errorf("control (guard off): the planted command did not run, so the case proves nothing")
+					case guard && ran:
+						t.Errorf("guard on (git %v): the planted command ran", isGit)
+					case guard && c.note != "" && !strings.Contains(string(res.Stderr), c.note):
+						t.Errorf("guard on (git %v): the result does not say %q: %s", isGit, c.note, res.Stderr)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestGuardDirectoryFlood: a call that makes its working directory
+// hold more directories than the guard's bound (here 2,000) and plants
+// sub/.git with core.fsmonitor is stopped with its new trees moved out
+// of the workspace (said in the result); the planted .git is moved
+// aside and the next call runs. With the guard off the fsmonitor runs.
+func TestGuardDirectoryFlood(t *testing.T) {
+	const bound = 2000
+	for _, c := range []struct{ name, mk string }{
+		{"in a new directory", "os.makedirs('flood'); [os.mkdir('flood/%d'%i) for i in range(N)]"},
+		{"in an existing directory", "[os.mkdir('data/%d'%i) for i in range(N)]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, guard := range []bool{false, true} {
+				ws := newRepo(t)
+				for _, d := range []string{"sub", "data"} {
+					if err := os.Mkdir(filepath.Join(ws, d), 0o755); err != nil {
+						t.Fatal(err)
+					}
+				}
+				mark := filepath.Join(t.TempDir(), "planted-command-ran")
+				b := newBackend(t, ws, guard)
+				b.maxGuardDirs = bound
+				prof := callProfile(ws, false)
+				script := fmt.Sprintf("python3 -c \"import os,subprocess; print('ATTEMPT'); N=%d; %s; subprocess.run(['git','init','-q','sub']); open('sub/.git/config','a').write('[core]\\n\\tfsmonitor = touch %s\\n')\"", bound+1, c.mk, mark)
+				res := run(t, b, ws, prof, script)
+				if !strings.Contains(string(res.Stdout), "ATTEMPT") {
+					t.Fatalf("guard %v: the flood did not run: %+v %s", guard, res, res.Stderr)
+				}
+				t.Logf("guard %v: exit %d, limit %q, stderr %.600s", guard, res.ExitCode, res.Limit, res.Stderr)
+				git(t, filepath.Join(ws, "sub"), "status")
+				_, err := os.Stat(mark)
+				if ran := err == nil; ran != !guard {
+					t.Errorf("guard %v: the planted fsmonitor ran: %v", guard, ran)
+				}
+				if !guard {
+					continue
+				}
+				if !strings.HasPrefix(res.Limit, "directories: ") {
+					t.Errorf("the result does not say the call was stopped for its directories: limit %q", res.Limit)
+				}
+				q, _ := filepath.Glob(filepath.Join(filepath.Dir(ws), ".warden-quarantine", filepath.Base(ws)+"-*"))
+				if len(q) != 1 || !strings.Contains(res.Limit, q[0]) {
+					t.Errorf("quarantine %q, limit %q", q, res.Limit)
+				}
+				next := run(t, b, ws, prof, "echo NEXT; git status --short >/dev/null; echo $?")
+				if next.ExitCode != 0 || !strings.Contains(string(next.Stdout), "NEXT") {
+					t.Errorf("the call after the flood: %+v %s", next, next.Stderr)
+				}
+			}
+		})
 	}
 }

@@ -33,6 +33,11 @@ const (
 	// kindDangerous is one of the analyser's dangerous files or
 	// directories (.bashrc, .vscode): read-only unless granted.
 	kindDangerous
+	// kindRepo is the HEAD of a directory git would take as a git
+	// directory of its own (a bare repository: HEAD with objects and
+	// refs, or HEAD with a commondir), wherever it lies: git finds it
+	// when run in that directory.
+	kindRepo
 )
 
 // entry is an indexed entry of interest.
@@ -80,6 +85,28 @@ type index struct {
 	// running are the calls between their guard and their check, each
 	// with the calls that ran at the same time (begin, end).
 	running map[*guardCall][]*guardCall
+	// fresh are the directories refreshes found new in an indexed
+	// directory (the roots of new trees) since the first of the running
+	// calls began: a call's check finds there what it created when the
+	// working directories grew past the bound (guardCall.flood).
+	fresh []string
+	// aside are trees the guard moved aside in place (quarantine could
+	// not move them out of the working directories): not indexed.
+	aside map[string]bool
+	// maxDirs bounds the directories indexed (maxIndexedDirs when 0).
+	maxDirs int
+}
+
+// errTooManyDirs is refresh's error when the working directories hold
+// more directories than the index may hold.
+var errTooManyDirs = errors.New("more directories than the repository guard can check")
+
+// bound is the most directories the index holds.
+func (x *index) bound() int {
+	if x.maxDirs > 0 {
+		return x.maxDirs
+	}
+	return maxIndexedDirs
 }
 
 // begin records that g runs, alongside the calls running now.
@@ -89,6 +116,10 @@ func (x *index) begin(g *guardCall) {
 	if x.running == nil {
 		x.running = map[*guardCall][]*guardCall{}
 	}
+	if len(x.running) == 0 {
+		x.fresh = nil
+	}
+	g.freshFrom = len(x.fresh)
 	var peers []*guardCall
 	for o := range x.running {
 		x.running[o] = append(x.running[o], g)
@@ -169,11 +200,13 @@ func (x *index) refresh(roots []string) (snapshot, error) {
 		return snapshot{}, err
 	}
 	if x.full {
+		// Events were lost: read every indexed directory again (what
+		// is new in them is found new, as from events).
 		x.full = false
-		for _, r := range x.roots {
-			x.drop(r)
+		dirty = dirty[:0]
+		for d := range x.dirs {
+			dirty = append(dirty, d)
 		}
-		dirty = nil
 	}
 	// The directories no watch covers (no inotify, or out of watches):
 	// read again those whose times changed.
@@ -197,14 +230,22 @@ func (x *index) refresh(roots []string) (snapshot, error) {
 			x.walk(r, done)
 		}
 	}
-	if len(x.dirs) > maxIndexedDirs {
-		// Fail closed: what is not indexed cannot be guarded.
+	if len(x.dirs) > x.bound() {
+		// Fail closed: what is not indexed cannot be guarded. While a
+		// call runs the index stays as far as it got (what is new in it
+		// is in fresh, for the check of the call that made it) and the
+		// next refresh reads every directory again; otherwise it is
+		// dropped.
 		n := len(x.dirs)
-		for _, r := range x.roots {
-			x.drop(r)
+		if len(x.running) > 0 {
+			x.full = true
+		} else {
+			for _, r := range x.roots {
+				x.drop(r)
+			}
+			x.roots = nil
 		}
-		x.roots = nil
-		return snapshot{}, fmt.Errorf("the working directories %s hold %d directories or more, more than the %d the sandbox can guard; name smaller working directories", strings.Join(roots, ", "), n, maxIndexedDirs)
+		return snapshot{}, fmt.Errorf("the working directories %s hold %d directories or more, more than the %d the sandbox can guard; name smaller working directories: %w", strings.Join(roots, ", "), n, x.bound(), errTooManyDirs)
 	}
 	key := strings.Join(roots, "\x00")
 	if snap, ok := x.snaps[key]; ok && snap.version == x.version {
@@ -312,6 +353,9 @@ func (x *index) reread(d string, done map[string]bool) {
 	for name := range subs {
 		p := filepath.Join(d, name)
 		if !node.subdirs[name] || x.dirs[p] == nil {
+			if !node.subdirs[name] && !x.aside[p] {
+				x.fresh = append(x.fresh, p)
+			}
 			x.walk(p, done)
 		}
 	}
@@ -327,10 +371,10 @@ func (x *index) walk(root string, done map[string]bool) {
 		if x.dirs[d] != nil {
 			x.drop(d)
 		}
-		if len(x.dirs) > maxIndexedDirs {
+		if len(x.dirs) > x.bound() {
 			return // refresh fails the call
 		}
-		if d == "/proc" || d == "/sys" || d == "/dev" {
+		if d == "/proc" || d == "/sys" || d == "/dev" || x.aside[d] {
 			continue // kernel file systems: nothing of a workspace's
 		}
 		node := &dirNode{wd: -1}
@@ -414,6 +458,8 @@ func (x *index) read(d string) (subs map[string]bool, marks map[string]entry, er
 	}
 	defer unix.Close(fd)
 	subs = map[string]bool{}
+	// What makes d a git directory (gitDirShape).
+	var shape gitDirShape
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := unix.Getdents(fd, buf)
@@ -424,6 +470,17 @@ func (x *index) read(d string) (subs map[string]bool, marks map[string]entry, er
 			return nil, nil, &os.PathError{Op: "getdents", Path: d, Err: err}
 		}
 		if n <= 0 {
+			if shape.repo() {
+				p := d + "/HEAD"
+				if fi, err := os.Lstat(p); err == nil {
+					en := entry{kind: kindRepo, mode: fi.Mode().Type()}
+					en.dev, en.ino = ids(fi)
+					if marks == nil {
+						marks = map[string]entry{}
+					}
+					marks["HEAD"] = en
+				}
+			}
 			return subs, marks, nil
 		}
 		for off := 0; off < n; {
@@ -456,6 +513,7 @@ func (x *index) read(d string) (subs map[string]bool, marks map[string]entry, er
 				}
 			}
 			dir := typ == unix.DT_DIR
+			shape.see(name)
 			k := x.match.kind(p, name, dir)
 			if k != 0 {
 				fi, err := os.Lstat(p)
@@ -475,6 +533,30 @@ func (x *index) read(d string) (subs map[string]bool, marks map[string]entry, er
 		}
 	}
 }
+
+// gitDirShape is what of a git directory's entries a directory holds:
+// git takes a directory as a git directory when it has a HEAD and
+// either objects and refs directories or a commondir file (git's
+// is_git_directory; HEAD's content is not looked at: a HEAD git would
+// refuse today a later write could fix).
+type gitDirShape struct{ head, objects, refs, commondir bool }
+
+// see notes the entry name (of any type: git follows links, and a
+// directory's name alone costs a mount at most).
+func (s *gitDirShape) see(name string) {
+	switch name {
+	case "HEAD":
+		s.head = true
+	case "objects":
+		s.objects = true
+	case "refs":
+		s.refs = true
+	case "commondir":
+		s.commondir = true
+	}
+}
+
+func (s gitDirShape) repo() bool { return s.head && (s.objects && s.refs || s.commondir) }
 
 // ids are the device and inode of fi.
 func ids(fi os.FileInfo) (dev, ino uint64) {

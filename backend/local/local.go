@@ -94,11 +94,19 @@ type Backend struct {
 	zygote       *sandbox.Zygote
 	zygoteHidden []string
 
+	// NoGitGuard turns the repository guard off (guard.go: the .git
+	// directories, repositories, hooks directories, sensitive and
+	// dangerous files of a call's working directories are then neither
+	// hidden, protected nor checked after the call): a control for
+	// tests that must see one layer alone (backend.local.sandbox_off:
+	// [git_guard]), never a setting for use.
+	NoGitGuard bool
+
 	// idx indexes the working directories for the guard (guard.go),
-	// made at the first call; noGuard turns the guard off (tests'
-	// controls).
-	idx     *index
-	noGuard bool
+	// made at the first call; maxGuardDirs bounds it (maxIndexedDirs
+	// when 0).
+	idx          *index
+	maxGuardDirs int
 
 	// snap is the latest snapshot of the hidden paths (hidden).
 	idMu sync.Mutex
