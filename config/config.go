@@ -293,7 +293,23 @@ type Local struct {
 	// Limits bound each sandboxed call whose permission profile names
 	// none of its own; see LocalLimits.
 	Limits LocalLimits `yaml:"limits"`
+	// Off lists layers of the sandbox to turn off, one by one, while
+	// the rest stays on (LocalLayers names them): a control for tests
+	// that must see one layer alone, never a setting for use. The worker
+	// warns loudly at start for each.
+	Off []string `yaml:"sandbox_off"`
 }
+
+// LocalLayers are the layers backend.local.sandbox_off may name, with
+// what turning each off leaves undone.
+func LocalLayers() map[string]string {
+	return map[string]string{
+		"git_guard": "the repository guard: .git directories, bare repositories, hooks directories, included git configuration, the dangerous and sensitive files of the working directories are neither protected, hidden nor checked after a call",
+	}
+}
+
+// LayerOff reports whether backend.local.sandbox_off names layer.
+func (l Local) LayerOff(layer string) bool { return slices.Contains(l.Off, layer) }
 
 // LocalLimits is backend.local.limits: what one sandboxed call's
 // processes may use together. Each field left out keeps the default

@@ -88,6 +88,12 @@ func (c Config) validateBackend() []error {
 	if s := b.Local.Sandbox; s != "" && s != "on" && s != "off" {
 		errs = append(errs, fmt.Errorf("backend.local.sandbox: %q is not on or off", s))
 	}
+	for _, l := range b.Local.Off {
+		if _, ok := LocalLayers()[l]; !ok {
+			names := slices.Sorted(maps.Keys(LocalLayers()))
+			errs = append(errs, fmt.Errorf("backend.local.sandbox_off: %q is not a layer (%s)", l, strings.Join(names, ", ")))
+		}
+	}
 	if _, err := b.Local.Limits.Values(); err != nil {
 		errs = append(errs, err)
 	}
