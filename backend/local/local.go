@@ -173,7 +173,17 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 	}
 	err = l.finish(lctx, &res, err, c.ended)
 	// The call's processes are gone: undo what no mount could prevent.
-	return c.guard.verify(res, err)
+	res, err = c.guard.verify(res, err)
+	if err == nil && res.Limit == "" {
+		// A failure the sandbox probably caused says so, and how to ask.
+		if n := stoppedNote(c.prof, c.write, dir, res); n != "" {
+			if len(res.Stderr) > 0 && !bytes.HasSuffix(res.Stderr, []byte("\n")) {
+				res.Stderr = append(res.Stderr, '\n')
+			}
+			res.Stderr = append(res.Stderr, n...)
+		}
+	}
+	return res, err
 }
 
 // execDirect runs req as a process of its own, built by command (in the
