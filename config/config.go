@@ -297,8 +297,9 @@ type Local struct {
 
 // LocalLimits is backend.local.limits: what one sandboxed call's
 // processes may use together. Each field left out keeps the default
-// (local.DefaultLimits: processes 4096, memory the smaller of 4GiB and
-// half the RAM, tmp 1GiB, write 10GiB, cpu_time and cpus unbounded); 0,
+// (local.DefaultLimits: processes 256 per CPU in [512, 4096], memory the
+// smaller of 4GiB and half the RAM, tmp 1GiB, write 10GiB, cpu_time and
+// cpus unbounded, disk_reserve 1GiB, cpu_share on); 0,
 // "off" or "none" turns it off. Sizes are like "512MiB" or "4GiB".
 type LocalLimits struct {
 	// Processes bounds the processes and threads alive at once.
