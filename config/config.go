@@ -313,8 +313,9 @@ func (l Local) LayerOff(layer string) bool { return slices.Contains(l.Off, layer
 
 // LocalLimits is backend.local.limits: what one sandboxed call's
 // processes may use together. Each field left out keeps the default
-// (local.DefaultLimits: processes 4096, memory the smaller of 4GiB and
-// half the RAM, tmp 1GiB, write 10GiB, cpu_time and cpus unbounded); 0,
+// (local.DefaultLimits: processes 256 per CPU in [512, 4096], memory the
+// smaller of 4GiB and half the RAM, tmp 1GiB, write 10GiB, cpu_time and
+// cpus unbounded, disk_reserve 1GiB, cpu_share on); 0,
 // "off" or "none" turns it off. Sizes are like "512MiB" or "4GiB".
 type LocalLimits struct {
 	// Processes bounds the processes and threads alive at once.
@@ -330,14 +331,26 @@ type LocalLimits struct {
 	// Write bounds the bytes the call may add to the disks it writes,
 	// and the size of any one file.
 	Write string `yaml:"write"`
+	// DiskReserve is the free space (a size, default 1GiB, or a twentieth
+	// of a smaller disk) and inodes (65,536, or a twentieth) a call must
+	// leave on each disk it writes, for the worker's data dir and the
+	// calls beside it; a call that goes below is ended and what it
+	// allocated past its files' ends is released. off turns it off.
+	DiskReserve string `yaml:"disk_reserve"`
+	// CPUShare, on by default, puts each call's processes in a CPU group
+	// of their own, so that however many they are they compete for the
+	// CPU as one against the worker's heartbeats and other calls. off
+	// turns it off.
+	CPUShare string `yaml:"cpu_share"`
 }
 
 // LimitValues are the parsed fields of LocalLimits: nil keeps the
 // default, zero is off.
 type LimitValues struct {
-	Processes, Memory, Tmp, Write *int64
-	CPUTime                       *time.Duration
-	CPUs                          *float64
+	Processes, Memory, Tmp, Write, DiskReserve *int64
+	CPUTime                                    *time.Duration
+	CPUs                                       *float64
+	CPUShare                                   *bool
 }
 
 // Values parses l.
@@ -361,6 +374,17 @@ func (l LocalLimits) Values() (LimitValues, error) {
 		return &n
 	}
 	v.Memory, v.Tmp, v.Write = size("memory", l.Memory), size("tmp", l.Tmp), size("write", l.Write)
+	v.DiskReserve = size("disk_reserve", l.DiskReserve)
+	switch s := strings.TrimSpace(l.CPUShare); {
+	case s == "":
+	case off(s) || strings.EqualFold(s, "false"):
+		v.CPUShare = new(bool)
+	case strings.EqualFold(s, "on") || strings.EqualFold(s, "true"):
+		on := true
+		v.CPUShare = &on
+	default:
+		errs = append(errs, fmt.Errorf("backend.local.limits.cpu_share: %q is not on or off", s))
+	}
 	if s := strings.TrimSpace(l.Processes); s != "" {
 		var n int64
 		if !off(s) {

@@ -25,8 +25,20 @@ func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own
 	if err != nil {
 		return nil, func() {}, err
 	}
+	noShare, reserve, err := local.ConfigShares(cfg.Local.Limits)
+	if err != nil {
+		return nil, func() {}, err
+	}
 	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Sensitive: sensitive, Read: cfg.Local.Read, Unsandboxed: cfg.Local.SandboxOff(), Limits: limits,
-		NoGitGuard: cfg.Local.LayerOff("git_guard")}
+		NoCPUShare: noShare, DiskReserve: reserve, NoGitGuard: cfg.Local.LayerOff("git_guard")}
+	if !lb.Unsandboxed {
+		if noShare {
+			fmt.Fprintln(os.Stderr, "WARNING: backend.local.limits.cpu_share is off: a call's processes compete for the CPU one by one, and a fork bomb can starve the worker's heartbeats and every other call")
+		}
+		if reserve < 0 {
+			fmt.Fprintln(os.Stderr, "WARNING: backend.local.limits.disk_reserve is off: a call can fill the disks it writes, the worker's data dir's included")
+		}
+	}
 	out := map[string]backend.Backend{"local": lb}
 	var closers []func()
 	closers = append(closers, func() { _ = lb.Close() })

@@ -211,7 +211,14 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string, more .
 	args := []string{"--config", w.cfg, "--data-dir", w.data, "--temporal-address", env.srv.Addr(), "--namespace", "default",
 		"--task-queue", w.queue, "--metrics-addr", "off", "--workdir", w.ws}
 	args = append(args, more...)
-	w.cmd = exec.Command("sh", append([]string{"-c", `ulimit -v 6000000 && exec "$@"`, "sh", bin}, args...)...)
+	// pidnsArg starts the worker in a PID namespace of its own, as a
+	// container does (it is not a worker flag).
+	wrap := ""
+	if i := slices.Index(args, pidnsArg); i >= 0 {
+		args = slices.Delete(args, i, i+1)
+		wrap = "unshare --pid --fork --kill-child=SIGTERM "
+	}
+	w.cmd = exec.Command("sh", append([]string{"-c", `ulimit -v 6000000 && exec ` + wrap + `"$@"`, "sh", bin}, args...)...)
 	w.cmd.Dir = w.ws
 	w.cmd.Env = append(workerEnv(), "HOME="+w.home, "WARDEN_KEY_FILE="+w.key, "WARDEN_INBOX_KEY_FILE="+w.lateKey)
 	w.cmd.Stdout, w.cmd.Stderr = w.stdout, w.stdout
@@ -247,6 +254,10 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string, more .
 	}
 	return w, "", nil
 }
+
+// pidnsArg, among startRealWorker's extra arguments, starts the worker
+// in a PID namespace of its own (unshare --pid --fork).
+const pidnsArg = "\x00pidns"
 
 // workerEnv is this process's environment without what a deployment
 // sets for the worker itself, and with the PATH a service manager gives

@@ -2,12 +2,14 @@ package local
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,20 +30,76 @@ import (
 // install uses (go build, npm install: hundreds of processes and
 // threads, a few GiB of memory, a GiB of temporary files, a few GiB
 // written), and reached in a second by a fork bomb, a memory bomb or a
-// disk filler. processes 4096 (threads included), memory the smaller of
-// 4 GiB and half the machine's RAM, tmp 1 GiB (memory: charged to the
-// call's memory), write 10 GiB. CPU time and share are unbounded: a
-// call's timeout bounds its time, and a build should use every core.
+// disk filler. processes: 256 per CPU, at least 512 and at most 4096
+// (threads included; 512 on 2 CPUs, where 4096 spinning processes took
+// minutes of the machine), and no more than one per 4 MiB of RAM;
+// memory the smaller of 4 GiB and half the machine's RAM, tmp 1 GiB
+// (memory: charged to the call's memory), write 10 GiB. CPU time and
+// the number of CPUs are unbounded (a call's timeout bounds its time,
+// and a build should use every core), but each call's processes
+// compete for the CPU as one group (Backend.NoCPUShare).
 func DefaultLimits() calls.Limits {
 	mem := int64(4 << 30)
+	procs := min(max(256*int64(runtime.NumCPU()), 512), 4096)
 	var si unix.Sysinfo_t
 	if unix.Sysinfo(&si) == nil {
-		if half := int64(si.Totalram) * int64(si.Unit) / 2; half > 0 && half < mem {
+		ram := int64(si.Totalram) * int64(si.Unit)
+		if half := ram / 2; half > 0 && half < mem {
 			mem = half
 		}
+		if n := ram >> 22; n > 0 && n < procs {
+			procs = n
+		}
 	}
-	return calls.Limits{Processes: 4096, Memory: mem, Tmp: 1 << 30, Write: 10 << 30}
+	return calls.Limits{Processes: procs, Memory: mem, Tmp: 1 << 30, Write: 10 << 30}
 }
+
+// DefaultDiskReserve is the free space a call leaves on each file
+// system it writes, by default (see reserveOf).
+const DefaultDiskReserve = 1 << 30
+
+// reserve is what a call must leave free on one file system it writes:
+// bytes (free to a process without privileges, f_bavail) and inodes.
+type reserve struct {
+	path          string
+	bytes, inodes int64
+}
+
+// reserveOf is the reserve of the file system st (of path) for a call
+// that starts now, with at most want bytes kept: the smaller of want and
+// a twentieth of the file system (a small disk keeps a twentieth), and
+// for inodes the smaller of 65,536 and a twentieth of them. On a disk
+// already below that, the call may take half of what is free. The
+// watcher ends a call that goes below it; a one-call fill (a single
+// fallocate) can take the rest for the poll's 20 ms before what it
+// allocated is released (finish).
+func reserveOf(path string, st *unix.Statfs_t, want int64) reserve {
+	size := int64(st.Blocks) * st.Bsize
+	free := int64(st.Bavail) * st.Bsize
+	r := reserve{path: path, bytes: min(want, size/20, free/2)}
+	if st.Files > 0 { // btrfs and others count no inodes
+		r.inodes = min(65536, int64(st.Files)/20, int64(st.Ffree)/2)
+	}
+	return r
+}
+
+// below says how the file system of r is below its reserve ("" not).
+func (r reserve) below() string {
+	var st unix.Statfs_t
+	if unix.Statfs(r.path, &st) != nil {
+		return ""
+	}
+	if free := int64(st.Bavail) * st.Bsize; free < r.bytes {
+		return fmt.Sprintf(diskFull+"the call took the free space of the file system of %s down to %s, below the %s kept for the worker and other calls, and was killed", r.path, calls.Bytes(free), calls.Bytes(r.bytes))
+	}
+	if st.Files > 0 && int64(st.Ffree) < r.inodes {
+		return fmt.Sprintf(diskFull+"the call took the free inodes (files) of the file system of %s down to %d, below the %d kept for the worker and other calls, and was killed", r.path, st.Ffree, r.inodes)
+	}
+	return ""
+}
+
+// diskFull begins the limit of a call that went below a disk reserve.
+const diskFull = "disk_reserve: "
 
 // pollEvery is how often a call's limits are read while it runs.
 const pollEvery = 20 * time.Millisecond
@@ -52,7 +110,7 @@ func (b *Backend) cgroups() (*cgroup.Manager, error) {
 	b.cgMu.Lock()
 	defer b.cgMu.Unlock()
 	if b.cg == nil && b.cgErr == nil {
-		b.cg, b.cgErr = cgroup.Open()
+		b.cg, b.cgErr = cgroup.Open(cgroup.Options{CPUShare: !b.NoCPUShare})
 	}
 	return b.cg, b.cgErr
 }
@@ -76,11 +134,27 @@ func (b *Backend) limitsState() string {
 	if l == "" {
 		return "limits: none (backend.local.limits turns every one off)"
 	}
+	share, disk := "a CPU group per call", "disk reserve "+calls.Bytes(b.diskReserve())+" (or a twentieth of the disk)"
+	if b.NoCPUShare {
+		share = "NO CPU group per call (limits.cpu_share: off): an unbounded call's processes compete for the CPU one by one, as the worker's threads do"
+	}
+	if b.diskReserve() <= 0 {
+		disk = "NO disk reserve (limits.disk_reserve: off): a call may fill the disks it writes"
+	}
 	m, err := b.cgroups()
 	if err != nil {
-		return "limits " + l + " by rlimits, sized tmpfs TMPDIR and the write watcher only; no cgroups here (" + err.Error() + "): processes, memory and CPU are not bounded"
+		return "limits " + l + " by rlimits, sized tmpfs TMPDIR, the write watcher and the " + disk + " only; no cgroups here (" + err.Error() + "): processes, memory and CPU are not bounded"
 	}
-	return "limits " + l + " (" + m.Describe() + ", rlimits, sized tmpfs TMPDIR, write watcher)"
+	return "limits " + l + " (" + m.Describe() + ", " + share + ", rlimits, sized tmpfs TMPDIR, write watcher, " + disk + ")"
+}
+
+// diskReserve is the reserve a call leaves on the disks it writes (≤0
+// none).
+func (b *Backend) diskReserve() int64 {
+	if b.DiskReserve == 0 {
+		return DefaultDiskReserve
+	}
+	return b.DiskReserve
 }
 
 // CallLimits are the limits a call decided now is recorded with (its
@@ -98,12 +172,14 @@ func (b *Backend) CallLimits() *calls.Limits {
 // none here), the disks it writes and what they used when it started,
 // and a watcher that kills the call at a limit and says which.
 type limiter struct {
-	lim    calls.Limits
-	g      *cgroup.Group
-	disks  []disk
-	cancel context.CancelCauseFunc
-	stop   chan struct{}
-	done   chan struct{}
+	lim   calls.Limits
+	g     *cgroup.Group
+	disks []disk
+	// reserves are the disk reserves of the file systems it writes.
+	reserves []reserve
+	cancel   context.CancelCauseFunc
+	stop     chan struct{}
+	done     chan struct{}
 	// writes are the call's write paths on the disks, start when it
 	// started; cache is the shared cache directory among its write paths
 	// ("" none); others returns the write paths of the backend's other
@@ -137,7 +213,7 @@ var errLimit = errors.New("local exec: a limit ended the call")
 // limit ends the call.
 func (b *Backend) limitCall(ctx context.Context, lim calls.Limits, writes []string, tmp, cache string) (context.Context, *limiter, error) {
 	l := &limiter{lim: lim, stop: make(chan struct{}), done: make(chan struct{}), start: time.Now()}
-	if lim.Processes > 0 || lim.Memory > 0 || lim.CPUs > 0 || lim.CPUTime > 0 {
+	if lim.Processes > 0 || lim.Memory > 0 || lim.CPUs > 0 || lim.CPUTime > 0 || !b.NoCPUShare {
 		if m, err := b.cgroups(); err == nil {
 			if l.g, err = m.Take(lim); err != nil {
 				return nil, nil, fmt.Errorf("local exec: %w", err)
@@ -160,9 +236,15 @@ func (b *Backend) limitCall(ctx context.Context, lim calls.Limits, writes []stri
 		} else {
 			l.writes = append(l.writes, p)
 		}
-		if lim.Write > 0 && !seen[st.Fsid] {
-			seen[st.Fsid] = true
+		if seen[st.Fsid] {
+			continue
+		}
+		seen[st.Fsid] = true
+		if lim.Write > 0 {
 			l.disks = append(l.disks, disk{path: p, used: used(&st)})
+		}
+		if want := b.diskReserve(); want > 0 {
+			l.reserves = append(l.reserves, reserveOf(p, &st, want))
 		}
 	}
 	l.own = walker{roots: l.writes, every: walkEvery}
@@ -241,7 +323,7 @@ func (l *limiter) rlimits() []sandbox.Rlimit {
 // watch polls the call's limits until the call ends.
 func (l *limiter) watch() {
 	defer close(l.done)
-	if l.g == nil && len(l.disks) == 0 {
+	if l.g == nil && len(l.disks) == 0 && len(l.reserves) == 0 {
 		<-l.stop
 		return
 	}
@@ -277,6 +359,11 @@ func (l *limiter) check(wait bool) string {
 			if cpu, err := l.g.CPU(); err == nil && cpu > l.lim.CPUTime {
 				return fmt.Sprintf("cpu_time: the call's processes used limits.cpu_time (%s of CPU time) and were killed", l.lim.CPUTime)
 			}
+		}
+	}
+	for _, r := range l.reserves {
+		if s := r.below(); s != "" {
+			return s
 		}
 	}
 	for _, d := range l.disks {
@@ -407,6 +494,58 @@ func (w *walker) walk(l *limiter) int64 {
 	return n
 }
 
+// releasePrealloc frees the blocks allocated past the end of the files
+// of the call's write paths changed since it started
+// (fallocate(FALLOC_FL_KEEP_SIZE) takes blocks and leaves the size): a
+// truncate to the file's own size frees them and changes no byte. It
+// returns the bytes freed and the files they were in. Files of another
+// running call's write paths are left alone.
+func (l *limiter) releasePrealloc() (freed int64, files int) {
+	mine := map[string]bool{}
+	for _, p := range l.writes {
+		mine[p] = true
+	}
+	others := l.others()
+	start := l.start.UnixNano()
+	for _, root := range l.writes {
+		_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return filepath.SkipDir
+			}
+			if e.IsDir() && others[p] && !mine[p] {
+				return filepath.SkipDir
+			}
+			if !e.Type().IsRegular() {
+				return nil
+			}
+			var st unix.Stat_t
+			if unix.Lstat(p, &st) != nil || st.Ctim.Nano() < start {
+				return nil
+			}
+			// Blocks past the size rounded up to whole blocks.
+			end := (st.Size + st.Blksize - 1) / st.Blksize * st.Blksize
+			if st.Blocks*512 <= end {
+				return nil
+			}
+			fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return nil
+			}
+			defer unix.Close(fd)
+			var now unix.Stat_t
+			if unix.Fstat(fd, &now) != nil || now.Ino != st.Ino || unix.Ftruncate(fd, now.Size) != nil {
+				return nil
+			}
+			if unix.Fstat(fd, &now) == nil && now.Blocks < st.Blocks {
+				freed += (st.Blocks - now.Blocks) * 512
+				files++
+			}
+			return nil
+		})
+	}
+	return freed, files
+}
+
 func (l *limiter) memory() string {
 	return fmt.Sprintf("memory: the call's processes reached limits.memory (%s) and were killed", calls.Bytes(l.lim.Memory))
 }
@@ -463,6 +602,22 @@ func (l *limiter) finish(ctx context.Context, res *backend.ExecResult, err error
 			s = l.after(res, tmp)
 		}
 	}
+	// A disk below its reserve gets back what the call allocated past its
+	// files' ends, even when the call ended before the watcher saw it (a
+	// fallocate whose failure it ignored).
+	below := strings.HasPrefix(s, diskFull)
+	for _, r := range l.reserves {
+		if !below {
+			if b := r.below(); b != "" {
+				below, s = true, cmp.Or(s, b)
+			}
+		}
+	}
+	if below {
+		if n, files := l.releasePrealloc(); n > 0 {
+			s += fmt.Sprintf("; %s it allocated past the end of %d files was released", calls.Bytes(n), files)
+		}
+	}
 	// A walk still running is not needed any more.
 	l.abort.Store(true)
 	l.own.drain()
@@ -502,6 +657,27 @@ func (l *limiter) after(res *backend.ExecResult, tmp sandbox.Result) string {
 		}
 	}
 	return ""
+}
+
+// ConfigShares are what backend.local.limits says of what a call shares
+// with the worker and the calls beside it: whether each call gets a CPU
+// group (cpu_share) and the disk reserve (disk_reserve; -1 off, 0 the
+// default), for Backend.NoCPUShare and Backend.DiskReserve.
+func ConfigShares(l config.LocalLimits) (noCPUShare bool, diskReserve int64, err error) {
+	v, err := l.Values()
+	if err != nil {
+		return false, 0, err
+	}
+	if v.CPUShare != nil {
+		noCPUShare = !*v.CPUShare
+	}
+	if v.DiskReserve != nil {
+		diskReserve = *v.DiskReserve
+		if diskReserve == 0 {
+			diskReserve = -1
+		}
+	}
+	return noCPUShare, diskReserve, nil
 }
 
 // ConfigLimits are the limits backend.local.limits sets, over

@@ -77,6 +77,16 @@ type Backend struct {
 	// TMPDIR's size and the bytes it may add to the disks it writes. The
 	// zero value bounds nothing.
 	Limits calls.Limits
+	// NoCPUShare leaves a call without a CPU group of its own when it
+	// has no CPU bound (backend.local.limits.cpu_share: off; cgroup v1:
+	// its processes then compete for the CPU one by one, as the worker's
+	// threads do). The zero value gives every call its group.
+	NoCPUShare bool
+	// DiskReserve is the free space kept on each file system a call
+	// writes, for the worker and the calls beside it
+	// (backend.local.limits.disk_reserve): 0 is DefaultDiskReserve, a
+	// negative value turns it off. See reserveOf.
+	DiskReserve int64
 
 	// cg makes the calls' cgroups (opened at the first call that needs
 	// one); cgErr says why there are none.

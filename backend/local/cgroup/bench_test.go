@@ -7,7 +7,7 @@ import (
 )
 
 func BenchmarkGroup(b *testing.B) {
-	m, err := Open()
+	m, err := Open(Options{CPUShare: true})
 	if err != nil {
 		b.Fatal(err)
 	}

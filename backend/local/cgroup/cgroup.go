@@ -5,12 +5,25 @@
 // cgroup v2 is used where the unified hierarchy has the memory and pids
 // controllers; otherwise the cgroup v1 hierarchies of memory, pids, cpu
 // and cpuacct (a hybrid machine: v1 controllers, a unified hierarchy with
-// none of them). The worker makes one parent group per worker process
-// (warden-<pid>-<random>) and one child per call, removed after the call
-// (the next call's is made ahead, off its path); the
-// parents of dead workers are removed when a Manager opens. Only a
+// none of them). The worker makes one parent group per Manager
+// (warden.<random>, in each hierarchy) and one child per call, removed
+// after the call (the next call's is made ahead, off its path). Only a
 // worker that may write the hierarchies (root, or a delegated subtree on
 // v2) gets limits; Open says why not otherwise.
+//
+// Ownership is held in the group itself, not inferred from a PID: the
+// Manager keeps each parent directory open with an exclusive flock(2)
+// for as long as it lives. A Manager that opens removes a warden.*
+// parent only when it can take that lock itself, that is when no process
+// holds it any more. The lock is the kernel's, on the group's inode: it
+// holds across PID namespaces and containers that see the same
+// hierarchy (they share its inodes), and the kernel drops it when the
+// owner exits however it exits (SIGKILL included), so a dead worker's
+// groups are cleaned by the next one. A PID proves nothing across PID
+// namespaces: a worker in a namespace of its own sees none of the host's
+// PIDs (the old rule, by PID, removed live workers' groups). Groups of
+// the older naming (warden-<pid>-<random>) carry no lock and are left
+// alone.
 package cgroup
 
 import (
@@ -28,6 +41,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wardenhq/warden/calls"
 )
 
@@ -41,7 +56,10 @@ type Manager struct {
 	// names the controllers of each (v1; on v2 all are in the one).
 	parents []string
 	ctl     []map[string]bool
-	seq     atomic.Uint64
+	// locks are the parents, open and flocked while the Manager lives.
+	locks []*os.File
+	share bool
+	seq   atomic.Uint64
 	// spare is a group made ahead for the limits of the last call (Take);
 	// making says one is being made, closed that Close ran. made counts
 	// the makers Close waits for.
@@ -52,10 +70,22 @@ type Manager struct {
 	made   sync.WaitGroup
 }
 
+// Options are a Manager's choices beyond each call's limits.
+type Options struct {
+	// CPUShare puts every call in a CPU group of its own, bounded or not
+	// (cgroup v1: the cpu hierarchy; v2 always does): the call's
+	// processes then compete for the CPU as one group of the default
+	// weight (cpu.shares 1024, cpu.weight 100), against the worker's own
+	// threads and each other call, however many processes it forks.
+	// Without it, an unbounded call's processes stay in the worker's
+	// cpu group on v1 and each competes as the worker's threads do.
+	CPUShare bool
+}
+
 // Open detects the cgroup hierarchies, removes the groups of workers
-// that are gone and makes this worker's parent groups. An error says why
-// there are no limits here.
-func Open() (*Manager, error) {
+// that are gone (whose lock no process holds) and makes this worker's
+// parent groups, locked. An error says why there are no limits here.
+func Open(o Options) (*Manager, error) {
 	mounts, err := cgroupMounts()
 	if err != nil {
 		return nil, err
@@ -64,16 +94,63 @@ func Open() (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
-	// One parent per Manager: a process may hold several (tests do).
-	var r [4]byte
-	_, _ = rand.Read(r[:])
-	name := fmt.Sprintf("warden-%d-%x", os.Getpid(), r)
-	if m, err := openV2(mounts, name); err == nil {
-		return m, nil
-	} else if len(mounts.v1) == 0 {
-		return nil, err
+	// One parent per Manager: a process may hold several (tests do). A
+	// parent another Manager's cleanup removed between its mkdir and its
+	// lock is made again under a new name.
+	for range 5 {
+		var r [8]byte
+		_, _ = rand.Read(r[:])
+		name := fmt.Sprintf("%s%x", prefix, r)
+		m, err := openV2(mounts, name)
+		if err != nil && !errors.Is(err, errLost) && len(mounts.v1) > 0 {
+			m, err = openV1(mounts, own, name)
+		}
+		if errors.Is(err, errLost) {
+			continue
+		}
+		if m != nil {
+			m.share = o.CPUShare
+		}
+		return m, err
 	}
-	return openV1(mounts, own, name)
+	return nil, errors.New("cgroup: another worker's cleanup removed this worker's new parent group five times")
+}
+
+// prefix begins the name of every parent group a Manager makes.
+const prefix = "warden."
+
+// errLost is the error of a parent group removed before its Manager
+// locked it.
+var errLost = errors.New("cgroup: the new parent group was removed before it was locked")
+
+// makeParent makes the parent group dir and locks it for the Manager's
+// life (errLost: another Manager's cleanup removed it first).
+func (m *Manager) makeParent(dir string) error {
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return errLost
+	} else if err != nil {
+		return err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return errLost // a cleanup holds it, and removes it
+		}
+		return fmt.Errorf("lock %s: %w", dir, err)
+	}
+	// The lock is ours; the directory it locks must still be the one at
+	// dir (a cleanup may have locked and removed it before).
+	var held, now unix.Stat_t
+	if unix.Fstat(int(f.Fd()), &held) != nil || unix.Stat(dir, &now) != nil || held.Ino != now.Ino || held.Dev != now.Dev {
+		f.Close()
+		return errLost
+	}
+	m.locks = append(m.locks, f)
+	return nil
 }
 
 // openV2 makes the parent at the unified hierarchy's root: under the
@@ -109,14 +186,16 @@ func openV2(mounts mountSet, name string) (*Manager, error) {
 	}
 	cleanStale(mounts.v2)
 	parent := filepath.Join(mounts.v2, name)
-	if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+	m := &Manager{v2: true}
+	if err := m.makeParent(parent); err != nil {
 		return nil, fmt.Errorf("cgroup2: %w", err)
 	}
+	m.parents, m.ctl = []string{parent}, []map[string]bool{ctrl}
 	if err := write(filepath.Join(parent, "cgroup.subtree_control"), enable); err != nil {
-		_ = os.Remove(parent)
+		m.Close()
 		return nil, fmt.Errorf("cgroup2: enable controllers: %w", err)
 	}
-	return &Manager{v2: true, parents: []string{parent}, ctl: []map[string]bool{ctrl}}, nil
+	return m, nil
 }
 
 // openV1 makes a parent in each v1 hierarchy, under the worker's own
@@ -142,7 +221,7 @@ func openV1(mounts mountSet, own map[string]string, name string) (*Manager, erro
 		}
 		cleanStale(base)
 		parent := filepath.Join(base, name)
-		if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := m.makeParent(parent); err != nil {
 			m.Close()
 			return nil, fmt.Errorf("cgroup v1 %s: %w", c, err)
 		}
@@ -202,6 +281,11 @@ func (m *Manager) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	// The locks go last: a parent is never unlocked while it is there.
+	for _, f := range m.locks {
+		f.Close()
+	}
+	m.locks = nil
 	return errors.Join(errs...)
 }
 
@@ -222,7 +306,7 @@ func (m *Manager) New(l calls.Limits) (*Group, error) {
 	g := &Group{m: m, lim: l}
 	name := fmt.Sprintf("call-%d", m.seq.Add(1))
 	for i, p := range m.parents {
-		if !m.v2 && !needed(m.ctl[i], l) {
+		if !m.v2 && !needed(m.ctl[i], l, m.share) {
 			continue // joining a hierarchy costs the call's start time
 		}
 		dir := filepath.Join(p, name)
@@ -295,9 +379,9 @@ func (m *Manager) makeSpare(l calls.Limits) {
 // needed reports whether a v1 hierarchy of the controllers ctl holds
 // one of l's bounds or what the watcher reads for them (cpuacct for the
 // CPU time; pids for the processes, whose list the write watcher reads,
-// and memory are always made).
-func needed(ctl map[string]bool, l calls.Limits) bool {
-	return ctl["memory"] || ctl["pids"] || ctl["cpu"] && l.CPUs > 0 || ctl["cpuacct"] && l.CPUTime > 0
+// and memory are always made), or the call's CPU share (share).
+func needed(ctl map[string]bool, l calls.Limits, share bool) bool {
+	return ctl["memory"] || ctl["pids"] || ctl["cpu"] && (l.CPUs > 0 || share) || ctl["cpuacct"] && l.CPUTime > 0
 }
 
 // cpuPeriod is the CFS period the CPU bound is a quota of (µs).
@@ -477,24 +561,27 @@ func removeTree(p string) error {
 	return removeGroup(p)
 }
 
-// cleanStale removes the warden-<pid> groups under base of workers that
-// are gone.
+// cleanStale removes the parent groups under base whose Manager is gone:
+// those whose lock it can take. It holds the lock while it removes one,
+// so a Manager making a parent of that name finds it lost (makeParent).
 func cleanStale(base string) {
 	ents, err := os.ReadDir(base)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
-		s, ok := strings.CutPrefix(e.Name(), "warden-")
-		if !ok || !e.IsDir() {
+		if !strings.HasPrefix(e.Name(), prefix) || !e.IsDir() {
 			continue
 		}
-		s, _, _ = strings.Cut(s, "-")
-		pid, err := strconv.Atoi(s)
-		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+		p := filepath.Join(base, e.Name())
+		f, err := os.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
 			continue
 		}
-		_ = removeTree(filepath.Join(base, e.Name()))
+		if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) == nil {
+			_ = removeTree(p)
+		}
+		f.Close()
 	}
 }
 

@@ -8,37 +8,44 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/wardenhq/warden/calls"
 )
 
 // TestGroup: a call's groups carry its bounds, count what its processes
 // do, and are removed with what is left in them; Close removes the
-// worker's parents, and a new Manager removes the parents of a worker
-// that is gone, not those of one that runs. Control: an unbounded group
-// holds no bound.
+// worker's parents, and a new Manager removes the parents no process
+// holds the lock of (a worker that is gone), not one whose lock is held.
+// Control: an unbounded group holds no bound.
 func TestGroup(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Fatal("needs root (cgroups)")
 	}
-	// A dead worker's parent in each hierarchy, and a live one's.
-	dead := exec.Command("true")
-	if err := dead.Run(); err != nil {
-		t.Fatal(err)
-	}
-	probe, err := Open()
+	probe, err := Open(Options{CPUShare: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s", probe.Describe())
+	// A dead worker's parent in each hierarchy (nobody holds its lock),
+	// and a live one's (its lock held here, by another open file).
 	var stale, live []string
 	for _, p := range probe.parents {
 		base := filepath.Dir(p)
-		s := filepath.Join(base, "warden-"+strconv.Itoa(dead.Process.Pid)+"-dead")
-		l := filepath.Join(base, "warden-1-live")
+		s := filepath.Join(base, prefix+"dead")
+		l := filepath.Join(base, prefix+"live")
 		for _, d := range []string{s, filepath.Join(s, "call-1"), l} {
 			if err := os.Mkdir(d, 0o755); err != nil {
 				t.Fatal(err)
 			}
+		}
+		f, err := os.Open(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			t.Fatal(err)
 		}
 		stale, live = append(stale, s), append(live, l)
 	}
@@ -49,7 +56,7 @@ func TestGroup(t *testing.T) {
 	}()
 	probe.Close()
 
-	m, err := Open()
+	m, err := Open(Options{CPUShare: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +147,7 @@ func TestGroup(t *testing.T) {
 // a call with other limits gets a group of its own; Close removes the
 // one made ahead.
 func TestTakeMadeAhead(t *testing.T) {
-	m, err := Open()
+	m, err := Open(Options{CPUShare: true})
 	if err != nil {
 		t.Skipf("no cgroups here: %v", err) // TestGroup fails for that where they are expected
 	}

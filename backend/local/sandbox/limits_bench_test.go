@@ -24,7 +24,7 @@ func BenchmarkZygoteLimits(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer z.Close()
-	m, err := cgroup.Open()
+	m, err := cgroup.Open(cgroup.Options{CPUShare: true})
 	if err != nil {
 		b.Fatal(err)
 	}

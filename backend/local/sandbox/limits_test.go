@@ -27,7 +27,7 @@ const limitsScript = `cat /proc/self/cgroup; echo "fsize=$(ulimit -f)"; stat -f 
 // without them it is in the worker's groups, with no file size limit and
 // its TMPDIR on the disk.
 func TestJoinBeforeExec(t *testing.T) {
-	m, err := cgroup.Open()
+	m, err := cgroup.Open(cgroup.Options{CPUShare: true})
 	if err != nil {
 		t.Fatalf("cgroups: %v", err)
 	}
