@@ -293,6 +293,47 @@ type Local struct {
 	// Limits bound each sandboxed call whose permission profile names
 	// none of its own; see LocalLimits.
 	Limits LocalLimits `yaml:"limits"`
+	// LayersOff turns single layers of the sandbox off, each named
+	// (SandboxLayers): for a test's control or a machine that needs it.
+	// The worker warns at start for each; the rest of the sandbox stays
+	// on. "host_addresses" lets calls with the network reach the
+	// machine's own addresses (a service bound to all interfaces) like
+	// any public host.
+	LayersOff []string `yaml:"sandbox_off"`
+	// Network bounds what the egress proxy spends on the calls with the
+	// network; see LocalNetwork.
+	Network LocalNetwork `yaml:"network"`
+}
+
+// SandboxLayers are the layers backend.local.sandbox_off may name.
+func SandboxLayers() []string { return []string{"host_addresses"} }
+
+// LayerOff reports whether backend.local.sandbox_off names layer.
+func (l Local) LayerOff(layer string) bool { return slices.Contains(l.LayersOff, layer) }
+
+// LocalNetwork is backend.local.network: what the egress proxy, through
+// which a sandboxed call with the network reaches hosts, may spend on
+// one call and on all of them. A call past a per-call bound is ended
+// with a result naming the bound. Each field left out (or 0) keeps the
+// default.
+type LocalNetwork struct {
+	// Connections bounds a call's connections to the proxy open at
+	// once, idle ones included (default 128): each holds one of the
+	// worker's descriptors, and a tunnel a second one.
+	Connections int `yaml:"connections"`
+	// ConnectionsTotal bounds them across the calls running at once
+	// (default 1024); a connection past it is closed unanswered.
+	ConnectionsTotal int `yaml:"connections_total"`
+	// Refusals bounds the connections the proxy refuses one call
+	// (default 10000).
+	Refusals int `yaml:"refusals"`
+	// HeaderTimeout is how long a connection may take to send a
+	// request's header (default 5s); an idle new connection is closed
+	// after it.
+	HeaderTimeout time.Duration `yaml:"header_timeout"`
+	// IdleTimeout is how long a kept-alive connection may wait for its
+	// next request (default 15s).
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
 // LocalLimits is backend.local.limits: what one sandboxed call's

@@ -9,6 +9,7 @@ import (
 	"github.com/wardenhq/warden/backend/docker"
 	"github.com/wardenhq/warden/backend/e2b"
 	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/backend/local/egress"
 	"github.com/wardenhq/warden/backend/local/sandbox"
 	"github.com/wardenhq/warden/config"
 )
@@ -26,6 +27,10 @@ func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own
 		return nil, func() {}, err
 	}
 	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Sensitive: sensitive, Read: cfg.Local.Read, Unsandboxed: cfg.Local.SandboxOff(), Limits: limits}
+	n := cfg.Local.Network
+	lb.Network = egress.Limits{Conns: n.Connections, Refusals: n.Refusals, HeaderTimeout: n.HeaderTimeout, IdleTimeout: n.IdleTimeout}
+	lb.NetworkShared = egress.NewShared(n.ConnectionsTotal, 0)
+	lb.HostAddressesOff = cfg.Local.LayerOff("host_addresses")
 	out := map[string]backend.Backend{"local": lb}
 	var closers []func()
 	closers = append(closers, func() { _ = lb.Close() })
@@ -75,5 +80,9 @@ func checkSandbox(cfg config.Backend) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the local backend cannot sandbox tool processes here (%w); set backend.local.sandbox: off to run them unconfined as the worker's user", err)
 	}
-	return sandbox.Describe(abi), nil
+	desc := sandbox.Describe(abi)
+	if cfg.Local.LayerOff("host_addresses") {
+		desc += "\nWARNING: sandbox layer host_addresses is OFF (backend.local.sandbox_off): tools with the network reach this machine's own addresses, and every service bound to all its interfaces"
+	}
+	return desc, nil
 }
