@@ -188,6 +188,7 @@ func (b *Backend) execDirect(ctx context.Context, req backend.ExecRequest, dir s
 	var px *callProxy
 	if c != nil {
 		ctx, px = b.proxyFor(ctx, c.proxy)
+		defer px.done()
 	}
 	cmd, recv, err := b.command(ctx, req, dir, env, c)
 	if err != nil {

@@ -68,6 +68,13 @@ func (b *Backend) egressShared() *egress.Shared {
 // serve serves the call's proxy on ln until ln is closed.
 func (px *callProxy) serve(ln net.Listener) { egress.Serve(ln, px.policy, px.opts) }
 
+// done releases the call's context (a nil px: nothing to release).
+func (px *callProxy) done() {
+	if px != nil {
+		px.cancel(nil)
+	}
+}
+
 // passed ends the call: it passed the bound err names.
 func (px *callProxy) passed(err error) {
 	px.mu.Lock()

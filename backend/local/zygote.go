@@ -74,6 +74,7 @@ func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir st
 	r := sandbox.Request{Write: c.write, Protect: c.protect, Hide: c.hide, Pin: c.pin, Read: c.read, Proxy: c.proxy != nil, Dir: dir, Argv: req.Argv, Env: c.env}
 	call := sandbox.Call{Stdin: req.Stdin, Stdout: stdout, Stderr: stderr}
 	ctx, px := b.proxyFor(ctx, c.proxy)
+	defer px.done()
 	if px != nil {
 		call.Proxy = px.serve
 	}
