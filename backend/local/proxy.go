@@ -91,7 +91,6 @@ func (px *callProxy) result(res *backend.ExecResult) bool {
 	if px == nil {
 		return false
 	}
-	px.cancel(nil)
 	res.Connections, res.ConnectionsDropped = px.recs.List()
 	res.RefusalsDropped = px.recs.Summary()
 	px.mu.Lock()
