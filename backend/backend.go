@@ -134,6 +134,9 @@ type ExecResult struct {
 	// ConnectionsDropped counts the connections past the ones a result
 	// keeps (allowed ones first make room for refusals).
 	ConnectionsDropped int
+	// RefusalsDropped says what was not kept of the refusals ("… and
+	// 12,345 more refusals to 3 hosts"), "" when each was kept.
+	RefusalsDropped string
 	// Limit says which of the call's limits ended it ("memory: the
 	// call's processes used the 512 MiB of limits.memory"), "" when
 	// none did.

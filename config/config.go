@@ -298,13 +298,42 @@ type Local struct {
 	// that must see one layer alone, never a setting for use. The worker
 	// warns loudly at start for each.
 	Off []string `yaml:"sandbox_off"`
+	// Network bounds what the egress proxy spends on the calls with the
+	// network; see LocalNetwork.
+	Network LocalNetwork `yaml:"network"`
+}
+
+// LocalNetwork is backend.local.network: what the egress proxy, through
+// which a sandboxed call with the network reaches hosts, may spend on
+// one call and on all of them. A call past a per-call bound is ended
+// with a result naming the bound. Each field left out (or 0) keeps the
+// default.
+type LocalNetwork struct {
+	// Connections bounds a call's connections to the proxy open at
+	// once, idle ones included (default 128): each holds one of the
+	// worker's descriptors, and a tunnel a second one.
+	Connections int `yaml:"connections"`
+	// ConnectionsTotal bounds them across the calls running at once
+	// (default 1024); a connection past it is closed unanswered.
+	ConnectionsTotal int `yaml:"connections_total"`
+	// Refusals bounds the connections the proxy refuses one call
+	// (default 10000).
+	Refusals int `yaml:"refusals"`
+	// HeaderTimeout is how long a connection may take to send a
+	// request's header (default 5s); an idle new connection is closed
+	// after it.
+	HeaderTimeout time.Duration `yaml:"header_timeout"`
+	// IdleTimeout is how long a kept-alive connection may wait for its
+	// next request (default 15s).
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
 // LocalLayers are the layers backend.local.sandbox_off may name, with
 // what turning each off leaves undone.
 func LocalLayers() map[string]string {
 	return map[string]string{
-		"git_guard": "the repository guard: .git directories, bare repositories, hooks directories, included git configuration, the dangerous and sensitive files of the working directories are neither protected, hidden nor checked after a call",
+		"host_addresses": "the refusal of the machine's own addresses: calls with the network reach a service bound to all interfaces through the machine's public address",
+		"git_guard":      "the repository guard: .git directories, bare repositories, hooks directories, included git configuration, the dangerous and sensitive files of the working directories are neither protected, hidden nor checked after a call",
 	}
 }
 

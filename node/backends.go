@@ -9,6 +9,7 @@ import (
 	"github.com/wardenhq/warden/backend/docker"
 	"github.com/wardenhq/warden/backend/e2b"
 	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/backend/local/egress"
 	"github.com/wardenhq/warden/backend/local/sandbox"
 	"github.com/wardenhq/warden/config"
 )
@@ -31,6 +32,10 @@ func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own
 	}
 	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Sensitive: sensitive, Read: cfg.Local.Read, Unsandboxed: cfg.Local.SandboxOff(), Limits: limits,
 		NoCPUShare: noShare, DiskReserve: reserve, NoGitGuard: cfg.Local.LayerOff("git_guard")}
+	n := cfg.Local.Network
+	lb.Network = egress.Limits{Conns: n.Connections, Refusals: n.Refusals, HeaderTimeout: n.HeaderTimeout, IdleTimeout: n.IdleTimeout}
+	lb.NetworkShared = egress.NewShared(n.ConnectionsTotal, 0)
+	lb.HostAddressesOff = cfg.Local.LayerOff("host_addresses")
 	if !lb.Unsandboxed {
 		if noShare {
 			fmt.Fprintln(os.Stderr, "WARNING: backend.local.limits.cpu_share is off: a call's processes compete for the CPU one by one, and a fork bomb can starve the worker's heartbeats and every other call")

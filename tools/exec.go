@@ -51,8 +51,8 @@ func runShell(ctx context.Context, env *Env, argv []string, command string, time
 	}
 	stdout, stderr := decode(res.Stdout), decode(res.Stderr)
 	if res.Limit != "" {
-		return Single(Chunk{Text: Truncate(limitText(res.Limit, command, stdout, stderr), MaxOutputChars), IsError: true,
-			Metadata: map[string]any{"exit_code": res.ExitCode, "limit": res.Limit}})
+		return Single(Chunk{Text: Truncate(limitText(res.Limit, command, stdout, stderr), MaxOutputChars) + networkNote(res), IsError: true,
+			Metadata: withConnections(map[string]any{"exit_code": res.ExitCode, "limit": res.Limit}, res)})
 	}
 	if res.TimedOut {
 		return Single(Chunk{Text: fmt.Sprintf("Command timed out after %dms: %s", timeout.Milliseconds(), command) + networkNote(res),
@@ -79,6 +79,9 @@ func runShell(ctx context.Context, env *Env, argv []string, command string, time
 		Metadata: withConnections(map[string]any{"exit_code": 0}, res)})
 }
 
+// maxNoteLines bounds the refusals a network note lists one by one.
+const maxNoteLines = 20
+
 // networkNote is what the model reads of the connections the sandbox's
 // egress proxy refused: one line each (repeats counted), saying why and
 // what would allow it, and how many were not recorded; "" when none was
@@ -104,12 +107,23 @@ func networkNote(res backend.ExecResult) string {
 	}
 	var b strings.Builder
 	b.WriteString("\n\nNetwork: the sandbox refused these connections:\n")
-	for _, l := range lines {
+	for i, l := range lines {
+		if i == maxNoteLines {
+			rest := 0
+			for _, l := range lines[i:] {
+				rest += count[l]
+			}
+			fmt.Fprintf(&b, "- and %d more refusals for %d other targets (listed in the audit)\n", rest, len(lines)-i)
+			break
+		}
 		b.WriteString("- " + l)
 		if n := count[l]; n > 1 {
 			fmt.Fprintf(&b, " (%d times)", n)
 		}
 		b.WriteString("\n")
+	}
+	if res.RefusalsDropped != "" {
+		b.WriteString(res.RefusalsDropped + "\n")
 	}
 	if res.ConnectionsDropped > 0 {
 		fmt.Fprintf(&b, "(%d more connections were not recorded: a result keeps %d, refusals first.)\n", res.ConnectionsDropped, len(res.Connections))
@@ -126,6 +140,9 @@ func withConnections(md map[string]any, res backend.ExecResult) map[string]any {
 	}
 	if res.ConnectionsDropped > 0 {
 		md["connections_dropped"] = res.ConnectionsDropped
+	}
+	if res.RefusalsDropped != "" {
+		md["refusals_dropped"] = res.RefusalsDropped
 	}
 	return md
 }

@@ -71,6 +71,18 @@ type Backend struct {
 	// Egress, when not nil, sees every connection a sandboxed call's
 	// processes asked the egress proxy for (metrics).
 	Egress egress.Observer
+	// Network bounds what the egress proxy spends on each call
+	// (backend.local.network); zero fields take egress.DefaultLimits.
+	Network egress.Limits
+	// NetworkShared bounds the egress proxy's connections and buffers
+	// across calls; nil: egress.NewShared's defaults, made at the first
+	// call with the network.
+	NetworkShared *egress.Shared
+	// HostAddressesOff lets calls with the network reach the machine's
+	// own addresses like public ones (backend.local.sandbox_off:
+	// [host_addresses]); the zero value refuses them unless a host entry
+	// names the address.
+	HostAddressesOff bool
 	// Limits bound each sandboxed call whose profile names no Limits of
 	// its own (backend.local.limits; DefaultLimits): its processes,
 	// memory and CPU through cgroups where the worker can make them, its
@@ -201,6 +213,11 @@ func (b *Backend) ExecStream(ctx context.Context, req backend.ExecRequest, out f
 // going to stdout and stderr. A program that cannot be started is
 // reported as exit code 127, like a shell would.
 func (b *Backend) execDirect(ctx context.Context, req backend.ExecRequest, dir string, env []string, c *confinement, stdout, stderr *backend.CappedBuffer) (backend.ExecResult, error) {
+	var px *callProxy
+	if c != nil {
+		ctx, px = b.proxyFor(ctx, c.proxy)
+		defer px.done()
+	}
 	cmd, recv, err := b.command(ctx, req, dir, env, c)
 	if err != nil {
 		return backend.ExecResult{}, err
@@ -217,21 +234,21 @@ func (b *Backend) execDirect(ctx context.Context, req backend.ExecRequest, dir s
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
-	conns := &connections{obs: b.Egress}
 	if recv == nil {
 		err = cmd.Run()
 	} else {
-		err = runProxied(cmd, recv, *c.proxy, conns)
+		err = runProxied(cmd, recv, px)
 	}
 	res := backend.ExecResult{
-		Stdout:      stdout.Bytes(),
-		Stderr:      stderr.Bytes(),
-		Truncated:   stdout.Truncated() || stderr.Truncated(),
-		Duration:    time.Since(start),
-		Connections: conns.list, ConnectionsDropped: conns.dropped,
+		Stdout:    stdout.Bytes(),
+		Stderr:    stderr.Bytes(),
+		Truncated: stdout.Truncated() || stderr.Truncated(),
+		Duration:  time.Since(start),
 	}
+	over := px.result(&res)
 	var exitErr *exec.ExitError
 	switch {
+	case over: // a bound of the egress proxy ended the call
 	case err == nil:
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && req.Timeout > 0:
 		res.ExitCode, res.TimedOut = -1, true
@@ -282,9 +299,9 @@ func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir stri
 }
 
 // runProxied runs cmd (from sandbox.CommandProxy) while serving its
-// egress proxy with p on the listener recv returns; it returns once the
+// egress proxy px on the listener recv returns; it returns once the
 // process has ended and the proxy with it.
-func runProxied(cmd *exec.Cmd, recv func() (net.Listener, error), p egress.Policy, conns *connections) error {
+func runProxied(cmd *exec.Cmd, recv func() (net.Listener, error), px *callProxy) error {
 	if err := cmd.Start(); err != nil {
 		_, _ = recv() // closes the sockets
 		return err
@@ -295,7 +312,7 @@ func runProxied(cmd *exec.Cmd, recv func() (net.Listener, error), p egress.Polic
 		// The helper ended before it listened: it says why (exit 126).
 		close(served)
 	} else {
-		go func() { defer close(served); egress.Serve(ln, p, conns.record) }()
+		go func() { defer close(served); px.serve(ln) }()
 	}
 	err = cmd.Wait()
 	if ln != nil {

@@ -1,6 +1,12 @@
 package local
 
 import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+
+	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local/egress"
 	"github.com/wardenhq/warden/calls"
 )
@@ -16,39 +22,85 @@ func egressPolicy(prof *calls.Sandbox) egress.Policy {
 	return egress.Policy{Hosts: hosts, By: prof.NetworkBy}
 }
 
-// maxConnections bounds the records a call's result carries (the
-// observer sees them all): a call that opens thousands of connections
-// keeps its first ones, refusals first.
-const maxConnections = 1000
-
-// connections collects a call's connection records and shows each to
-// the backend's observer.
-type connections struct {
-	obs  egress.Observer
-	list []calls.Connection
-	// dropped counts the records not kept.
-	dropped int
+// callProxy is the egress proxy of one call: its records, kept within
+// the call's bound and shown to the backend's observer, and the bound of
+// the proxy the call passed, which ended it.
+type callProxy struct {
+	policy egress.Policy
+	opts   egress.Options
+	recs   *egress.Records
+	// cancel ends the call.
+	cancel context.CancelCauseFunc
+	mu     sync.Mutex
+	over   error
 }
 
-func (c *connections) record(cn calls.Connection) {
-	if c.obs != nil {
-		c.obs.Connection(cn)
+// errProxyBound is the cause of a call the egress proxy's bounds ended.
+var errProxyBound = errors.New("local exec: the egress proxy's bound ended the call")
+
+// proxyFor returns the proxy of a call whose policy is p (nil: no
+// network) and the call's context, which the proxy cancels when the call
+// passes one of its bounds.
+func (b *Backend) proxyFor(ctx context.Context, p *egress.Policy) (context.Context, *callProxy) {
+	if p == nil {
+		return ctx, nil
 	}
-	if len(c.list) < maxConnections {
-		c.list = append(c.list, cn)
-		return
+	lim := b.Network
+	recs := &egress.Records{Max: lim.Records, Observer: b.Egress}
+	ctx, cancel := context.WithCancelCause(ctx)
+	px := &callProxy{policy: *p, recs: recs, cancel: cancel}
+	px.opts = egress.Options{Limits: lim, Shared: b.egressShared(), Record: recs.Record, Over: px.passed,
+		HostAddresses: b.HostAddressesOff}
+	return ctx, px
+}
+
+// egressShared is the budget of every call's proxy (NetworkShared, or a
+// default one made at the first call).
+func (b *Backend) egressShared() *egress.Shared {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.NetworkShared == nil {
+		b.NetworkShared = egress.NewShared(0, 0)
 	}
-	c.dropped++
-	if cn.Allowed {
-		return
+	return b.NetworkShared
+}
+
+// serve serves the call's proxy on ln until ln is closed.
+func (px *callProxy) serve(ln net.Listener) { egress.Serve(ln, px.policy, px.opts) }
+
+// done releases the call's context (a nil px: nothing to release).
+func (px *callProxy) done() {
+	if px != nil {
+		px.cancel(nil)
 	}
-	// A refusal replaces the last allowed record: the refusals are what
-	// the model needs to read.
-	for i := len(c.list) - 1; i >= 0; i-- {
-		if c.list[i].Allowed {
-			c.list = append(c.list[:i], c.list[i+1:]...)
-			c.list = append(c.list, cn)
-			return
-		}
+}
+
+// passed ends the call: it passed the bound err names.
+func (px *callProxy) passed(err error) {
+	px.mu.Lock()
+	if px.over == nil {
+		px.over = err
 	}
+	px.mu.Unlock()
+	px.cancel(errProxyBound)
+}
+
+// result adds the call's connections to res, and the bound that ended
+// it; it reports whether one did. A nil px (no network) adds nothing.
+func (px *callProxy) result(res *backend.ExecResult) bool {
+	if px == nil {
+		return false
+	}
+	res.Connections, res.ConnectionsDropped = px.recs.List()
+	res.RefusalsDropped = px.recs.Summary()
+	px.mu.Lock()
+	defer px.mu.Unlock()
+	if px.over == nil {
+		return false
+	}
+	res.Limit = px.over.Error()
+	if res.ExitCode == 0 {
+		res.ExitCode = -1
+	}
+	return true
 }

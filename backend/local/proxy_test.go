@@ -5,34 +5,7 @@ import (
 	"testing"
 
 	"github.com/wardenhq/warden/backend/local/egress"
-	"github.com/wardenhq/warden/calls"
 )
-
-// counter is an observer that counts what it sees.
-type counter struct{ n int }
-
-func (c *counter) Connection(calls.Connection) { c.n++ }
-
-// TestConnectionsBounded: a call's result keeps at most maxConnections
-// records, a refusal replacing an allowed one once full; the observer
-// sees every one.
-func TestConnectionsBounded(t *testing.T) {
-	obs := &counter{}
-	c := &connections{obs: obs}
-	for range maxConnections + 10 {
-		c.record(calls.Connection{Host: "ok.example", Allowed: true})
-	}
-	c.record(calls.Connection{Host: "evil.example"})
-	if len(c.list) != maxConnections || obs.n != maxConnections+11 {
-		t.Fatalf("%d records, observer saw %d", len(c.list), obs.n)
-	}
-	if last := c.list[len(c.list)-1]; last.Allowed || last.Host != "evil.example" {
-		t.Errorf("last record %+v, want the refusal", last)
-	}
-	if c.dropped != 11 {
-		t.Errorf("%d records counted as not kept, want 11", c.dropped)
-	}
-}
 
 // TestProxyEnv: the process's proxy settings name its egress proxy,
 // whatever the worker's environment said, and nothing is reached

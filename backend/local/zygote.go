@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/wardenhq/warden/backend"
-	"github.com/wardenhq/warden/backend/local/egress"
 	"github.com/wardenhq/warden/backend/local/sandbox"
 )
 
@@ -75,9 +73,10 @@ func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir st
 	// only way out is its egress proxy (never the host's network).
 	r := sandbox.Request{Write: c.write, Protect: c.protect, Hide: c.hide, Pin: c.pin, Read: c.read, Proxy: c.proxy != nil, Dir: dir, Argv: req.Argv, Env: c.env}
 	call := sandbox.Call{Stdin: req.Stdin, Stdout: stdout, Stderr: stderr}
-	conns := &connections{obs: b.Egress}
-	if c.proxy != nil {
-		call.Proxy = func(ln net.Listener) { egress.Serve(ln, *c.proxy, conns.record) }
+	ctx, px := b.proxyFor(ctx, c.proxy)
+	defer px.done()
+	if px != nil {
+		call.Proxy = px.serve
 	}
 	if c.limits != nil {
 		call.Cgroups = c.limits.request(&r, c.tmp)
@@ -86,12 +85,15 @@ func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir st
 	out, err := z.RunCall(ctx, r, call)
 	c.ended = out
 	res := backend.ExecResult{
-		Stdout:      stdout.Bytes(),
-		Stderr:      stderr.Bytes(),
-		Truncated:   stdout.Truncated() || stderr.Truncated(),
-		Duration:    time.Since(start),
-		ExitCode:    out.ExitCode,
-		Connections: conns.list, ConnectionsDropped: conns.dropped, // RunCall returns after the proxy
+		Stdout:    stdout.Bytes(),
+		Stderr:    stderr.Bytes(),
+		Truncated: stdout.Truncated() || stderr.Truncated(),
+		Duration:  time.Since(start),
+		ExitCode:  out.ExitCode,
+	}
+	// RunCall returns after the proxy: its records are all in.
+	if px.result(&res) {
+		return res, nil // a bound of the proxy ended the call
 	}
 	switch {
 	case errors.Is(err, sandbox.ErrNotFound):

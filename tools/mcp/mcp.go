@@ -29,7 +29,6 @@ import (
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local/egress"
 	"github.com/wardenhq/warden/backend/local/sandbox"
-	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
@@ -229,7 +228,7 @@ func (p *proxied) Connect(ctx context.Context) (sdk.Connection, error) {
 		_ = conn.Close()
 		return nil, err
 	}
-	go egress.Serve(ln, p.policy, func(calls.Connection) {})
+	go egress.Serve(ln, p.policy, egress.Options{})
 	return &proxiedConn{Connection: conn, ln: ln}, nil
 }
 

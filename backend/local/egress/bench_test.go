@@ -40,7 +40,7 @@ func benchProxy(b *testing.B) *url.URL {
 		b.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { defer close(done); Serve(ln, Policy{Hosts: []string{"127.0.0.1"}}, nil) }()
+	go func() { defer close(done); Serve(ln, Policy{Hosts: []string{"127.0.0.1"}}, Options{}) }()
 	b.Cleanup(func() { ln.Close(); <-done })
 	return &url.URL{Scheme: "http", Host: ln.Addr().String()}
 }

@@ -33,18 +33,26 @@ type proxied struct {
 // on a loopback listener until the test ends.
 func startProxy(t *testing.T, p Policy, resolver *net.Resolver) *proxied {
 	t.Helper()
+	return startProxyWith(t, p, Options{}, resolver)
+}
+
+// startProxyWith is startProxy with the options o (their Record is the
+// proxied's own).
+func startProxyWith(t *testing.T, p Policy, o Options, resolver *net.Resolver) *proxied {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	px := &proxied{ln: ln, done: make(chan struct{}), url: &url.URL{Scheme: "http", Host: ln.Addr().String()}}
+	o.Record = func(c calls.Connection) {
+		px.mu.Lock()
+		px.recs = append(px.recs, c)
+		px.mu.Unlock()
+	}
 	go func() {
 		defer close(px.done)
-		newServer(p, func(c calls.Connection) {
-			px.mu.Lock()
-			px.recs = append(px.recs, c)
-			px.mu.Unlock()
-		}, resolver).serve(ln)
+		newServer(p, o, resolver).serve(ln)
 	}()
 	t.Cleanup(px.stop)
 	return px

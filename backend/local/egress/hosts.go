@@ -175,11 +175,14 @@ func (h Hosts) byName(host string, port int) (entry, *Refusal) {
 }
 
 // byAddr checks the address actually dialled: a public one passes (its
-// name was checked), a non-public one only when an address or range
-// entry holds it.
-func (h Hosts) byAddr(host string, a netip.Addr, port int) *Refusal {
+// name was checked), a non-public one or one of self (the machine's own
+// addresses) only when an address or range entry holds it.
+func (h Hosts) byAddr(host string, a netip.Addr, port int, self []netip.Addr) *Refusal {
 	a = plain(a)
 	kind := permission.Special(a)
+	if kind == "" && isSelf(a, self) {
+		kind = selfKind
+	}
 	if kind == "" {
 		return nil
 	}

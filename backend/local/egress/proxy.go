@@ -12,8 +12,18 @@
 // or range entry names: the dialled address is checked in the dialer's
 // Control hook, after resolution, so a name that resolves to loopback,
 // a private range or the cloud metadata address never reaches it
-// unless the policy names that address. Every connection, allowed or
-// refused, is recorded once it ends (calls.Connection).
+// unless the policy names that address. The machine's own addresses
+// (every interface's, looked up at each dial) are refused the same way,
+// so that a service bound to all interfaces is not reached through the
+// machine's public address. Every connection, allowed or refused, is
+// recorded once it ends (calls.Connection).
+//
+// What the proxy spends on a call is charged to it (Limits): the
+// connections it holds open (each a worker descriptor), the time an idle
+// one is kept, the size of a request's header and host, the bytes of
+// its copy buffers and the records of its connections; a call that
+// passes a bound is ended (Options.Over), never the worker. Shared
+// bounds the same across the calls of a worker.
 package egress
 
 import (
@@ -35,6 +45,7 @@ import (
 	"github.com/elazarl/goproxy"
 
 	"github.com/wardenhq/warden/calls"
+	"github.com/wardenhq/warden/permission"
 )
 
 // Policy is what one call may reach.
@@ -55,23 +66,54 @@ type Observer interface {
 // dialTimeout bounds one dial.
 const dialTimeout = 30 * time.Second
 
+// Options is how Serve serves one call beyond its policy. The zero value
+// serves with DefaultLimits, no bound across calls, records nothing and
+// refuses the machine's own addresses.
+type Options struct {
+	// Limits bound what the proxy spends on the call.
+	Limits Limits
+	// Shared, when not nil, bounds the connections and buffers of every
+	// call that names it.
+	Shared *Shared
+	// Record (when not nil) is called once for each connection, allowed
+	// or refused, as it ends, never concurrently.
+	Record func(calls.Connection)
+	// Over (when not nil) is called once, when the call passes one of
+	// its Limits, with the *Over saying which: the caller ends the call.
+	// The proxy admits no connection of the call after it.
+	Over func(error)
+	// HostAddresses lets the call reach the machine's own addresses
+	// like any public address (backend.local.sandbox_off:
+	// [host_addresses]): a service bound to all interfaces is then
+	// reachable. The zero value refuses them unless an address or range
+	// entry names them.
+	HostAddresses bool
+}
+
 // Serve serves the egress proxy of one call on ln with the policy p
-// until ln is closed, and returns once every connection it let through
-// is closed too (it closes them): a call's connections do not outlive
-// it. record (when not nil) is called once for each connection, allowed
-// or refused, as it ends, never concurrently. Host entries that do not
-// parse allow nothing.
-func Serve(ln net.Listener, p Policy, record func(calls.Connection)) {
-	newServer(p, record, nil).serve(ln)
+// and the options o until ln is closed, and returns once every
+// connection it let through is closed too (it closes them): a call's
+// connections do not outlive it. Host entries that do not parse allow
+// nothing.
+func Serve(ln net.Listener, p Policy, o Options) {
+	newServer(p, o, nil).serve(ln)
 }
 
 // server is the proxy of one call.
 type server struct {
 	p        Policy
+	o        Options
+	lim      Limits
 	hosts    Hosts
-	record   func(calls.Connection)
 	resolver *net.Resolver // nil: the default
 	gp       *goproxy.ProxyHttpServer
+
+	// conns are the client connections open; refusals the connections
+	// refused; bufBytes the bytes of the copy buffers in use. over is set
+	// once the call passed a bound.
+	conns, refusals, bufBytes atomic.Int64
+	over                      atomic.Bool
+	overOnce                  sync.Once
 
 	// ctx ends when the server closes: dials in progress stop.
 	ctx    context.Context
@@ -88,9 +130,9 @@ type server struct {
 	buffers sync.Pool
 }
 
-func newServer(p Policy, record func(calls.Connection), resolver *net.Resolver) *server {
+func newServer(p Policy, o Options, resolver *net.Resolver) *server {
 	hosts, _ := Compile(p.Hosts) // a bad entry allows nothing
-	s := &server{p: p, hosts: hosts, record: record, resolver: resolver,
+	s := &server{p: p, o: o, lim: o.Limits.withDefaults(), hosts: hosts, resolver: resolver,
 		clients: map[net.Conn]struct{}{}, upstream: map[*upConn]struct{}{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	gp := goproxy.NewProxyHttpServer()
@@ -123,9 +165,10 @@ func newServer(p Policy, record func(calls.Connection), resolver *net.Resolver) 
 // serve serves ln until it is closed, then closes every connection and
 // waits for the records.
 func (s *server) serve(ln net.Listener) {
-	srv := &http.Server{Handler: s, ConnState: s.track, ReadHeaderTimeout: time.Minute,
+	srv := &http.Server{Handler: s, ConnState: s.track, MaxHeaderBytes: maxHeaderBytes,
+		ReadHeaderTimeout: max(s.lim.HeaderTimeout, 0), IdleTimeout: max(s.lim.IdleTimeout, 0),
 		ErrorLog: log.New(io.Discard, "", 0)}
-	_ = srv.Serve(ln)
+	_ = srv.Serve(boundListener{Listener: ln, s: s})
 	s.mu.Lock()
 	s.closed = true
 	clients, ups := s.clients, s.upstream
@@ -172,12 +215,12 @@ func (s *server) begin() bool {
 
 // emit records c.
 func (s *server) emit(c calls.Connection) {
-	if s.record == nil {
+	if s.o.Record == nil {
 		return
 	}
 	s.recMu.Lock()
 	defer s.recMu.Unlock()
-	s.record(c)
+	s.o.Record(c)
 }
 
 // attemptKey carries a request's attempt to the dialer.
@@ -200,13 +243,18 @@ type attempt struct {
 	once       sync.Once
 }
 
-// refused marks the attempt refused by ref.
+// refused marks the attempt refused by ref, and counts it against the
+// call's bound.
 func (a *attempt) refused(ref *Refusal) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	a.c.Allowed, a.c.By = false, ref.Error()
 	if ref.Addr != "" {
 		a.c.Addr = ref.Addr
+	}
+	a.mu.Unlock()
+	s := a.s
+	if n := s.lim.Refusals; n > 0 && s.refusals.Add(1) > int64(n) {
+		s.exceed(&Over{Bound: "refusals", Limit: n})
 	}
 }
 
@@ -259,7 +307,16 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a := &attempt{s: s, tunnel: connect, c: calls.Connection{Host: host, Port: port, Method: r.Method}}
-	e, ref := s.hosts.byName(host, port)
+	var e entry
+	var ref *Refusal
+	if len(host) > maxHost {
+		// No host is that long: refused before any lookup, and only its
+		// head recorded.
+		a.c.Host = fmt.Sprintf("%s… (%d bytes)", strings.ToValidUTF8(host[:keptHost], "?"), len(host))
+		ref = &Refusal{Host: a.c.Host, Port: port, Kind: fmt.Sprintf("longer than a host name may be (%d bytes)", maxHost)}
+	} else {
+		e, ref = s.hosts.byName(host, port)
+	}
 	if ref != nil {
 		ref.Hosts, ref.By = s.hosts.String(), s.p.By
 		a.refused(ref)
@@ -403,7 +460,15 @@ func (a *attempt) dial(ctx context.Context, network, addr string) (net.Conn, err
 			if err != nil {
 				return fmt.Errorf("warden: egress: dialled address %q: %w", address, err)
 			}
-			if ref := s.hosts.byAddr(a.c.Host, ap.Addr(), int(ap.Port())); ref != nil {
+			var self []netip.Addr
+			// A non-public address is refused as such: the machine's own
+			// addresses are looked up for a public one.
+			if !s.o.HostAddresses && permission.Special(ap.Addr()) == "" {
+				if self, err = hostAddrs(); err != nil {
+					return err // no way to tell: refused
+				}
+			}
+			if ref := s.hosts.byAddr(a.c.Host, ap.Addr(), int(ap.Port()), self); ref != nil {
 				ref.Hosts, ref.By = s.hosts.String(), s.p.By
 				return ref
 			}
@@ -487,24 +552,43 @@ func (c *upConn) Write(p []byte) (int, error) {
 // They copy through a buffer of copyBuffer bytes: fewer system calls
 // per megabyte than io.Copy's 32 KiB.
 func (c *upConn) ReadFrom(r io.Reader) (int64, error) {
-	buf := c.a.s.buffer()
-	defer c.a.s.buffers.Put(buf)
-	return io.CopyBuffer(writerFunc(c.Write), readerOnly(r), *buf)
+	buf, put := c.a.s.buffer()
+	defer put()
+	return io.CopyBuffer(writerFunc(c.Write), readerOnly(r), buf)
 }
 
 func (c *upConn) WriteTo(w io.Writer) (int64, error) {
-	buf := c.a.s.buffer()
-	defer c.a.s.buffers.Put(buf)
-	return io.CopyBuffer(writerOnly(w), readerFunc(c.Read), *buf)
+	buf, put := c.a.s.buffer()
+	defer put()
+	return io.CopyBuffer(writerOnly(w), readerFunc(c.Read), buf)
 }
 
-// buffer returns a copy buffer from the server's pool.
-func (s *server) buffer() *[]byte {
-	if b, ok := s.buffers.Get().(*[]byte); ok {
-		return b
+// buffer returns a copy buffer and the function that gives it back: one
+// of copyBuffer bytes from the server's pool while the call's and the
+// worker's buffer bounds have room for it, else a small one.
+func (s *server) buffer() ([]byte, func()) {
+	if n := s.lim.Buffer; n > 0 && s.bufBytes.Add(copyBuffer) > n {
+		s.bufBytes.Add(-copyBuffer)
+		return make([]byte, smallBuffer), func() {}
 	}
-	b := make([]byte, copyBuffer)
-	return &b
+	if !s.o.Shared.take(0, copyBuffer) {
+		if s.lim.Buffer > 0 {
+			s.bufBytes.Add(-copyBuffer)
+		}
+		return make([]byte, smallBuffer), func() {}
+	}
+	b, ok := s.buffers.Get().(*[]byte)
+	if !ok {
+		nb := make([]byte, copyBuffer)
+		b = &nb
+	}
+	return *b, func() {
+		s.buffers.Put(b)
+		s.o.Shared.give(0, copyBuffer)
+		if s.lim.Buffer > 0 {
+			s.bufBytes.Add(-copyBuffer)
+		}
+	}
 }
 
 // copyBuffer is the size of a tunnel's copy buffers.

@@ -17,8 +17,9 @@ type Refusal struct {
 	// Addr is the non-public address it is or resolved to ("" for a
 	// host no entry names).
 	Addr string
-	// Kind is the kind of that address ("a loopback address"); "" for a
-	// host no entry names.
+	// Kind is the kind of that address ("a loopback address"), or, with
+	// no Addr, what is wrong with the host itself; "" for a host no entry
+	// names.
 	Kind string
 	// Hosts and By are the policy's entries and what granted the
 	// network.
@@ -46,6 +47,9 @@ func (r *Refusal) Error() string {
 	if r.Kind == "" {
 		return fmt.Sprintf("warden: %s is not among the hosts this call may reach (%s); add it to %s to allow it",
 			r.target(), r.grant(), r.where())
+	}
+	if r.Addr == "" {
+		return fmt.Sprintf("warden: %s is refused: the host is %s", r.target(), r.Kind)
 	}
 	what := r.target() + " is " + r.Kind
 	if _, err := netip.ParseAddr(r.Host); err != nil {
