@@ -293,7 +293,24 @@ type Local struct {
 	// Limits bound each sandboxed call whose permission profile names
 	// none of its own; see LocalLimits.
 	Limits LocalLimits `yaml:"limits"`
+	// OffLayers (sandbox_off) turns single layers of the sandbox off, by name
+	// (SandboxLayers), for a test's control or a diagnosis; the worker
+	// warns at start for each. "file_tools": the file tools (Read,
+	// Write, Edit, Glob, Grep) no longer hold the call's sandbox profile
+	// and act on any path the worker may.
+	OffLayers []string `yaml:"sandbox_off"`
 }
+
+// SandboxLayers are the layers backend.local.sandbox_off may name, each
+// with what turning it off does.
+func SandboxLayers() map[string]string {
+	return map[string]string{
+		"file_tools": "the file tools (Read, Write, Edit, Glob, Grep) act on any path the worker may, outside the call's sandbox profile",
+	}
+}
+
+// LayerOff reports whether backend.local.sandbox_off names layer.
+func (l Local) LayerOff(layer string) bool { return slices.Contains(l.OffLayers, layer) }
 
 // LocalLimits is backend.local.limits: what one sandboxed call's
 // processes may use together. Each field left out keeps the default

@@ -88,6 +88,11 @@ func (c Config) validateBackend() []error {
 	if s := b.Local.Sandbox; s != "" && s != "on" && s != "off" {
 		errs = append(errs, fmt.Errorf("backend.local.sandbox: %q is not on or off", s))
 	}
+	for _, l := range b.Local.OffLayers {
+		if _, ok := SandboxLayers()[l]; !ok {
+			errs = append(errs, fmt.Errorf("backend.local.sandbox_off: %q is not a layer of the sandbox (%s)", l, strings.Join(slices.Sorted(maps.Keys(SandboxLayers())), ", ")))
+		}
+	}
 	if _, err := b.Local.Limits.Values(); err != nil {
 		errs = append(errs, err)
 	}

@@ -38,6 +38,10 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 		return nil, "", err
 	}
 	fmt.Printf("sandbox          %s\n", sbx)
+	for _, l := range cfg.Backend.Local.OffLayers {
+		fmt.Printf("WARNING          sandbox layer %s is OFF (backend.local.sandbox_off): %s\n", l, config.SandboxLayers()[l])
+		n.logger.Warn("a sandbox layer is off (backend.local.sandbox_off)", "layer", l, "effect", config.SandboxLayers()[l])
+	}
 	hide := hiddenPaths(cfg)
 	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir, hide, cfg.OwnPaths(), cfg.Permission.SensitivePaths)
 	n.onStop(closeBackends)
