@@ -27,6 +27,10 @@ var (
 	// regular file (a FIFO, a socket, a device), which a file tool
 	// refuses: reading one may block forever or never end.
 	ErrNotRegular = errors.New("not a regular file")
+	// ErrSandbox is wrapped when the call's sandbox profile does not let
+	// a file operation touch a path: the same profile its processes
+	// hold (what it may write, read, and what is hidden).
+	ErrSandbox = errors.New("outside the call's sandbox")
 )
 
 // LimitReader is a backend that reads a file without holding more than

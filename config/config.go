@@ -333,6 +333,7 @@ type LocalNetwork struct {
 func LocalLayers() map[string]string {
 	return map[string]string{
 		"host_addresses": "the refusal of the machine's own addresses: calls with the network reach a service bound to all interfaces through the machine's public address",
+		"file_tools":     "the file tools (Read, Write, Edit, Glob, Grep) act on any path the worker may, outside the call's sandbox profile",
 		"git_guard":      "the repository guard: .git directories, bare repositories, hooks directories, included git configuration, the dangerous and sensitive files of the working directories are neither protected, hidden nor checked after a call",
 	}
 }

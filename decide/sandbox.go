@@ -34,6 +34,10 @@ import (
 //   - the sensitive files inside the working directories (.env, keys)
 //     are unreadable unless Read: a human approved a command that reads
 //     them, or a Read allow rule names them;
+//   - a file tool's call (Read, Write, Edit, Glob, Grep) gets its path
+//     outside the working directories when a human approves it or an
+//     allow rule naming the path allows it (fileGrants): the file tools
+//     hold the profile as processes do;
 //   - the network is off unless the turn's policy turns it on for every
 //     call (sandbox.network, to sandbox.hosts) or for the calls a rule
 //     matches (sandbox.network_for, to the rule's hosts), the tool's
@@ -86,6 +90,7 @@ func profile(ctx context.Context, b bound, c Call, pc *permission.Context, v per
 			}
 		}
 	}
+	fileGrants(&s, b, c, pc, dirs, human, v.ReadOnly)
 	s.Network, s.Hosts, s.NetworkBy = callNetwork(ctx, b, c, pc, human)
 	return s
 }

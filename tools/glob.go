@@ -9,6 +9,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -20,6 +21,15 @@ import (
 // GlobDefaultMaxResults caps the number of paths Glob returns.
 const GlobDefaultMaxResults = 100
 
+// Glob's bounds on its walk, like a call's processes have limits: it
+// stops after GlobDefaultMaxEntries entries looked at or GlobTimeout,
+// and says so, with the matches found so far (it keeps only the
+// MaxResults most recent, so its memory does not grow with the tree).
+const (
+	GlobDefaultMaxEntries = 100_000
+	GlobTimeout           = 30 * time.Second
+)
+
 // Glob finds files by a doublestar pattern, walking the tree through the
 // backend's ListDir so it works on every backend. Its zero value is
 // ready to use. Its permission checks apply the path rules to the
@@ -27,6 +37,10 @@ const GlobDefaultMaxResults = 100
 type Glob struct {
 	// MaxResults caps the result (default GlobDefaultMaxResults).
 	MaxResults int
+	// MaxEntries bounds the entries one call looks at (default
+	// GlobDefaultMaxEntries); Timeout its time (default GlobTimeout).
+	MaxEntries int
+	Timeout    time.Duration
 }
 
 // GlobInput is Glob's input.
@@ -185,27 +199,46 @@ func (g Glob) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 	if err != nil || !fi.IsDir {
 		return Errorf("Directory not found: %s", base)
 	}
-	hits, err := globHits(ctx, env, base, pattern)
-	if err != nil {
-		return backendError(ctx, "Glob", base, err)
-	}
-	if len(hits) == 0 {
-		return Single(Chunk{Text: "No files found matching pattern: " + in.Pattern, Metadata: map[string]any{"count": 0}})
-	}
 	limit := g.MaxResults
 	if limit <= 0 {
 		limit = GlobDefaultMaxResults
 	}
-	paths := make([]string, 0, min(len(hits), limit))
-	for _, h := range hits[:min(len(hits), limit)] {
+	b := globBounds{entries: cmp.Or(g.MaxEntries, GlobDefaultMaxEntries), timeout: cmp.Or(g.Timeout, GlobTimeout), keep: limit}
+	hits, matched, stopped, err := globHits(ctx, env, base, pattern, b)
+	if err != nil {
+		return backendError(ctx, "Glob", base, err)
+	}
+	if len(hits) == 0 {
+		text := "No files found matching pattern: " + in.Pattern
+		if stopped != "" {
+			text += "\n\n(" + stopped + ")"
+		}
+		return Single(Chunk{Text: text, Metadata: map[string]any{"count": 0, "stopped": stopped != ""}})
+	}
+	paths := make([]string, 0, len(hits))
+	for _, h := range hits {
 		paths = append(paths, h.path)
 	}
 	text := strings.Join(paths, "\n")
-	if len(hits) > limit {
-		text += fmt.Sprintf("\n\n(Results are truncated: showing the %d most recently modified of %d matches. Use a more specific path or pattern.)", limit, len(hits))
+	if matched > limit {
+		text += fmt.Sprintf("\n\n(Results are truncated: showing the %d most recently modified of %d matches. Use a more specific path or pattern.)", limit, matched)
 	}
-	return Single(Chunk{Text: text, Metadata: map[string]any{"count": len(hits), "truncated": len(hits) > limit}})
+	if stopped != "" {
+		text += "\n\n(" + stopped + ")"
+	}
+	return Single(Chunk{Text: text, Metadata: map[string]any{"count": matched, "truncated": matched > limit || stopped != "", "stopped": stopped != ""}})
 }
+
+// globBounds bound one Glob: the entries it looks at, its time, and the
+// matches it keeps.
+type globBounds struct {
+	entries int
+	timeout time.Duration
+	keep    int
+}
+
+// errGlobStop ends a walk at a bound.
+var errGlobStop = errors.New("glob: bound reached")
 
 // globHit is one file Glob matched: its absolute path and what Stat-like
 // information the walk reported for it.
@@ -215,27 +248,49 @@ type globHit struct {
 }
 
 // globHits walks the tree under base and returns the files whose path
-// relative to base matches pattern, most recently modified first and by path
-// among equal times.
-func globHits(ctx context.Context, env *Env, base, pattern string) ([]globHit, error) {
-	var hits []globHit
-	err := walkTree(ctx, env.Backend, base, func(rel string, fi backend.FileInfo) (bool, error) {
-		if fi.IsDir {
-			return true, nil
-		}
-		if doublestar.MatchUnvalidated(pattern, rel) {
-			hits = append(hits, globHit{path.Join(base, rel), fi})
-		}
-		return true, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortStableFunc(hits, func(a, b globHit) int {
+// relative to base matches pattern, most recently modified first and by
+// path among equal times: at most b.keep of them, of matched in all.
+// The walk stops at b's bounds; stopped then says where, for the model.
+func globHits(ctx context.Context, env *Env, base, pattern string, b globBounds) (hits []globHit, matched int, stopped string, err error) {
+	newer := func(a, b globHit) int {
 		if c := b.info.ModTime.Compare(a.info.ModTime); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.path, b.path)
+	}
+	wctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	seen := 0
+	err = walkTree(wctx, env.Backend, base, func(rel string, fi backend.FileInfo) (bool, error) {
+		if seen++; seen > b.entries {
+			return false, errGlobStop
+		}
+		if fi.IsDir || !doublestar.MatchUnvalidated(pattern, rel) {
+			return true, nil
+		}
+		matched++
+		h := globHit{path.Join(base, rel), fi}
+		if len(hits) < b.keep {
+			hits = append(hits, h)
+			slices.SortFunc(hits, newer)
+		} else if newer(h, hits[len(hits)-1]) < 0 {
+			// Only the b.keep most recent are kept: memory stays bounded
+			// however many files match.
+			hits[len(hits)-1] = h
+			slices.SortFunc(hits, newer)
+		}
+		return true, nil
 	})
-	return hits, nil
+	switch {
+	case errors.Is(err, errGlobStop):
+		stopped = fmt.Sprintf("Glob stopped after looking at %d entries (its bound); the matches are those found so far. Narrow the path or the pattern", b.entries)
+		err = nil
+	case err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded):
+		stopped = fmt.Sprintf("Glob stopped after %s (its time bound), having looked at %d entries; the matches are those found so far. Narrow the path or the pattern", b.timeout, seen)
+		err = nil
+	}
+	if err != nil {
+		return nil, 0, "", err
+	}
+	return hits, matched, stopped, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,6 +50,9 @@ type Grep struct {
 	Probes *ProbeCache
 	// Timeout bounds one search (default GrepTimeout).
 	Timeout time.Duration
+	// MaxEntries bounds the entries the Go engine's walk looks at
+	// (default grep.DefaultMaxEntries, as Glob's).
+	MaxEntries int
 }
 
 // GrepInput is Grep's input. Flags use ripgrep's names.
@@ -168,6 +172,7 @@ func (g Grep) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 		return invalid(err)
 	}
 	q, limit := in.query(env)
+	q.MaxEntries = g.MaxEntries
 	fi, err := env.Backend.Stat(ctx, q.Root)
 	if errors.Is(err, backend.ErrNotExist) {
 		return Errorf("Error: Path does not exist: %s", q.Root)
@@ -210,12 +215,23 @@ func (g Grep) Call(ctx context.Context, env *Env, input json.RawMessage) Stream 
 // (FIFOs, devices, sockets, files over its size limit): at most ten by
 // name.
 func skippedNote(skipped []string) string {
+	var stopped string
+	skipped = slices.DeleteFunc(slices.Clone(skipped), func(s string) bool {
+		if rest, ok := strings.CutPrefix(s, grep.Stopped); ok {
+			stopped = "\n\n[Grep " + rest + "]"
+			return true
+		}
+		return false
+	})
+	if len(skipped) == 0 {
+		return stopped
+	}
 	shown := skipped[:min(10, len(skipped))]
 	note := fmt.Sprintf("\n\n[Not searched: %d file(s) that are not regular files or are too large: %s", len(skipped), strings.Join(shown, ", "))
 	if len(skipped) > len(shown) {
 		note += ", …"
 	}
-	return note + "]"
+	return note + "]" + stopped
 }
 
 // sensitiveExcludes are the globs that keep a search of a directory out of

@@ -46,8 +46,18 @@ func refused(format string, args ...any) error {
 	return fmt.Errorf("local: refused: "+format, args...)
 }
 
+// op is what a file operation does with a path.
+type op int
+
+const (
+	opRead  op = iota // read a file
+	opWrite           // write a file
+	opList            // list a directory, or stat a path
+)
+
 // resolve checks path for an operation and returns the path to act on.
-func (b *Backend) resolve(ctx context.Context, path string, write bool) (string, error) {
+func (b *Backend) resolve(ctx context.Context, path string, o op) (string, error) {
+	write := o == opWrite
 	clean := filepath.Clean(path)
 	if !filepath.IsAbs(clean) {
 		clean = filepath.Join(b.Workdir, clean)
@@ -77,7 +87,34 @@ func (b *Backend) resolve(ctx context.Context, path string, write bool) (string,
 				path, real, strings.Join(dirs, ", "), verb, real)
 		}
 	}
+	if o != opList || !b.confinedFiles() {
+		return real, nil // a file is checked against the profile once known to be one (holds)
+	}
+	a, err := b.access(ctx)
+	if err != nil {
+		return "", err
+	}
+	if !under(real, a.hide) && a.leadsToReadable(real) {
+		return real, nil // listed, showing only what the call may read (ListDir)
+	}
+	if err := a.check(path, real, false); err != nil {
+		return "", err
+	}
 	return real, nil
+}
+
+// holds checks the file real (path resolved) against the call's profile
+// for a read or, with write, a write (fileaccess.go), when the file
+// operations hold it.
+func (b *Backend) holds(ctx context.Context, path, real string, write bool) error {
+	if !b.confinedFiles() {
+		return nil
+	}
+	a, err := b.access(ctx)
+	if err != nil {
+		return err
+	}
+	return a.check(path, real, write)
 }
 
 // dirs are the working directories of the call ctx is bound to (the

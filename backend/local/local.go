@@ -29,6 +29,7 @@ import (
 	"github.com/wardenhq/warden/backend/local/cgroup"
 	"github.com/wardenhq/warden/backend/local/egress"
 	"github.com/wardenhq/warden/backend/local/sandbox"
+	"github.com/wardenhq/warden/backend/local/sandbox/child"
 	"github.com/wardenhq/warden/calls"
 )
 
@@ -133,6 +134,17 @@ type Backend struct {
 	// snap is the latest snapshot of the hidden paths (hidden).
 	idMu sync.Mutex
 	snap *hiddenSnap
+
+	// FileToolsOff lets the file operations act on any path the worker
+	// may (backend.local.sandbox_off: [file_tools], a test's control):
+	// they no longer hold the call's profile (fileaccess.go). The other
+	// checks of the file operations stay.
+	FileToolsOff bool
+	// walk is what anyone may read of the walked roots, for the file
+	// operations; sens the sensitive-path matcher.
+	walkMu sync.Mutex
+	walk   *child.Readable
+	sens   *matcher
 }
 
 // New returns a local backend whose default working directory is workdir.
@@ -641,7 +653,7 @@ func (b *Backend) ReadFile(ctx context.Context, path string) ([]byte, error) {
 // before a byte is read. At most max+1 bytes are read, in steps that
 // stop when ctx is done.
 func (b *Backend) ReadFileLimit(ctx context.Context, path string, max int64) ([]byte, error) {
-	real, err := b.resolve(ctx, path, false)
+	real, err := b.resolve(ctx, path, opRead)
 	if err != nil {
 		return nil, err
 	}
@@ -652,6 +664,9 @@ func (b *Backend) ReadFileLimit(ctx context.Context, path string, max int64) ([]
 	defer f.Close()
 	st, err := b.checkOpened(f, path, false)
 	if err != nil {
+		return nil, err
+	}
+	if err := b.holds(ctx, path, real, false); err != nil {
 		return nil, err
 	}
 	if st.Size > max {
@@ -690,8 +705,14 @@ func readBounded(ctx context.Context, f *os.File, path string, size, max int64) 
 // a regular file, or a new one (a FIFO, a socket or a device is refused,
 // and opened without blocking).
 func (b *Backend) WriteFile(ctx context.Context, path string, data []byte) error {
-	real, err := b.resolve(ctx, path, true)
+	real, err := b.resolve(ctx, path, opWrite)
 	if err != nil {
+		return err
+	}
+	if fi, err := os.Lstat(real); err == nil && !fi.Mode().IsRegular() {
+		return notRegular(path, fi.Mode())
+	}
+	if err := b.holds(ctx, path, real, true); err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(real), 0o755); err != nil {
@@ -725,7 +746,7 @@ func (b *Backend) WriteFile(ctx context.Context, path string, data []byte) error
 
 // Stat implements backend.Backend.
 func (b *Backend) Stat(ctx context.Context, path string) (backend.FileInfo, error) {
-	real, err := b.resolve(ctx, path, false)
+	real, err := b.resolve(ctx, path, opList)
 	if err != nil {
 		return backend.FileInfo{}, err
 	}
@@ -738,9 +759,15 @@ func (b *Backend) Stat(ctx context.Context, path string) (backend.FileInfo, erro
 
 // ListDir implements backend.Backend.
 func (b *Backend) ListDir(ctx context.Context, path string) ([]backend.FileInfo, error) {
-	real, err := b.resolve(ctx, path, false)
+	real, err := b.resolve(ctx, path, opList)
 	if err != nil {
 		return nil, err
+	}
+	var a *access
+	if b.confinedFiles() {
+		if a, err = b.access(ctx); err != nil {
+			return nil, err
+		}
 	}
 	entries, err := os.ReadDir(real)
 	if err != nil {
@@ -751,6 +778,9 @@ func (b *Backend) ListDir(ctx context.Context, path string) ([]backend.FileInfo,
 	for _, e := range entries {
 		if h.covers(filepath.Join(real, e.Name())) {
 			continue
+		}
+		if a != nil && !a.visible(filepath.Join(real, e.Name())) {
+			continue // hidden from the call, or nothing in it the call may read: not shown
 		}
 		fi, err := e.Info()
 		if err != nil {

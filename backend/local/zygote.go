@@ -23,6 +23,7 @@ func (b *Backend) Close() error {
 	if idx != nil {
 		idx.close() // a later call indexes its directories afresh
 	}
+	b.closeWalk()
 	var err error
 	if z != nil {
 		err = z.Close()

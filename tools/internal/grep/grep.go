@@ -36,7 +36,15 @@ const (
 	// maxOutputBytes bounds the output lines one Go search collects, as
 	// Ripgrep's output is capped: past it, no more lines or files.
 	maxOutputBytes = 32 << 20
+	// DefaultMaxEntries bounds the entries one Go search's walk looks
+	// at (as Glob's; Query.MaxEntries): past it, the files found so far
+	// are searched and the result says the search stopped.
+	DefaultMaxEntries = 100_000
 )
+
+// Stopped starts the entry of Go's skipped list that says the walk
+// stopped at its bound of entries (the rest of the tree was not searched).
+const Stopped = "stopped: "
 
 // vcsDirs are never searched.
 func vcsDirs() []string { return []string{".git", ".svn", ".hg", ".bzr", ".jj", ".sl"} }
@@ -58,6 +66,9 @@ type Query struct {
 	LineNumbers   bool
 	IgnoreCase    bool
 	Multiline     bool
+	// MaxEntries bounds the entries the Go engine's walk looks at
+	// (0: DefaultMaxEntries).
+	MaxEntries int
 
 	// output is what the Go engine may still collect, in bytes
 	// (maxOutputBytes at the start of a search).
@@ -166,6 +177,11 @@ func goSearch(ctx context.Context, b backend.Backend, q Query, timeout time.Dura
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	files, err := listFiles(ctx, b, q, typeGlobs)
+	var stopped []string
+	if errors.Is(err, errEntries) {
+		stopped = []string{fmt.Sprintf("%sthe search stopped after looking at %d entries (its bound) and searched the %d files found so far; narrow the path or the glob", Stopped, q.maxEntries(), len(files))}
+		err = nil
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			l, m, err := timedOut(ctx, timeout)
@@ -178,8 +194,19 @@ func goSearch(ctx context.Context, b backend.Backend, q Query, timeout time.Dura
 		l, m, err := timedOut(ctx, timeout)
 		return l, nil, m, err
 	}
-	return joinResults(results, q), skipped, "", nil
+	return joinResults(results, q), append(skipped, stopped...), "", nil
 }
+
+// maxEntries is q's bound of entries.
+func (q Query) maxEntries() int {
+	if q.MaxEntries > 0 {
+		return q.MaxEntries
+	}
+	return DefaultMaxEntries
+}
+
+// errEntries ends a walk at its bound of entries.
+var errEntries = errors.New("grep: the walk reached its bound of entries")
 
 // compile compiles q's pattern as ripgrep reads it, or returns the tool
 // error rg reports for it.
@@ -229,7 +256,7 @@ func listFiles(ctx context.Context, b backend.Backend, q Query, typeGlobs []stri
 	}
 	var files []file
 	f := newFilter(q.Globs, typeGlobs)
-	err := walkFiltered(ctx, b, q.Root, f, func(rel string, size int64) { files = append(files, file{path.Join(q.Root, rel), size}) })
+	err := walkFiltered(ctx, b, q.Root, f, q.maxEntries(), func(rel string, size int64) { files = append(files, file{path.Join(q.Root, rel), size}) })
 	return files, err
 }
 

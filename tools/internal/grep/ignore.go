@@ -90,7 +90,8 @@ const maxIgnoreBytes = 1 << 20
 
 // walkFiltered walks root and calls found for every file ripgrep would
 // search, in ripgrep --sort path order.
-func walkFiltered(ctx context.Context, b backend.Backend, root string, f *filter, found func(rel string, size int64)) error {
+func walkFiltered(ctx context.Context, b backend.Backend, root string, f *filter, maxEntries int, found func(rel string, size int64)) error {
+	seen := 0
 	var walk func(dir, rel string, rules []rule) error
 	walk = func(dir, rel string, rules []rule) error {
 		if err := ctx.Err(); err != nil {
@@ -120,6 +121,9 @@ func walkFiltered(ctx context.Context, b backend.Backend, root string, f *filter
 			}
 		}
 		for _, e := range entries {
+			if seen++; seen > maxEntries {
+				return errEntries
+			}
 			r := e.Name
 			if rel != "" {
 				r = rel + "/" + e.Name

@@ -86,7 +86,7 @@ func TestGoWalk(t *testing.T) {
 	} {
 		typeGlobs := types()[c.typ]
 		var got []string
-		if err := walkFiltered(context.Background(), b, dir, newFilter(c.globs, typeGlobs), func(rel string, _ int64) { got = append(got, rel) }); err != nil {
+		if err := walkFiltered(context.Background(), b, dir, newFilter(c.globs, typeGlobs), DefaultMaxEntries, func(rel string, _ int64) { got = append(got, rel) }); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got, c.want) {
