@@ -293,6 +293,21 @@ type Local struct {
 	// Limits bound each sandboxed call whose permission profile names
 	// none of its own; see LocalLimits.
 	Limits LocalLimits `yaml:"limits"`
+	// LayersOff (sandbox_off) turns off single layers of the sandbox, named from
+	// SandboxLayers: for a test's control, which shows that what one
+	// layer stops happens without it. The worker warns at start for each.
+	LayersOff []string `yaml:"sandbox_off"`
+}
+
+// SandboxLayers are the layers backend.local.sandbox_off may turn off,
+// with what turning each off lets a tool process do.
+func SandboxLayers() map[string]string {
+	return map[string]string{
+		"new_session":  "tool processes stay in the worker's session: /dev/tty opens the worker's terminal",
+		"tty_ioctls":   "tool processes may push input into a terminal they hold (TIOCSTI, TIOCLINUX)",
+		"unix_sockets": "every call may create unix sockets and connect to any socket it can reach",
+		"keyring":      "tool processes keep the worker's session keyring and the keyring system calls",
+	}
 }
 
 // LocalLimits is backend.local.limits: what one sandboxed call's
@@ -378,6 +393,21 @@ func (l LocalLimits) Values() (LimitValues, error) {
 
 // SandboxOff reports whether backend.local.sandbox is off.
 func (l Local) SandboxOff() bool { return l.Sandbox == "off" }
+
+// LayerWarnings are the worker's start-up warnings for the layers
+// backend.local.sandbox_off turns off, one line each (none when the
+// whole sandbox is off).
+func (l Local) LayerWarnings() []string {
+	if l.SandboxOff() {
+		return nil
+	}
+	var out []string
+	layers := SandboxLayers()
+	for _, n := range l.LayersOff {
+		out = append(out, fmt.Sprintf("WARNING: sandbox layer %s is OFF (backend.local.sandbox_off): %s", n, layers[n]))
+	}
+	return out
+}
 
 // Docker configures the Docker backend's workspace container.
 type Docker struct {

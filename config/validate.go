@@ -88,6 +88,13 @@ func (c Config) validateBackend() []error {
 	if s := b.Local.Sandbox; s != "" && s != "on" && s != "off" {
 		errs = append(errs, fmt.Errorf("backend.local.sandbox: %q is not on or off", s))
 	}
+	layers := SandboxLayers()
+	for _, n := range b.Local.LayersOff {
+		if _, ok := layers[n]; !ok {
+			names := slices.Sorted(maps.Keys(layers))
+			errs = append(errs, fmt.Errorf("backend.local.sandbox_off: %q is not a sandbox layer (%s)", n, strings.Join(names, ", ")))
+		}
+	}
 	if _, err := b.Local.Limits.Values(); err != nil {
 		errs = append(errs, err)
 	}

@@ -25,7 +25,8 @@ func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own
 	if err != nil {
 		return nil, func() {}, err
 	}
-	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Sensitive: sensitive, Read: cfg.Local.Read, Unsandboxed: cfg.Local.SandboxOff(), Limits: limits}
+	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Sensitive: sensitive, Read: cfg.Local.Read, Unsandboxed: cfg.Local.SandboxOff(), Limits: limits,
+		Off: cfg.Local.LayersOff}
 	out := map[string]backend.Backend{"local": lb}
 	var closers []func()
 	closers = append(closers, func() { _ = lb.Close() })

@@ -38,6 +38,10 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 		return nil, "", err
 	}
 	fmt.Printf("sandbox          %s\n", sbx)
+	for _, w := range cfg.Backend.Local.LayerWarnings() {
+		fmt.Printf("sandbox          %s\n", w)
+		n.logger.Warn(w)
+	}
 	hide := hiddenPaths(cfg)
 	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir, hide, cfg.OwnPaths(), cfg.Permission.SensitivePaths)
 	n.onStop(closeBackends)
