@@ -58,6 +58,13 @@ type Sandbox struct {
 	// only when an entry names it (an address or a range). Empty with
 	// Network on (profiles recorded before hosts existed) means "*".
 	Hosts []string `json:"hosts,omitempty"`
+	// UnixSockets lets the call's processes create unix sockets, so
+	// connect to any pathname socket they can reach (an ssh-agent, a
+	// docker socket, not hidden); UnixSocketsBy says what granted them
+	// (a sandbox.unix_sockets_for rule). Off, socket(AF_UNIX) fails
+	// (socketpair works).
+	UnixSockets   bool   `json:"unix_sockets,omitempty"`
+	UnixSocketsBy string `json:"unix_sockets_by,omitempty"`
 	// Limits bound the call's processes (nil: the backend's defaults).
 	Limits *Limits `json:"limits,omitempty"`
 	// Off records that the worker runs this backend without the sandbox
@@ -110,6 +117,12 @@ func (s *Sandbox) String() string {
 		}
 	} else {
 		b.WriteString(", network off")
+	}
+	if s.UnixSockets {
+		b.WriteString(", unix sockets")
+		if s.UnixSocketsBy != "" {
+			b.WriteString(" (" + s.UnixSocketsBy + ")")
+		}
 	}
 	if l := s.Limits.String(); l != "" {
 		b.WriteString(", limits " + l)

@@ -4,12 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/wardenhq/warden/workflows"
 )
 
-// FormatEvent renders an event as human-readable lines for a terminal.
-func FormatEvent(e workflows.Event) string {
+// FormatEvent renders an event as human-readable lines for a terminal,
+// inert (Inert): what a model or a tool wrote is shown, never sent to
+// the terminal as control sequences.
+func FormatEvent(e workflows.Event) string { return Inert(formatEvent(e)) }
+
+func formatEvent(e workflows.Event) string {
 	switch e.Type {
 	case workflows.EventModel:
 		if e.Text == "" {
@@ -69,8 +74,11 @@ func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n         ")
 
 // FormatConversation renders a conversation as plain text: a header, the
 // compactions met (each naming the head whose messages it replaced) and
-// every message with its role, tool, content and tool calls.
-func FormatConversation(conv Conversation) string {
+// every message with its role, tool, content and tool calls; inert
+// (Inert).
+func FormatConversation(conv Conversation) string { return Inert(formatConversation(conv)) }
+
+func formatConversation(conv Conversation) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "turn %s, conversation %s, %d messages\n", conv.WorkflowID, conv.Head, len(conv.Messages))
 	for _, c := range conv.Compactions {
@@ -95,4 +103,45 @@ func FormatConversation(conv Conversation) string {
 		}
 	}
 	return b.String()
+}
+
+// Inert returns s as text a terminal shows and never acts on: line
+// breaks and tabs stay, every other control character (C0, DEL and the
+// C1 range, which start escape sequences: a clipboard write, a cursor
+// move, a title) and every byte that is not UTF-8 is written out as an
+// escape (\x1b, \u009b). Everything the starter prints of what a model or
+// a tool wrote goes through it.
+func Inert(s string) string {
+	clean := true
+	for _, r := range s {
+		if unsafeRune(r) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case unsafeRune(r) && r < 0x80:
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case unsafeRune(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// unsafeRune reports whether a terminal may act on r (or r stands for
+// a byte that is not UTF-8).
+func unsafeRune(r rune) bool {
+	return r == utf8.RuneError || r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r <= 0x9f
 }

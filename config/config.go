@@ -333,6 +333,10 @@ type LocalNetwork struct {
 func LocalLayers() map[string]string {
 	return map[string]string{
 		"host_addresses": "the refusal of the machine's own addresses: calls with the network reach a service bound to all interfaces through the machine's public address",
+		"new_session":    "tool processes stay in the worker's session: /dev/tty opens the worker's terminal",
+		"tty_ioctls":     "tool processes may push input into a terminal they hold (TIOCSTI, TIOCLINUX)",
+		"unix_sockets":   "every call may create unix sockets and connect to any socket it can reach",
+		"keyring":        "tool processes keep the worker's session keyring and the keyring system calls",
 		"file_tools":     "the file tools (Read, Write, Edit, Glob, Grep) act on any path the worker may, outside the call's sandbox profile",
 		"git_guard":      "the repository guard: .git directories, bare repositories, hooks directories, included git configuration, the dangerous and sensitive files of the working directories are neither protected, hidden nor checked after a call",
 	}
@@ -448,6 +452,21 @@ func (l LocalLimits) Values() (LimitValues, error) {
 
 // SandboxOff reports whether backend.local.sandbox is off.
 func (l Local) SandboxOff() bool { return l.Sandbox == "off" }
+
+// LayerWarnings are the worker's start-up warnings for the layers
+// backend.local.sandbox_off turns off, one line each (none when the
+// whole sandbox is off: it says so itself).
+func (l Local) LayerWarnings() []string {
+	if l.SandboxOff() {
+		return nil
+	}
+	var out []string
+	layers := LocalLayers()
+	for _, n := range l.Off {
+		out = append(out, fmt.Sprintf("WARNING: sandbox layer %s is OFF (backend.local.sandbox_off): %s", n, layers[n]))
+	}
+	return out
+}
 
 // Docker configures the Docker backend's workspace container.
 type Docker struct {

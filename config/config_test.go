@@ -211,3 +211,18 @@ func TestLocalLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxLayersOff: backend.local.sandbox_off takes the known layer
+// names, each with a warning, and refuses an unknown one by name.
+func TestSandboxLayersOff(t *testing.T) {
+	c, err := Parse([]byte("backend:\n  local:\n    sandbox_off: [unix_sockets, keyring]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := c.Backend.Local.LayerWarnings(); len(w) != 2 || !strings.Contains(w[0], "unix_sockets") || !strings.Contains(w[1], "keyring") {
+		t.Errorf("warnings %q", w)
+	}
+	if _, err := Parse([]byte("backend:\n  local:\n    sandbox_off: [seccomp]\n")); err == nil || !strings.Contains(err.Error(), `"seccomp" is not a layer`) {
+		t.Errorf("unknown layer: %v", err)
+	}
+}

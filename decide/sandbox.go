@@ -44,7 +44,10 @@ import (
 //     settings do (tools.NAME.network, tools.NAME.network_hosts), or a
 //     human approves a call that asks for hosts (the network_hosts of Bash
 //     and PowerShell);
-//     Hosts are the hosts those grants name ("*": any public host).
+//     Hosts are the hosts those grants name ("*": any public host);
+//   - unix sockets are off unless a sandbox.unix_sockets_for rule of the
+//     turn's policy matches the call (never by an approval or a mode:
+//     a socket reaches a daemon outside the sandbox);
 //
 // Bypass mode changes what asks, never the profile.
 func Profile(ctx context.Context, c Call, v permission.Verdict) calls.Sandbox {
@@ -92,7 +95,21 @@ func profile(ctx context.Context, b bound, c Call, pc *permission.Context, v per
 	}
 	fileGrants(&s, b, c, pc, dirs, human, v.ReadOnly)
 	s.Network, s.Hosts, s.NetworkBy = callNetwork(ctx, b, c, pc, human)
+	if r := permission.UnixSocketsRule(toolName(c), pc, func(content string) bool {
+		ok, err := b.MatchRule(permission.WithRuleBehavior(ctx, permission.Allow), content, c.Input)
+		return err == nil && ok
+	}); r != "" {
+		s.UnixSockets, s.UnixSocketsBy = true, "sandbox.unix_sockets_for rule "+r
+	}
 	return s
+}
+
+// toolName is the name of the call's tool, "" when it has none.
+func toolName(c Call) string {
+	if c.Tool == nil {
+		return ""
+	}
+	return c.Tool.Info().Name
 }
 
 // callNetwork is the network of a call: the hosts its grants name

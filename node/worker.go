@@ -38,9 +38,8 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 		return nil, "", err
 	}
 	fmt.Printf("sandbox          %s\n", sbx)
-	for _, l := range cfg.Backend.Local.Off {
+	for _, msg := range cfg.Backend.Local.LayerWarnings() {
 		// Loud: a layer off is a test's control, never a setting for use.
-		msg := fmt.Sprintf("WARNING: sandbox layer %s is OFF (backend.local.sandbox_off): %s", l, config.LocalLayers()[l])
 		fmt.Printf("%s\n", msg)
 		n.logger.Warn(msg)
 	}

@@ -125,3 +125,22 @@ func SettingsNetwork(name string, network bool, hosts []string) *NetworkGrant {
 	}
 	return nil
 }
+
+// UnixSocketsRule is the first sandbox.unix_sockets_for rule of pc that
+// matches a call of the tool name (match says whether a rule content
+// matches it), written as ParseRule writes it; "" when none does.
+func UnixSocketsRule(name string, pc *Context, match func(content string) bool) string {
+	if pc == nil || pc.Sandbox == nil {
+		return ""
+	}
+	for _, s := range pc.Sandbox.UnixSocketsFor {
+		r, err := ParseRule(s, Allow)
+		if err != nil || r.Tool != name {
+			continue
+		}
+		if r.Content == "" || match != nil && match(r.Content) {
+			return r.String()
+		}
+	}
+	return ""
+}

@@ -145,6 +145,11 @@ func (p Policy) Context() (Context, error) {
 				return Context{}, fmt.Errorf("policy: sandbox.network_for rule %d: %w", i+1, err)
 			}
 		}
+		for i, r := range p.Sandbox.UnixSocketsFor {
+			if _, err := ParseRule(r, Allow); err != nil {
+				return Context{}, fmt.Errorf("policy: sandbox.unix_sockets_for rule %d: %w", i+1, err)
+			}
+		}
 		for _, h := range p.Sandbox.Hosts {
 			if err := CheckHost(h); err != nil {
 				return Context{}, fmt.Errorf("policy: sandbox.hosts: %w", err)

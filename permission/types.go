@@ -144,6 +144,12 @@ type Sandbox struct {
 	// {rule: "Bash(npm install:*)", hosts: ["npm.example.internal"]}.
 	// The rule is recorded with the call's profile.
 	NetworkFor []NetworkRule `json:"network_for,omitempty" yaml:"network_for,omitempty"`
+	// UnixSocketsFor are rules whose calls may create unix sockets
+	// ("Bash(docker:*)"): such a call reaches every pathname socket its
+	// processes can resolve (the docker socket, an ssh-agent's), not only
+	// the one it needs; other calls' socket(AF_UNIX) fails. The rule is
+	// recorded with the call's profile.
+	UnixSocketsFor []string `json:"unix_sockets_for,omitempty" yaml:"unix_sockets_for,omitempty"`
 	// AutoAllow runs a Bash command that would ask only because it is
 	// not read-only without asking, confined: when it names no path
 	// outside the working directories, matches no ask or deny rule,

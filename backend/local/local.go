@@ -100,6 +100,14 @@ type Backend struct {
 	// (backend.local.limits.disk_reserve): 0 is DefaultDiskReserve, a
 	// negative value turns it off. See reserveOf.
 	DiskReserve int64
+	// Off names the sandbox's layers turned off, one at a time for a
+	// test's control (backend.local.sandbox_off, config.LocalLayers):
+	// "new_session" leaves tool processes in the worker's session (its
+	// terminal), "tty_ioctls" lets them push input into a terminal,
+	// "unix_sockets" lets every call create unix sockets, "keyring"
+	// leaves them the worker's session keyring and the keyring calls.
+	// Names of other parts' layers are theirs.
+	Off []string
 
 	// cg makes the calls' cgroups (opened at the first call that needs
 	// one); cgErr says why there are none.
@@ -238,11 +246,11 @@ func (b *Backend) execDirect(ctx context.Context, req backend.ExecRequest, dir s
 		cmd.Stdin = bytes.NewReader(req.Stdin)
 	}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	// Its own process group so a timeout kills its children too, and a
-	// parent-death signal so a killed worker does not leave it running
-	// (side-effecting calls are at-most-once: they must not finish behind
-	// the workflow's back).
-	cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pdeathsig = true, syscall.SIGKILL
+	// Its own session (command), whose process group a timeout kills
+	// with its children, and a parent-death signal so a killed worker
+	// does not leave it running (side-effecting calls are at-most-once:
+	// they must not finish behind the workflow's back).
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	start := time.Now()
@@ -285,11 +293,14 @@ func (b *Backend) execDirect(ctx context.Context, req backend.ExecRequest, dir s
 // others).
 func (b *Backend) command(ctx context.Context, req backend.ExecRequest, dir string, env []string, c *confinement) (cmd *exec.Cmd, recv func() (net.Listener, error), err error) {
 	if c == nil {
+		// Unsandboxed, it still leads a session of its own: no
+		// controlling terminal, so the worker's terminal is not its.
 		cmd := exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
-		cmd.Dir, cmd.Env, cmd.SysProcAttr = dir, env, &syscall.SysProcAttr{}
+		session := !slices.Contains(b.Off, sandbox.LayerNewSession)
+		cmd.Dir, cmd.Env, cmd.SysProcAttr = dir, env, &syscall.SysProcAttr{Setsid: session, Setpgid: !session}
 		return cmd, nil, nil
 	}
-	spec := sandbox.Spec{Write: c.write, Protect: c.protect, Pin: c.pin, Read: c.read, Dir: dir, Argv: req.Argv}
+	spec := sandbox.Spec{Write: c.write, Protect: c.protect, Pin: c.pin, Read: c.read, Dir: dir, Argv: req.Argv, Keep: b.keep(c.prof)}
 	spec.Hide = append(hidden(b.hide(), append([]string{dir}, spec.Write...)), c.hide...)
 	var cgroups []*os.File
 	if c.limits != nil {
@@ -358,6 +369,13 @@ type confinement struct {
 	tmp, cache string
 	limits     *limiter
 	ended      sandbox.Result
+}
+
+// keep is what the processes of a call with the profile prof keep of
+// the channels beyond files and network: the layers b.Off turns off,
+// and unix sockets when the call's verdict grants them.
+func (b *Backend) keep(prof *calls.Sandbox) sandbox.Channels {
+	return sandbox.Keep(b.Off, prof != nil && prof.UnixSockets)
 }
 
 // profile is the sandbox profile of the call ctx is bound to

@@ -72,7 +72,8 @@ func (b *Backend) viaZygote(ctx context.Context, req backend.ExecRequest, dir st
 	}
 	// A call with the network gets a network namespace of its own whose
 	// only way out is its egress proxy (never the host's network).
-	r := sandbox.Request{Write: c.write, Protect: c.protect, Hide: c.hide, Pin: c.pin, Read: c.read, Proxy: c.proxy != nil, Dir: dir, Argv: req.Argv, Env: c.env}
+	r := sandbox.Request{Write: c.write, Protect: c.protect, Hide: c.hide, Pin: c.pin, Read: c.read, Proxy: c.proxy != nil, Dir: dir, Argv: req.Argv, Env: c.env,
+		Keep: b.keep(c.prof)}
 	call := sandbox.Call{Stdin: req.Stdin, Stdout: stdout, Stderr: stderr}
 	ctx, px := b.proxyFor(ctx, c.proxy)
 	defer px.done()

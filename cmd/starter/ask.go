@@ -40,7 +40,7 @@ func newAskShowCmd(cn *conn) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprint(cmd.OutOrStdout(), text)
+			fmt.Fprint(cmd.OutOrStdout(), client.Inert(text))
 			return nil
 		},
 	}

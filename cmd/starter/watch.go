@@ -59,7 +59,7 @@ func printResult(ctx context.Context, out io.Writer, cfg config.Config, id strin
 		return stopped
 	}
 	if stopped == nil {
-		fmt.Fprintf(out, "final answer: %s\n", res.Answer)
+		fmt.Fprintf(out, "final answer: %s\n", client.Inert(res.Answer))
 	}
 	return stopped
 }

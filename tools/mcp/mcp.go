@@ -203,6 +203,9 @@ func (s *server) transport() sdk.Transport {
 	cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 	cmd.Env = env
 	cmd.Stderr = os.Stderr
+	// A session of its own, as a sandboxed server's: the worker's
+	// terminal is not its controlling terminal.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	return &sdk.CommandTransport{Command: cmd}
 }
 

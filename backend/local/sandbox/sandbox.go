@@ -57,8 +57,11 @@ func ABI() (int, error) { return child.ABI() }
 // Command returns the command that runs spec.Argv in the sandbox, with
 // env as the process's whole environment; ctx kills it like
 // exec.CommandContext. The caller sets its standard streams and starts
-// it; the returned command's SysProcAttr may be extended (process group,
-// parent-death signal) but its namespaces must be kept.
+// it; the returned command's SysProcAttr may be extended (parent-death
+// signal) but its namespaces and its session must be kept: the process
+// leads a session of its own (no controlling terminal, and a process
+// group whose id is its pid, which kills everything it started) unless
+// spec.Keep.Session.
 func Command(ctx context.Context, spec Spec, env []string) (*exec.Cmd, error) {
 	if len(spec.Argv) == 0 {
 		return nil, errors.New("sandbox: empty argv")
@@ -85,6 +88,8 @@ func Command(ctx context.Context, spec Spec, env []string) (*exec.Cmd, error) {
 		UidMappings:                []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
 		GidMappings:                []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
 		GidMappingsEnableSetgroups: false,
+		Setsid:                     !spec.Keep.Session,
+		Setpgid:                    spec.Keep.Session,
 	}
 	return cmd, nil
 }
@@ -136,7 +141,7 @@ func CommandProxy(ctx context.Context, spec Spec, env []string) (cmd *exec.Cmd, 
 // Describe says what protects a process, for the worker's start-up line:
 // "landlock v7, user, mount, pid and network namespaces".
 func Describe(abi int) string {
-	return fmt.Sprintf("landlock v%d, user, mount, pid, ipc and network namespaces, no capabilities", abi)
+	return fmt.Sprintf("landlock v%d, user, mount, pid, ipc and network namespaces, no capabilities, a session of its own, seccomp (no unix sockets unless granted, keyrings, tty injection, bpf, perf, io_uring, userfaultfd, kexec, modules)", abi)
 }
 
 // Check runs a trivial command in a sandbox like a tool's and reports
@@ -238,4 +243,28 @@ func ProgramReads(name string, env []string) []string {
 func within(p, dir string) bool {
 	p, dir = filepath.Clean(p), filepath.Clean(dir)
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// Channels says which channels beyond files and network a process keeps
+// (child.Channels).
+type Channels = child.Channels
+
+// The names of the layers Keep turns off (backend.local.sandbox_off).
+const (
+	LayerNewSession  = "new_session"
+	LayerTTYIoctls   = "tty_ioctls"
+	LayerUnixSockets = "unix_sockets"
+	LayerKeyring     = "keyring"
+)
+
+// Keep is what a process keeps with the layers off turned off (names
+// this package does not own are other parts' layers and ignored) and,
+// when unixSockets, the grant of unix sockets its call holds.
+func Keep(off []string, unixSockets bool) Channels {
+	return Channels{
+		Session:     slices.Contains(off, LayerNewSession),
+		TTYIoctls:   slices.Contains(off, LayerTTYIoctls),
+		UnixSockets: unixSockets || slices.Contains(off, LayerUnixSockets),
+		Keyring:     slices.Contains(off, LayerKeyring),
+	}
 }

@@ -74,6 +74,10 @@ type Spec struct {
 	Rlimits []Rlimit `json:"rlimits,omitempty"`
 	Tmp     string   `json:"tmp,omitempty"`
 	TmpSize int64    `json:"tmp_size,omitempty"`
+	// Keep lists the channels beyond files and network the process
+	// keeps (none by default): see Channels. The helper must be started
+	// in a session of its own unless Keep.Session.
+	Keep Channels `json:"keep,omitempty"`
 }
 
 // ABI returns the kernel's Landlock ABI version, or an error saying why
@@ -194,7 +198,33 @@ func helper(arg string) error {
 	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return fmt.Errorf("close descriptors: %w", err)
 	}
+	if err := channels(spec.Keep); err != nil {
+		return err
+	}
 	return syscall.Exec(prog, spec.Argv, os.Environ())
+}
+
+// channels closes the channels keep does not keep, last before the
+// exec (after Landlock, which set no_new_privs): the helper must lead a
+// session of its own (the worker starts it so: Command), it leaves the
+// session keyring it inherited for a new one, and it installs the
+// seccomp filter.
+func channels(keep Channels) error {
+	if !keep.Session {
+		if sid, err := unix.Getsid(0); err != nil || sid != unix.Getpid() {
+			return fmt.Errorf("the helper does not lead a session of its own (sid %d): it would share a terminal", sid)
+		}
+	}
+	if !keep.Keyring {
+		if err := joinSessionKeyring(); err != nil {
+			return err
+		}
+	}
+	f, err := Filter(keep)
+	if err != nil {
+		return err
+	}
+	return installFilter(program(f))
 }
 
 // join moves the helper into the cgroups whose cgroup.procs files it

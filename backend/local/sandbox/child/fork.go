@@ -54,6 +54,12 @@ type forkArgs struct {
 	// rlimits are set on the child before it execs.
 	rlimits  [maxRlimits]rlimit
 	nrlimits int
+	// session makes the child a session of its own (no controlling
+	// terminal) rather than only a process group; keyring gives it a new
+	// session keyring; filter, when not nil, is the seccomp program it
+	// installs last (no_new_privs is set on the forking thread).
+	session, keyring bool
+	filter           *unix.SockFprog
 }
 
 // maxRlimits bounds Request.Rlimits.
@@ -69,6 +75,9 @@ type rlimit struct {
 const (
 	stepMount = iota + 1
 	stepPgid
+	stepSession
+	stepKeyring
+	stepSeccomp
 	stepDup
 	stepCloseRange
 	stepChdir
@@ -83,6 +92,7 @@ var stepNames = map[uint32]string{
 	stepMount: "mount /proc", stepPgid: "setpgid", stepDup: "stdio", stepCloseRange: "close descriptors",
 	stepChdir: "chdir", stepLandlock: "landlock_restrict_self", stepExec: "exec",
 	stepCgroup: "join cgroup", stepRlimit: "setrlimit",
+	stepSession: "setsid", stepKeyring: "join a new session keyring", stepSeccomp: "seccomp filter",
 }
 
 // forkExec forks the calling thread into a process that mounts its
@@ -115,6 +125,7 @@ func forkExec(a *forkArgs) (pid int, step uint32, errno syscall.Errno) {
 	rule := uintptr(unsafe.Pointer(a.procRule))
 	cgroups, ncgroups, zero := &a.cgroups, a.ncgroups, uintptr(unsafe.Pointer(a.zero))
 	rlimits, nrlimits := &a.rlimits, a.nrlimits
+	session, keyring, filter := a.session, a.keyring, a.filter
 	var fd uintptr
 	var report [2]uint32
 	var r1 uintptr
@@ -157,7 +168,15 @@ func forkExec(a *forkArgs) (pid int, step uint32, errno syscall.Errno) {
 		step = stepLandlock
 		goto fail
 	}
-	if _, _, errno = syscall.RawSyscall(syscall.SYS_SETPGID, 0, 0, 0); errno != 0 {
+	// A session of its own: no controlling terminal, so /dev/tty opens
+	// nothing, and a process group whose id is its pid, which the zygote
+	// kills when the call ends.
+	if session {
+		if _, _, errno = syscall.RawSyscall(syscall.SYS_SETSID, 0, 0, 0); errno != 0 {
+			step = stepSession
+			goto fail
+		}
+	} else if _, _, errno = syscall.RawSyscall(syscall.SYS_SETPGID, 0, 0, 0); errno != 0 {
 		step = stepPgid
 		goto fail
 	}
@@ -189,6 +208,20 @@ func forkExec(a *forkArgs) (pid int, step uint32, errno syscall.Errno) {
 	if _, _, errno = syscall.RawSyscall(unix.SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0, 0); errno != 0 {
 		step = stepLandlock
 		goto fail
+	}
+	// A fresh session keyring, before the filter refuses keyctl: the
+	// worker's (and its user's keys) are out of reach.
+	if keyring {
+		if _, _, errno = syscall.RawSyscall(unix.SYS_KEYCTL, unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0); errno != 0 && errno != unix.ENOSYS {
+			step = stepKeyring
+			goto fail
+		}
+	}
+	if filter != nil {
+		if _, _, errno = syscall.RawSyscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(filter))); errno != 0 {
+			step = stepSeccomp
+			goto fail
+		}
 	}
 	afterForkInChild()
 	_, _, errno = syscall.RawSyscall(syscall.SYS_EXECVE, prog, argv, envv)

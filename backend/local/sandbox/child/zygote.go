@@ -68,6 +68,8 @@ type Request struct {
 	Dir     string   `json:"dir"`
 	Argv    []string `json:"argv"`
 	Env     []string `json:"env"`
+	// Keep is as in Spec: the channels the process keeps.
+	Keep Channels `json:"keep,omitempty"`
 }
 
 // Rlimit is one resource limit (unix.RLIMIT_*) of a process.
@@ -488,7 +490,12 @@ func (z *zygoteState) spawnIn(req Request, fds []int, entered bool, base *baseRu
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return 0, fmt.Errorf("no_new_privs: %w", err)
 	}
-	a := &forkArgs{ruleset: rfd, procFlags: procFlags, procRule: &unix.LandlockPathBeneathAttr{Allowed_access: fsRead}}
+	filter, err := Filter(req.Keep)
+	if err != nil {
+		return 0, err
+	}
+	a := &forkArgs{ruleset: rfd, procFlags: procFlags, procRule: &unix.LandlockPathBeneathAttr{Allowed_access: fsRead},
+		session: !req.Keep.Session, keyring: !req.Keep.Keyring, filter: program(filter)}
 	if a.prog, err = syscall.BytePtrFromString(prog); err != nil {
 		return 0, err
 	}
@@ -522,6 +529,7 @@ func (z *zygoteState) spawnIn(req Request, fds []int, entered bool, base *baseRu
 	unix.Close(p[1])
 	defer unix.Close(p[0])
 	runtime.KeepAlive(a)
+	runtime.KeepAlive(filter)
 	if errno != 0 {
 		return 0, fmt.Errorf("fork: %w", errno)
 	}

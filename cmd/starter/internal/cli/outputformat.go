@@ -14,8 +14,10 @@ import (
 // FormatOutput renders what a running call printed since it was last
 // shown (fresh) as lines for a terminal, each marked with the call's id;
 // with nothing fresh, one line says how long the call has been running
-// at now, or that it waits for a worker, and which attempt it is.
+// at now, or that it waits for a worker, and which attempt it is. The
+// output is shown inert (client.Inert).
 func FormatOutput(rc client.RunningCall, fresh string, now time.Time) string {
+	fresh = client.Inert(fresh)
 	if fresh == "" {
 		return fmt.Sprintf("  %s │ … %s\n", rc.CallID, runningFor(rc, now))
 	}

@@ -137,9 +137,9 @@ func why(e client.PendingEntry) string {
 }
 
 // oneLine shows s on one line of at most n characters, cut at a word
-// boundary when one is near, with "…".
+// boundary when one is near, with "…", inert (client.Inert).
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Join(strings.Fields(client.Inert(s)), " ")
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
