@@ -157,6 +157,11 @@ func fileToolAttempts(t *testing.T, m modeRun, off bool) {
 			t.Logf("%s: %s: stopped by the engine before the tool ran: %.300s", m.name(), a.name, got)
 		case a.tool == "Edit" && m.mode != permission.ModeBypass && isRefusal(r):
 			t.Logf("%s: %s: stopped by the engine before the tool ran: %.300s", m.name(), a.name, got)
+		case a.setup != nil && strings.Contains(rs[idx[i]-1].Content, sandboxRefusal):
+			// Its Read first was refused by the sandbox, so the tool
+			// stops at read-before-write: the sandbox stopped it.
+			bySandbox++
+			t.Logf("%s: %s: its Read was refused by the sandbox, so it stopped: %.300s", m.name(), a.name, got)
 		default:
 			t.Errorf("%s: %s: neither its effect nor the sandbox's refusal, so it proves nothing:\n%.1500s", m.name(), a.name, r.Content)
 		}
