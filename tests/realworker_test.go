@@ -219,6 +219,19 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string, more .
 		wrap = "unshare --pid --fork --kill-child=SIGTERM "
 	}
 	w.cmd = exec.Command("sh", append([]string{"-c", `ulimit -v 6000000 && exec ` + wrap + `"$@"`, "sh", bin}, args...)...)
+	if i := slices.Index(args, ttyArg); i >= 0 {
+		// ttyArg: the worker in a terminal of its own (script(1) gives it
+		// a pseudo-terminal as its controlling terminal), as in the
+		// foreground of an operator's terminal.
+		args = slices.Delete(args, i, i+1)
+		run := "ulimit -v 6000000 && exec " + wrap + shellQuote(bin)
+		for _, a := range args {
+			run += " " + shellQuote(a)
+		}
+		runFile := filepath.Join(root, "run-worker.sh")
+		writeFile(t, runFile, "#!/bin/sh\n"+run+"\n", 0o700)
+		w.cmd = exec.Command("script", "-q", "-e", "-f", "-c", runFile, "/dev/null")
+	}
 	w.cmd.Dir = w.ws
 	w.cmd.Env = append(workerEnv(), "HOME="+w.home, "WARDEN_KEY_FILE="+w.key, "WARDEN_INBOX_KEY_FILE="+w.lateKey)
 	w.cmd.Stdout, w.cmd.Stderr = w.stdout, w.stdout
