@@ -120,7 +120,7 @@ func TestSandboxSettings(t *testing.T) {
 	if err != nil || !c.Backend.Local.SandboxOff() {
 		t.Errorf("sandbox off: %v %+v", err, c.Backend.Local)
 	}
-	if _, err := Parse([]byte("backend:\n  local:\n    sandbox_off: [git_gaurd]\n")); err == nil || !strings.Contains(err.Error(), `backend.local.sandbox_off: "git_gaurd" is not a layer (git_guard`) {
+	if _, err := Parse([]byte("backend:\n  local:\n    sandbox_off: [git_gaurd]\n")); err == nil || !strings.Contains(err.Error(), `backend.local.sandbox_off: "git_gaurd" is not a layer (file_tools, git_guard`) {
 		t.Errorf("sandbox_off: [git_gaurd]: %v", err)
 	}
 	if c, err := Parse([]byte("backend:\n  local:\n    sandbox_off: [git_guard]\n")); err != nil || !c.Backend.Local.LayerOff("git_guard") || c.Backend.Local.SandboxOff() {

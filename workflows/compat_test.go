@@ -94,7 +94,7 @@ func samplePermission() permission.Context {
 		DangerousFiles: &files, DangerousDirs: &dirs, SensitivePaths: []string{"**/secrets/**"},
 		Protected: []string{"/work/.warden{,/**}"}, DangerousCommands: []string{"terraform destroy:*"},
 		Sandbox: &permission.Sandbox{Network: true, Hosts: []string{"*.corp.example"},
-			NetworkFor: []permission.NetworkRule{{Rule: "Bash(npm install:*)", Hosts: []string{"registry.npmjs.org", "*.example.org"}}}, AutoAllow: true},
+			NetworkFor: []permission.NetworkRule{{Rule: "Bash(npm install:*)", Hosts: []string{"registry.npmjs.org", "*.example.org"}}}, AutoAllow: true, UnixSocketsFor: []string{"Bash(docker:*)"}},
 		Quorum:        []permission.QuorumRule{{Rule: "Bash(kubectl delete:*)", Approvals: 2, RequireReason: true}},
 		RequireReason: true,
 	}
@@ -102,7 +102,7 @@ func samplePermission() permission.Context {
 
 func sampleSandbox() *calls.Sandbox {
 	return &calls.Sandbox{Write: []string{"/work", "/etc/app.conf"}, Dirs: []string{"/work"}, Protect: []string{"/work/.git/hooks"},
-		Network: true, NetworkBy: "sandbox.network_for rule Bash(npm install:*)", Off: true, Backend: "docker",
+		Network: true, NetworkBy: "sandbox.network_for rule Bash(npm install:*)", UnixSockets: true, UnixSocketsBy: "sandbox.unix_sockets_for rule Bash(docker:*)", Off: true, Backend: "docker",
 		Git: true, Read: []string{"/work/.env"}, Granted: []string{"/work/.vscode"},
 		Hosts:  []string{"registry.npmjs.org", "10.0.0.5:8080"},
 		Limits: &calls.Limits{Processes: 512, Memory: 2 << 30, CPUTime: 10 * time.Minute, CPUs: 1.5, Tmp: 1 << 30, Write: 4 << 30}}
