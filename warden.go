@@ -47,6 +47,9 @@ type Options struct {
 	// Tools are added after the built-ins (or alone with NoBuiltins).
 	Tools      []tools.Tool
 	NoBuiltins bool
+	// GrepEngine forces the built-in Grep's engine (config
+	// tools.grep_engine; GrepAuto, the zero value, probes for rg).
+	GrepEngine tools.GrepEngine
 	// ToolMiddleware wraps every tool call; the first is outermost.
 	ToolMiddleware []middleware.Middleware
 	// AgentMiddleware hooks into each turn (see workflows.AgentMiddleware);
@@ -201,7 +204,13 @@ func Register(w worker.Registry, o Options) (*activities.Activities, error) {
 func NewActivities(o Options) (*activities.Activities, error) {
 	var all []tools.Tool
 	if !o.NoBuiltins {
-		all = append(all, tools.Builtins()...)
+		for _, t := range tools.Builtins() {
+			if g, ok := t.(tools.Grep); ok {
+				g.Engine = o.GrepEngine
+				t = g
+			}
+			all = append(all, t)
+		}
 	}
 	reg, err := tools.NewRegistry(append(all, o.Tools...)...)
 	if err != nil {

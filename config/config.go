@@ -150,6 +150,12 @@ const DefaultStickyCacheSize = 256
 type Tools struct {
 	Defaults ToolSettings            `yaml:"defaults"`
 	PerTool  map[string]ToolSettings `yaml:"per_tool"`
+	// GrepEngine picks how Grep searches: "auto" (the default: ripgrep
+	// where the backend has rg, the Go engine otherwise), "rg" or "go".
+	// Both give the same output; rg runs as a process of the call (in its
+	// sandbox), the Go engine in the worker (held to the call's profile by
+	// the file_tools layer).
+	GrepEngine string `yaml:"grep_engine"`
 }
 
 // Model configures one model provider: kind "openai" (any OpenAI-

@@ -130,6 +130,11 @@ func (c Config) validateModels() []error {
 
 func (c Config) validateTools() []error {
 	errs := c.Tools.Defaults.validate("tools.defaults")
+	switch c.Tools.GrepEngine {
+	case "", "auto", "rg", "go":
+	default:
+		errs = append(errs, fmt.Errorf("tools.grep_engine: %q is not one of auto, rg, go", c.Tools.GrepEngine))
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.Tools.PerTool)) {
 		errs = append(errs, c.Tools.PerTool[name].validate("tools.per_tool."+name)...)
 	}

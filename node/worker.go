@@ -19,6 +19,7 @@ import (
 	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/middleware/std"
 	"github.com/wardenhq/warden/telemetry"
+	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/tools/mcp"
 )
 
@@ -81,7 +82,7 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 		Prices:         prices(cfg.Prices),
 		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: n.reg, Logger: n.logger,
 		Protected:    cfg.OwnPatterns(),
-		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool,
+		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool, GrepEngine: grepEngine(cfg.Tools.GrepEngine),
 		Notifier: sender(cfg.Notify), InboxURL: cfg.Inbox.PublicURL(), RemindBefore: cfg.Notify.RemindBefore, Chat: slackChat(cfg.Chat.Slack, os.Getenv),
 		Content: store, ContentCacheBytes: int64(cfg.Content.CacheMB) << 20, Compaction: compactions(cfg.Content.Compaction),
 		MaxResultBytes: cfg.Content.MaxResultBytes, MaxCallInputBytes: cfg.Content.MaxCallInputBytes,
@@ -145,4 +146,12 @@ func (n *node) housekeep(ctx context.Context) {
 		}, 30*time.Second)
 	})
 	wg.Go(func() { wc.GCEvery(ctx, n.store, n.cfg.Content.GCInterval, n.logger) })
+}
+
+// grepEngine maps tools.grep_engine onto the Grep tool's engine.
+func grepEngine(s string) tools.GrepEngine {
+	if s == "auto" {
+		return tools.GrepAuto
+	}
+	return tools.GrepEngine(s)
 }

@@ -30,7 +30,9 @@ const sandboxRefusal = "refused by the sandbox"
 // engine lets through are refused by the sandbox. The control is a
 // worker with only this layer off (backend.local.sandbox_off:
 // [file_tools]), in bypass: the same calls reach their effects, so the
-// boundary is this layer and no other.
+// boundary is this layer and no other. Every run searches with Grep's
+// Go engine (tools.grep_engine: go), which runs in the worker as the
+// other file tools do.
 func TestRealWorkerFileTools(t *testing.T) {
 	broad := []string{"Write", "Edit", "Read"}
 	for _, r := range []struct {
@@ -45,9 +47,12 @@ func TestRealWorkerFileTools(t *testing.T) {
 		{"file_tools_off", permission.ModeBypass, nil, true},
 	} {
 		t.Run(r.name, func(t *testing.T) {
-			extra := ""
+			// Grep's Go engine, as the file tools, runs in the worker:
+			// the layer is its only boundary (ripgrep, a process of the
+			// call, is held by the process sandbox as well).
+			extra := "tools:\n  grep_engine: go\n"
 			if r.off {
-				extra = "backend:\n  local:\n    sandbox_off: [file_tools]\n"
+				extra += "backend:\n  local:\n    sandbox_off: [file_tools]\n"
 			}
 			w := startRealWorker(t, inside, false, extra)
 			if r.off && !strings.Contains(w.stdout.String(), "sandbox layer file_tools is OFF") {

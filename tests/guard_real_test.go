@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,7 @@ func guardRepos(t *testing.T, m modeRun, guardOff bool) {
 	var vs []variant
 
 	d := filepath.Join(w.root, "guard", "bare")
+	bare := d
 	initRepo(t, d)
 	if err := os.Mkdir(filepath.Join(d, "src"), 0o755); err != nil {
 		t.Fatal(err)
@@ -110,9 +112,14 @@ func guardRepos(t *testing.T, m modeRun, guardOff bool) {
 		func() bool {
 			// The user's next git log in src/, in a terminal (git
 			// starts its pager there).
+			// (bare, not d: the closure runs after d names the next
+			// repository.)
 			cmd := exec.Command("script", "-qec", "git log -1", "/dev/null")
-			cmd.Dir = filepath.Join(d, "src")
-			_ = cmd.Run()
+			cmd.Dir = filepath.Join(bare, "src")
+			cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "GIT_PAGER=") })
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Logf("git log in the planted repository: %v\n%s", err, out)
+			}
 			_, err := os.Stat(mark("bare"))
 			return err == nil
 		}})

@@ -283,8 +283,9 @@ func TestSlackInteractivity(t *testing.T) {
 
 // TestSlackOneMessageThroughSIGKILL: the worker binary as a user starts
 // it (embedded server, chat.slack in its config file, the bot token in
-// its environment) posts one message for a waiting call; SIGKILLed and
-// started again, it does not post it again, and the answer updates that
+// its environment) posts one message for a waiting call; SIGKILLed once
+// the turn has recorded the message and started again, it does not post
+// it again, and the answer updates that
 // same message.
 func TestSlackOneMessageThroughSIGKILL(t *testing.T) {
 	si := &slackStandIn{}
@@ -313,6 +314,10 @@ func TestSlackOneMessageThroughSIGKILL(t *testing.T) {
 	}
 	waitPending(t, cl, id, 1)
 	waitFor(t, ctx, func() bool { p, _, _ := si.snapshot(); return len(p) == 1 })
+	// Killed once the turn has recorded where the message is (its
+	// pending entry names it): a worker killed between the post and that
+	// record posts again on retry, as ChatPost's doc says.
+	waitFor(t, ctx, func() bool { ps, err := cl.Pending(ctx, id); return err == nil && len(ps) == 1 && len(ps[0].Chat) == 1 })
 	c.Close()
 	killProcess(t, proc)
 
