@@ -216,7 +216,7 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string, more .
 	wrap := ""
 	if i := slices.Index(args, pidnsArg); i >= 0 {
 		args = slices.Delete(args, i, i+1)
-		wrap = "unshare --pid --fork --kill-child=SIGTERM "
+		wrap = "unshare --pid --fork --mount-proc --kill-child=SIGTERM "
 	}
 	w.cmd = exec.Command("sh", append([]string{"-c", `ulimit -v 6000000 && exec ` + wrap + `"$@"`, "sh", bin}, args...)...)
 	if i := slices.Index(args, ttyArg); i >= 0 {
@@ -240,7 +240,7 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string, more .
 	}
 	go func() { _ = w.cmd.Wait(); close(w.exited) }()
 	t.Cleanup(func() {
-		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+		w.terminate()
 		select {
 		case <-w.exited:
 		case <-time.After(15 * time.Second):
@@ -268,8 +268,27 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string, more .
 	return w, "", nil
 }
 
+// terminate asks the worker to stop (SIGTERM). A worker started with
+// pidnsArg is the child of unshare, which ignores SIGTERM while it
+// waits: the signal goes to the worker itself.
+func (w *realWorker) terminate() {
+	pid := w.cmd.Process.Pid
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil && strings.TrimSpace(string(b)) == "unshare" {
+		if kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil {
+			for _, k := range strings.Fields(string(kids)) {
+				if n, err := strconv.Atoi(k); err == nil {
+					_ = syscall.Kill(n, syscall.SIGTERM)
+				}
+			}
+			return
+		}
+	}
+	_ = w.cmd.Process.Signal(syscall.SIGTERM)
+}
+
 // pidnsArg, among startRealWorker's extra arguments, starts the worker
-// in a PID namespace of its own (unshare --pid --fork).
+// in a PID namespace of its own with its own /proc, as a container
+// (unshare --pid --fork --mount-proc).
 const pidnsArg = "\x00pidns"
 
 // workerEnv is this process's environment without what a deployment
