@@ -361,7 +361,6 @@ func (m *Manager) makeSpare(l calls.Limits) {
 	defer m.made.Done()
 	g, err := m.New(l)
 	m.mu.Lock()
-	m.making = false
 	old := m.spare
 	if err == nil && !m.closed {
 		m.spare, g = g, nil
@@ -374,6 +373,10 @@ func (m *Manager) makeSpare(l calls.Limits) {
 			_ = x.Remove()
 		}
 	}
+	// Done once the replaced spare is gone too (Calls waits for it).
+	m.mu.Lock()
+	m.making = false
+	m.mu.Unlock()
 }
 
 // needed reports whether a v1 hierarchy of the controllers ctl holds
