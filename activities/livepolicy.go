@@ -2,11 +2,8 @@ package activities
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"time"
 
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
@@ -67,76 +64,6 @@ func livePolicy(pc *permission.Context, st workflows.PolicyState) error {
 	pc.Ask = append(ask, session(pc.Ask)...)
 	pc.Deny = append(deny, session(pc.Deny)...)
 	return nil
-}
-
-// canonical is a JSON input with its keys sorted and no spaces, so equal
-// inputs compare equal however they were written.
-func canonical(in json.RawMessage) string {
-	var v any
-	if json.Unmarshal(in, &v) != nil {
-		return string(in)
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return string(in)
-	}
-	return string(b)
-}
-
-// remembered tries the store's remembered approvals on a call the policy
-// asks about (never a deny, nor a safety check no allow rule silences):
-// the first active one whose scope covers the turn and that allows the
-// call decides it. A single-use approval is spent with the store (an
-// Update, refused when another call spent it first). It returns the new
-// verdict and the approval, or ok false.
-func (a *Activities) remembered(ctx context.Context, in workflows.PrepareInput, st workflows.PolicyState, call decide.Call, base permission.Verdict) (permission.Verdict, *workflows.Remembered, error) {
-	if base.Behavior != permission.Ask && base.Behavior != permission.Passthrough || base.BypassImmune {
-		return base, nil, nil
-	}
-	key := in.WorkflowID + "/" + in.Call.ID
-	now := time.Now()
-	for _, r := range st.Remembered {
-		if r.Tool != in.Call.Name || !r.Active(now, key) || !r.Applies(in.WorkflowID, in.Agent) {
-			continue
-		}
-		v := base
-		if r.Input != nil {
-			// The exact input: never over an explicit ask rule.
-			if canonical(r.Input) != canonical(in.Call.Input) || (base.Rule != nil && base.Rule.Behavior == permission.Ask) {
-				continue
-			}
-			v.Decision = permission.Decision{Behavior: permission.Allow}
-		} else {
-			rule, err := permission.ParseRule(r.Rule, permission.Allow)
-			if err != nil {
-				continue
-			}
-			rule.Source = "remembered:" + r.ID
-			pc := *call.Policy
-			pc.Allow = append(slices.Clone(pc.Allow), rule)
-			c := call
-			c.Policy = &pc
-			nv, invalid := decide.VerdictOrAsk(ctx, c)
-			if invalid != "" || nv.Behavior != permission.Allow || nv.Rule == nil || nv.Rule.Source != rule.Source {
-				continue
-			}
-			v = nv
-		}
-		if r.SingleUse && r.UsedBy != key {
-			if err := a.spend(ctx, in.LivePolicy, r.ID, key); err != nil {
-				continue
-			}
-		}
-		what := r.Rule
-		if what == "" {
-			what = "exact input"
-		}
-		v.Decision.Reason = fmt.Sprintf("Remembered: %s by %s (%s scope): %s", r.ID, r.By, r.Scope, what)
-		v.Decision.Suggestions = nil
-		rc := r
-		return v, &rc, nil
-	}
-	return base, nil, nil
 }
 
 // spend spends a single-use remembered approval for the call key.

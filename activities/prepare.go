@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/calls"
@@ -13,10 +14,13 @@ import (
 	"github.com/wardenhq/warden/workflows"
 )
 
-// Prepare validates a call and decides it with decide.Verdict, the one
-// decision function (the CLI's "permission check" and the inbox's role
-// check use it too). The workflow runs it as a local activity so the
-// verdict is recorded.
+// Prepare decides a call: it reads the live policy the turn follows
+// (the store's rules and remembered approvals: I/O), decides the call
+// once with decide.Verdict, the one decision function ("permission
+// check", what-if and the approvers' role check use it too), spends the
+// single-use remembered approval the verdict names, and records the
+// verdict. The workflow runs it as a local activity so the verdict is
+// recorded.
 func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (workflows.Prepared, error) {
 	// The verdict names its call (and, below, the layer that decided).
 	out := workflows.Prepared{CallID: in.Call.ID}
@@ -42,34 +46,37 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	if err != nil {
 		return out, err
 	}
+	call.Remembered, call.Now = live.Remembered, time.Now()
+	call.Turn = decide.Turn{WorkflowID: in.WorkflowID, Agent: in.Agent, CallID: in.Call.ID}
+	call.Memo = &tools.Memo{}
 	v, invalid := decide.VerdictOrAsk(ctx, call)
 	if invalid != "" {
 		out.Invalid = invalid
 		return out, nil
 	}
-	layer := v.Layer
-	if in.LivePolicy != "" {
-		if v, out.Remembered, err = a.remembered(ctx, in, live, call, v); err != nil {
-			return out, err
+	// A single-use approval the verdict used is spent with the store (an
+	// Update, refused when another call spent it first); refused, the
+	// call is decided again without it.
+	for v.Remembered != "" {
+		i := slices.IndexFunc(call.Remembered, func(r workflows.Remembered) bool { return r.ID == v.Remembered })
+		r := call.Remembered[i]
+		if !r.SingleUse || r.UsedBy == call.Turn.Key() || a.spend(ctx, in.LivePolicy, r.ID, call.Turn.Key()) == nil {
+			out.Remembered = &r
+			break
 		}
-		if out.Remembered != nil {
-			layer = permission.LayerRemembered
-		}
+		call.Remembered = slices.Delete(slices.Clone(call.Remembered), i, i+1)
+		v, _ = decide.VerdictOrAsk(ctx, call)
 	}
-	quorum, reason := quorumOf(ctx, call)
-	if q := quorumAsks(v, quorum); q.Behavior != v.Behavior {
-		v, layer = q, permission.LayerQuorum
-	}
-	if v.BypassImmune || quorum > 1 {
-		// No allow rule silences the call (or one would let a single
-		// approver pass a quorum rule): offer none to remember.
+	if v.BypassImmune {
+		// No allow rule silences the call: offer the approver none to
+		// remember.
 		v.Suggestions = nil
 	}
 	a.record(ctx, &out, in, env, call, v, sandboxOff)
-	out.Layer = layer
+	out.Layer = v.Layer
 	if v.Behavior == permission.Ask || v.Behavior == permission.Passthrough {
-		out.Policy.Quorum, out.Policy.RequireReason = quorum, reason
-		if quorum > 1 && out.Policy.Escalation == workflows.EscalateAllow {
+		out.Policy.Quorum, out.Policy.RequireReason = v.Quorum, v.RequireReason
+		if v.Quorum > 1 && out.Policy.Escalation == workflows.EscalateAllow {
 			// A deadline is no approver: a call that needs several is
 			// denied when its wait ends, never allowed.
 			out.Policy.Escalation = workflows.EscalateDeny
@@ -88,22 +95,6 @@ func toolOf(in workflows.PrepareInput, info calls.Info) (calls.Info, *workflows.
 		return calls.Info{}, &f
 	}
 	return info, nil
-}
-
-// quorumAsks makes a call a quorum rule matches ask (unless it is
-// denied): no allow rule, mode or remembered approval passes a call that
-// needs n approvers. Such an ask offers no rule to remember.
-func quorumAsks(v permission.Verdict, n int) permission.Verdict {
-	if n < 1 || v.Behavior == permission.Deny || v.Behavior == permission.Ask {
-		return v
-	}
-	msg := fmt.Sprintf("Permission required: this call needs %d distinct approvers (a quorum rule of the policy)", n)
-	if n == 1 {
-		msg = "Permission required: a quorum rule of the policy makes this call ask"
-	}
-	v.Decision = permission.Decision{Behavior: permission.Ask, Message: msg,
-		Reason: fmt.Sprintf("Quorum: %d approvers (was %s: %s)", n, v.Behavior, v.Reason), UpdatedInput: v.UpdatedInput}
-	return v
 }
 
 // bind binds the call to its environment and the policy pc, to which it
@@ -178,31 +169,4 @@ func sandboxOf(b backend.Backend) (sandboxed, off bool) {
 		return false, false
 	}
 	return s.Sandboxed(), !s.Sandboxed()
-}
-
-// quorumOf resolves the call's quorum rules (permission.Context.Quorum):
-// the most approvals any rule that matches the call asks for (a rule
-// matches as a deny rule would, so one simple command of a Bash line is
-// enough), and whether the policy or a matching rule requires a reason.
-func quorumOf(ctx context.Context, call decide.Call) (n int, reason bool) {
-	pc := call.Policy
-	if pc == nil {
-		return 0, false
-	}
-	reason = pc.RequireReason
-	for _, q := range pc.Quorum {
-		r, err := permission.ParseRule(q.Rule, permission.Deny)
-		if err != nil {
-			continue // checked when the policy was read
-		}
-		c := call
-		c.Policy = &permission.Context{Mode: permission.ModeDefault, WorkingDirs: pc.WorkingDirs, Deny: []permission.Rule{r}}
-		v, err := decide.Verdict(ctx, c)
-		if err != nil || v.Layer != permission.LayerDenyRule {
-			continue
-		}
-		n = max(n, q.Approvals)
-		reason = reason || q.RequireReason
-	}
-	return n, reason
 }

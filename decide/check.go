@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
@@ -57,6 +58,12 @@ type CheckOptions struct {
 	// Limits are the local backend's limits a call is recorded with (nil:
 	// none, or the sandbox is off).
 	Limits *calls.Limits
+	// Remembered are the remembered approvals a call may use (the live
+	// policy store's, "permission check --live-policy"), for the turn
+	// Turn at Now, as the worker's Prepare passes them.
+	Remembered []calls.Remembered
+	Turn       Turn
+	Now        time.Time
 }
 
 // CheckResult is the verdict of Verdict (through VerdictOrAsk, as the
@@ -81,6 +88,13 @@ type CheckResult struct {
 	// (Profile), and Profile the profile itself.
 	Sandbox string         `json:"sandbox,omitempty"`
 	Profile *calls.Sandbox `json:"profile,omitempty"`
+	// Remembered is the remembered approval that allowed the call;
+	// Quorum the distinct approvers it needs (QuorumRule: the quorum
+	// rule that says so); RequireReason that every answer needs a reason.
+	Remembered    string `json:"remembered,omitempty"`
+	Quorum        int    `json:"quorum,omitempty"`
+	QuorumRule    string `json:"quorum_rule,omitempty"`
+	RequireReason bool   `json:"require_reason,omitempty"`
 
 	// toolDecision is the tool's own check, for Explain.
 	toolDecision permission.Decision
@@ -124,7 +138,8 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 		// Resolved once here, outside the decision.
 		home, _ = os.UserHomeDir()
 	}
-	call := Call{Tool: t, Input: req.Input, Workdir: wd, Home: home, Policy: &pc, Sandboxed: !o.Unsandboxed}
+	call := Call{Tool: t, Input: req.Input, Workdir: wd, Home: home, Policy: &pc, Sandboxed: !o.Unsandboxed,
+		Remembered: o.Remembered, Turn: o.Turn, Now: o.Now}
 	if o.ToolNetwork != nil {
 		call.ToolNetwork = o.ToolNetwork(t.Info().Name)
 	}
@@ -146,6 +161,7 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 		Mode:         v.Mode,
 		WorkingDirs:  v.WorkingDirs,
 		toolDecision: v.Tool,
+		Remembered:   v.Remembered, Quorum: v.Quorum, QuorumRule: v.QuorumRule, RequireReason: v.RequireReason,
 	}
 	prof := Profile(ctx, call, v)
 	prof.Off = o.Unsandboxed
@@ -280,6 +296,15 @@ func (r CheckResult) Explain(w io.Writer) {
 	fmt.Fprintf(w, "Why:         %s\n", r.Message)
 	if r.BypassImmune {
 		fmt.Fprintf(w, "Safety:      bypass-immune (allow rules cannot override it)\n")
+	}
+	if r.Remembered != "" {
+		fmt.Fprintf(w, "Remembered:  approval %s of the policy store\n", r.Remembered)
+	}
+	if r.Quorum > 0 {
+		fmt.Fprintf(w, "Quorum:      %d distinct approvers (quorum rule %s)\n", r.Quorum, r.QuorumRule)
+	}
+	if r.RequireReason && (r.Behavior == string(permission.Ask) || r.Behavior == string(permission.Passthrough)) {
+		fmt.Fprintf(w, "Reason:      every answer must give a reason\n")
 	}
 	fmt.Fprintf(w, "Tool:        %s (mode %s)\n", r.Tool, r.Mode)
 	if len(r.WorkingDirs) > 0 {

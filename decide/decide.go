@@ -14,7 +14,9 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"time"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 )
@@ -48,17 +50,49 @@ type Call struct {
 	// of the tool (tools.NAME.network, tools.NAME.network_hosts); nil:
 	// none.
 	ToolNetwork *permission.NetworkGrant
+	// Remembered are the remembered approvals of the live policy store
+	// the turn follows (read beforehand: the worker's Prepare queries the
+	// store, "permission check --live-policy" too); the first active one
+	// whose scope covers Turn and that allows the call decides an ASK.
+	// Quorum rules come with the Policy (permission.Context.Quorum).
+	Remembered []calls.Remembered
+	// Turn is the turn and call being decided: the remembered approvals'
+	// scopes and single-use keys read it.
+	Turn Turn
+	// Now is the time remembered approvals' TTLs are checked at (zero:
+	// none has expired).
+	Now time.Time
+	// Memo holds the call's Bash analysis: one parse per call across all
+	// the layers and rules. nil: a fresh one per Verdict. Pass the same
+	// memo to decide the same call again (a spent approval tried next).
+	Memo *tools.Memo
 }
+
+// Turn names the turn a call belongs to and the call.
+type Turn struct {
+	WorkflowID string
+	// Agent is the turn's agent label (remembered approvals of the agent
+	// scope).
+	Agent  string
+	CallID string
+}
+
+// Key is the call's key in the policy store: workflow id/call id, the
+// UsedBy of a single-use remembered approval it spent.
+func (t Turn) Key() string { return t.WorkflowID + "/" + t.CallID }
 
 // Verdict is the one decision function for a tool call: it validates the
 // input against the tool's schema (a *tools.ValidationError, wrapped,
 // when it does not fit), runs the tool's own input check
 // (tools.InputChecker: a *tools.InputError, wrapped, when the call would
-// fail without running), and only then runs the permission engine
-// (permission.Evaluate) on the tool bound to the call's workspace, so
-// that no call that cannot succeed is put to a human. The tool gets no
-// backend: nothing inside the decision can touch the workspace. A Bash
-// command is parsed once per call, whatever the number of rules.
+// fail without running), and only then walks the decision's layers
+// (Layers): the permission engine (permission.Evaluate) on the tool
+// bound to the call's workspace, the sandbox auto-allow, the remembered
+// approvals and the quorum rules, so that no call that cannot succeed is
+// put to a human. The tool gets no backend: nothing inside the decision
+// can touch the workspace. A Bash command is parsed once per call,
+// whatever the number of rules, remembered approvals and quorum rules.
+// The sandbox profile follows from the verdict (Profile).
 func Verdict(ctx context.Context, c Call) (permission.Verdict, error) {
 	if c.Tool == nil {
 		return permission.Verdict{}, errors.New("decide: no tool")
@@ -82,12 +116,18 @@ func Verdict(ctx context.Context, c Call) (permission.Verdict, error) {
 		}
 	}
 	// The permission checks do not depend on the tool state.
-	b := c.bind(&pc)
-	verdict, err := permission.Evaluate(ctx, &pc, b, c.Input)
-	if err != nil {
-		return verdict, err
+	if c.Memo == nil {
+		c.Memo = &tools.Memo{}
 	}
-	return autoAllow(ctx, b, c, &pc, verdict), nil
+	d := &decision{c: c, pc: &pc, b: c.bind(&pc)}
+	var verdict permission.Verdict
+	for _, l := range layers() {
+		var err error
+		if verdict, err = l.apply(ctx, d, verdict); err != nil {
+			return verdict, err
+		}
+	}
+	return verdict, nil
 }
 
 // VerdictOrAsk is Verdict as the worker applies it: an input that does
@@ -133,11 +173,16 @@ func (c Call) policy() permission.Context {
 // bind binds the call's tool to its workspace under pc for one
 // decision: the environment the tool's checker methods see holds the
 // backend's home (cleaned; "" or a relative home is unknown), the
-// tool's settings network and a fresh parse memo, so that the methods
-// called through the binding share the analysis of a Bash command.
+// tool's settings network and the call's parse memo (a fresh one
+// without), so that the methods called through the binding, in every
+// layer, share the analysis of a Bash command.
 func (c Call) bind(pc *permission.Context) bound {
+	m := c.Memo
+	if m == nil {
+		m = &tools.Memo{}
+	}
 	return bind(c.Tool, &tools.Env{Workdir: c.Workdir, Permission: pc, Home: cleanHome(c.Home),
-		ToolNetwork: c.ToolNetwork, Memo: &tools.Memo{}})
+		ToolNetwork: c.ToolNetwork, Memo: m})
 }
 
 func cleanHome(h string) string {

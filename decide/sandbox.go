@@ -82,7 +82,7 @@ func profile(ctx context.Context, b bound, c Call, pc *permission.Context, v per
 		// git's own writes for a git command a person allowed: by an
 		// approval, an allow rule, or the team's sandbox.auto_allow
 		// (which never runs history-rewriting git unasked).
-		s.Git = gitCommand(ctx, b, c.Input) && (human || v.Layer == permission.LayerAllowRule || v.Layer == permission.LayerSandbox)
+		s.Git = gitCommand(ctx, b, c.Input) && (human || v.Layer == permission.LayerAllowRule || v.Layer == permission.LayerRemembered || v.Layer == permission.LayerSandbox)
 		for _, p := range outsideWrites(ctx, b, c.Input, dirs) {
 			granted := human
 			if r, _ := (permission.Paths{Workdir: c.Workdir}).Rule(pc.Allow, []string{"Edit", "Write"}, p); r != nil {

@@ -56,6 +56,17 @@ type Verdict struct {
 	// Mode and WorkingDirs are the policy the verdict was decided under.
 	Mode        Mode     `json:"mode"`
 	WorkingDirs []string `json:"working_dirs,omitempty"`
+	// The layers decide adds after the engine's (decide.Layers):
+	// Remembered is the id of the remembered approval that allowed the
+	// call (layer remembered); Quorum the distinct approvers an ASK needs
+	// (the most any quorum rule that matches the call asks for; 0: no
+	// rule matched) and QuorumRule that rule; RequireReason says every
+	// answer must carry a reason (the policy's require_reason or the
+	// quorum rule's).
+	Remembered    string `json:"remembered,omitempty"`
+	Quorum        int    `json:"quorum,omitempty"`
+	QuorumRule    string `json:"quorum_rule,omitempty"`
+	RequireReason bool   `json:"require_reason,omitempty"`
 }
 
 // Evaluate is the permission engine: it decides whether t may run with
