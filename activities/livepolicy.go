@@ -40,32 +40,6 @@ func (a *Activities) policyState(ctx context.Context, store string) (workflows.P
 	return st, nil
 }
 
-// livePolicy lays the store's live rules over the turn's policy: the
-// store's allow, ask and deny rules replace the turn's own, except the
-// rules the turn's approvers added (source "session").
-func livePolicy(pc *permission.Context, st workflows.PolicyState) error {
-	if st.Rules == nil {
-		return nil
-	}
-	allow, ask, deny, err := st.Rules.Parse()
-	if err != nil {
-		return fmt.Errorf("policy store v%d: %w", st.Version, err)
-	}
-	session := func(rs []permission.Rule) []permission.Rule {
-		var out []permission.Rule
-		for _, r := range rs {
-			if r.Source == "session" {
-				out = append(out, r)
-			}
-		}
-		return out
-	}
-	pc.Allow = append(allow, session(pc.Allow)...)
-	pc.Ask = append(ask, session(pc.Ask)...)
-	pc.Deny = append(deny, session(pc.Deny)...)
-	return nil
-}
-
 // spend spends a single-use remembered approval for the call key.
 func (a *Activities) spend(ctx context.Context, store, id, key string) error {
 	h, err := a.Client.UpdateWorkflow(ctx, tclient.UpdateWorkflowOptions{

@@ -37,7 +37,7 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 		if live, err = a.policyState(ctx, in.LivePolicy); err != nil {
 			return out, err
 		}
-		if err := livePolicy(&pc, live); err != nil {
+		if err := live.Apply(&pc); err != nil {
 			return out, err
 		}
 		out.PolicyVersion = live.Version

@@ -187,4 +187,8 @@ type Decided struct {
 	// Connections are the connections the call's processes asked the
 	// egress proxy for when it ran on this verdict.
 	Connections []calls.Connection `json:"connections,omitempty"`
+	// Remembered is the remembered approval the verdict used, as the
+	// worker read it from the policy store; Agent the turn's agent label.
+	Remembered *calls.Remembered `json:"remembered,omitempty"`
+	Agent      string            `json:"agent,omitempty"`
 }

@@ -242,8 +242,8 @@ const (
 // decide.VerdictOrAsk, as the worker does) under the proposed policy, on
 // o.Workers goroutines (the Bash analysis is most of the cost), and
 // reports those decided differently. A call a remembered approval
-// allowed stays allowed where the proposed policy would ask it the way a
-// remembered approval answers (not a safety check, not an ask rule).
+// allowed is decided with that approval, as the worker decided it, and a
+// quorum rule (the proposal's, else the turn's) makes its call ask.
 func Redecide(ctx context.Context, calls []Decided, o WhatIfOptions) (WhatIf, error) {
 	base, err := o.Policy.Context()
 	if err != nil {
@@ -421,7 +421,13 @@ func (r *redecider) decide(ctx context.Context, t tools.Tool, d *Decided) (now, 
 		wd = r.o.Workdir
 	}
 	call = decide.Call{Tool: t, Input: d.Input, Workdir: wd, Home: r.o.Home, Policy: &pc,
-		Validator: r.val, Sandboxed: d.Sandboxed}
+		Validator: r.val, Sandboxed: d.Sandboxed, Now: d.Verdict.Time,
+		Turn: decide.Turn{WorkflowID: d.Verdict.WorkflowID, Agent: d.Agent, CallID: d.Verdict.CallID}}
+	if d.Remembered != nil {
+		// The remembered approval that allowed the call, as the worker
+		// read it from the store: the decision tries it as it did.
+		call.Remembered = []calls.Remembered{*d.Remembered}
+	}
 	if r.o.ToolNetwork != nil {
 		call.ToolNetwork = r.o.ToolNetwork(t.Info().Name)
 	}
@@ -437,9 +443,6 @@ func (r *redecider) decide(ctx context.Context, t tools.Tool, d *Decided) (now, 
 	}
 	if invalid != "" {
 		now, reason, layer = "invalid", invalid, "validation"
-	}
-	if d.Verdict.Remembered != "" && now == string(permission.Ask) && !v.BypassImmune && (v.Rule == nil || v.Rule.Behavior != permission.Ask) {
-		now, reason, layer, rule = string(permission.Allow), d.Verdict.Reason, "remembered", ""
 	}
 	return now, reason, layer, rule, call, v
 }
@@ -526,6 +529,9 @@ func proposedContext(base permission.Context, o WhatIfOptions, d *Decided) permi
 	}
 	if p.Sandbox == nil {
 		pc.Sandbox = turn.Sandbox
+	}
+	if p.Quorum == nil {
+		pc.Quorum, pc.RequireReason = turn.Quorum, pc.RequireReason || turn.RequireReason
 	}
 	pc.Protected = slices.Concat(turn.Protected, base.Protected, o.Protected)
 	pc.Allow = slices.Concat(base.Allow, d.Session)

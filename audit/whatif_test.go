@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 )
@@ -163,6 +164,8 @@ func TestWhatIfSessionRules(t *testing.T) {
 	later.Session = []permission.Rule{{Tool: "Bash", Content: "touch:*", Behavior: permission.Allow, Source: "session"}}
 	remembered := base
 	remembered.Verdict.CallID, remembered.Verdict.Decision, remembered.Verdict.Remembered, remembered.Answer = "r", "allow", "rem-1", nil
+	// The approval as the worker read it from the store.
+	remembered.Remembered = &calls.Remembered{ID: "rem-1", Scope: calls.ScopeNamespace, Tool: "Bash", Rule: "Bash(touch:*)", By: "carol"}
 	w, err := Redecide(context.Background(), []Decided{later, remembered}, WhatIfOptions{Policy: permission.Policy{}})
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +174,7 @@ func TestWhatIfSessionRules(t *testing.T) {
 		t.Errorf("changes %+v", w.Changes)
 	}
 	later.Session = nil
-	remembered.Verdict.Remembered = ""
+	remembered.Verdict.Remembered, remembered.Remembered = "", nil
 	if w, _ := Redecide(context.Background(), []Decided{later, remembered}, WhatIfOptions{Policy: permission.Policy{}}); w.ByChange["allow→ask"] != 2 {
 		t.Errorf("without the session rule and the remembered approval: %+v", w.ByChange)
 	}

@@ -145,6 +145,34 @@ type PolicyState struct {
 	Notified int `json:"notified"`
 }
 
+// Apply lays the store's live rules over a turn's policy pc: the store's
+// allow, ask and deny rules replace the turn's own, except the rules the
+// turn's approvers added (source "session"). A store with no rules set
+// leaves pc as it is. The worker's Prepare and "starter permission check
+// --live-policy" both apply it.
+func (st PolicyState) Apply(pc *permission.Context) error {
+	if st.Rules == nil {
+		return nil
+	}
+	allow, ask, deny, err := st.Rules.Parse()
+	if err != nil {
+		return fmt.Errorf("policy store v%d: %w", st.Version, err)
+	}
+	session := func(rs []permission.Rule) []permission.Rule {
+		var out []permission.Rule
+		for _, r := range rs {
+			if r.Source == "session" {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	pc.Allow = append(allow, session(pc.Allow)...)
+	pc.Ask = append(ask, session(pc.Ask)...)
+	pc.Deny = append(deny, session(pc.Deny)...)
+	return nil
+}
+
 // PolicyNotice is SignalPolicyChanged's payload.
 type PolicyNotice struct {
 	Store   string `json:"store"`

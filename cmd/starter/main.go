@@ -69,7 +69,7 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&cn.flags.TLSKey, "tls-key", "", "client certificate's key (default $TEMPORAL_TLS_KEY)")
 	pf.StringVar(&cn.flags.TLSCA, "tls-ca", "", "CA certificate the cluster's is signed with (default $TEMPORAL_TLS_CA; else the system's)")
 	pf.StringVar(&cn.flags.KeyFile, "key-file", "", "warden key file (default $WARDEN_KEY_FILE, else the operator key in the embedded server's data directory)")
-	root.AddCommand(newRunCmd(cn), newToolsCmd(cn), newPermissionCmd(), newApprovalsCmd(cn), newAuditCmd(cn), newBenchCmd(cn), newWatchCmd(cn),
+	root.AddCommand(newRunCmd(cn), newToolsCmd(cn), newPermissionCmd(cn), newApprovalsCmd(cn), newAuditCmd(cn), newBenchCmd(cn), newWatchCmd(cn),
 		newAskCmd(cn), newExternalCmd(cn), newBatchCmd(cn), newShowCmd(cn), newGCCmd(cn), newKeysCmd(cn), newPolicyCmd(cn), newChatCmd(cn), newBudgetCmd(cn))
 	return root
 }

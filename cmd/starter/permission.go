@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,16 +16,17 @@ import (
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/workflows"
 )
 
 // newPermissionCmd is "starter permission": offline checks of the
 // permission engine against the built-in tools on the local machine.
-func newPermissionCmd() *cobra.Command {
+func newPermissionCmd(cn *conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "permission",
 		Short: "Inspect permission decisions",
 	}
-	cmd.AddCommand(newPermissionCheckCmd())
+	cmd.AddCommand(newPermissionCheckCmd(cn))
 	return cmd
 }
 
@@ -35,15 +37,22 @@ type permFlags struct {
 	dataDir  string
 	workdirs []string
 	jsonl    bool
+	// livePolicy names the policy store to read (its live rules and
+	// remembered approvals), for the turn workflow (labelled agent) and
+	// its call.
+	livePolicy, workflow, agent, call string
 }
 
-func newPermissionCheckCmd() *cobra.Command {
+func newPermissionCheckCmd(cn *conn) *cobra.Command {
 	var f permFlags
 	cmd := &cobra.Command{
 		Use:   "check --tool NAME --input JSON | --jsonl",
 		Short: "Explain the decision for one tool call, or for JSON lines on stdin",
-		Long: `check evaluates tool calls with the permission engine, locally and
-without a Temporal connection.
+		Long: `check decides tool calls as the worker does (decide.Verdict: the
+permission engine, the sandbox auto-allow, remembered approvals and the
+policy's quorum rules), locally; only --live-policy connects to Temporal,
+to read the policy store's live rules and remembered approvals (for the
+turn --workflow, labelled --agent), as the worker reads them.
 
 With --tool and --input it prints the decision, the layer that decided,
 why, and the suggested rules. With --jsonl it reads one request per line
@@ -56,7 +65,7 @@ and writes one JSON result (or {"error":...}) per request, in order.
 --rules, --mode and --workdir give defaults the requests extend.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o, err := f.options(cmd.Context())
+			o, err := f.options(cmd.Context(), cn)
 			if err != nil {
 				return err
 			}
@@ -86,14 +95,28 @@ and writes one JSON result (or {"error":...}) per request, in order.
 	fl.StringVar(&f.config, "worker-config", "", "the worker's config file, for its protected files and sandbox setting (default temporal-dev.yaml when present)")
 	fl.StringVar(&f.dataDir, "worker-data-dir", "", "the worker's data directory when its --data-dir overrides the config's (protected like the rest of its own files)")
 	fl.BoolVar(&f.jsonl, "jsonl", false, "read JSON requests from stdin, write JSON results to stdout")
+	fl.StringVar(&f.livePolicy, "live-policy", "", "read this policy store (e.g. "+workflows.DefaultPolicyStore+"): its live rules replace the file's, and its remembered approvals apply, as in a turn that follows it")
+	fl.StringVar(&f.workflow, "workflow", "check", "with --live-policy: the turn's workflow id (remembered approvals of the turn and agent scopes)")
+	fl.StringVar(&f.agent, "agent", "", "with --live-policy: the turn's agent label (remembered approvals of the agent scope)")
+	fl.StringVar(&f.call, "call", "check", "with --live-policy: the call's id (a single-use approval it already spent)")
 	return cmd
 }
 
-// options builds the check's options from --rules, --mode and --workdir.
-func (f permFlags) options(ctx context.Context) (decide.CheckOptions, error) {
+// options builds the check's options from --rules, --mode, --workdir
+// and --live-policy.
+func (f permFlags) options(ctx context.Context, cn *conn) (decide.CheckOptions, error) {
 	base, err := cli.PolicyContext(ctx, permission.Policy{}, f.rules, permission.Mode(f.mode))
 	if err != nil {
 		return decide.CheckOptions{}, err
+	}
+	var live workflows.PolicyState
+	if f.livePolicy != "" {
+		if live, err = cn.policyState(ctx, f.livePolicy); err != nil {
+			return decide.CheckOptions{}, err
+		}
+		if err := live.Apply(&base); err != nil {
+			return decide.CheckOptions{}, err
+		}
 	}
 	// The worker's own files are protected as the worker protects them
 	// (its config, the environment's overrides and --worker-data-dir),
@@ -107,7 +130,8 @@ func (f permFlags) options(ctx context.Context) (decide.CheckOptions, error) {
 	if err != nil {
 		return decide.CheckOptions{}, fmt.Errorf("backend.local.limits: %w", err)
 	}
-	o := decide.CheckOptions{Base: base, Workdirs: f.workdirs, Unsandboxed: cfg.Backend.Local.SandboxOff(), ToolNetwork: toolNetwork(cfg)}
+	o := decide.CheckOptions{Base: base, Workdirs: f.workdirs, Unsandboxed: cfg.Backend.Local.SandboxOff(), ToolNetwork: toolNetwork(cfg),
+		Remembered: live.Remembered, Turn: decide.Turn{WorkflowID: f.workflow, Agent: f.agent, CallID: f.call}, Now: time.Now()}
 	if limits != (calls.Limits{}) {
 		o.Limits = &limits
 	}

@@ -25,7 +25,7 @@ func execute(t *testing.T, cmd *cobra.Command, stdin string, args ...string) (st
 
 func runPerm(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
-	return execute(t, newPermissionCmd(), stdin, args...)
+	return execute(t, newPermissionCmd(&conn{}), stdin, args...)
 }
 
 // TestPermissionCheck: the command's flags reach decide.Check and
