@@ -64,6 +64,10 @@ type CheckOptions struct {
 	Remembered []calls.Remembered
 	Turn       Turn
 	Now        time.Time
+	// State is the turn's tool state as the call would find it (an Edit
+	// of a file read before); nil: unknown, and those checks are left to
+	// the call.
+	State *tools.State
 }
 
 // CheckResult is the verdict of Verdict (through VerdictOrAsk, as the
@@ -139,7 +143,7 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 		home, _ = os.UserHomeDir()
 	}
 	call := Call{Tool: t, Input: req.Input, Workdir: wd, Home: home, Policy: &pc, Sandboxed: !o.Unsandboxed,
-		Remembered: o.Remembered, Turn: o.Turn, Now: o.Now}
+		Remembered: o.Remembered, Turn: o.Turn, Now: o.Now, State: o.State}
 	if o.ToolNetwork != nil {
 		call.ToolNetwork = o.ToolNetwork(t.Info().Name)
 	}
