@@ -106,7 +106,7 @@ type Activities struct {
 func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.Model, activity.RegisterOptions{Name: workflows.ActivityModel})
 	r.RegisterActivityWithOptions(a.ModelStep, activity.RegisterOptions{Name: workflows.ActivityModelStep})
-	r.RegisterActivityWithOptions(a.Prepare, activity.RegisterOptions{Name: workflows.ActivityPrepare})
+	r.RegisterActivityWithOptions(a.prepareKind, activity.RegisterOptions{Name: workflows.ActivityPrepare})
 	r.RegisterActivityWithOptions(a.Tool, activity.RegisterOptions{Name: workflows.ActivityTool})
 	r.RegisterActivityWithOptions(a.Notify, activity.RegisterOptions{Name: workflows.ActivityNotify})
 	r.RegisterActivityWithOptions(a.ChatPost, activity.RegisterOptions{Name: workflows.ActivityChatPost})
@@ -116,6 +116,16 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.CheckRules, activity.RegisterOptions{Name: workflows.ActivityCheckRules})
 	r.RegisterActivityWithOptions(a.BudgetCharge, activity.RegisterOptions{Name: workflows.ActivityBudgetCharge})
 	r.RegisterActivityWithOptions(a.BudgetRaise, activity.RegisterOptions{Name: workflows.ActivityBudgetRaise})
+}
+
+// prepareKind is the Prepare activity as the worker registers it:
+// Prepare's verdict with the kind the workflow asked for echoed
+// (Prepared.Kind), since a local activity's marker records its result
+// and not its input, and the audit reads the kind from it.
+func (a *Activities) prepareKind(ctx context.Context, in workflows.PrepareInput) (workflows.Prepared, error) {
+	out, err := a.Prepare(ctx, in)
+	out.Kind = in.Kind
+	return out, err
 }
 
 func (a *Activities) logger() *slog.Logger {
