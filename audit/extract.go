@@ -171,10 +171,12 @@ type extractor struct {
 	// from those records (notes.go), not the legacy way.
 	noted bool
 	// budgetPaths are the paths of budget approvals' answers, by call
-	// id; budgetOpen the answers a noted run accepted whose outcome it
-	// has yet to record.
-	budgetPaths map[string]string
-	budgetOpen  []string
+	// id; budgetOpen the answers accepted in the last workflow task
+	// (checkBudgetNotes); escalatedIDs the calls whose escalation was
+	// read.
+	budgetPaths  map[string]string
+	budgetOpen   []string
+	escalatedIDs map[string]bool
 	// notes are the notifications of the current run in flight, by the
 	// event id of their scheduling; carried are those in flight when the
 	// last run (carriedRun) continued as new, at carriedAt.
@@ -212,6 +214,9 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
 		x.started(e)
 	case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+		if err := x.checkBudgetNotes(); err != nil {
+			return err
+		}
 		x.flushDue()
 		x.now = t
 		x.startAsks()
@@ -246,6 +251,8 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 		x.notifyFailed(t, e.GetActivityTaskCanceledEventAttributes().GetScheduledEventId(), "canceled")
 	case enumspb.EVENT_TYPE_TIMER_FIRED:
 		x.fired = true
+	case enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+		return x.indexed(e)
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 		x.activityScheduled(t, e)
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:

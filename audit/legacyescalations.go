@@ -101,6 +101,7 @@ func (x *extractor) flushDue() {
 		r := Record{Time: d.at, CallID: c.id, Tool: c.tool, Kind: KindEscalation, Decision: string(action),
 			By: "deadline", Path: PathEscalation, Reason: reason, Layer: "deadline", ProposedInput: c.proposed}
 		x.record(r)
+		x.markEscalated(c.id)
 		if action != workflows.EscalateNotify {
 			x.answered(c, r)
 		}

@@ -27,9 +27,10 @@ const changeAuditNotes = "audit-notes"
 
 // ErrNotRecorded is the error of a history whose run says it records
 // what the audit reads (the "audit-notes" marker) but lacks a record: a
-// verdict without its kind, a budget approval answered without its
-// recorded outcome, or a call that waited for an approval in a turn that
-// ended without a recorded answer.
+// verdict without its kind, a budget approval answered (by an Update)
+// without its recorded outcome, a call the turn's pending index shows
+// escalated without a recorded escalation, or a call that waited for an
+// approval in a turn that ended without a recorded answer.
 var ErrNotRecorded = errors.New("audit record missing from the history")
 
 // version reads a Version marker: the run records notes from here on.
@@ -93,6 +94,7 @@ func (x *extractor) escalated(t time.Time, n workflows.EscalationNote) {
 	if c != nil {
 		r.ProposedInput = c.proposed
 	}
+	x.markEscalated(n.CallID)
 	x.record(r)
 	if c == nil || n.Action == workflows.EscalateNotify {
 		return // a budget approval's outcome is its budget note
@@ -107,16 +109,64 @@ const (
 	BudgetDenied = "deny"
 )
 
-// budgetAnswer remembers an answer to a budget approval the turn
-// accepted (an Update): a run that records notes records its outcome.
+// budgetAnswer remembers an answer to a budget approval. One the turn
+// accepted (an Update) is applied in the workflow task that accepted it,
+// whose commands follow it in the history: a run that records notes
+// (known by the end of that task: its marker may come with the note)
+// records its outcome there (checkBudgetNotes).
 func (x *extractor) budgetAnswer(id, path string) {
 	if x.budgetPaths == nil {
 		x.budgetPaths = map[string]string{}
 	}
 	x.budgetPaths[id] = path
-	if x.noted && path == PathUpdate && !slices.Contains(x.budgetOpen, id) {
+	if path == PathUpdate && !slices.Contains(x.budgetOpen, id) {
 		x.budgetOpen = append(x.budgetOpen, id)
 	}
+}
+
+// checkBudgetNotes is called where the commands of the workflow task
+// that accepted the budget answers still open have all been read (the
+// next task's start, the run's end): in a run that records notes each
+// has its note by then.
+func (x *extractor) checkBudgetNotes() error {
+	open := x.budgetOpen
+	x.budgetOpen = nil
+	if x.noted && len(open) > 0 {
+		return fmt.Errorf("budget approval %s answered without its recorded outcome: %w", strings.Join(open, ", "), ErrNotRecorded)
+	}
+	return nil
+}
+
+// markEscalated notes that c's escalation was read (recorded, or
+// re-simulated in a legacy run).
+func (x *extractor) markEscalated(id string) {
+	if x.escalatedIDs == nil {
+		x.escalatedIDs = map[string]bool{}
+	}
+	x.escalatedIDs[id] = true
+}
+
+// indexed reads the pending index a run upserted to its memo: an entry
+// it shows escalated must have its escalation recorded (in a run that
+// records them, before the upsert that follows it).
+func (x *extractor) indexed(e *historypb.HistoryEvent) error {
+	if !x.noted {
+		return nil
+	}
+	p := e.GetWorkflowPropertiesModifiedEventAttributes().GetUpsertedMemo().GetFields()[workflows.MemoPending]
+	if p == nil {
+		return nil
+	}
+	var idx workflows.PendingIndex
+	if err := x.dc.FromPayload(p, &idx); err != nil {
+		return nil // an index that does not decode says nothing
+	}
+	for _, en := range idx.Entries {
+		if en.Escalated && !x.escalatedIDs[en.CallID] {
+			return fmt.Errorf("call %s escalated without a recorded escalation: %w", en.CallID, ErrNotRecorded)
+		}
+	}
+	return nil
 }
 
 // budgetAnswered records a budget approval's recorded answer: a raise
@@ -153,17 +203,15 @@ func (x *extractor) budgetAnswered(t time.Time, n workflows.BudgetNote) {
 	x.record(r)
 }
 
-// checkNoted fails a run that records notes and lacks one: an accepted
-// budget answer without its outcome, or (ended, when the turn finished)
-// a call still waiting for an approval nobody recorded an answer to.
+// checkNoted fails a run that records notes and lacks one at its end:
+// an accepted budget answer without its outcome, or (ended, when the
+// turn finished) a call still waiting for an approval nobody recorded an
+// answer to.
 func (x *extractor) checkNoted(ended bool) error {
-	if !x.noted {
-		return nil
+	if err := x.checkBudgetNotes(); err != nil {
+		return err
 	}
-	if len(x.budgetOpen) > 0 {
-		return fmt.Errorf("budget approval %s answered without its recorded outcome: %w", strings.Join(x.budgetOpen, ", "), ErrNotRecorded)
-	}
-	if !ended {
+	if !x.noted || !ended {
 		return nil
 	}
 	for _, c := range x.seq {
