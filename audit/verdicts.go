@@ -55,7 +55,7 @@ func (x *extractor) prepared(t time.Time, s scheduled, a *historypb.ActivityTask
 // order (tool is then the verdict's tool name).
 func (x *extractor) verdictCall(id string, k workflows.VerdictKind, tool string) (*call, string, error) {
 	if k != "" {
-		kind, err := kindOf(k)
+		kind, err := recordKind(k)
 		if err != nil {
 			return nil, "", fmt.Errorf("verdict on %q: %w", id, err)
 		}
@@ -75,8 +75,8 @@ func (x *extractor) verdictCall(id string, k workflows.VerdictKind, tool string)
 	return c, x.guessKind(c), nil
 }
 
-// kindOf is the record kind of a recorded verdict kind.
-func kindOf(k workflows.VerdictKind) (string, error) {
+// recordKind is the record kind of a recorded verdict kind.
+func recordKind(k workflows.VerdictKind) (string, error) {
 	switch k {
 	case workflows.VerdictFirst:
 		return KindPermission, nil
