@@ -22,8 +22,10 @@ import (
 // verdict. The workflow runs it as a local activity so the verdict is
 // recorded.
 func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (workflows.Prepared, error) {
-	// The verdict names its call (and, below, the layer that decided).
-	out := workflows.Prepared{CallID: in.Call.ID}
+	// The verdict names its call and its kind (a local activity's marker
+	// records its result, not its input, and the audit reads the kind
+	// from it), and, below, the layer that decided.
+	out := workflows.Prepared{CallID: in.Call.ID, Kind: in.Kind}
 	t, ok := a.Tools.Get(in.Call.Name)
 	if !ok || (len(in.Allowed) > 0 && !slices.Contains(in.Allowed, in.Call.Name)) {
 		out.Invalid = fmt.Sprintf("ToolNotFoundError: The tool named '%s' doesn't exist.", in.Call.Name)

@@ -27,6 +27,12 @@ func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, pa
 			return fmt.Errorf("decode approval: %w", err)
 		}
 		c := x.calls[a.CallID]
+		if c == nil && strings.HasPrefix(a.CallID, "budget_") {
+			// A budget approval's answer: its outcome is recorded
+			// where the turn applies it (notes.go).
+			x.budgetAnswer(a.CallID, path)
+			return nil
+		}
 		if c == nil || !c.asked {
 			return nil
 		}

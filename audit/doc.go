@@ -17,9 +17,12 @@
 //
 // The files, by job: history.go reads the histories from the server;
 // record.go is the record schema (what the audit writes out); extract.go
-// walks a chain's events, and verdicts.go, answers.go, escalations.go,
-// evidence.go and notifications.go say what each kind of event records;
-// legacy.go matches the verdicts of histories recorded before verdicts
-// named their call; report.go writes records out, whatif.go re-decides
-// recorded verdicts.
+// walks a chain's events, and verdicts.go, answers.go, notes.go
+// (escalations and budget answers, as recorded), evidence.go and
+// notifications.go say what each kind of event records; legacy.go
+// matches the verdicts of histories recorded before verdicts named their
+// call and guesses the kind of those recorded before verdicts said it,
+// and legacyescalations.go re-simulates the deadlines of runs recorded
+// before escalations were; report.go writes records out, whatif.go
+// re-decides recorded verdicts.
 package audit

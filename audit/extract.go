@@ -1,8 +1,10 @@
 // Extraction: the walk over a chain's events, in order, that turns them
 // into records. This file holds the walk, the state it keeps of every call
 // and the events it reads; what each kind of event records is in
-// verdicts.go, answers.go, escalations.go, evidence.go and
-// notifications.go.
+// verdicts.go, answers.go, notes.go (escalations and budget answers, as
+// recorded), evidence.go and notifications.go; the readings of runs
+// recorded before those records are in legacy.go and
+// legacyescalations.go.
 
 package audit
 
@@ -38,6 +40,12 @@ func Extract(workflowID string, evs []*historypb.HistoryEvent) ([]Record, error)
 // it. Verdicts recorded before Prepare results named their call and
 // layer are matched by order and their layer read from the reason
 // (legacy.go).
+//
+// A run with the "audit-notes" marker is read from what it recorded for
+// the audit: each verdict's kind, each escalation and each budget
+// approval's answer (notes.go). What such a run lacks fails the reading
+// with ErrNotRecorded; runs recorded before keep the legacy reading,
+// which works out verdict kinds and re-simulates deadlines.
 func ExtractChain(workflowID string, runs []Run) ([]Record, error) {
 	x, err := extract(workflowID, runs)
 	if err != nil {
@@ -67,6 +75,7 @@ func extract(workflowID string, runs []Run) (*extractor, error) {
 	x := &extractor{wf: workflowID, dc: converter.GetDefaultDataConverter(), calls: map[string]*call{}}
 	for _, run := range runs {
 		x.run = run.ID
+		x.noted, x.budgetOpen = false, nil
 		x.sched = map[int64]scheduled{}
 		x.notes = map[int64]workflows.NotifyInput{}
 		evs := run.Events
@@ -77,7 +86,9 @@ func extract(workflowID string, runs []Run) (*extractor, error) {
 				for j < len(evs) && evs[j].GetEventType() == enumspb.EVENT_TYPE_MARKER_RECORDED {
 					j++
 				}
-				x.markers(evs[i:j])
+				if err := x.markers(evs[i:j]); err != nil {
+					return nil, fmt.Errorf("run %s event %d: %w", run.ID, e.GetEventId(), err)
+				}
 				i = j - 1
 				continue
 			}
@@ -155,6 +166,17 @@ type extractor struct {
 	fresh []*call
 	fired bool // a timer fired since the last workflow task started
 	due   *due
+	// noted says the current run records verdict kinds, escalations and
+	// budget answers (its "audit-notes" marker was read): it is read
+	// from those records (notes.go), not the legacy way.
+	noted bool
+	// budgetPaths are the paths of budget approvals' answers, by call
+	// id; budgetOpen the answers accepted in the last workflow task
+	// (checkBudgetNotes); escalatedIDs the calls whose escalation was
+	// read.
+	budgetPaths  map[string]string
+	budgetOpen   []string
+	escalatedIDs map[string]bool
 	// notes are the notifications of the current run in flight, by the
 	// event id of their scheduling; carried are those in flight when the
 	// last run (carriedRun) continued as new, at carriedAt.
@@ -192,11 +214,17 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_STARTED:
 		x.started(e)
 	case enumspb.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+		if err := x.checkBudgetNotes(); err != nil {
+			return err
+		}
 		x.flushDue()
 		x.now = t
 		x.startAsks()
 		x.scheduleDue(t)
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW:
+		if err := x.checkNoted(false); err != nil {
+			return err
+		}
 		// The last task continued as new before escalating: the next run
 		// decides.
 		x.due = nil
@@ -205,6 +233,11 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
 		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT, enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
 		enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED:
+		if e.GetEventType() == enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED {
+			if err := x.checkNoted(true); err != nil {
+				return err
+			}
+		}
 		for _, in := range x.inFlight() {
 			x.notification(t, in, NotificationUndelivered, "the turn ended before it was delivered")
 		}
@@ -218,10 +251,12 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 		x.notifyFailed(t, e.GetActivityTaskCanceledEventAttributes().GetScheduledEventId(), "canceled")
 	case enumspb.EVENT_TYPE_TIMER_FIRED:
 		x.fired = true
+	case enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:
+		return x.indexed(e)
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
 		x.activityScheduled(t, e)
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_COMPLETED:
-		x.activityCompleted(t, e.GetActivityTaskCompletedEventAttributes())
+		return x.activityCompleted(t, e.GetActivityTaskCompletedEventAttributes())
 	case enumspb.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED:
 		req := e.GetWorkflowExecutionUpdateAcceptedEventAttributes().GetAcceptedRequest()
 		return x.answer(t, req.GetInput().GetName(), req.GetInput().GetArgs(), PathUpdate)
@@ -271,14 +306,14 @@ func (x *extractor) activityScheduled(t time.Time, e *historypb.HistoryEvent) {
 
 // activityCompleted reads a completed activity's result: a verdict, a
 // delivered notification or a model's answer.
-func (x *extractor) activityCompleted(t time.Time, a *historypb.ActivityTaskCompletedEventAttributes) {
+func (x *extractor) activityCompleted(t time.Time, a *historypb.ActivityTaskCompletedEventAttributes) error {
 	s, ok := x.sched[a.GetScheduledEventId()]
 	if !ok {
-		return
+		return nil
 	}
 	switch s.name {
 	case workflows.ActivityPrepare:
-		x.prepared(t, s, a)
+		return x.prepared(t, s, a)
 	case workflows.ActivityNotify:
 		if in, ok := x.notes[a.GetScheduledEventId()]; ok {
 			delete(x.notes, a.GetScheduledEventId())
@@ -292,6 +327,7 @@ func (x *extractor) activityCompleted(t time.Time, a *historypb.ActivityTaskComp
 	case workflows.ActivityModelStep, workflows.ActivityModel:
 		x.modelAnswer(t, a.GetResult())
 	}
+	return nil
 }
 
 // lamarker is a local-activity marker of a prepare or tool call.
@@ -303,9 +339,16 @@ type lamarker struct {
 	result *commonpb.Payloads
 }
 
-// markers handles a run of marker events: the local activities of one
-// workflow task, sorted back into the order they were requested.
-func (x *extractor) markers(evs []*historypb.HistoryEvent) {
+// markers handles a run of marker events: the version markers and audit
+// notes first (a note is recorded where it happens, before the local
+// activities of its task complete), then the local activities of one
+// workflow task, sorted back into the order they were requested, then
+// the re-decisions.
+func (x *extractor) markers(evs []*historypb.HistoryEvent) error {
+	for _, e := range evs {
+		x.version(e)
+		x.note(e)
+	}
 	ms := x.localMarkers(evs)
 	// The markers of one task are recorded together; their records share
 	// the time of the last one, so they keep the order of the calls.
@@ -320,12 +363,15 @@ func (x *extractor) markers(evs []*historypb.HistoryEvent) {
 		if m.replay.After(x.now) {
 			x.now = m.replay
 		}
-		x.marker(m)
+		if err := x.marker(m); err != nil {
+			return err
+		}
 	}
 	x.startAsks()
 	for _, e := range evs {
 		x.redecisions(e)
 	}
+	return nil
 }
 
 // localMarkers decodes the local-activity markers among evs that carry a
@@ -358,7 +404,7 @@ func (x *extractor) localMarkers(evs []*historypb.HistoryEvent) []lamarker {
 
 // marker records what one local activity did: a model step, a verdict or
 // a tool execution.
-func (x *extractor) marker(m lamarker) {
+func (x *extractor) marker(m lamarker) error {
 	switch m.typ {
 	case workflows.ActivityModelStep, workflows.ActivityModel:
 		// A scripted model step runs as a local activity: its calls
@@ -367,16 +413,11 @@ func (x *extractor) marker(m lamarker) {
 	case workflows.ActivityPrepare:
 		var p workflows.Prepared
 		if x.decode(m.result, &p) != nil {
-			return
+			return nil
 		}
-		var c *call
-		var kind string
-		if p.CallID != "" {
-			c, kind = x.preparedCall(p.CallID)
-		} else {
-			// Recorded before verdicts named their call: matched by
-			// order (legacy.go).
-			c, kind = x.nextPrepared(p.Tool.Name)
+		c, kind, err := x.verdictCall(p.CallID, p.Kind, p.Tool.Name)
+		if err != nil {
+			return err
 		}
 		if c != nil && x.verdict(m.t, c, p, kind) {
 			x.fresh = append(x.fresh, c)
@@ -384,13 +425,14 @@ func (x *extractor) marker(m lamarker) {
 	case workflows.ActivityTool:
 		var out workflows.ToolOutput
 		if x.decode(m.result, &out) != nil {
-			return
+			return nil
 		}
 		if c := x.calls[out.Result.CallID]; c != nil {
 			x.execution(m.t, c.id, c.tool, c.effective(), "local")
 		}
 		x.evidence(m.t, out.Result)
 	}
+	return nil
 }
 
 // modelAnswer reads the tool calls of a model activity's result: a

@@ -7,8 +7,13 @@
 // in (nextPrepared), and its layer is read from its reason (Layer).
 //
 // Nothing else uses it: verdicts that name their call are matched by id
-// (preparedCall, verdicts.go), as are those of regular activities
+// (verdictCall, verdicts.go), as are those of regular activities
 // (tool-queue turns), whose recorded input names the call.
+//
+// Verdicts that name their call but were recorded before their kind was
+// (workflows.Prepared.Kind, since versionAuditNotes) have their kind
+// guessed from the call's state (guessKind); so do all verdicts matched
+// by order.
 
 package audit
 
@@ -62,6 +67,20 @@ func (x *extractor) nextPrepared(tool string) (*call, string) {
 		}
 	}
 	return nil, ""
+}
+
+// guessKind says what a verdict without a recorded kind on an already
+// known call is: its first check, else an edit when an approver's edit
+// awaits its verdict, else a re-check.
+func (x *extractor) guessKind(c *call) string {
+	switch {
+	case !c.prepared:
+		return KindPermission
+	case c.edit:
+		return KindEdit
+	default:
+		return KindRecheck
+	}
 }
 
 // Layer names the part of the policy that decided, from a decision's

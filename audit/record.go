@@ -12,6 +12,7 @@ import (
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/model"
 	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/workflows"
 )
 
 // Record kinds.
@@ -47,6 +48,11 @@ const (
 	// worker prices the model), TurnUsage the turn's so far, across its
 	// runs; Tool names the model, CallID numbers the calls (model_N).
 	KindModel = "model"
+	// KindBudget is the answer to a budget approval (CallID budget_N,
+	// Tool Budget): Decision is raise (Raise: by how much) or deny
+	// (Reason: why); By who answered ("deadline" for an escalation),
+	// Identity the key or channel it came through.
+	KindBudget = "budget"
 	// KindNotification is a webhook notification about a call:
 	// Decision is delivered or undelivered (it failed for good, or its
 	// turn ended while it was in flight), Notification its type.
@@ -148,6 +154,14 @@ type Record struct {
 	Edited bool `json:"edited,omitempty"`
 	// Connection is the connection of a connection record.
 	Connection *calls.Connection `json:"connection,omitempty"`
+	// Deadline is the approval deadline an escalation record's call
+	// reached, and EscalatedTo the approver roles its notification was
+	// routed by (empty: routes that match no role); both only in
+	// escalations of runs that record them.
+	Deadline    time.Time `json:"deadline,omitzero"`
+	EscalatedTo []string  `json:"escalated_to,omitempty"`
+	// Raise is what a budget record's answer raised the bound by.
+	Raise *workflows.Budget `json:"raise,omitempty"`
 	// Usage is a model record's usage; TurnUsage the turn's total after
 	// it.
 	Usage     *model.Usage `json:"usage,omitempty"`

@@ -22,7 +22,8 @@ const TimeLayout = "2006-01-02 15:04:05 MST"
 // sandbox profile; the details column says what a live-policy
 // re-decision decided and under which versions, the rules an answer
 // added, what an always_allow remembered (scope, TTL, single use), an
-// approver's edited input, and the reason), and "no decisions found"
+// approver's edited input, the roles an escalation was routed to, and
+// the reason: a budget answer's raise or denial), and "no decisions found"
 // when there are none.
 func WriteTable(w io.Writer, recs []Record) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -46,9 +47,9 @@ func WriteTable(w io.Writer, recs []Record) error {
 
 // Details is what a table says of r beyond its columns: a live-policy
 // re-decision ("released by policy v7 (was v6)"), the rules an answer
-// added, what an always_allow remembered, an edited input, a remembered
-// approval that allowed the call, and the reason; parts are joined by
-// "; ".
+// added, what an always_allow remembered, an edited input, the roles an
+// escalation was routed to, a remembered approval that allowed the call,
+// and the reason; parts are joined by "; ".
 func Details(r Record) string {
 	var parts []string
 	if r.Kind == KindLivePolicy {
@@ -78,6 +79,9 @@ func Details(r Record) string {
 	}
 	if r.Edited {
 		parts = append(parts, "edited input "+cut(string(r.ApprovedInput), 120))
+	}
+	if len(r.EscalatedTo) > 0 {
+		parts = append(parts, "escalated to "+strings.Join(r.EscalatedTo, ", "))
 	}
 	if r.Remembered != "" {
 		s := "remembered approval " + r.Remembered

@@ -6,6 +6,7 @@ package audit
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
 
@@ -15,14 +16,23 @@ import (
 	"github.com/wardenhq/warden/workflows"
 )
 
-// prepared records a call's verdict from its Prepare activity.
-func (x *extractor) prepared(t time.Time, s scheduled, a *historypb.ActivityTaskCompletedEventAttributes) {
+// prepared records a call's verdict from its Prepare activity (a
+// regular activity, whose recorded input names the call and, since
+// versionAuditNotes, the verdict's kind).
+func (x *extractor) prepared(t time.Time, s scheduled, a *historypb.ActivityTaskCompletedEventAttributes) error {
 	var in workflows.PrepareInput
 	var p workflows.Prepared
 	if x.decode(s.input, &in) != nil || x.decode(a.GetResult(), &p) != nil {
-		return
+		return nil
 	}
-	c, kind := x.preparedCall(in.Call.ID)
+	k := in.Kind
+	if k == "" {
+		k = p.Kind
+	}
+	c, kind, err := x.verdictCall(in.Call.ID, k, "")
+	if err != nil {
+		return err
+	}
 	if c == nil {
 		c, kind = x.newCall(in.Call), KindPermission
 	}
@@ -32,36 +42,63 @@ func (x *extractor) prepared(t time.Time, s scheduled, a *historypb.ActivityTask
 	if x.verdictOf(t, c, p, kind, &in) {
 		x.fresh = append(x.fresh, c)
 	}
+	return nil
 }
 
-// preparedCall is the call a verdict that names it (by id) is about,
-// and what the verdict is (kindOf): the first call of the latest model
-// answer with that id still without a verdict (a model may repeat an id
-// within an answer), else the call the turn knows by it; nil for a call
-// the turn never listed. Verdicts recorded before they named their call
-// are matched by order instead (legacy.go).
-func (x *extractor) preparedCall(id string) (*call, string) {
+// verdictCall is the call a verdict is about and what the verdict is.
+// A verdict with its recorded kind (workflows.Prepared.Kind, runs since
+// versionAuditNotes) names its call; the kind says whether it is a first
+// check, a re-decision or an edit. In a run that records kinds, a
+// verdict without one is an error (ErrNotRecorded), never guessed.
+// Verdicts of runs recorded before are read the legacy way (legacy.go):
+// by id with a guessed kind, or, before verdicts named their call, by
+// order (tool is then the verdict's tool name).
+func (x *extractor) verdictCall(id string, k workflows.VerdictKind, tool string) (*call, string, error) {
+	if k != "" {
+		kind, err := recordKind(k)
+		if err != nil {
+			return nil, "", fmt.Errorf("verdict on %q: %w", id, err)
+		}
+		return x.callByID(id), kind, nil
+	}
+	if x.noted {
+		return nil, "", fmt.Errorf("verdict on %q has no kind in a run that records it (%s): %w", id, changeAuditNotes, ErrNotRecorded)
+	}
+	if id == "" {
+		c, kind := x.nextPrepared(tool)
+		return c, kind, nil
+	}
+	c := x.callByID(id)
+	if c == nil {
+		return nil, "", nil
+	}
+	return c, x.guessKind(c), nil
+}
+
+// recordKind is the record kind of a recorded verdict kind.
+func recordKind(k workflows.VerdictKind) (string, error) {
+	switch k {
+	case workflows.VerdictFirst:
+		return KindPermission, nil
+	case workflows.VerdictRedecide:
+		return KindRecheck, nil
+	case workflows.VerdictEdit:
+		return KindEdit, nil
+	}
+	return "", fmt.Errorf("unknown verdict kind %q", k)
+}
+
+// callByID is the call a verdict that names it (by id) is about: the
+// first call of the latest model answer with that id still without a
+// verdict (a model may repeat an id within an answer), else the call the
+// turn knows by it; nil for a call the turn never listed.
+func (x *extractor) callByID(id string) *call {
 	if i := slices.IndexFunc(x.batch, func(c *call) bool { return c.id == id }); i >= 0 {
 		c := x.batch[i]
 		x.batch = slices.Delete(x.batch, i, i+1)
-		return c, x.kindOf(c)
+		return c
 	}
-	if c := x.calls[id]; c != nil {
-		return c, x.kindOf(c)
-	}
-	return nil, ""
-}
-
-// kindOf says what a verdict on an already known call is.
-func (x *extractor) kindOf(c *call) string {
-	switch {
-	case !c.prepared:
-		return KindPermission
-	case c.edit:
-		return KindEdit
-	default:
-		return KindRecheck
-	}
+	return x.calls[id]
 }
 
 // verdict records the engine's verdict on a call and reports whether the

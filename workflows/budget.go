@@ -218,7 +218,9 @@ func (t *turn) checkBudget(ctx workflow.Context, calls []model.ToolCall) error {
 }
 
 // parkBudget waits durably for the answer to a budget approval (its
-// deadline and escalation are those of any approval, deny by default).
+// deadline and escalation are those of any approval, deny by default),
+// and records the answer for the audit (runs since versionAuditNotes):
+// the raise, by whom and via what, or the denial with its reason.
 func (t *turn) parkBudget(ctx workflow.Context, req BudgetRequest, now time.Time) (Approval, error) {
 	t.BudgetParks++
 	in, _ := json.Marshal(req)
@@ -237,10 +239,18 @@ func (t *turn) parkBudget(ctx workflow.Context, req BudgetRequest, now time.Time
 			t.pending = slices.DeleteFunc(t.pending, func(q Pending) bool { return q.CallID == p.CallID })
 			delete(t.answers, p.CallID)
 			t.upsertPending(ctx)
-			return *a.Approval, nil
+			ap := *a.Approval
+			note := BudgetNote{CallID: p.CallID, Request: req, Decision: ap.Decision, By: ap.By, Via: ap.Via, Reason: ap.Reason}
+			if ap.Decision != DecisionDeny && !ap.Raise.IsZero() {
+				note.Raise = ap.Raise
+			}
+			return ap, recordNote(ctx, AuditNote{Budget: &note})
 		}
 		now := workflow.Now(ctx)
-		next := t.escalateDue(ctx, t.open(), now)
+		next, err := t.escalateDue(ctx, t.open(), now)
+		if err != nil {
+			return Approval{}, err
+		}
 		if _, ok := t.answers[p.CallID]; ok {
 			continue
 		}

@@ -224,9 +224,17 @@ func compatSamples() []struct {
 		{"PrepareInput", workflows.PrepareInput{
 			Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"},
 			Permission: samplePermission(), Allowed: []string{"Bash"}, State: ptr(sampleState()), ToolFlags: true,
-			LivePolicy: "warden-policy", WorkflowID: "turn-1", Agent: "builder",
+			LivePolicy: "warden-policy", WorkflowID: "turn-1", Agent: "builder", Kind: workflows.VerdictEdit,
 		}},
 		{"Prepared", samplePrepared()},
+		{"AuditNote", workflows.AuditNote{Escalation: &workflows.EscalationNote{
+			CallID: "call_1_1", Tool: "Bash", RequestedAt: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC),
+			Deadline: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), Action: workflows.EscalateNotify, Notified: true, Roles: []string{"k8s"},
+		}, Budget: &workflows.BudgetNote{
+			CallID: "budget_1", Request: workflows.BudgetRequest{Kind: "tokens", Spent: "2000100", Limit: "2000000", Next: "call the model",
+				Agent: "builder", Window: workflows.WindowDaily, Store: "warden-budget-builder"},
+			Decision: workflows.DecisionAllow, Raise: ptr(sampleBudget()), By: "owner", Via: "slack", Reason: "release week",
+		}}},
 		{"ToolInput", workflows.ToolInput{
 			Key: "turn-1/call_1_1", Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"}, State: sampleState(),
 			ByRef: true, Sandbox: sampleSandbox(),
@@ -435,6 +443,10 @@ func constGroups() map[string]map[string]any {
 			"PendingApproval", string(workflows.PendingApproval), "PendingExternal", string(workflows.PendingExternal),
 			"PendingBudget", string(workflows.PendingBudget), "BudgetTool", workflows.BudgetTool,
 		),
+		"workflows.verdict_kinds": str(
+			"VerdictFirst", string(workflows.VerdictFirst), "VerdictRedecide", string(workflows.VerdictRedecide),
+			"VerdictEdit", string(workflows.VerdictEdit),
+		),
 		"workflows.escalations": str(
 			"EscalateDeny", string(workflows.EscalateDeny), "EscalateAllow", string(workflows.EscalateAllow),
 			"EscalateNotify", string(workflows.EscalateNotify),
@@ -555,7 +567,7 @@ func writeGolden(t *testing.T, file string, data []byte) {
 
 func samplePrepared() workflows.Prepared {
 	return workflows.Prepared{
-		Invalid: "unknown tool", Decision: sampleDecision(), CallID: "call_1_1", Layer: permission.LayerAllowRule,
+		Invalid: "unknown tool", Decision: sampleDecision(), CallID: "call_1_1", Layer: permission.LayerAllowRule, Kind: workflows.VerdictRedecide,
 		Tool: tools.Info{
 			Name: "Bash", Description: "Run a command.", InputSchema: json.RawMessage(`{"type":"object"}`),
 			ReadOnly: true, ConcurrencySafe: true, External: true, StateInjected: true,

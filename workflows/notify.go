@@ -12,12 +12,14 @@ import (
 // without waiting for it; the run keeps its future, so the notification
 // is waited for before the run ends (settleNotifications) and carried
 // into the next run when it continues as new. Turns recorded before
-// notifications existed replay without it.
-func (t *turn) notify(ctx workflow.Context, typ string, p Pending) {
+// notifications existed replay without it. It reports whether it sent
+// one.
+func (t *turn) notify(ctx workflow.Context, typ string, p Pending) bool {
 	if !p.Notify || workflow.GetVersion(ctx, versionNotifyWebhooks, workflow.DefaultVersion, 1) < 1 {
-		return
+		return false
 	}
 	t.sendNotification(ctx, t.notifyInput(ctx, typ, p))
+	return true
 }
 
 // notifyInput is the notification of typ about p, with what routes match:

@@ -33,7 +33,7 @@ func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall, text strin
 		t.emit(ctx, Event{Type: EventToolCall, CallID: c.ID, Tool: c.Name, Input: string(c.Input)})
 	}
 	t.ToolCalls += len(calls)
-	preps, err := t.prepare(ctx, calls)
+	preps, err := t.prepare(ctx, VerdictFirst, calls)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,10 @@ func (t *turn) finishStep(ctx workflow.Context, slots []*slot) ([]calls.Result, 
 
 // prepare validates and permission-checks calls as local activities, so
 // the verdicts are recorded in history and never re-decided on replay.
-func (t *turn) prepare(ctx workflow.Context, calls []model.ToolCall) ([]Prepared, error) {
+//
+// kind says why the verdicts are asked for; runs since versionAuditNotes
+// record it with them (PrepareInput.Kind).
+func (t *turn) prepare(ctx workflow.Context, kind VerdictKind, calls []model.ToolCall) ([]Prepared, error) {
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 		StartToCloseTimeout: 30 * time.Second,
 		RetryPolicy:         &temporal.RetryPolicy{MaximumAttempts: 3},
@@ -81,9 +84,12 @@ func (t *turn) prepare(ctx workflow.Context, calls []model.ToolCall) ([]Prepared
 	futs := make([]workflow.Future, len(calls))
 	st := t.state
 	flags := workflow.GetVersion(ctx, versionPrepareFlags, workflow.DefaultVersion, 1) >= 1
+	if !auditNotes(ctx) {
+		kind = ""
+	}
 	for i, c := range calls {
 		in := PrepareInput{Call: c, Env: t.env(), Permission: t.perm, Allowed: t.in.Tools, ToolFlags: flags,
-			LivePolicy: t.in.LivePolicy, WorkflowID: t.wfid, Agent: t.in.Agent}
+			LivePolicy: t.in.LivePolicy, WorkflowID: t.wfid, Agent: t.in.Agent, Kind: kind}
 		// Only the stamp of the file the call names, as the calls before
 		// it in this step leave the state (a Read then an Edit of the
 		// same file in one step is fine).

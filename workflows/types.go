@@ -250,6 +250,10 @@ type PrepareInput struct {
 	LivePolicy string `json:"live_policy,omitempty"`
 	WorkflowID string `json:"workflow_id,omitempty"`
 	Agent      string `json:"agent,omitempty"`
+	// Kind says why the workflow asks (a first check, a re-decision, an
+	// edit); Prepare echoes it in Prepared.Kind for the audit. Empty in
+	// runs recorded before versionAuditNotes.
+	Kind VerdictKind `json:"kind,omitempty"`
 }
 
 // Escalation says what happens when an approval's deadline passes.
@@ -387,6 +391,11 @@ type Prepared struct {
 	// ones. The workflow reads neither: they are for the audit.
 	CallID string           `json:"call_id,omitempty"`
 	Layer  permission.Layer `json:"layer,omitempty"`
+	// Kind is PrepareInput.Kind, echoed: what the verdict is (a first
+	// check, a re-decision, an edit). The workflow does not read it;
+	// empty in verdicts of runs recorded before versionAuditNotes, whose
+	// kind the audit works out itself.
+	Kind VerdictKind `json:"kind,omitempty"`
 	// Tool is the tool's whole Info, in verdicts asked for without
 	// PrepareInput.ToolFlags (runs recorded before versionPrepareFlags);
 	// otherwise it is left out and Flags holds what the workflow reads.

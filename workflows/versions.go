@@ -142,6 +142,17 @@ const (
 	// approvers have roles, compute the roles at every notification and
 	// chat message, and on every replay.
 	versionRouteRoles = "route-roles"
+	// versionAuditNotes marks runs that record what the audit reads
+	// where it happens: the kind of each verdict they ask for
+	// (PrepareInput.Kind, which Prepare echoes in Prepared.Kind), an
+	// AuditNote side effect at each escalation (the deadline reached,
+	// the action, whom it notified) and at each budget approval's
+	// answer (the raise, or the denial, by whom and via what). The audit
+	// reads runs with this marker from those records alone; runs
+	// recorded before it replay without the side effects and keep the
+	// audit's legacy reading (its re-simulated deadlines and its guess of
+	// a verdict's kind).
+	versionAuditNotes = "audit-notes"
 )
 
 // Bounds that decide when commands are emitted.

@@ -51,7 +51,10 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 			break
 		}
 		now := workflow.Now(ctx)
-		next := t.escalateDue(ctx, open, now)
+		next, err := t.escalateDue(ctx, open, now)
+		if err != nil {
+			return err
+		}
 		if r := t.remindDue(ctx, now); !r.IsZero() && (next.IsZero() || r.Before(next)) {
 			next = r
 		}
@@ -74,21 +77,23 @@ func (t *turn) wait(ctx workflow.Context, slots []*slot) error {
 
 // escalateDue escalates the open entries whose deadline passed by now
 // and returns the earliest deadline still ahead (zero: none).
-func (t *turn) escalateDue(ctx workflow.Context, open []Pending, now time.Time) time.Time {
+func (t *turn) escalateDue(ctx workflow.Context, open []Pending, now time.Time) (time.Time, error) {
 	var next time.Time
 	for _, p := range open {
 		if p.Deadline.IsZero() {
 			continue
 		}
 		if !p.Deadline.After(now) {
-			t.escalate(ctx, p)
+			if err := t.escalate(ctx, p); err != nil {
+				return time.Time{}, err
+			}
 			continue
 		}
 		if next.IsZero() || p.Deadline.Before(next) {
 			next = p.Deadline
 		}
 	}
-	return next
+	return next, nil
 }
 
 // awaitChange blocks until fewer than n entries are open, a policy
@@ -134,18 +139,21 @@ func (t *turn) applyAnswers(ctx workflow.Context, slots []*slot) error {
 	return nil
 }
 
-// escalate applies a pending entry's escalation once its deadline passed.
-func (t *turn) escalate(ctx workflow.Context, p Pending) {
+// escalate applies a pending entry's escalation once its deadline
+// passed, and records it for the audit (runs since versionAuditNotes):
+// the deadline reached, the action, and whom it notified.
+func (t *turn) escalate(ctx workflow.Context, p Pending) error {
 	action := p.Escalation
 	if action == "" {
 		action = EscalateDeny
 	}
 	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"action": string(action)}).Counter(MetricApprovalEscalation).Inc(1)
+	note := EscalationNote{CallID: p.CallID, Tool: p.Tool, RequestedAt: p.RequestedAt, Deadline: p.Deadline, Action: action}
 	switch p.Escalation {
 	case EscalateAllow:
 		t.answers[p.CallID] = AnswerState{CallID: p.CallID, Approval: &Approval{CallID: p.CallID, Decision: DecisionAllow, By: "deadline", Reason: "approval deadline passed"}}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: allowed"})
-		t.notifyEscalation(ctx, p)
+		note.Notified = t.notifyEscalation(ctx, p)
 		t.notifyAnswered(ctx, p, AnswerNote{By: "deadline", Decision: string(DecisionAllow), Reason: "approval deadline passed"})
 	case EscalateNotify:
 		for i := range t.pending {
@@ -156,22 +164,28 @@ func (t *turn) escalate(ctx workflow.Context, p Pending) {
 			}
 		}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: escalated, still waiting"})
-		t.notify(ctx, NotifyApprovalEscalated, p)
+		note.Notified = t.notify(ctx, NotifyApprovalEscalated, p)
 	default:
 		t.answers[p.CallID] = AnswerState{CallID: p.CallID, Approval: &Approval{CallID: p.CallID, Decision: DecisionDeny, By: "deadline", Reason: "approval timed out"}}
 		t.emit(ctx, Event{Type: EventEscalated, CallID: p.CallID, Tool: p.Tool, Text: "deadline passed: denied"})
-		t.notifyEscalation(ctx, p)
+		note.Notified = t.notifyEscalation(ctx, p)
 		t.notifyAnswered(ctx, p, AnswerNote{By: "deadline", Decision: string(DecisionDeny), Reason: "approval timed out"})
 	}
+	if r, ok := t.routes[p.CallID]; ok && note.Notified {
+		note.Roles = r.roles
+	}
+	return recordNote(ctx, AuditNote{Escalation: &note})
 }
 
 // notifyEscalation sends the webhook of an escalation that ends the wait
-// (allow, or deny on a timed-out approval). Turns that escalated before
-// these notifications existed replay without them.
-func (t *turn) notifyEscalation(ctx workflow.Context, p Pending) {
+// (allow, or deny on a timed-out approval) and reports whether it sent
+// one. Turns that escalated before these notifications existed replay
+// without them.
+func (t *turn) notifyEscalation(ctx workflow.Context, p Pending) bool {
 	if workflow.GetVersion(ctx, versionNotifyEscalations, workflow.DefaultVersion, 1) >= 1 {
-		t.notify(ctx, NotifyApprovalEscalated, p)
+		return t.notify(ctx, NotifyApprovalEscalated, p)
 	}
+	return false
 }
 
 // open lists the pending entries without an answer, in order.
@@ -197,7 +211,7 @@ func (t *turn) recheckPending(ctx workflow.Context) error {
 	if len(calls) == 0 {
 		return nil
 	}
-	preps, err := t.prepare(ctx, calls)
+	preps, err := t.prepare(ctx, VerdictRedecide, calls)
 	if err != nil {
 		return err
 	}
@@ -269,7 +283,7 @@ func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a AnswerState) er
 // policy, fast path and retries, never the original's (a read-only call
 // edited into a side-effecting command runs at most once).
 func (t *turn) applyEdit(ctx workflow.Context, s *slot, p Pending, a *Approval) error {
-	preps, err := t.prepare(ctx, []model.ToolCall{{ID: p.CallID, Name: p.Tool, Input: a.Input}})
+	preps, err := t.prepare(ctx, VerdictEdit, []model.ToolCall{{ID: p.CallID, Name: p.Tool, Input: a.Input}})
 	if err != nil {
 		return err
 	}

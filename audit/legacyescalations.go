@@ -1,6 +1,10 @@
-// Escalations: the approval deadlines of waiting calls, derived from
-// their recorded policy and the workflow's clock, and what happened when
-// one passed (deny, allow, or notify and keep waiting).
+// Legacy escalations, for runs recorded before versionAuditNotes
+// ("audit-notes"), which recorded no escalation: the approval deadlines
+// of waiting calls are derived from their recorded policy and the
+// workflow's clock, and what happened when one passed (deny, allow, or
+// notify and keep waiting) is re-simulated. Runs with the marker record
+// each escalation where it happens (workflows.EscalationNote), which
+// notes.go reads; none of this runs for them.
 
 package audit
 
@@ -22,7 +26,7 @@ type due struct {
 // the batch has its verdict: each deadline is the workflow time the call
 // was parked at plus its timeout.
 func (x *extractor) startAsks() {
-	if len(x.batch) > 0 {
+	if x.noted || len(x.batch) > 0 {
 		return
 	}
 	for _, c := range x.fresh {
@@ -36,6 +40,9 @@ func (x *extractor) startAsks() {
 // scheduleDue finds the asks whose deadline has passed at a workflow
 // task's start; they escalate in that task unless an answer comes first.
 func (x *extractor) scheduleDue(now time.Time) {
+	if x.noted {
+		return
+	}
 	fired := x.fired
 	x.fired = false
 	var d []*call
@@ -63,7 +70,8 @@ func (x *extractor) scheduleDue(now time.Time) {
 	}
 }
 
-// flushDue records the escalations of the last workflow task.
+// flushDue records the escalations of the last workflow task (none in
+// runs that record them: their due is never set).
 func (x *extractor) flushDue() {
 	d := x.due
 	x.due = nil
@@ -93,6 +101,7 @@ func (x *extractor) flushDue() {
 		r := Record{Time: d.at, CallID: c.id, Tool: c.tool, Kind: KindEscalation, Decision: string(action),
 			By: "deadline", Path: PathEscalation, Reason: reason, Layer: "deadline", ProposedInput: c.proposed}
 		x.record(r)
+		x.markEscalated(c.id)
 		if action != workflows.EscalateNotify {
 			x.answered(c, r)
 		}

@@ -1,0 +1,90 @@
+package workflows
+
+import (
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/workflow"
+)
+
+// VerdictKind says why the workflow asks Prepare for a verdict
+// (PrepareInput.Kind, echoed in Prepared.Kind). Runs recorded before
+// versionAuditNotes leave it empty.
+type VerdictKind string
+
+// The verdict kinds.
+const (
+	// VerdictFirst is a call's first check.
+	VerdictFirst VerdictKind = "first"
+	// VerdictRedecide is a waiting call decided again after its policy
+	// changed (an approver's rule added, or a live policy store's new
+	// version).
+	VerdictRedecide VerdictKind = "redecide"
+	// VerdictEdit is the check of an input an approver edited (a new
+	// call).
+	VerdictEdit VerdictKind = "edit"
+)
+
+// AuditNote is what a run since versionAuditNotes records for the audit
+// where it happens, as a side effect: an escalation at an approval's
+// deadline, or the answer to a budget approval. Exactly one field is set.
+// The audit reads these records and guesses neither.
+type AuditNote struct {
+	Escalation *EscalationNote `json:"escalation,omitempty"`
+	Budget     *BudgetNote     `json:"budget,omitempty"`
+}
+
+// EscalationNote is an approval whose deadline was reached.
+type EscalationNote struct {
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	// RequestedAt is when the call started waiting and Deadline the
+	// deadline reached (the workflow's clock).
+	RequestedAt time.Time `json:"requested_at"`
+	Deadline    time.Time `json:"deadline"`
+	// Action is the escalation applied: deny (the default), allow, or
+	// notify (the call keeps waiting, without a deadline).
+	Action Escalation `json:"action"`
+	// Notified says an approval_escalated notification was sent;
+	// Roles are the approver roles it was routed by (those whose rules
+	// cover the call), when the turn's approvers have roles.
+	Notified bool     `json:"notified,omitempty"`
+	Roles    []string `json:"roles,omitempty"`
+}
+
+// BudgetNote is the answer a budget approval (PendingBudget) got: a
+// raise (Raise, by its approver) or a denial (Reason), which ends the
+// turn. An escalation's answer is By "deadline".
+type BudgetNote struct {
+	CallID string `json:"call_id"`
+	// Request is the bound the turn reached (an agent budget's names its
+	// agent, window and store).
+	Request  BudgetRequest `json:"request"`
+	Decision Decision      `json:"decision"`
+	// Raise is what an allow added to the bound (nil: nothing, which
+	// ends the turn as a denial does).
+	Raise  *Budget `json:"raise,omitempty"`
+	By     string  `json:"by,omitempty"`
+	Via    string  `json:"via,omitempty"`
+	Reason string  `json:"reason,omitempty"`
+}
+
+// auditNotes reports whether the run records verdict kinds and audit
+// notes (versionAuditNotes). Every caller asks the same change ID: its
+// marker is recorded where the first of them runs.
+func auditNotes(ctx workflow.Context) bool {
+	return workflow.GetVersion(ctx, versionAuditNotes, workflow.DefaultVersion, 1) >= 1
+}
+
+// recordNote records n for the audit (a side effect), in runs since
+// versionAuditNotes.
+func recordNote(ctx workflow.Context, n AuditNote) error {
+	if !auditNotes(ctx) {
+		return nil
+	}
+	var out AuditNote
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return n }).Get(&out); err != nil {
+		return fmt.Errorf("record audit note: %w", err)
+	}
+	return nil
+}
