@@ -15,10 +15,16 @@ import (
 
 // StartPolicyStore starts the policy store store (a workflow id; "" for
 // workflows.DefaultPolicyStore) on the client's task queue, or returns
-// the one running.
+// the one running. A running store is found with a read first, so that
+// a key that may not start workflows (an approver's, the inbox's
+// delegate) can remember approvals in a store the turn's starter made.
 func (cl *Client) StartPolicyStore(ctx context.Context, store string) (string, error) {
 	if store == "" {
 		store = workflows.DefaultPolicyStore
+	}
+	if d, err := cl.c.DescribeWorkflowExecution(ctx, store, ""); err == nil &&
+		d.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+		return store, nil
 	}
 	opts := tclient.StartWorkflowOptions{
 		ID: store, TaskQueue: cl.taskQueue,
