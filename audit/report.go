@@ -12,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	tclient "go.temporal.io/sdk/client"
+
+	"github.com/wardenhq/warden/calls"
 )
 
 // TimeLayout is how tables print times: local time with its zone.
@@ -78,7 +80,7 @@ func Details(r Record) string {
 		parts = append(parts, s)
 	}
 	if r.Edited {
-		parts = append(parts, "edited input "+cut(string(r.ApprovedInput), 120))
+		parts = append(parts, "edited input "+cut(calls.Unescaped(string(r.ApprovedInput)), 120))
 	}
 	if len(r.EscalatedTo) > 0 {
 		parts = append(parts, "escalated to "+strings.Join(r.EscalatedTo, ", "))
@@ -209,7 +211,7 @@ func (r WhatIf) writeChanges(tw io.Writer) {
 			human = "-"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.Time.Local().Format(TimeLayout), c.WorkflowID, c.CallID,
-			c.Tool, c.Change, cut(c.NowReason, 80), human, mark, cut(string(c.Input), 100))
+			c.Tool, c.Change, cut(c.NowReason, 80), human, mark, cut(calls.Unescaped(string(c.Input)), 100))
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -159,7 +160,7 @@ func ParseValue(v string) (workflowID, callID, hash string, err error) {
 // Blocks is the message of a waiting call. stepUp (StepUp's reason)
 // leaves out the allow button.
 func Blocks(workflowID string, p workflows.Pending, inboxURL, stepUp string) []slack.Block {
-	shown, what := string(p.Input), "Input"
+	shown, what := calls.Unescaped(string(p.Input)), "Input"
 	if p.Diff != "" {
 		shown, what = p.Diff, "Diff"
 	}
@@ -234,7 +235,7 @@ func AnsweredBlocks(workflowID string, p workflows.Pending, a workflows.AnswerNo
 	}
 	return []slack.Block{
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, line, false, false), nil, nil),
-		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "```"+clip(string(p.Input), 300)+"```", false, false), nil, nil),
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "```"+clip(calls.Unescaped(string(p.Input)), 300)+"```", false, false), nil, nil),
 	}
 }
 

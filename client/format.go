@@ -1,11 +1,11 @@
 package client
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -50,25 +50,9 @@ func formatEvent(e workflows.Event) string {
 	}
 }
 
-// Unescaped returns the JSON text s as a person reads it: the same value
-// with <, > and & written as themselves, not as the \u003c escapes Go's
-// encoder puts in (objects' keys come out sorted). Text that is not JSON
-// is returned unchanged.
-func Unescaped(s string) string {
-	dec := json.NewDecoder(strings.NewReader(s))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
-		return s
-	}
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return s
-	}
-	return strings.TrimSuffix(b.String(), "\n")
-}
+// Unescaped returns the JSON text s as a person reads it
+// (calls.Unescaped).
+func Unescaped(s string) string { return calls.Unescaped(s) }
 
 func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n         ") }
 

@@ -184,7 +184,7 @@ func filterPending(f Filter, now time.Time, found [][]PendingEntry) []PendingEnt
 	for _, es := range found {
 		for _, e := range es {
 			if e.Preview == "" {
-				e.Preview = string(e.Input)
+				e.Preview = Unescaped(string(e.Input))
 			}
 			if f.Tool != "" && e.Tool != f.Tool || f.Kind != "" && e.Kind != f.Kind ||
 				f.OlderThan > 0 && now.Sub(e.RequestedAt) < f.OlderThan {

@@ -86,7 +86,7 @@ func (t *turn) checkQuorum(p Pending, a Approval) error {
 	}
 	for _, b := range p.Approvals {
 		if ApproverID(b) == id {
-			return fmt.Errorf("call %s needs %d distinct approvers and %s already allowed it (%s): another approver must", a.CallID, p.Quorum, nameOrAnon(id), QuorumText(p, len(p.Approvals)))
+			return fmt.Errorf("call %s needs %d distinct approvers and %s already allowed it (%s): another approver must allow it", a.CallID, p.Quorum, nameOrAnon(id), QuorumText(p, len(p.Approvals)))
 		}
 		if a.Via != "" && b.Via == a.Via && (a.By == a.Via) != (b.By == b.Via) {
 			return fmt.Errorf("call %s needs %d distinct approvers and key %q already allowed it under another name: one key counts as one approver (only a delegate such as the inbox answers for the users it signs in)", a.CallID, p.Quorum, a.Via)
