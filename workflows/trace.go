@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -61,8 +62,10 @@ func workflowSpan(ctx workflow.Context, name string, start, end time.Time, attrs
 	span.End(trace.WithTimestamp(end))
 }
 
-// approvalSpan records the wait of p, answered by a, as one span.
-func approvalSpan(ctx workflow.Context, p Pending, a AnswerState) {
+// approvalSpan records the wait of p, answered by a, as one span; live
+// says the turn follows a policy store, whose re-decisions answer with
+// a.Auto.
+func approvalSpan(ctx workflow.Context, p Pending, a AnswerState, live bool) {
 	if workflow.IsReplaying(ctx) {
 		return
 	}
@@ -76,7 +79,17 @@ func approvalSpan(ctx workflow.Context, p Pending, a AnswerState) {
 	case a.Denied != "":
 		how, attrs = "policy_change", append(attrs, attrDecision.String(string(DecisionDeny)))
 	case a.Auto != "":
-		how, attrs = "remembered", append(attrs, attrDecision.String(string(DecisionAllow)))
+		// Released by a re-decision: a remembered approval, a policy
+		// store's change, or a rule an approver added.
+		switch {
+		case strings.HasPrefix(a.Auto, "Remembered:"):
+			how = "remembered"
+		case live:
+			how = "policy_change"
+		default:
+			how = "rule"
+		}
+		attrs = append(attrs, attrDecision.String(string(DecisionAllow)))
 	case a.Approval != nil:
 		ap := a.Approval
 		attrs = append(attrs, attrBy.String(ap.By), attrVia.String(ap.Via), attrDecision.String(string(ap.Decision)))
