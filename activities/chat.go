@@ -3,9 +3,7 @@ package activities
 import (
 	"context"
 	"errors"
-	"net/url"
 	"slices"
-	"strings"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
@@ -117,11 +115,7 @@ func chatErr(err error) error {
 
 // inboxLink is the inbox page of a call ("" without an inbox URL).
 func (a *Activities) inboxLink(workflowID, callID string) string {
-	if a.InboxURL == "" {
-		return ""
-	}
-	return strings.TrimSuffix(a.InboxURL, "/") + "/?workflow=" + url.QueryEscape(workflowID) +
-		"#" + url.PathEscape(workflowID) + "/" + url.PathEscape(callID)
+	return chat.InboxLink(a.InboxURL, workflowID, callID)
 }
 
 func firstNonEmpty(s ...string) string {

@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"path"
 	"strconv"
+	"net/url"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -146,6 +147,16 @@ func Reason(cb slack.InteractionCallback) string {
 // Value is a button's value: the call it answers and its hash.
 func Value(workflowID string, p workflows.Pending) string {
 	return workflowID + "|" + p.CallID + "|" + p.Hash
+}
+
+// InboxLink is the inbox page of a call, under the inbox's public
+// address base ("" without one).
+func InboxLink(base, workflowID, callID string) string {
+	if base == "" {
+		return ""
+	}
+	return strings.TrimSuffix(base, "/") + "/?workflow=" + url.QueryEscape(workflowID) +
+		"#" + url.PathEscape(workflowID) + "/" + url.PathEscape(callID)
 }
 
 // ParseValue splits a button value.

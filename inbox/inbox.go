@@ -67,6 +67,9 @@ type Config struct {
 	// the chat.slack.step_up patterns.
 	SlackSecret string
 	SlackStepUp []string
+	// PublicURL is the inbox's public address, linked from the Slack
+	// messages it refreshes ("": no link).
+	PublicURL string
 }
 
 // Server is the inbox web server. It is an http.Handler.

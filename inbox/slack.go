@@ -64,12 +64,16 @@ func (s *Server) handleSlack(w http.ResponseWriter, r *http.Request) {
 	if act.ActionID == chat.ActionOpen {
 		return // a link: Slack opens it
 	}
-	msg := s.slackAnswer(r.Context(), cb.User.ID, act, chat.Reason(cb))
+	msg := s.slackAnswer(r.Context(), cb.User.ID, act, chat.Reason(cb), cb.ResponseURL)
 	s.slackReply(r.Context(), cb.ResponseURL, msg)
 }
 
-// slackAnswer applies a click and says what happened, for the user.
-func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.BlockAction, reason string) string {
+// slackAnswer applies a click and says what happened, for the user. A
+// click on a message whose call was decided again since it was posted
+// (a policy change re-hashed it) answers nothing and replaces the
+// message, through responseURL, with the call as it is now, whose
+// buttons carry the new hash.
+func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.BlockAction, reason, responseURL string) string {
 	user := ""
 	for _, u := range s.users {
 		if slackID != "" && u.u.Slack == slackID {
@@ -88,6 +92,10 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 	p, err := s.authorize(req, wf, callID, workflows.PendingApproval, nil)
 	if err != nil {
 		return "Refused: " + err.Error() + ". Nothing was answered."
+	}
+	if p.Hash != hash {
+		s.slackRefresh(ctx, responseURL, wf, p)
+		return "Refused: this call was decided again since the message was posted (the policy changed); the message now shows it as it is: check it and click again. Nothing was answered."
 	}
 	if p.ReasonRequired && reason == "" {
 		return "Refused: this call needs a reason: type it in the message's Reason field, then click again. Nothing was answered."
@@ -122,12 +130,27 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 	return ack.Status + " recorded for " + p.Tool + " " + callID + " as " + user + "."
 }
 
+// slackRefresh replaces the message a click came from (its
+// response_url) with the waiting call p as it is now.
+func (s *Server) slackRefresh(ctx context.Context, responseURL, wf string, p workflows.Pending) {
+	blocks := chat.Blocks(wf, p, chat.InboxLink(s.cfg.PublicURL, wf, p.CallID), chat.StepUp(p, s.cfg.SlackStepUp))
+	s.slackPostJSON(ctx, responseURL, map[string]any{"replace_original": true, "text": p.Tool + " waits for an approval in " + wf, "blocks": blocks})
+}
+
 // slackReply posts an ephemeral message to a response_url.
 func (s *Server) slackReply(ctx context.Context, responseURL, text string) {
 	if responseURL == "" {
 		return
 	}
-	b, _ := json.Marshal(map[string]any{"response_type": "ephemeral", "replace_original": false, "text": text})
+	s.slackPostJSON(ctx, responseURL, map[string]any{"response_type": "ephemeral", "replace_original": false, "text": text})
+}
+
+// slackPostJSON posts m to a response_url.
+func (s *Server) slackPostJSON(ctx context.Context, responseURL string, m map[string]any) {
+	if responseURL == "" {
+		return
+	}
+	b, _ := json.Marshal(m)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, responseURL, bytes.NewReader(b))
 	if err != nil {
 		return

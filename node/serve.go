@@ -69,7 +69,7 @@ func (n *node) startInbox(ctx context.Context) (string, error) {
 	}
 	srv, err := inbox.New(inbox.Config{Client: cl, Content: n.store, Listen: cfg.Listen, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
 		Users: users, Roles: cfg.Roles, Registerer: n.reg,
-		SlackSecret: os.Getenv(chat.EnvSigningSecret), SlackStepUp: n.cfg.Chat.Slack.StepUp})
+		SlackSecret: os.Getenv(chat.EnvSigningSecret), SlackStepUp: n.cfg.Chat.Slack.StepUp, PublicURL: cfg.PublicURL()})
 	if err != nil {
 		return "", fmt.Errorf("inbox: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -443,5 +444,89 @@ func replyRecorder(t *testing.T) (srv *httptest.Server, last func() string) {
 			return ""
 		}
 		return replies[len(replies)-1]
+	}
+}
+
+// TestSlackStaleMessageRefreshed: a call waits in a turn that follows a
+// policy store, and its Slack message carries the call's hash. A policy
+// change decides the call again (it still waits, with a new hash). A
+// click on the old message answers nothing: the inbox replaces that
+// message (replace_original through the response_url) with the call as
+// it is now, and a click on the refreshed message's button runs the
+// call. Control: the old hash is what the refreshed message no longer
+// carries, and the call did not run after the stale click.
+func TestSlackStaleMessageRefreshed(t *testing.T) {
+	const secret = "slack-signing-secret-stale"
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir, Client: env.c})
+	ctx := ctxT(t, 90*time.Second)
+	store := "policy-stale-" + tag()
+	if _, err := cl.StartPolicyStore(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var bodies []map[string]any
+	rs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		mu.Lock()
+		bodies = append(bodies, m)
+		mu.Unlock()
+	}))
+	defer rs.Close()
+	srv, err := inbox.New(inbox.Config{Client: cl, Registerer: prometheus.NewRegistry(), SlackSecret: secret, PublicURL: "https://inbox.example",
+		Users: map[string]config.InboxUser{"bob": {Token: "tb", Slack: "U0BOB"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	id := "slack-stale-" + tag()
+	liveTurn(t, ctx, cl, id, store, "", "steps:\n  - tool_calls: [{id: s1, name: Bash, input: {command: \"touch after-refresh\"}}]\n  - text: ok\n", nil)
+	old := waitPending(t, cl, id, 1)[0]
+	oldVal := chat.Value(id, old)
+	// A policy change that leaves the call waiting re-hashes it.
+	if _, err := cl.SetPolicy(ctx, store, workflows.LiveRules{Allow: []string{"Bash(echo:*)"}}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	var cur workflows.Pending
+	waitFor(t, ctx, func() bool {
+		ps, err := cl.Pending(ctx, id)
+		if err == nil && len(ps) == 1 && ps[0].Hash != old.Hash {
+			cur = ps[0]
+			return true
+		}
+		return false
+	})
+	now := time.Now()
+	slackClick(t, hs.URL, secret, now, "U0BOB", chat.ActionAllow, oldVal, rs.URL)
+	mu.Lock()
+	got := slices.Clone(bodies)
+	mu.Unlock()
+	var refreshed, note string
+	for _, b := range got {
+		raw, _ := json.Marshal(b)
+		if b["replace_original"] == true {
+			refreshed = string(raw)
+		} else {
+			note = fmt.Sprint(b["text"])
+		}
+	}
+	newVal := chat.Value(id, cur)
+	if !strings.Contains(refreshed, newVal) || strings.Contains(refreshed, oldVal) || !strings.Contains(refreshed, "inbox.example") {
+		t.Fatalf("the stale click did not replace the message with the call as it is (want value %s, not %s):\n%s", newVal, oldVal, refreshed)
+	}
+	if !strings.Contains(note, "decided again") || !strings.Contains(note, "Nothing was answered") {
+		t.Errorf("the stale click's reply: %q", note)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "after-refresh")); err == nil {
+		t.Fatal("the stale click ran the call")
+	}
+	slackClick(t, hs.URL, secret, now.Add(time.Second), "U0BOB", chat.ActionAllow, newVal, rs.URL)
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "after-refresh")); err != nil {
+		t.Errorf("the click on the refreshed message did not run the call: %v", err)
 	}
 }
