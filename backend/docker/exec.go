@@ -142,6 +142,13 @@ func (b *Backend) createPlain(ctx context.Context, id string, req backend.ExecRe
 	}
 	att, err := b.cli.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
 	if err != nil {
+		// The attach starts the exec: refused, nothing ran. A container
+		// removed between the create and the attach makes the daemon
+		// answer 500 ("unable to upgrade to tcp"); said as "is not
+		// running", retry recovers the workspace and runs it again.
+		if b.goneSoon(context.WithoutCancel(ctx), id) {
+			return "", client.ExecAttachResult{}, fmt.Errorf("docker exec attach: container %s is not running: %w", short(id), err)
+		}
 		return "", client.ExecAttachResult{}, fmt.Errorf("docker exec attach: %w", err)
 	}
 	return created.ID, att, nil
