@@ -48,7 +48,7 @@ func newRunCmd(cn *conn) *cobra.Command {
 	fl.StringVar(&f.backend, "backend", "", "backend name: local, docker, e2b (default the worker's)")
 	fl.StringVar(&f.toolQueue, "tool-queue", "", "run tool calls on the workers of this task queue (e.g. a Docker host's)")
 	fl.IntVar(&f.maxIter, "max-iterations", 0, "model call bound (default turn.max_iterations, else 1000)")
-	fl.StringVar(&f.livePolicy, "live-policy", workflows.DefaultPolicyStore, "the policy store the turn follows: `policy apply` and remembered approvals reach it; the store is made if missing")
+	fl.StringVar(&f.livePolicy, "live-policy", workflows.DefaultPolicyStore, "the policy store the turn follows: 'policy apply' and remembered approvals reach it; the store is made if missing")
 	fl.BoolVar(&f.noLivePolicy, "no-live-policy", false, "follow no policy store: the turn keeps the policy it starts with")
 	fl.StringVar(&f.agent, "agent", "", "the turn's agent label (remembered approvals of scope agent)")
 	fl.StringVar(&f.budget, "budget", "", "the turn's budget, e.g. tokens=2M,cost=5,tool_calls=500,Bash=200,time=8h,warn=80% (default turn.budget): reaching it parks the turn on a budget approval")
