@@ -76,7 +76,7 @@ func (a *Activities) ChatPost(ctx context.Context, in workflows.ChatInput) ([]wo
 		if slices.ContainsFunc(prog.Refs, func(r workflows.ChatRef) bool { return r.Channel == ch }) {
 			continue
 		}
-		ref, err := c.Slack.Post(ctx, ch, in.WorkflowID, in.Pending, a.inboxLink(in.WorkflowID, in.Pending.CallID), why)
+		ref, err := c.Slack.Post(ctx, ch, in.WorkflowID, in.Pending, chat.InboxLink(a.InboxURL, in.WorkflowID, in.Pending.CallID), why)
 		if err != nil {
 			return nil, chatErr(err)
 		}
@@ -111,11 +111,6 @@ func chatErr(err error) error {
 			temporal.ApplicationErrorOptions{NextRetryDelay: rl.RetryAfter, Cause: err})
 	}
 	return err
-}
-
-// inboxLink is the inbox page of a call ("" without an inbox URL).
-func (a *Activities) inboxLink(workflowID, callID string) string {
-	return chat.InboxLink(a.InboxURL, workflowID, callID)
 }
 
 func firstNonEmpty(s ...string) string {

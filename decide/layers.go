@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/wardenhq/warden/permission"
-	"github.com/wardenhq/warden/tools"
 )
 
 // layer is one layer of the decision: it takes the verdict of the layers
@@ -19,7 +18,8 @@ type layer struct {
 
 // decision is one call being decided: the call, its policy (with the
 // workspace among the working directories) and its tool bound to both,
-// with the call's parse memo.
+// with the call's parse memo (Verdict sets Call.Memo, so a layer that
+// binds the call under another policy, d.c.bind, shares it).
 type decision struct {
 	c  Call
 	pc *permission.Context
@@ -50,14 +50,6 @@ func Layers() []string {
 		out = append(out, l.name)
 	}
 	return out
-}
-
-// under binds the call's tool to the policy pc, sharing the call's
-// parse memo: a layer that asks the engine again under another policy
-// does not parse the command again.
-func (d *decision) under(pc *permission.Context) bound {
-	return bind(d.c.Tool, &tools.Env{Workdir: d.c.Workdir, Permission: pc, Home: cleanHome(d.c.Home),
-		ToolNetwork: d.c.ToolNetwork, Memo: d.c.Memo})
 }
 
 // remembered tries the call's remembered approvals (Call.Remembered) on
@@ -93,7 +85,7 @@ func remembered(ctx context.Context, d *decision, base permission.Verdict) (perm
 			rule.Source = "remembered:" + r.ID
 			pc := *d.pc
 			pc.Allow = append(slices.Clone(pc.Allow), rule)
-			nv, err := permission.Evaluate(ctx, &pc, d.under(&pc), c.Input)
+			nv, err := permission.Evaluate(ctx, &pc, d.c.bind(&pc), c.Input)
 			if err != nil || nv.Behavior != permission.Allow || nv.Rule == nil || nv.Rule.Source != rule.Source {
 				continue
 			}
@@ -124,7 +116,7 @@ func quorum(ctx context.Context, d *decision, v permission.Verdict) (permission.
 			continue // checked when the policy was read
 		}
 		qc := permission.Context{Mode: permission.ModeDefault, WorkingDirs: pc.WorkingDirs, Deny: []permission.Rule{r}}
-		m, err := permission.Evaluate(ctx, &qc, d.under(&qc), d.c.Input)
+		m, err := permission.Evaluate(ctx, &qc, d.c.bind(&qc), d.c.Input)
 		if err != nil || m.Layer != permission.LayerDenyRule {
 			continue
 		}

@@ -139,13 +139,10 @@ func (s *Server) slackRefresh(ctx context.Context, responseURL, wf string, p wor
 
 // slackReply posts an ephemeral message to a response_url.
 func (s *Server) slackReply(ctx context.Context, responseURL, text string) {
-	if responseURL == "" {
-		return
-	}
 	s.slackPostJSON(ctx, responseURL, map[string]any{"response_type": "ephemeral", "replace_original": false, "text": text})
 }
 
-// slackPostJSON posts m to a response_url.
+// slackPostJSON posts m to a response_url ("": none, nothing sent).
 func (s *Server) slackPostJSON(ctx context.Context, responseURL string, m map[string]any) {
 	if responseURL == "" {
 		return
