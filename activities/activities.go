@@ -6,6 +6,7 @@ package activities
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -244,6 +245,12 @@ func (a *Activities) Tool(ctx context.Context, in workflows.ToolInput) (out work
 	defer stop()
 	h := middleware.Chain(a.Middleware...)(middleware.Terminal)
 	res, err := tools.Collect(h(ctx, middleware.Call{ID: in.Call.ID, Tool: t, Input: in.Call.Input, Env: env, Attempt: attempt}))
+	if errors.Is(ctx.Err(), context.Canceled) {
+		// The turn cancelled the call (an interrupt; the SDK reports a
+		// cancellation only when one was asked for): its processes are
+		// stopped, and the turn gets what they printed.
+		return out, temporal.NewCanceledError(prog.snapshot())
+	}
 	if err != nil {
 		return out, fmt.Errorf("tool %s: %w", in.Call.Name, err)
 	}

@@ -34,12 +34,32 @@ func (cl *Client) Watch(ctx context.Context, workflowID string, fn func(workflow
 // reported with fresh == "" (so a caller can show that it still runs,
 // and for how long), at most once per QuietInterval.
 func (cl *Client) Follow(ctx context.Context, workflowID string, fn func(workflows.Event), out func(call RunningCall, fresh string)) (workflows.TurnResult, error) {
+	if _, err := cl.follow(ctx, workflowID, 0, nil, fn, out); err != nil {
+		return workflows.TurnResult{}, err
+	}
+	return cl.Result(ctx, workflowID)
+}
+
+// FollowTurn follows a session's current turn from cursor (an events
+// cursor, 0 for the whole stream kept) until it answers, fails or is
+// cancelled, or the workflow closes: unlike Follow it does not wait for
+// the workflow's result, which a session gives only when it ends. It
+// returns the cursor after the last event it passed to fn.
+func (cl *Client) FollowTurn(ctx context.Context, workflowID string, cursor int, fn func(workflows.Event), out func(call RunningCall, fresh string)) (int, error) {
+	return cl.follow(ctx, workflowID, cursor, func(e workflows.Event) bool {
+		return e.Type == workflows.EventFinal || e.Type == workflows.EventFailed
+	}, fn, out)
+}
+
+// follow passes events from cursor on to fn until one for which last
+// says so, the turn is done (last == nil), or the workflow closed.
+func (cl *Client) follow(ctx context.Context, workflowID string, cursor int, last func(workflows.Event) bool,
+	fn func(workflows.Event), out func(call RunningCall, fresh string)) (int, error) {
 	f := &follower{cl: cl, workflowID: workflowID, fn: fn, out: out, seen: map[string]int64{}, shown: map[string]time.Time{}}
 	every := cl.PollInterval
 	if every <= 0 {
 		every = 250 * time.Millisecond
 	}
-	cursor := 0
 	for {
 		f.checkStuck(ctx)
 		page, err := cl.Events(ctx, workflowID, cursor)
@@ -48,22 +68,30 @@ func (cl *Client) Follow(ctx context.Context, workflowID string, fn func(workflo
 				if fn != nil {
 					fn(e)
 				}
+				cursor = e.Seq + 1
+				if last != nil && last(e) {
+					return cursor, nil
+				}
 			}
-			cursor = page.Next
+			cursor = max(cursor, page.Next)
+			if page.Done && last == nil {
+				return cursor, nil
+			}
 			if page.Done {
-				break
+				if done, _ := cl.closed(ctx, workflowID); done {
+					return cursor, nil
+				}
 			}
 			f.reportRunning(ctx)
 		} else if done, _ := cl.closed(ctx, workflowID); done {
-			break
+			return cursor, nil
 		}
 		select {
 		case <-ctx.Done():
-			return workflows.TurnResult{}, ctx.Err()
+			return cursor, ctx.Err()
 		case <-time.After(every):
 		}
 	}
-	return cl.Result(ctx, workflowID)
 }
 
 // follower is the state of one Follow between polls.

@@ -20,6 +20,7 @@ func SearchAttributes() map[string]enumspb.IndexedValueType {
 		workflows.SAPendingCalls: enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 		workflows.SAPendingTools: enumspb.INDEXED_VALUE_TYPE_KEYWORD_LIST,
 		workflows.SAWaitingSince: enumspb.INDEXED_VALUE_TYPE_DATETIME,
+		workflows.SASessionState: enumspb.INDEXED_VALUE_TYPE_KEYWORD,
 	}
 }
 

@@ -36,7 +36,8 @@ type Script struct {
 // with no tool calls, so a turn always ends.
 func (s *Script) StepAt(n int) Step {
 	if n >= len(s.Steps) {
-		return Step{Text: s.Steps[len(s.Steps)-1].Text}
+		last := s.Steps[len(s.Steps)-1]
+		return Step{Text: last.Text, Echo: last.Echo}
 	}
 	st := s.Steps[n]
 	calls := make([]ScriptedCall, len(st.ToolCalls))
@@ -57,6 +58,10 @@ type Step struct {
 	// Usage is the usage the step reports, as a provider would (its cost
 	// is the worker's to compute: a scripted cost is ignored).
 	Usage *Usage `json:"usage,omitempty" yaml:"usage"`
+	// Echo adds to the step's text how many user messages the model
+	// received and the last one, so a demo or test shows what reached
+	// the model.
+	Echo bool `json:"echo,omitempty" yaml:"echo"`
 }
 
 // ScriptedCall is a tool call in a script; its input is any YAML value
@@ -110,7 +115,7 @@ func (Scripted) Generate(_ context.Context, req Request) (Response, error) {
 		return Response{Text: summarize(req.Messages)}, nil
 	}
 	if req.Script != nil && req.Script.Current != nil {
-		return answer(*req.Script.Current, 0)
+		return answerTo(*req.Script.Current, 0, req.Messages)
 	}
 	if req.Script == nil || len(req.Script.Steps) == 0 {
 		return Response{}, errors.New("scripted model: request has no script")
@@ -121,10 +126,24 @@ func (Scripted) Generate(_ context.Context, req Request) (Response, error) {
 			n++
 		}
 	}
-	if n >= len(req.Script.Steps) {
-		return Response{Text: req.Script.Steps[len(req.Script.Steps)-1].Text}, nil
+	return answerTo(req.Script.StepAt(n), n, req.Messages)
+}
+
+// answerTo is step n's response; an Echo step's text ends with how many
+// user messages msgs holds and the last one.
+func answerTo(st Step, n int, msgs []Message) (Response, error) {
+	r, err := answer(st, n)
+	if err != nil || !st.Echo {
+		return r, err
 	}
-	return answer(req.Script.Steps[n], n)
+	n, last := 0, ""
+	for _, m := range msgs {
+		if m.Role == RoleUser {
+			n, last = n+1, m.Content
+		}
+	}
+	r.Text += fmt.Sprintf("\n(%d user messages; the last: %s)", n, last)
+	return r, nil
 }
 
 // answer turns step n into a response.

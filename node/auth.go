@@ -39,10 +39,13 @@ func serverAuth(o *devserver.Options, cfg config.Config) (*auth.Keyring, error) 
 	return keys, nil
 }
 
-// answerPolicy names the signals and updates that answer waiting calls.
+// answerPolicy names the signals and updates that answer waiting calls,
+// and those that message, pause, resume or cancel a turn: each names who
+// sends it (by, via), which the key must match, as for an answer.
 func answerPolicy() auth.Policy {
 	return auth.Policy{AnswerNames: []string{workflows.UpdateApprove, workflows.SignalApprove,
-		workflows.UpdateExternalResult, workflows.SignalExternalResult}}
+		workflows.UpdateExternalResult, workflows.SignalExternalResult,
+		workflows.UpdateMessage, workflows.UpdateControl}}
 }
 
 // printKeys says where the operator's key is (or that there are none).

@@ -38,6 +38,10 @@ func workerOptions(cfg config.Config) worker.Options {
 		// A restarted worker picks up its turns after ~1 s instead of the
 		// default 5 s sticky schedule-to-start timeout.
 		StickyScheduleToStartTimeout: time.Second,
+		// A running tool's heartbeat (each second) reaches the server
+		// within a second rather than 80% of its 10 s heartbeat timeout,
+		// so an interrupt stops its process within about a second.
+		MaxHeartbeatThrottleInterval: time.Second,
 	}
 	if w.PollerAutoscaling {
 		o.WorkflowTaskPollerBehavior = worker.NewPollerBehaviorAutoscaling(worker.PollerBehaviorAutoscalingOptions{})

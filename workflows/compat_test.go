@@ -178,6 +178,7 @@ func compatSamples() []struct {
 			MaxIterations: 5, ApprovalTimeout: time.Hour, State: sampleState(),
 			ReturnDirectly: []string{"TaskCreate"}, RunLocal: map[string]json.RawMessage{"calls": json.RawMessage(`2`)},
 			ContinueAsNewAfter: 5000, LivePolicy: "warden-policy", Agent: "builder", Requester: "ops", Budget: ptr(sampleBudget()), AgentBudget: "warden-budget-builder",
+			Session: true, Senders: []string{"alice"},
 			Approvers: &workflows.Approvers{Users: map[string][]string{"alice": nil, "kube": {"k8s"}}, Roles: map[string][]string{"k8s": {"Bash(kubectl:*)"}}},
 			Resume: &workflows.Resume{
 				Iterations: 3, ToolCalls: 4, ToolErrors: 1, PolicyVersion: 1, Instruction: "Be brief.", Tools: []string{"Bash"},
@@ -186,11 +187,15 @@ func compatSamples() []struct {
 				StartedAt: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC), BudgetRaised: ptr(sampleBudget()),
 				ToolsRun: map[string]int{"Bash": 3}, BudgetParks: 1, BudgetWarned: []string{"cost@5"}, AgentSeq: 4, AgentCharged: sampleUsage(),
 				Notifying: []workflows.NotifyInput{sampleNotify()},
+				Session: workflows.SessionState{Turns: 2, TurnIter: 3, Idle: true, Paused: ptr(sampleControl()),
+					Queue: []workflows.SessionMessage{sampleMessage()}, Steers: []workflows.SessionMessage{sampleMessage()},
+					Interrupt: ptr(sampleMessage()), Cancel: ptr(sampleControl()), Usage: sampleUsage()},
 				Step: &workflows.StepState{
 					Slots:   []workflows.SlotState{{Call: sampleCall(), Prep: samplePrepared(), Ready: true, Result: func() *tools.Result { r := sampleResult(); return &r }()}},
 					Pending: []workflows.Pending{samplePending()},
 					Answers: []workflows.AnswerState{{CallID: "call_1_1", Approval: func() *workflows.Approval { a := sampleApproval(); return &a }(),
-						External: func() *workflows.ExternalResult { e := sampleExternal(); return &e }(), Auto: "Rule: Bash(touch:*)", Denied: "Rule: Bash(curl:*)"}},
+						External: func() *workflows.ExternalResult { e := sampleExternal(); return &e }(), Auto: "Rule: Bash(touch:*)", Denied: "Rule: Bash(curl:*)",
+						Interrupted: "interrupted by alice"}},
 				},
 			},
 		}},
@@ -250,6 +255,7 @@ func compatSamples() []struct {
 		{"Summary", workflows.Summary{
 			Iterations: 2, ToolCalls: 1, Pending: []workflows.Pending{samplePending()},
 			Permission: samplePermission(), Tasks: []tools.Task{sampleTask()}, Done: true, Usage: sampleUsage(), LivePolicy: "warden-policy",
+			Session: &workflows.SessionSummary{Session: true, State: "paused", Turns: 2, Paused: ptr(sampleControl()), Queued: 1, Steers: 1},
 		}},
 		{"PendingIndex", workflows.PendingIndex{
 			Entries: []workflows.IndexEntry{{Pending: samplePending(), Preview: `{"command":"npm run`}}, More: true,
@@ -403,10 +409,17 @@ func constGroups() map[string]map[string]any {
 			"UpdateApprove", workflows.UpdateApprove, "SignalApprove", workflows.SignalApprove,
 			"UpdateExternalResult", workflows.UpdateExternalResult, "SignalExternalResult", workflows.SignalExternalResult,
 			"QueryPending", workflows.QueryPending, "QueryEvents", workflows.QueryEvents, "QueryState", workflows.QueryState,
+			"UpdateMessage", workflows.UpdateMessage, "UpdateControl", workflows.UpdateControl,
+			"DecisionWithdrawn", workflows.DecisionWithdrawn,
+		),
+		"workflows.session": str(
+			"MessageQueue", string(workflows.MessageQueue), "MessageSteer", string(workflows.MessageSteer),
+			"MessageInterrupt", string(workflows.MessageInterrupt), "ControlPause", string(workflows.ControlPause),
+			"ControlResume", string(workflows.ControlResume), "ControlCancel", string(workflows.ControlCancel),
 		),
 		"workflows.search_attributes": str(
 			"SAPendingCalls", workflows.SAPendingCalls, "SAPendingTools", workflows.SAPendingTools,
-			"SAWaitingSince", workflows.SAWaitingSince,
+			"SAWaitingSince", workflows.SAWaitingSince, "SASessionState", workflows.SASessionState,
 		),
 		"workflows.pending_index": {
 			"MemoPending": workflows.MemoPending, "PreviewBytes": workflows.PreviewBytes, "ContextBytes": workflows.ContextBytes,
@@ -427,7 +440,7 @@ func constGroups() map[string]map[string]any {
 			"EventAnswered", workflows.EventAnswered, "EventRejected", workflows.EventRejected,
 			"EventResult", workflows.EventResult, "EventFinal", workflows.EventFinal, "EventCustom", workflows.EventCustom,
 			"EventEscalated", workflows.EventEscalated, "EventCompacted", workflows.EventCompacted,
-			"EventFailed", workflows.EventFailed,
+			"EventFailed", workflows.EventFailed, "EventMessage", workflows.EventMessage, "EventControl", workflows.EventControl,
 		),
 		"workflows.decisions": str(
 			"DecisionAllow", string(workflows.DecisionAllow), "DecisionAlwaysAllow", string(workflows.DecisionAlwaysAllow),
@@ -614,4 +627,14 @@ func sampleNotify() workflows.NotifyInput {
 		Answer: &workflows.AnswerNote{By: "alice", Via: "slack", Decision: "always_allow", Reason: "OPS-12", Scope: "agent",
 			TTL: time.Hour, Edited: true, At: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)},
 		Namespace: "default", Agent: "ops", Roles: []string{"kube"}}
+}
+
+func sampleMessage() workflows.SessionMessage {
+	return workflows.SessionMessage{Text: "also update the changelog", Mode: workflows.MessageSteer, By: "alice", Via: "web-inbox",
+		At: time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)}
+}
+
+func sampleControl() workflows.SessionControl {
+	return workflows.SessionControl{Action: workflows.ControlPause, Reason: "weekend", By: "alice", Via: "alice",
+		At: time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)}
 }

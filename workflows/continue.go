@@ -54,6 +54,9 @@ type Resume struct {
 	// AgentCharged is the usage charged there so far.
 	AgentSeq     int         `json:"agent_seq,omitempty"`
 	AgentCharged model.Usage `json:"agent_charged,omitzero"`
+	// Session is the state of a session and of the messages, pauses and
+	// cancels a turn received (session.go).
+	Session SessionState `json:"session,omitzero"`
 }
 
 // StepState is a model step interrupted by continue-as-new.
@@ -79,6 +82,8 @@ type AnswerState struct {
 	Auto     string          `json:"auto,omitempty"`
 	// Denied is why a policy change denied the waiting call.
 	Denied string `json:"denied,omitempty"`
+	// Interrupted is why an interrupt or a cancel withdrew the call.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 // carriedEvents bounds the events carried into the next run.

@@ -111,6 +111,8 @@ var (
 		"chatNotes":    "answers of calls whose post is in flight, which continue-as-new loses with the post",
 		"unremembered": "set and read within one Update handler",
 		"routes":       "the next run computes an entry's roles again (one more side effect)",
+		"stopRunning":  "cancels this run's running step; a step in flight is carried waiting, not running",
+		"saState":      "the next run writes the session's state again when it starts",
 	}
 )
 

@@ -19,11 +19,29 @@ const (
 
 // execute runs the ready calls in order. Consecutive calls of
 // concurrency-safe tools that do not touch turn state run in parallel.
+//
+// An interrupt (session.go) cancels the calls that run (their activities
+// are asked to stop, and their results say what they printed) and keeps
+// the calls after them from starting; a pause holds the next calls until
+// resumed.
 func (t *turn) execute(ctx workflow.Context, slots []*slot) error {
+	rctx, stop := workflow.WithCancel(ctx)
+	t.stopRunning = stop
+	defer func() {
+		t.stopRunning = nil
+		stop()
+	}()
 	for i := 0; i < len(slots); {
 		if !slots[i].Ready {
 			i++
 			continue
+		}
+		if err := t.holdWhilePaused(ctx); err != nil {
+			return err
+		}
+		if t.stopped() {
+			t.interruptSlots(slots[i:])
+			return nil
 		}
 		j := i + 1
 		if parallel(slots[i]) {
@@ -39,10 +57,10 @@ func (t *turn) execute(ctx workflow.Context, slots []*slot) error {
 		}
 		futs := make([]workflow.Future, len(batch))
 		for k, s := range batch {
-			futs[k] = t.startTool(ctx, s)
+			futs[k] = t.startTool(rctx, s)
 		}
 		for k, s := range batch {
-			out, err := t.finishTool(ctx, s, futs[k])
+			out, err := t.finishTool(rctx, s, futs[k])
 			if err != nil {
 				return err
 			}
@@ -106,20 +124,30 @@ func (t *turn) startRegular(ctx workflow.Context, s *slot) workflow.Future {
 		StartToCloseTimeout: timeout,
 		HeartbeatTimeout:    10 * time.Second,
 		RetryPolicy:         retryPolicy(p),
+		// An interrupted call's result waits for the activity to stop
+		// and report what it printed.
+		WaitForCancellation: true,
 	})
 	return workflow.ExecuteActivity(actx, ActivityTool, t.toolInput(ctx, s))
 }
 
-// finishTool waits for a call's result. A fast-path call that ran out of
+// finishTool waits for a call's result (ctx is the one the call started
+// with, which an interrupt cancels). A fast-path call that ran out of
 // its local time bound is rescheduled as a regular activity. A failed
 // activity becomes an error result the model reads.
 func (t *turn) finishTool(ctx workflow.Context, s *slot, f workflow.Future) (*calls.Result, error) {
 	var out ToolOutput
 	err := f.Get(ctx, &out)
+	if r := t.stoppedResult(s, err); r != nil {
+		return r, nil
+	}
 	var te *temporal.TimeoutError
 	if err != nil && s.Prep.Policy.Local && t.in.ToolQueue == "" && errors.As(err, &te) {
 		t.emit(ctx, Event{Type: EventDecision, CallID: s.Call.ID, Tool: s.Call.Name, Text: "fast path timed out: rescheduled as a regular activity"})
 		err = t.startRegular(ctx, s).Get(ctx, &out)
+		if r := t.stoppedResult(s, err); r != nil {
+			return r, nil
+		}
 	}
 	if err != nil {
 		if !isActivityFailure(err) {
@@ -146,6 +174,21 @@ func (t *turn) mergeState(s calls.State) {
 		t.state.Reads[k] = s.Reads[k]
 	}
 	t.state.Tasks = s.Tasks
+}
+
+// stoppedResult is the result of a call an interrupt cancelled while it
+// ran (nil when it was not): what it printed until it stopped comes with
+// the cancellation (ToolProgress); a fast-path call reports none.
+func (t *turn) stoppedResult(s *slot, err error) *calls.Result {
+	var ce *temporal.CanceledError
+	if err == nil || !t.stopped() || !errors.As(err, &ce) {
+		return nil
+	}
+	var prog ToolProgress
+	if ce.HasDetails() {
+		_ = ce.Details(&prog)
+	}
+	return interrupted(s.Call, t.interruptWhy(), true, prog.Output)
 }
 
 func isActivityFailure(err error) bool {

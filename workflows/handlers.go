@@ -18,6 +18,9 @@ func (t *turn) registerHandlers(ctx workflow.Context) error {
 	if err := t.registerUpdates(ctx); err != nil {
 		return err
 	}
+	if err := t.registerSession(ctx); err != nil {
+		return err
+	}
 	t.receiveSignals(ctx)
 	return nil
 }
@@ -37,7 +40,7 @@ func (t *turn) registerQueries(ctx workflow.Context) error {
 	}
 	return workflow.SetQueryHandler(ctx, QueryState, func() (Summary, error) {
 		return Summary{Iterations: t.Iterations, ToolCalls: t.ToolCalls, Pending: t.open(),
-			Permission: t.perm, Tasks: t.state.Tasks, Done: t.done, Usage: t.Usage, LivePolicy: t.in.LivePolicy}, nil
+			Permission: t.perm, Tasks: t.state.Tasks, Done: t.done, Usage: t.Usage, LivePolicy: t.in.LivePolicy, Session: t.sessionSummary()}, nil
 	})
 }
 

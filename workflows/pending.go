@@ -83,6 +83,7 @@ func (t *turn) upsertPending(ctx workflow.Context) {
 	t.indexDirty = false
 	open := t.open()
 	defer t.upsertIndex(ctx, open)
+	defer t.upsertSession(ctx)
 	if len(open) == 0 {
 		_ = workflow.UpsertTypedSearchAttributes(ctx, saPendingCalls.ValueUnset(), saPendingTools.ValueUnset(), saWaitingSince.ValueUnset())
 		return

@@ -33,6 +33,11 @@ func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall, text strin
 		t.emit(ctx, Event{Type: EventToolCall, CallID: c.ID, Tool: c.Name, Input: string(c.Input)})
 	}
 	t.ToolCalls += len(calls)
+	if t.stopped() {
+		// Interrupted while the model answered: none of its calls runs.
+		t.interruptSlots(slots)
+		return t.finishStep(ctx, slots)
+	}
 	preps, err := t.prepare(ctx, VerdictFirst, calls)
 	if err != nil {
 		return nil, err
@@ -40,7 +45,13 @@ func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall, text strin
 	now := workflow.Now(ctx)
 	for i, s := range slots {
 		s.Prep = preps[i]
+		if t.stopped() {
+			continue
+		}
 		t.classify(ctx, s, now, text)
+	}
+	if t.stopped() {
+		t.interruptSlots(slots)
 	}
 	return t.finishStep(ctx, slots)
 }

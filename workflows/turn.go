@@ -105,6 +105,11 @@ type turn struct {
 	// approvals could not be stored; the Update that answered reads it
 	// (Ack.NotRemembered) and clears it.
 	unremembered map[string]string
+	// stopRunning cancels the tool activities of the step that runs
+	// (nil when none run); an interrupt calls it.
+	stopRunning workflow.CancelFunc
+	// saState is the SASessionState this run last wrote.
+	saState string
 }
 
 // run is the agent-turn workflow: model → permission check → tools →
@@ -134,6 +139,11 @@ func (t *turn) loop(ctx workflow.Context, mws []AgentMiddleware) (TurnResult, er
 	}
 	var res TurnResult
 	finished := false
+	if t.Session.Idle {
+		// A session that continued as new while it waited for a message.
+		t.done = true
+		return t.nextTurn(ctx, res)
+	}
 	if t.inFlight != nil {
 		results, err := t.resumeStep(ctx)
 		if err != nil {
@@ -141,7 +151,7 @@ func (t *turn) loop(ctx workflow.Context, mws []AgentMiddleware) (TurnResult, er
 		}
 		res, finished = t.appendResults(results)
 	}
-	for limit := t.maxIterations(); !finished && t.Iterations < limit; {
+	for limit := t.maxIterations(); !finished && t.Iterations-t.Session.TurnIter < limit; {
 		if t.shouldContinueAsNew(ctx) {
 			return TurnResult{}, t.endOrContinue(ctx, errContinueAsNew)
 		}
@@ -152,7 +162,9 @@ func (t *turn) loop(ctx workflow.Context, mws []AgentMiddleware) (TurnResult, er
 			return t.budgetEnd(ctx, err)
 		}
 		var err error
-		if res, finished, err = t.step(ctx, mws); err != nil {
+		if res, finished, err = t.step(ctx, mws); errors.Is(err, errCancelled) || (err == nil && t.Session.Cancel != nil) {
+			return t.cancelled(ctx), nil
+		} else if err != nil {
 			return t.budgetEnd(ctx, err)
 		}
 	}
@@ -161,7 +173,11 @@ func (t *turn) loop(ctx workflow.Context, mws []AgentMiddleware) (TurnResult, er
 	} else if err := t.afterAgent(ctx, mws); err != nil {
 		return TurnResult{}, err
 	}
-	return t.finish(ctx, res), nil
+	res = t.finish(ctx, res)
+	if !t.in.Session {
+		return res, nil
+	}
+	return t.nextTurn(ctx, res)
 }
 
 // start opens the run: its handlers, the notifications the previous run
@@ -171,6 +187,7 @@ func (t *turn) start(ctx workflow.Context, mws []AgentMiddleware) error {
 	if err := t.registerHandlers(ctx); err != nil {
 		return err
 	}
+	t.upsertSession(ctx)
 	t.resendNotifications(ctx)
 	if t.in.Resume != nil {
 		return nil
@@ -205,6 +222,12 @@ func (t *turn) maxIterations() int {
 // finished is set when the step answered the turn (res holds the
 // answer); an error ends the run as it is (a continue-as-new included).
 func (t *turn) step(ctx workflow.Context, mws []AgentMiddleware) (res TurnResult, finished bool, err error) {
+	if err := t.beforeModel(ctx); err != nil {
+		if errors.Is(err, errContinueAsNew) {
+			return TurnResult{}, false, t.endOrContinue(ctx, err)
+		}
+		return TurnResult{}, false, err
+	}
 	t.Iterations++
 	last, err := t.modelStep(ctx, mws)
 	if err != nil {
@@ -214,6 +237,10 @@ func (t *turn) step(ctx workflow.Context, mws []AgentMiddleware) (res TurnResult
 		t.emit(ctx, Event{Type: EventModel, Text: last.Content})
 	}
 	if len(last.ToolCalls) == 0 {
+		if len(t.Session.Steers) > 0 && t.Session.Cancel == nil {
+			// A message came for the next model call: the turn goes on.
+			return TurnResult{}, false, nil
+		}
 		return TurnResult{Answer: last.Content, AnswerRef: last.Ref}, true, nil
 	}
 	if err := t.checkBudget(ctx, last.ToolCalls); err != nil {

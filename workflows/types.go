@@ -139,6 +139,14 @@ type TurnInput struct {
 	// Requester names who started the turn (the client's key name,
 	// Client.Via): its allows never count toward a call's quorum.
 	Requester string `json:"requester,omitempty"`
+	// Session keeps the workflow open when a turn answers: it waits for
+	// the next message (UpdateMessage), which opens the next turn
+	// (session.go). A turn without it ends with its answer.
+	Session bool `json:"session,omitempty"`
+	// Senders, when set, are the users who may message, pause, resume or
+	// cancel the turn (with its requester); else its requester and
+	// approvers may (anyone, when no approvers are configured).
+	Senders []string `json:"senders,omitempty"`
 }
 
 // ModelConfig selects the model provider.
@@ -679,4 +687,6 @@ type Summary struct {
 	Usage model.Usage `json:"usage,omitzero"`
 	// LivePolicy is the policy store the turn follows (TurnInput.LivePolicy).
 	LivePolicy string `json:"live_policy,omitempty"`
+	// Session is the turn's session state (turns, pause, queued messages).
+	Session *SessionSummary `json:"session,omitempty"`
 }

@@ -245,6 +245,8 @@ func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a AnswerState) er
 		}
 	case a.Denied != "":
 		s.Result = denied(s.Call, a.Denied)
+	case a.Interrupted != "":
+		s.Result = interrupted(s.Call, a.Interrupted, false, "")
 	case a.Auto != "":
 		s.Ready = true
 	case a.Approval != nil && a.Approval.Decision == DecisionDeny:

@@ -70,7 +70,7 @@ func newRoot() *cobra.Command {
 	pf.StringVar(&cn.flags.TLSCA, "tls-ca", "", "CA certificate the cluster's is signed with (default $TEMPORAL_TLS_CA; else the system's)")
 	pf.StringVar(&cn.flags.KeyFile, "key-file", "", "warden key file (default $WARDEN_KEY_FILE, else the operator key in the embedded server's data directory)")
 	root.AddCommand(newRunCmd(cn), newToolsCmd(cn), newPermissionCmd(cn), newApprovalsCmd(cn), newAuditCmd(cn), newBenchCmd(cn), newWatchCmd(cn),
-		newAskCmd(cn), newExternalCmd(cn), newBatchCmd(cn), newShowCmd(cn), newGCCmd(cn), newKeysCmd(cn), newPolicyCmd(cn), newChatCmd(cn), newBudgetCmd(cn))
+		newAskCmd(cn), newExternalCmd(cn), newBatchCmd(cn), newShowCmd(cn), newGCCmd(cn), newKeysCmd(cn), newPolicyCmd(cn), newChatCmd(cn), newBudgetCmd(cn), newSessionCmd(cn))
 	return root
 }
 
