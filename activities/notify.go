@@ -47,6 +47,11 @@ func (a *Activities) Notify(ctx context.Context, in workflows.NotifyInput) error
 			ev.Answer.TTL = n.TTL.String()
 		}
 	}
+	if n := in.Session; n != nil {
+		ev.Session = &notify.Session{Seq: n.Seq, State: n.State, Turn: n.Turn, Mode: n.Mode, Text: n.Text, Reason: n.Reason,
+			Answer: n.Answer, By: n.By, Via: n.Via, At: n.At}
+		ev.RequestedAt = n.At
+	}
 	if in.Type == notify.TypeApprovalEscalated {
 		ev.Action = string(p.Escalation)
 		if ev.Action == "" {

@@ -21,6 +21,22 @@ import (
 // ignores (unknown or already answered calls) are skipped.
 func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, path string) error {
 	switch name {
+	case workflows.UpdateMessage:
+		var m workflows.SessionMessage
+		if err := x.decode(args, &m); err != nil {
+			return fmt.Errorf("decode message: %w", err)
+		}
+		x.record(Record{Time: t, Kind: KindMessage, Decision: string(m.Mode), By: m.By, Identity: m.Via, Path: path,
+			Reason: m.Text, Layer: "session"})
+		return nil
+	case workflows.UpdateControl:
+		var c workflows.SessionControl
+		if err := x.decode(args, &c); err != nil {
+			return fmt.Errorf("decode control: %w", err)
+		}
+		x.record(Record{Time: t, Kind: KindControl, Decision: string(c.Action), By: c.By, Identity: c.Via, Path: path,
+			Reason: c.Reason, Layer: "session"})
+		return nil
 	case workflows.UpdateApprove:
 		var a workflows.Approval
 		if err := x.decode(args, &a); err != nil {

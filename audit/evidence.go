@@ -10,6 +10,7 @@ import (
 
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/workflows"
 )
 
 // execution records a call that ran (once, even when a fast-path call is
@@ -26,6 +27,21 @@ func (x *extractor) execution(t time.Time, id, tool string, input json.RawMessag
 	c.ran = true
 	x.record(Record{Time: t, CallID: id, Tool: c.tool, Kind: KindExecution, Decision: "ran", By: "worker",
 		Layer: layer, ProposedInput: c.proposed, ApprovedInput: c.approved, EffectiveInput: input})
+}
+
+// stopped records a tool activity an interrupt or a cancel stopped while
+// it ran (its activity was cancelled): it ran, and did not finish.
+func (x *extractor) stopped(t time.Time, scheduledID int64) {
+	s, ok := x.sched[scheduledID]
+	if !ok || s.name != workflows.ActivityTool {
+		return
+	}
+	var in workflows.ToolInput
+	if x.decode(s.input, &in) != nil {
+		return
+	}
+	x.record(Record{Time: t, CallID: in.Call.ID, Tool: in.Call.Name, Kind: KindExecution, Decision: "interrupted", By: "worker",
+		Layer: "activity", Reason: "stopped while it ran (an interrupt or a cancel of the turn)", EffectiveInput: in.Call.Input})
 }
 
 // evidence records what a call's result says its processes did beyond

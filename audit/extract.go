@@ -248,7 +248,9 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 		a := e.GetActivityTaskTimedOutEventAttributes()
 		x.notifyFailed(t, a.GetScheduledEventId(), "timed out: "+a.GetFailure().GetMessage())
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
-		x.notifyFailed(t, e.GetActivityTaskCanceledEventAttributes().GetScheduledEventId(), "canceled")
+		id := e.GetActivityTaskCanceledEventAttributes().GetScheduledEventId()
+		x.notifyFailed(t, id, "canceled")
+		x.stopped(t, id)
 	case enumspb.EVENT_TYPE_TIMER_FIRED:
 		x.fired = true
 	case enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:

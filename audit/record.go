@@ -57,6 +57,13 @@ const (
 	// Decision is delivered or undelivered (it failed for good, or its
 	// turn ended while it was in flight), Notification its type.
 	KindNotification = "notification"
+	// KindMessage is a message a person sent to a running turn or
+	// session: Decision is its mode (queue, steer, interrupt), By who
+	// sent it, Identity the key, Reason its text.
+	KindMessage = "message"
+	// KindControl is a pause, resume or cancel (Decision), with who
+	// sent it and its reason.
+	KindControl = "control"
 )
 
 // Decisions of notification records.

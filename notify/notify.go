@@ -50,6 +50,16 @@ const (
 	TypeApprovalAnswered = "approval_answered"
 	// TypeApprovalReminder: a call still waits and its deadline is near.
 	TypeApprovalReminder = "approval_reminder"
+	// TypeSessionMessage: a session took a message (Session says its
+	// mode, text and sender); TypeSessionPaused, TypeSessionResumed and
+	// TypeSessionCancelled: a session was paused, resumed or cancelled;
+	// TypeSessionAnswered: a session's turn answered and the session
+	// waits for its next message.
+	TypeSessionMessage   = "session_message"
+	TypeSessionPaused    = "session_paused"
+	TypeSessionResumed   = "session_resumed"
+	TypeSessionCancelled = "session_cancelled"
+	TypeSessionAnswered  = "session_answered"
 )
 
 // Escalation actions carried in [Event.Action].
@@ -94,6 +104,26 @@ type Event struct {
 	Namespace string   `json:"namespace,omitempty"`
 	Agent     string   `json:"agent,omitempty"`
 	Roles     []string `json:"roles,omitempty"`
+	// Session is what a session_* event reports.
+	Session *Session `json:"session,omitempty"`
+}
+
+// Session is a session_* event's news: the session's state after it,
+// the turn it concerns, and the message or control that caused it.
+type Session struct {
+	// Seq numbers the session's events (its event stream's sequence).
+	Seq   int    `json:"seq"`
+	State string `json:"state"`
+	Turn  int    `json:"turn"`
+	// Mode and Text are a message's; Reason a control's; Answer the
+	// start of an answered turn's answer.
+	Mode   string    `json:"mode,omitempty"`
+	Text   string    `json:"text,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	Answer string    `json:"answer,omitempty"`
+	By     string    `json:"by,omitempty"`
+	Via    string    `json:"via,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // Answer is an approval_answered event's answer.
@@ -152,13 +182,17 @@ type Route struct {
 }
 
 // ID is the event's webhook id: derived from the workflow, the call, the
-// type, the action and the time the call started waiting, so every retry
-// of one notification carries the same id and two notifications differ.
+// type, the action and the time the call started waiting (a session
+// event: its sequence number), so every retry of one notification
+// carries the same id and two notifications differ.
 func (e Event) ID() string {
 	h := sha256.New()
 	for _, s := range []string{e.WorkflowID, e.CallID, e.Type, e.Action, e.RequestedAt.UTC().Format(time.RFC3339Nano)} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
+	}
+	if e.Session != nil {
+		fmt.Fprintf(h, "session %d", e.Session.Seq)
 	}
 	return "msg_" + hex.EncodeToString(h.Sum(nil))[:32]
 }

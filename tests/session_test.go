@@ -248,6 +248,13 @@ func TestSessionSteerAndInterrupt(t *testing.T) {
 	if ans := lastOf(evs, workflows.EventFinal).Text; !strings.Contains(ans, "(4 user messages; the last: stop, you are in the wrong directory)") {
 		t.Fatalf("the next model call did not get the interrupt's message: %q", ans)
 	}
+	audit := r.must("audit", "--workflow", id, "--jsonl")
+	for _, want := range []string{`"call_id":"t2","tool":"Bash","kind":"execution","decision":"interrupted"`,
+		`"kind":"message","decision":"steer"`, `"kind":"message","decision":"interrupt"`} {
+		if !strings.Contains(audit, want) {
+			t.Errorf("the audit lacks %s:\n%s", want, audit)
+		}
+	}
 }
 
 // TestSessionInterruptWithdrawsApproval: an interrupt while a call waits
@@ -279,16 +286,33 @@ func TestSessionInterruptWithdrawsApproval(t *testing.T) {
 	if ans := lastOf(evs, workflows.EventFinal).Text; !strings.Contains(ans, "the last: never mind") {
 		t.Fatalf("answer %q", ans)
 	}
-	waitFor(t, ctx, func() bool {
-		r.hooksMu.Lock()
-		defer r.hooksMu.Unlock()
-		for _, h := range r.hooks {
-			if strings.Contains(h, `"approval_answered"`) && strings.Contains(h, `"withdrawn"`) && strings.Contains(h, `"a1"`) {
-				return true
-			}
+	for _, want := range [][]string{
+		{`"approval_answered"`, `"withdrawn"`, `"a1"`},
+		{`"session_message"`, `"mode":"interrupt"`, `"text":"never mind"`},
+		{`"session_answered"`, `"state":"idle"`, `"turn":1`},
+	} {
+		waitFor(t, ctx, func() bool { return r.hooked(want...) })
+	}
+	audit := r.must("audit", "--workflow", id, "--jsonl")
+	if !strings.Contains(audit, `"kind":"message","decision":"interrupt"`) || !strings.Contains(audit, `"reason":"never mind"`) {
+		t.Errorf("the audit does not record the interrupt:\n%s", audit)
+	}
+}
+
+// hooked reports whether a webhook body holding every part arrived.
+func (r *sessionRig) hooked(parts ...string) bool {
+	r.hooksMu.Lock()
+	defer r.hooksMu.Unlock()
+	for _, h := range r.hooks {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(h, p)
 		}
-		return false
-	})
+		if all {
+			return true
+		}
+	}
+	return false
 }
 
 // TestSessionPauseSurvivesSIGKILL: a session paused while a step's first

@@ -67,8 +67,9 @@ func sampleScript() *model.Script {
 		Text:      "Let me look.",
 		ToolCalls: []model.ScriptedCall{{ID: "c1", Name: "Bash", Input: map[string]any{"command": "ls"}}},
 		Usage:     ptr(sampleUsage()),
+		Echo:      true,
 	}}, Current: &model.Step{Text: "Done.", ToolCalls: []model.ScriptedCall{{ID: "c2", Name: "Read", Input: map[string]any{"file_path": "/work/a"}}},
-		Usage: ptr(sampleUsage())}}
+		Usage: ptr(sampleUsage()), Echo: true}}
 }
 
 func sampleBudget() workflows.Budget {
@@ -448,6 +449,9 @@ func constGroups() map[string]map[string]any {
 		),
 		"workflows.notifications": str(
 			"NotifyApprovalRequested", workflows.NotifyApprovalRequested, "NotifyApprovalEscalated", workflows.NotifyApprovalEscalated,
+			"NotifySessionMessage", workflows.NotifySessionMessage, "NotifySessionPaused", workflows.NotifySessionPaused,
+			"NotifySessionResumed", workflows.NotifySessionResumed, "NotifySessionCancelled", workflows.NotifySessionCancelled,
+			"NotifySessionAnswered", workflows.NotifySessionAnswered,
 			"NotifyExternalRequested", workflows.NotifyExternalRequested, "NotifyBudgetWarning", workflows.NotifyBudgetWarning,
 			"NotifyApprovalAnswered", workflows.NotifyApprovalAnswered,
 			"NotifyApprovalReminder", workflows.NotifyApprovalReminder,
@@ -626,7 +630,9 @@ func sampleNotify() workflows.NotifyInput {
 	return workflows.NotifyInput{Type: "approval_answered", WorkflowID: "turn-1", Pending: samplePending(),
 		Answer: &workflows.AnswerNote{By: "alice", Via: "slack", Decision: "always_allow", Reason: "OPS-12", Scope: "agent",
 			TTL: time.Hour, Edited: true, At: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)},
-		Namespace: "default", Agent: "ops", Roles: []string{"kube"}}
+		Namespace: "default", Agent: "ops", Roles: []string{"kube"},
+		Session: &workflows.SessionNote{Seq: 7, State: "running", Turn: 2, Mode: "steer", Text: "also the changelog", Reason: "weekend",
+			Answer: "Done.", By: "alice", Via: "web-inbox", At: time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)}}
 }
 
 func sampleMessage() workflows.SessionMessage {

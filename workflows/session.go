@@ -240,6 +240,7 @@ func (t *turn) turnNo() int { return t.Session.Turns + 1 }
 func (t *turn) acceptMessage(ctx workflow.Context, m SessionMessage) SessionAck {
 	m.At = workflow.Now(ctx)
 	from := who(m.By, m.Via)
+	defer t.notifySession(ctx, NotifySessionMessage, SessionNote{Mode: string(m.Mode), Text: m.Text, By: m.By, Via: m.Via})
 	if t.Session.Idle {
 		t.Session.Queue = append(t.Session.Queue, m)
 		t.emit(ctx, Event{Type: EventMessage, Text: fmt.Sprintf("message from %s starts turn %d: %s", from, t.turnNo(), m.Text)})
@@ -282,6 +283,8 @@ func (t *turn) acceptControl(ctx workflow.Context, c SessionControl) SessionAck 
 	}
 	t.emit(ctx, Event{Type: EventControl, Text: text})
 	t.upsertSession(ctx)
+	typ := map[ControlAction]string{ControlPause: NotifySessionPaused, ControlResume: NotifySessionResumed, ControlCancel: NotifySessionCancelled}[c.Action]
+	t.notifySession(ctx, typ, SessionNote{Reason: c.Reason, By: c.By, Via: c.Via})
 	return SessionAck{Status: pastTense(c.Action), Turn: t.turnNo()}
 }
 
@@ -468,6 +471,8 @@ func (t *turn) nextTurn(ctx workflow.Context, res TurnResult) (TurnResult, error
 		// the next turn, before those queued after it.
 		t.Session.Queue = append(t.Session.Steers, t.Session.Queue...)
 		t.Session.Steers, t.Session.Interrupt = nil, nil
+		t.upsertSession(ctx)
+		t.notifySession(ctx, NotifySessionAnswered, SessionNote{Turn: t.Session.Turns, Answer: clipTo(res.Answer, 500), Reason: res.StopReason})
 	}
 	t.upsertSession(ctx)
 	if err := workflow.Await(ctx, func() bool {
@@ -502,4 +507,19 @@ func (t *turn) openTurn(ctx workflow.Context, m SessionMessage) {
 	t.StartedAt, t.BudgetRaised, t.ToolsRun, t.BudgetWarned = time.Time{}, nil, nil, nil
 	t.msgs = append(t.msgs, model.Message{Role: model.RoleUser, Content: m.Text})
 	t.emit(ctx, Event{Type: EventMessage, Text: fmt.Sprintf("turn %d: message from %s: %s", t.turnNo(), who(m.By, m.Via), m.Text)})
+}
+
+// notifySession sends a session's webhook notification (sessions only;
+// a worker without webhooks sends nothing).
+func (t *turn) notifySession(ctx workflow.Context, typ string, n SessionNote) {
+	if !t.in.Session {
+		return
+	}
+	info := workflow.GetInfo(ctx)
+	n.Seq, n.State, n.At = t.Seq, t.sessionState(), workflow.Now(ctx)
+	if n.Turn == 0 {
+		n.Turn = t.turnNo()
+	}
+	t.sendNotification(ctx, NotifyInput{Type: typ, WorkflowID: info.WorkflowExecution.ID, Namespace: info.Namespace,
+		Agent: t.in.Agent, Session: &n})
 }

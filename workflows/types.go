@@ -382,6 +382,31 @@ type NotifyInput struct {
 	Namespace string   `json:"namespace,omitempty"`
 	Agent     string   `json:"agent,omitempty"`
 	Roles     []string `json:"roles,omitempty"`
+	// Session is a session notification's news (NotifySession*).
+	Session *SessionNote `json:"session,omitempty"`
+}
+
+// Session notification types (webhooks; sessions only).
+const (
+	NotifySessionMessage   = "session_message"
+	NotifySessionPaused    = "session_paused"
+	NotifySessionResumed   = "session_resumed"
+	NotifySessionCancelled = "session_cancelled"
+	NotifySessionAnswered  = "session_answered"
+)
+
+// SessionNote is what a session notification reports.
+type SessionNote struct {
+	Seq    int       `json:"seq"`
+	State  string    `json:"state"`
+	Turn   int       `json:"turn"`
+	Mode   string    `json:"mode,omitempty"`
+	Text   string    `json:"text,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	Answer string    `json:"answer,omitempty"`
+	By     string    `json:"by,omitempty"`
+	Via    string    `json:"via,omitempty"`
+	At     time.Time `json:"at"`
 }
 
 // Prepared is the recorded verdict on one call.
