@@ -263,6 +263,9 @@ func NewActivities(o Options) (*activities.Activities, error) {
 	}
 	if o.Registerer != nil {
 		a.Metrics = metrics.NewTools(o.Registerer)
+		if o.Chat != nil {
+			a.ChatMetrics = metrics.NewChat(o.Registerer)
+		}
 	}
 	return a, nil
 }

@@ -69,8 +69,10 @@ type Activities struct {
 	// RemindBefore asks turns to send an approval_reminder this long
 	// before a waiting call's deadline (0: no reminders).
 	RemindBefore time.Duration
-	// Chat posts waiting calls to Slack; nil posts none.
-	Chat *Chat
+	// Chat posts waiting calls to Slack; nil posts none. ChatMetrics
+	// counts its failed calls (nil: not counted).
+	Chat        *Chat
+	ChatMetrics *metrics.Chat
 	// Content keeps conversations and tool results out of history (turns
 	// call ModelStep and run tools with ByRef). Compactors, by provider
 	// name, shrink conversations that outgrow the model's window.

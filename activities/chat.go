@@ -3,19 +3,29 @@ package activities
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/wardenhq/warden/chat"
+	"github.com/wardenhq/warden/metrics"
 	"github.com/wardenhq/warden/notify"
 	"github.com/wardenhq/warden/workflows"
 )
 
-// ErrTypeChatRateLimited is the error type of a chat call Slack answered
-// 429: the activity is retried after its Retry-After.
-const ErrTypeChatRateLimited = "ChatRateLimited"
+// Error types of the chat activities' failures (retried, a few times:
+// a chat outage never blocks a turn).
+const (
+	// ErrTypeChatRateLimited is the error type of a chat call Slack
+	// answered 429: the activity is retried after its Retry-After.
+	ErrTypeChatRateLimited = "ChatRateLimited"
+	// ErrTypeChatFailed is the error type of any other failed chat call
+	// (Slack unreachable, an error answer): its message is one line,
+	// what failed and why (chat.Describe).
+	ErrTypeChatFailed = "ChatFailed"
+)
 
 // Chat posts waiting calls to Slack.
 type Chat struct {
@@ -78,7 +88,7 @@ func (a *Activities) ChatPost(ctx context.Context, in workflows.ChatInput) ([]wo
 		}
 		ref, err := c.Slack.Post(ctx, ch, in.WorkflowID, in.Pending, chat.InboxLink(a.InboxURL, in.WorkflowID, in.Pending.CallID), why)
 		if err != nil {
-			return nil, chatErr(err)
+			return nil, a.chatFailed(ctx, metrics.ChatPost, fmt.Sprintf("slack: call %s of turn %s not posted to %s", in.Pending.CallID, in.WorkflowID, ch), err)
 		}
 		// Routes name channels as the config says; Slack answers with ids.
 		ref.Channel = firstNonEmpty(ref.Channel, ch)
@@ -97,20 +107,37 @@ func (a *Activities) ChatUpdate(ctx context.Context, in workflows.ChatInput) err
 	var errs []error
 	for _, r := range in.Refs {
 		if err := c.Slack.Answered(ctx, r, in.WorkflowID, in.Pending, *in.Answer); err != nil {
-			errs = append(errs, chatErr(err))
+			errs = append(errs, a.chatFailed(ctx, metrics.ChatUpdate, fmt.Sprintf("slack: message of call %s of turn %s in %s not updated", in.Pending.CallID, in.WorkflowID, r.Channel), err))
 		}
+	}
+	if len(errs) == 1 {
+		return errs[0]
 	}
 	return errors.Join(errs...)
 }
 
-// chatErr makes Slack's 429 a retry after its Retry-After.
-func chatErr(err error) error {
+// chatFailed counts a failed Slack call of op (metrics.ChatPost,
+// metrics.ChatUpdate), logs it as one line (what failed, chat.Describe's
+// why, the attempt) and returns the activity's error with that line as
+// its message: a retryable ApplicationError of type ErrTypeChatFailed,
+// or ErrTypeChatRateLimited retried after Slack's Retry-After. The
+// transport's error chain is left out of the message (the log's error
+// attribute keeps it) so that the turn's "chat message not posted"
+// event reads as one line.
+func (a *Activities) chatFailed(ctx context.Context, op, what string, err error) error {
+	a.ChatMetrics.Failed(op)
+	msg := what + ": " + chat.Describe(err)
+	attempt := int32(1)
+	if activity.IsActivity(ctx) {
+		attempt = activity.GetInfo(ctx).Attempt
+	}
+	a.logger().Warn(fmt.Sprintf("%s (attempt %d; retried)", msg, attempt), "op", op, "error", err)
 	var rl *chat.RateLimited
 	if errors.As(err, &rl) {
-		return temporal.NewApplicationErrorWithOptions(err.Error(), ErrTypeChatRateLimited,
-			temporal.ApplicationErrorOptions{NextRetryDelay: rl.RetryAfter, Cause: err})
+		return temporal.NewApplicationErrorWithOptions(msg, ErrTypeChatRateLimited,
+			temporal.ApplicationErrorOptions{NextRetryDelay: rl.RetryAfter})
 	}
-	return err
+	return temporal.NewApplicationError(msg, ErrTypeChatFailed)
 }
 
 func firstNonEmpty(s ...string) string {

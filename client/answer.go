@@ -76,6 +76,11 @@ type Answered struct {
 	// "allow (1 of 2 approvals)" while a quorum is short); empty for a
 	// signal.
 	Status string
+	// Signaled says the answer went by signal: the server took it, but
+	// the turn checks it only when a worker runs it, and records a
+	// refusal as a rejected event, so a nil Err does not say it was
+	// accepted.
+	Signaled bool
 }
 
 // AnswerAll sends a to every target, each with the target's call id and
@@ -104,7 +109,7 @@ func (cl *Client) AnswerAll(ctx context.Context, targets []Target, a workflows.A
 				status = ack.Status
 			}
 		}
-		out = append(out, Answered{Target: t, Err: err, Status: status})
+		out = append(out, Answered{Target: t, Err: err, Status: status, Signaled: signal && err == nil})
 	}
 	return out
 }

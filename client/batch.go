@@ -277,6 +277,9 @@ func (cl *Client) startOnce(ctx context.Context, id string, in workflows.TurnInp
 	if _, ok := errors.AsType[*serviceerror.NotFound](err); !ok {
 		return false, fmt.Errorf("describe %s: %w", id, err)
 	}
+	if _, err := CheckQuorum(in.Approvers, in.Permission.Quorum, in.Requester); err != nil {
+		return false, fmt.Errorf("start %s: permission: %w", id, err)
+	}
 	if in, err = cl.withLivePolicy(ctx, in); err != nil {
 		return false, err
 	}

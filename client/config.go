@@ -18,6 +18,8 @@ import (
 
 	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/decide/roles"
+	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/telemetry"
 	"github.com/wardenhq/warden/workflows"
 )
@@ -214,4 +216,16 @@ func Approvers(i config.Inbox) (*workflows.Approvers, error) {
 		return nil, fmt.Errorf("inbox: %w", err)
 	}
 	return a, nil
+}
+
+// CheckQuorum checks that approvers a (Approvers: the config's inbox
+// users and roles) can meet the quorum rules of a policy on a turn
+// requester starts ("" when no turn is known), with the role check the
+// worker's turns run (roles.Checker): workflows.CheckQuorum. A rule
+// fewer approvers could ever allow than it needs is an error naming it;
+// a rule some of whose calls only part of the team may allow is a
+// warning. The worker's start (node.Check), Start and `starter policy
+// apply` call it.
+func CheckQuorum(a *workflows.Approvers, rules []permission.QuorumRule, requester string) (warnings []string, err error) {
+	return workflows.CheckQuorum(a, roles.Checker{}, rules, requester)
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/decide/roles"
+	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -116,5 +117,32 @@ func TestConfigNamesAgree(t *testing.T) {
 		if err := s.Validate(); err != nil {
 			t.Errorf("escalation %q: %v", e, err)
 		}
+	}
+}
+
+// TestStartRefusesImpossibleQuorum: Start refuses, before it asks the
+// server anything (the fake client has no methods that start), a turn
+// whose quorum rule its approvers cannot meet once the requester (the
+// client's key) is left out, naming the rule and who could answer.
+func TestStartRefusesImpossibleQuorum(t *testing.T) {
+	t.Parallel()
+	a, err := Approvers(config.Inbox{Users: map[string]config.InboxUser{"alice": {Token: "a"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl := New(&fakeTemporal{}, "q")
+	cl.Approvers, cl.Via = a, auth.OperatorName
+	in := workflows.TurnInput{Prompt: "p"}
+	in.Permission.Quorum = []permission.QuorumRule{{Rule: "Bash(kubectl delete:*)", Approvals: 2}}
+	_, err = cl.Start(t.Context(), "t1", in)
+	for _, want := range []string{`quorum rule "Bash(kubectl delete:*)" needs 2 distinct approvers, but only 1 could ever allow its calls (alice: no roles)`,
+		"operator started the turn"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("start: %v, want %q", err, want)
+		}
+	}
+	// Without the operator as requester the two of them make it.
+	if _, err := CheckQuorum(a, in.Permission.Quorum, "ci"); err != nil {
+		t.Errorf("requester ci: %v", err)
 	}
 }

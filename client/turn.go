@@ -53,7 +53,9 @@ func (cl *Client) withLivePolicy(ctx context.Context, in workflows.TurnInput) (w
 
 // Start starts a turn with the given workflow id (generated when empty).
 // Starting an id that is already running returns that run: starts are
-// idempotent. The turn follows the policy store in.LivePolicy, else the
+// idempotent. A turn whose quorum rules its approvers cannot meet (its
+// requester never counts) is refused before anything starts
+// (CheckQuorum). The turn follows the policy store in.LivePolicy, else the
 // client's (LivePolicy), else workflows.DefaultPolicyStore, made first
 // when missing; NoLivePolicy opts out. It charges its agent's budget
 // store when the agent has one (withAgentBudget); NoAgentBudget opts out.
@@ -63,6 +65,9 @@ func (cl *Client) Start(ctx context.Context, id string, in workflows.TurnInput) 
 		in.Requester = cl.Via
 	}
 	if err := cl.checkRules(in.Permission); err != nil {
+		return nil, fmt.Errorf("start turn: permission: %w", err)
+	}
+	if _, err := CheckQuorum(in.Approvers, in.Permission.Quorum, in.Requester); err != nil {
 		return nil, fmt.Errorf("start turn: permission: %w", err)
 	}
 	in, err := cl.withLivePolicy(ctx, in)

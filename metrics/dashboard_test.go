@@ -51,6 +51,7 @@ func TestDashboardReferencesRegisteredMetrics(t *testing.T) {
 	metrics.NewApprovals(known)
 	metrics.NewEgress(known)
 	metrics.NewModels(known)
+	metrics.NewChat(known)
 	if _, err := mwmetrics.New(mwmetrics.Config{Registerer: known}); err != nil {
 		t.Fatal(err)
 	}

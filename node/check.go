@@ -14,6 +14,7 @@ import (
 	"github.com/wardenhq/warden/activities/compact"
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/chat"
+	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/decide"
 	"github.com/wardenhq/warden/notify"
@@ -23,8 +24,9 @@ import (
 // Check validates what package config cannot check from the file alone,
 // because it takes the code that runs the part: backend.env's entries,
 // the permission rules' examples (decided against the built-in tools),
-// each content.compaction setting and the webhook secret. Errors name
-// the key. Run calls it before it starts anything.
+// each content.compaction setting, the webhook secret, and the quorum
+// rules against the approvers (client.CheckQuorum). Errors name the
+// key. Run calls it before it starts anything.
 func Check(cfg config.Config) error {
 	var errs []error
 	if err := backend.ParseEnvSpec(cfg.Backend.Env); err != nil {
@@ -40,6 +42,12 @@ func Check(cfg config.Config) error {
 	// checks the MCP servers' tools once it has connected them.
 	if err := decide.CheckPolicyRules(decide.ToolLookup(tools.Builtins()), cfg.Policy()); err != nil {
 		errs = append(errs, fmt.Errorf("permission: %w", err))
+	}
+	// A quorum rule the approvers turns record (inbox.users and
+	// inbox.roles, with the operator) could never meet keeps its calls
+	// waiting until their deadline: refused here, as at every start.
+	if _, err := quorum(cfg); err != nil {
+		errs = append(errs, fmt.Errorf("permission.quorum: %w", err))
 	}
 	for _, name := range slices.Sorted(maps.Keys(cfg.Content.Compaction)) {
 		if err := compaction(cfg.Content.Compaction[name]).Validate(); err != nil {
@@ -68,6 +76,18 @@ func Check(cfg config.Config) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// quorum checks the policy's quorum rules against the approvers the
+// config's turns record (client.Approvers of inbox:), with no requester
+// known (client.Start checks each turn's): an error for a rule they can
+// never meet, warnings for rules only part of whose calls they can.
+func quorum(cfg config.Config) ([]string, error) {
+	a, err := client.Approvers(cfg.Inbox)
+	if err != nil {
+		return nil, err
+	}
+	return client.CheckQuorum(a, cfg.Policy().Quorum, "")
 }
 
 // sender is the webhook sender of n, signing with n.Secret (which

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -114,5 +115,38 @@ func TestWebhookSecretRequired(t *testing.T) {
 	}
 	if s := sender(c.Notify); s == nil || s.Secret != "from-env" {
 		t.Errorf("sender %+v, want it signing with the secret from %s", s, config.EnvWebhookSecret)
+	}
+}
+
+// TestCheckQuorum: a worker whose quorum rule its approvers (inbox
+// users with their roles, and the operator) can never meet does not
+// start; the error names the rule, the number and who could answer.
+// A team that can meet it starts, with a warning when only approvers
+// with roles complete it.
+func TestCheckQuorum(t *testing.T) {
+	t.Parallel()
+	team := "inbox:\n  users:\n    alice: {token: a}\n    dev: {token: d, roles: [git]}\n  roles:\n    git: {allow: [\"Bash(git:*)\"]}\n"
+	rule := func(n int) string {
+		return fmt.Sprintf("permission:\n  quorum:\n    - {rule: \"Bash(kubectl delete:*)\", approvals: %d}\n", n)
+	}
+	_, err := check(t, team+rule(3))
+	for _, want := range []string{`permission.quorum: quorum rule "Bash(kubectl delete:*)" needs 3 distinct approvers, but only 2 could ever allow its calls (alice: no roles; operator: no roles); the roles of dev cover none of them`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("check: %v, want %q", err, want)
+		}
+	}
+	if _, err := check(t, team+rule(2)); err != nil {
+		t.Errorf("two of alice and operator: %v", err)
+	}
+	if _, err := check(t, rule(5)); err != nil {
+		t.Errorf("no inbox users (anyone may answer): %v", err)
+	}
+	kube := strings.Replace(team, "dev: {token: d, roles: [git]}", "kube: {token: k, roles: [ops]}", 1) + "    ops: {allow: [\"Bash(kubectl:*)\"]}\n"
+	c, err := check(t, kube+rule(3))
+	if err != nil {
+		t.Fatalf("kube covers it: %v", err)
+	}
+	if w, err := quorum(c); err != nil || len(w) != 1 || !strings.Contains(w[0], "a call of it a safety check asks about") {
+		t.Errorf("warnings %q %v", w, err)
 	}
 }

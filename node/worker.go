@@ -44,6 +44,13 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 		fmt.Printf("%s\n", msg)
 		n.logger.Warn(msg)
 	}
+	// Check refused a quorum no approver set can meet; one only part of
+	// whose calls it can is said here.
+	if warnings, err := quorum(cfg); err == nil {
+		for _, msg := range warnings {
+			n.logger.Warn("permission.quorum: " + msg)
+		}
+	}
 	hide := hiddenPaths(cfg)
 	extra, closeBackends, err := backends(ctx, cfg.Backend, workdir, hide, cfg.OwnPaths(), cfg.Permission.SensitivePaths)
 	n.onStop(closeBackends)

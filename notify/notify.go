@@ -5,7 +5,7 @@
 // Deliveries follow the Standard Webhooks scheme. Every POST carries
 // three headers:
 //
-//	webhook-id:        the message id, the same on every retry
+//	webhook-id:        the message id: one per notification and URL, the same on every retry
 //	webhook-timestamp: the attempt's send time in Unix seconds
 //	webhook-signature: "v1," + base64(HMAC-SHA256(key, id + "." + timestamp + "." + body))
 //
@@ -197,6 +197,17 @@ func (e Event) ID() string {
 	return "msg_" + hex.EncodeToString(h.Sum(nil))[:32]
 }
 
+// URLID is the webhook id of notification id (Event.ID) sent to url:
+// id and a suffix derived from the URL. Each webhook, each route's,
+// gets its own id, so a receiver that keeps seen ids across endpoints
+// does not drop a copy meant for another, and every retry to one URL
+// carries the same id; the shared prefix tells copies of one
+// notification apart from others.
+func URLID(id, url string) string {
+	h := sha256.Sum256([]byte(url))
+	return id + "_" + hex.EncodeToString(h[:])[:8]
+}
+
 // Errors of secrets, signatures and deliveries (wrapped).
 var (
 	// ErrEmptySecret: no secret is configured; nothing is sent unsigned.
@@ -277,7 +288,8 @@ type Sender struct {
 
 // Delivery is one event on its way to the Sender's URLs.
 type Delivery struct {
-	// ID is the webhook id, the same on every attempt (default Event.ID()).
+	// ID is the notification's id, the same on every attempt (default
+	// Event.ID()); each URL gets its own webhook id made from it (URLID).
 	ID    string
 	Event Event
 	// Delivered lists the URLs that accepted this delivery; Send skips
@@ -313,7 +325,7 @@ func (s *Sender) Send(ctx context.Context, d *Delivery) error {
 		if slices.Contains(d.Delivered, u) {
 			continue
 		}
-		if err := post(ctx, hc, u, key, d.ID, body); err != nil {
+		if err := post(ctx, hc, u, key, URLID(d.ID, u), body); err != nil {
 			errs = append(errs, err)
 			continue
 		}

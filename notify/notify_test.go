@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -80,8 +81,8 @@ func TestSendFollowsStandardWebhooks(t *testing.T) {
 		t.Fatalf("%d deliveries, want 1", len(got))
 	}
 	d := got[0]
-	if d.header.Get(HeaderID) != ev.ID() {
-		t.Errorf("webhook-id = %q, want %q", d.header.Get(HeaderID), ev.ID())
+	if d.header.Get(HeaderID) != URLID(ev.ID(), srv.URL) {
+		t.Errorf("webhook-id = %q, want %q", d.header.Get(HeaderID), URLID(ev.ID(), srv.URL))
 	}
 	ref, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
@@ -90,7 +91,7 @@ func TestSendFollowsStandardWebhooks(t *testing.T) {
 	if err := ref.Verify(d.body, d.header); err != nil {
 		t.Errorf("reference library rejects the delivery: %v", err)
 	}
-	if id, err := Verify(secret, d.header, d.body, time.Now(), 0); err != nil || id != ev.ID() {
+	if id, err := Verify(secret, d.header, d.body, time.Now(), 0); err != nil || id != URLID(ev.ID(), srv.URL) {
 		t.Errorf("Verify = %q, %v", id, err)
 	}
 	var back Event
@@ -115,7 +116,8 @@ func TestSendFollowsStandardWebhooks(t *testing.T) {
 }
 
 // TestSendRetriesOnlyFailedURLs: a second attempt of one delivery skips
-// the URL that accepted the first and keeps the webhook id.
+// the URL that accepted the first and keeps the URL's webhook id; each
+// URL has its own.
 func TestSendRetriesOnlyFailedURLs(t *testing.T) {
 	t.Parallel()
 	ok := &recorder{}
@@ -146,8 +148,12 @@ func TestSendRetriesOnlyFailedURLs(t *testing.T) {
 		t.Errorf("healthy URL received %d deliveries, want 1", n)
 	}
 	fl := flaky.deliveries()
-	if len(fl) != 2 || fl[0].header.Get(HeaderID) != fl[1].header.Get(HeaderID) || fl[0].header.Get(HeaderID) != ok.deliveries()[0].header.Get(HeaderID) {
-		t.Errorf("flaky URL: %d deliveries; ids must all be equal", len(fl))
+	if len(fl) != 2 || fl[0].header.Get(HeaderID) != fl[1].header.Get(HeaderID) {
+		t.Errorf("flaky URL: %d deliveries; a retry must keep the id", len(fl))
+	}
+	if okID := ok.deliveries()[0].header.Get(HeaderID); okID == fl[0].header.Get(HeaderID) ||
+		okID != URLID(d.ID, a.URL) || fl[0].header.Get(HeaderID) != URLID(d.ID, b.URL) {
+		t.Errorf("ids %q and %q: want one per URL, made from %q", okID, fl[0].header.Get(HeaderID), d.ID)
 	}
 	if !slices.Contains(retry.Delivered, a.URL) || !slices.Contains(retry.Delivered, b.URL) {
 		t.Errorf("delivered after retry = %v", retry.Delivered)
@@ -302,5 +308,38 @@ func TestTargetsRoutes(t *testing.T) {
 	}
 	if (&Sender{}).Enabled() || !(&Sender{Routes: s.Routes}).Enabled() {
 		t.Error("Enabled: want false without URLs or routes, true with routes only")
+	}
+}
+
+// TestSendRoutesOwnIDs: an event two routes send to two webhooks
+// reaches each with its own webhook id, made from the event's id
+// (URLID), and a second send of the same notification carries the same
+// ids again: a receiver keeping seen ids takes each route's copy once.
+func TestSendRoutesOwnIDs(t *testing.T) {
+	t.Parallel()
+	kube, ops := &recorder{}, &recorder{}
+	ks, osrv := httptest.NewServer(kube), httptest.NewServer(ops)
+	defer ks.Close()
+	defer osrv.Close()
+	s := &Sender{Secret: secret, Routes: []Route{
+		{Match: Match{Tool: "Bash"}, Webhooks: []string{ks.URL}},
+		{Match: Match{Tool: "Bash"}, Webhooks: []string{osrv.URL}},
+	}}
+	ev := sampleEvent()
+	for range 2 {
+		if err := s.Send(context.Background(), &Delivery{Event: ev}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k, o := kube.deliveries(), ops.deliveries()
+	if len(k) != 2 || len(o) != 2 {
+		t.Fatalf("%d and %d deliveries, want 2 each", len(k), len(o))
+	}
+	kid, oid := k[0].header.Get(HeaderID), o[0].header.Get(HeaderID)
+	if kid == oid || kid != URLID(ev.ID(), ks.URL) || oid != URLID(ev.ID(), osrv.URL) || !strings.HasPrefix(kid, ev.ID()+"_") {
+		t.Errorf("ids %q and %q, want one per route's webhook made from %q", kid, oid, ev.ID())
+	}
+	if k[1].header.Get(HeaderID) != kid || o[1].header.Get(HeaderID) != oid {
+		t.Error("a second send of the notification changed its ids")
 	}
 }

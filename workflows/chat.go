@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -39,7 +40,7 @@ func (t *turn) chatPost(ctx workflow.Context, p Pending) {
 	workflow.Go(ctx, func(gctx workflow.Context) {
 		var refs []ChatRef
 		if err := f.Get(gctx, &refs); err != nil {
-			t.emit(gctx, Event{Type: EventCustom, CallID: p.CallID, Tool: p.Tool, Text: "chat message not posted: " + err.Error()})
+			t.emit(gctx, Event{Type: EventCustom, CallID: p.CallID, Tool: p.Tool, Text: "chat message not posted: " + chatFailure(err)})
 			return
 		}
 		if i := t.pendingIndex(p.CallID); i >= 0 {
@@ -51,6 +52,18 @@ func (t *turn) chatPost(ctx workflow.Context, p Pending) {
 			t.chatUpdate(gctx, p, a)
 		}
 	})
+}
+
+// chatFailure is the one line a failed chat activity reports (the
+// activity's own message, such as "slack: call c1 of turn t not posted
+// to #ops: Slack unreachable: connection refused"), without the
+// activity error's ids and error type around it.
+func chatFailure(err error) string {
+	var ae *temporal.ApplicationError
+	if errors.As(err, &ae) && ae.Message() != "" {
+		return ae.Message()
+	}
+	return err.Error()
 }
 
 // chatAnswered updates the messages of p once it is answered (or, while

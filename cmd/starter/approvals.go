@@ -79,13 +79,20 @@ func newDecideCmd(cn *conn, allow bool) *cobra.Command {
 }
 
 // printAnswers prints each answer's outcome (refusals to errOut) and
-// returns how many failed.
+// returns how many failed. An answer sent by signal is printed as sent,
+// not as taken: the turn checks it later and only its events say
+// whether it was refused.
 func printAnswers(out, errOut io.Writer, rs []client.Answered, d workflows.Decision) int {
 	failed := 0
 	for _, r := range rs {
 		if r.Err != nil {
 			failed++
 			fmt.Fprintf(errOut, "%s %s: %v\n", r.WorkflowID, r.Pending.CallID, r.Err)
+			continue
+		}
+		if r.Signaled {
+			fmt.Fprintf(out, "%s %s: %s sent by signal, not yet checked: the turn checks it when a worker runs it and records a refusal as a rejected event (starter watch %s)\n",
+				r.WorkflowID, r.Pending.CallID, d, r.WorkflowID)
 			continue
 		}
 		status := string(d)

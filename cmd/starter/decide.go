@@ -30,7 +30,7 @@ func (f *decideFlags) declare(cmd *cobra.Command) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.by, "by", "", "who decides (default the key's name, else the OS user)")
 	fl.StringVar(&f.hash, "hash", "", "the call's hash as listed by 'approvals list' (default: the call as read now); refused if the call or policy changed since")
-	fl.BoolVar(&f.signal, "signal", false, "send a signal instead of an update (accepted while no worker runs)")
+	fl.BoolVar(&f.signal, "signal", false, "send a signal instead of an update: the server takes it while no worker runs, and the turn checks it later (a refusal is a rejected event: starter watch WORKFLOW)")
 	fl.BoolVar(&f.all, "all", false, "answer every pending approval matching --tool/--older-than")
 	fl.StringVar(&f.tool, "tool", "", "with --all: only this tool")
 	fl.DurationVar(&f.olderThan, "older-than", 0, "with --all: only entries waiting longer than this")

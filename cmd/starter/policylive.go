@@ -13,6 +13,7 @@ import (
 
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/cmd/starter/internal/cli"
+	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -26,15 +27,60 @@ func addLivePolicyCmds(policy *cobra.Command, cn *conn) {
 	policy.AddCommand(newPolicyApplyCmd(cn, store), newPolicyShowCmd(cn, store), remembered)
 }
 
+const policyApplyLong = `apply sets the live rules of the policy store from FILE (a policy, or a
+config file whose permission section it reads): its allow, ask and deny
+rules replace those of every turn that follows the store, and waiting
+calls are decided again.
+
+FILE is checked first, as the worker checks its own policy: rule
+examples must hold, and a quorum rule FILE names must be one the
+approvers of the config (inbox.users and inbox.roles, and the operator)
+can meet. A rule needing more distinct approvers than could ever allow
+its calls is refused, naming the rule, the number and who could answer;
+one only part of whose calls they can meet is a warning on stderr.
+Quorum rules themselves are not live: turns keep those they started
+with.`
+
+// checkQuorum refuses a policy file whose quorum rules the config's
+// approvers (client.Approvers) can never meet, and writes to w a warning
+// for each rule they can meet for only part of its calls
+// (client.CheckQuorum; no turn, so no requester, is known).
+func (cn *conn) checkQuorum(w io.Writer, file string) error {
+	cfg, err := cn.settings()
+	if err != nil {
+		return err
+	}
+	a, err := client.Approvers(cfg.Inbox)
+	if err != nil {
+		return err
+	}
+	p, err := config.ReadPolicy(file)
+	if err != nil {
+		return err
+	}
+	warnings, err := client.CheckQuorum(a, p.Quorum, "")
+	if err != nil {
+		return fmt.Errorf("policy %s: %w", file, err)
+	}
+	for _, msg := range warnings {
+		fmt.Fprintf(w, "warning: policy %s: %s\n", file, msg)
+	}
+	return nil
+}
+
 func newPolicyApplyCmd(cn *conn, store *string) *cobra.Command {
 	return &cobra.Command{
 		Use:   "apply FILE",
 		Short: "Set the live rules of the policy store from FILE (allow/ask/deny, or a config's permission section); waiting calls are decided again",
+		Long:  policyApplyLong,
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			rules, err := cli.ReadLiveRules(ctx, args[0])
 			if err != nil {
+				return err
+			}
+			if err := cn.checkQuorum(cmd.ErrOrStderr(), args[0]); err != nil {
 				return err
 			}
 			c, cl, _, err := cn.dial(ctx)

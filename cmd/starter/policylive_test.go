@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,6 +32,41 @@ func TestPolicyApplyChecksTheFile(t *testing.T) {
 	}
 	if out, err := runPolicy(t, "apply", f); err == nil || !strings.Contains(err.Error(), "npm install") {
 		t.Fatalf("apply: %v\n%s", err, out)
+	}
+}
+
+// TestPolicyApplyRefusesImpossibleQuorum: a policy file with a quorum
+// rule the config's approvers can never meet is refused before anything
+// is sent, naming the rule, the number and who could answer; a file
+// whose quorum they can meet only with roles gets a warning and goes on
+// (to dial, which fails here: nothing listens on the port).
+func TestPolicyApplyRefusesImpossibleQuorum(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	team := "temporal: {address: \"127.0.0.1:1\"}\ninbox:\n  users:\n    alice: {token: a}\n    dev: {token: d, roles: [git]}\n    kube: {token: k, roles: [ops]}\n" +
+		"  roles:\n    git: {allow: [\"Bash(git:*)\"]}\n    ops: {allow: [\"Bash(kubectl:*)\"]}\n"
+	if err := os.WriteFile(cfg, []byte(team), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	policy := func(n int) string {
+		f := filepath.Join(dir, "p.yaml")
+		src := "allow: [\"Bash(npm run:*)\"]\nquorum:\n  - {rule: \"Bash(kubectl delete:*)\", approvals: " + strconv.Itoa(n) + "}\n"
+		if err := os.WriteFile(f, []byte(src), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	apply := func(n int) (string, error) {
+		return execute(t, newPolicyCmd(&conn{config: cfg}), "", "apply", policy(n))
+	}
+	out, err := apply(4)
+	want := `quorum rule "Bash(kubectl delete:*)" needs 4 distinct approvers, but only 3 could ever allow its calls (alice: no roles; operator: no roles; kube: roles cover it); the roles of dev cover none of them`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("apply: %v, want %q\n%s", err, want, out)
+	}
+	out, err = apply(3)
+	if !strings.Contains(out, "warning: policy") || !strings.Contains(out, "a safety check asks about") || err == nil || strings.Contains(err.Error(), "quorum rule") {
+		t.Errorf("apply 3: %v\n%s", err, out)
 	}
 }
 

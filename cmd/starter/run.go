@@ -75,6 +75,13 @@ func (f runFlags) run(cmd *cobra.Command, cn *conn) error {
 	if in.Budget, err = turnBudget(f.budget, cfg.Turn.Budget); err != nil {
 		return err
 	}
+	// cl.Start refuses a quorum its approvers can never meet; one they
+	// can meet for only part of its calls is said here.
+	if warnings, err := client.CheckQuorum(cl.Approvers, in.Permission.Quorum, cl.Via); err == nil {
+		for _, msg := range warnings {
+			fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", msg)
+		}
+	}
 	// cl.Start makes the store when missing, so that an approval
 	// remembered before any `policy apply` has a store to go to.
 	run, err := cl.Start(ctx, id, in)
