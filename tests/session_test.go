@@ -364,9 +364,11 @@ func TestSessionPauseSurvivesSIGKILL(t *testing.T) {
 
 // TestSessionSenders: who may message a session is policy. With
 // --sender bob, an approver key of someone else (mallory) is refused
-// with a reason; a key that names another user than its own is refused
-// by the server; bob's key is taken; a single turn refuses a queued
-// message, and a cancelled session refuses every message.
+// with a reason, and (the control) taken by a session that names no
+// senders; a key that names another user than its own is refused by the
+// server, and so is a reader key; bob's key is taken; a single turn
+// refuses a queued message, and a cancelled session refuses every
+// message.
 func TestSessionSenders(t *testing.T) {
 	r := newSessionRig(t, "")
 	for _, u := range []string{"bob", "mallory"} {
@@ -387,6 +389,19 @@ func TestSessionSenders(t *testing.T) {
 	out = r.must("--key-file", key("bob"), "session", "send", id, "bob here", "--follow")
 	if !strings.Contains(out, "the last: bob here") {
 		t.Fatalf("bob's message:\n%s", out)
+	}
+	r.must("keys", "create", "rita", "--role", "reader")
+	if out, err := r.starter("--key-file", key("rita"), "session", "pause", id); err == nil || !strings.Contains(err.Error(), "may only read") {
+		t.Fatalf("a reader key's pause: %v\n%s", err, out)
+	}
+	// The control: the same message by mallory's key to a session that
+	// names no senders (and no approvers are configured) is taken, so the
+	// refusal above is the senders' check, not the key's.
+	open := "session-open-" + tag()
+	r.must("session", "start", "--script", s, "--prompt", "hi", "--session", open)
+	out = r.must("--key-file", key("mallory"), "session", "send", open, "let me in", "--follow")
+	if !strings.Contains(out, "the last: let me in") {
+		t.Fatalf("mallory's message to an open session:\n%s", out)
 	}
 	// A single turn takes steer and interrupt, not a queued message.
 	one := "turn-one-" + tag()
