@@ -69,7 +69,7 @@
             li.appendChild(document.createTextNode(" "));
             li.appendChild(el("span", "badge state state-" + row.state, row.state));
             li.appendChild(document.createTextNode(" "));
-            li.appendChild(el("span", "age", "started " + ago(row.started) + " ago"));
+            li.appendChild(el("span", "age", "run started " + ago(row.started) + " ago"));
             ul.appendChild(li);
           });
           if (!n) { ul.appendChild(el("li", "none", "none")); }
@@ -103,7 +103,7 @@
       p.appendChild(document.createTextNode("paused by "));
       p.appendChild(el("b", "", v.paused.by));
       var rest = (v.paused.via && v.paused.via !== v.paused.by ? " (via " + v.paused.via + ")" : "") +
-        " at " + v.paused.at + (v.paused.reason ? ": " + v.paused.reason : "");
+        " at " + new Date(v.paused.at).toISOString().replace(/\.\d+Z$/, "Z") + (v.paused.reason ? ": " + v.paused.reason : "");
       p.appendChild(document.createTextNode(rest));
     }
     document.getElementById("queued").hidden = !(v.queued || v.steers);
