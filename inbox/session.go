@@ -114,7 +114,7 @@ type WaitingCall struct {
 	Kind   workflows.PendingKind `json:"kind"`
 }
 
-// sessionEvent reports whether a session view shows events of type typ.
+// sessionEvent reports whether a session view shows e.
 func sessionEvent(e workflows.Event) bool {
 	switch e.Type {
 	case workflows.EventMessage, workflows.EventControl, workflows.EventFinal, workflows.EventFailed,
