@@ -5,6 +5,12 @@
 // and kept current by a little vanilla JavaScript fed by server-sent events
 // (GET /api/stream), falling back to polling a JSON endpoint.
 //
+// Sessions (workflows.TurnInput.Session) have a view of their own
+// (session.go): the open sessions by state (GET /sessions), and a
+// session's page (GET /session?id=) with its conversation, state and
+// waiting calls, a box to message it (queue, steer, interrupt) and
+// pause, resume and cancel buttons.
+//
 // Every request is authenticated (bearer token, token cookie or basic
 // auth), every decision records the approver as [workflows.Approval.By],
 // and users can be limited by roles to the tools (and Bash command
@@ -88,6 +94,8 @@ type Server struct {
 	signinFailures *prometheus.CounterVec
 	// lister reads a listing (list; tests count the reads).
 	lister func(context.Context, query) ([]client.PendingEntry, error)
+	// sess is what the session view asks of warden (Config.Client).
+	sess sessionClient
 	// hub shares a visibility poller per query among the open streams.
 	hub *streamHub
 	// slackSeen holds the signatures of Slack callbacks accepted within
@@ -126,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), slackSeen: map[string]time.Time{}}
 	s.lister = s.list
+	s.sess = cfg.Client
 	s.hub = newStreamHub(func(ctx context.Context, q query) ([]client.PendingEntry, error) { return s.lister(ctx, q) }, streamEvery)
 	users, err := buildUsers(cfg.Users, cfg.Roles)
 	if err != nil {
@@ -156,6 +165,12 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("POST /api/answer", s.api(s.handleAnswer))
 	s.mux.HandleFunc("POST /api/bulk", s.api(s.handleBulk))
 	s.mux.HandleFunc("GET /conversation", s.handleConversation)
+	s.mux.HandleFunc("GET /sessions", s.handleSessionsPage)
+	s.mux.HandleFunc("GET /session", s.handleSessionPage)
+	s.mux.HandleFunc("GET /api/sessions", s.handleSessions)
+	s.mux.HandleFunc("GET /api/session", s.handleSession)
+	s.mux.HandleFunc("POST /api/session/message", s.api(s.handleSessionMessage))
+	s.mux.HandleFunc("POST /api/session/control", s.api(s.handleSessionControl))
 	return s, nil
 }
 

@@ -5,6 +5,10 @@
   var statusEl = document.getElementById("status");
   var toast = document.getElementById("toast");
   var every = parseInt(document.body.dataset.refresh, 10) || 2000;
+  // A session's page (data-workflow) lists that turn's entries only: the
+  // listing's workflow filter is a prefix, so the page keeps exact ids.
+  var only = document.body.dataset.workflow || "";
+  var listQuery = only ? "?workflow=" + encodeURIComponent(only) : window.location.search;
 
   function say(msg, bad) {
     toast.textContent = msg;
@@ -113,15 +117,22 @@
         refresh();
       }).catch(function (e) { say(e.message, true); });
   }
-  document.getElementById("bulk-allow").addEventListener("click", function () { bulk("allow"); });
-  document.getElementById("bulk-deny").addEventListener("click", function () { bulk("deny"); });
-  document.getElementById("select-all").addEventListener("change", function (ev) {
-    list.querySelectorAll("input.pick").forEach(function (c) { c.checked = ev.target.checked; });
-  });
+  // A session's page lists its entries without the bulk bar.
+  if (document.getElementById("bulk")) {
+    document.getElementById("bulk-allow").addEventListener("click", function () { bulk("allow"); });
+    document.getElementById("bulk-deny").addEventListener("click", function () { bulk("deny"); });
+    document.getElementById("select-all").addEventListener("change", function (ev) {
+      list.querySelectorAll("input.pick").forEach(function (c) { c.checked = ev.target.checked; });
+    });
+  }
 
   // Live updates: keep entries that are still pending untouched (so typed
   // reasons and edits survive), drop answered ones, insert new ones.
   function apply(j) {
+    if (only) {
+      j.items = j.items.filter(function (it) { return it.workflow_id === only; });
+      j.count = j.items.length;
+    }
     var keep = {};
     j.items.forEach(function (it) { keep[it.key] = it; });
     list.querySelectorAll("li.entry").forEach(function (li) {
@@ -151,8 +162,7 @@
     document.body.dataset.updated = String(Date.now());
   }
   function refresh() {
-    var q = window.location.search;
-    return fetch("api/pending" + q, { credentials: "same-origin", headers: { "Accept": "application/json" } })
+    return fetch("api/pending" + listQuery, { credentials: "same-origin", headers: { "Accept": "application/json" } })
       .then(function (r) { if (!r.ok) { throw new Error("refresh: " + r.status); } return r.json(); })
       .then(apply)
       .catch(function (e) { statusEl.textContent = e.message; });
@@ -161,7 +171,7 @@
   // while that stream is down the page polls.
   var stream = null;
   if (window.EventSource) {
-    stream = new EventSource("api/stream" + window.location.search);
+    stream = new EventSource("api/stream" + listQuery);
     stream.onmessage = function (ev) { document.body.dataset.live = "sse"; apply(JSON.parse(ev.data)); };
     stream.addEventListener("failure", function (ev) { statusEl.textContent = JSON.parse(ev.data).error; });
   }
