@@ -242,9 +242,16 @@ func (t *turn) acceptMessage(ctx workflow.Context, m SessionMessage) SessionAck 
 	from := who(m.By, m.Via)
 	defer t.notifySession(ctx, NotifySessionMessage, SessionNote{Mode: string(m.Mode), Text: m.Text, By: m.By, Via: m.Via})
 	if t.Session.Idle {
+		// The first message starts the next turn; others sent before it
+		// started queue behind it.
+		n := t.turnNo() + len(t.Session.Queue)
 		t.Session.Queue = append(t.Session.Queue, m)
-		t.emit(ctx, Event{Type: EventMessage, Text: fmt.Sprintf("message from %s starts turn %d: %s", from, t.turnNo(), m.Text)})
-		return SessionAck{Status: fmt.Sprintf("started turn %d", t.turnNo()), Turn: t.turnNo()}
+		if len(t.Session.Queue) > 1 {
+			t.emit(ctx, Event{Type: EventMessage, Text: fmt.Sprintf("message from %s queued for turn %d: %s", from, n, m.Text)})
+			return SessionAck{Status: "queued", Turn: n}
+		}
+		t.emit(ctx, Event{Type: EventMessage, Text: fmt.Sprintf("message from %s starts turn %d: %s", from, n, m.Text)})
+		return SessionAck{Status: fmt.Sprintf("started turn %d", n), Turn: n}
 	}
 	switch m.Mode {
 	case MessageQueue:
@@ -313,6 +320,15 @@ func (t *turn) interrupt(ctx workflow.Context, m SessionMessage, why string) {
 		t.stopRunning()
 	}
 	for _, p := range t.open() {
+		if p.Kind == PendingBudget && t.Session.Cancel != nil {
+			// A cancel ends a budget wait too: as a deny, which ends the
+			// turn (as cancelled, see endOn).
+			t.answers[p.CallID] = AnswerState{CallID: p.CallID, Approval: &Approval{CallID: p.CallID, Decision: DecisionDeny,
+				By: m.By, Via: m.Via, Reason: text}}
+			t.emit(ctx, Event{Type: EventAnswered, CallID: p.CallID, Tool: p.Tool, Text: "withdrawn: " + why})
+			t.notifyAnswered(ctx, p, AnswerNote{By: m.By, Via: m.Via, Decision: DecisionWithdrawn, Reason: text})
+			continue
+		}
 		if p.Kind != PendingApproval && p.Kind != PendingExternal {
 			continue
 		}

@@ -152,21 +152,25 @@ func (t *turn) loop(ctx workflow.Context, mws []AgentMiddleware) (TurnResult, er
 		res, finished = t.appendResults(results)
 	}
 	for limit := t.maxIterations(); !finished && t.Iterations-t.Session.TurnIter < limit; {
+		if t.Session.Cancel != nil {
+			return t.cancelled(ctx), nil
+		}
 		if t.shouldContinueAsNew(ctx) {
 			return TurnResult{}, t.endOrContinue(ctx, errContinueAsNew)
 		}
 		if err := t.checkBudget(ctx, nil); err != nil {
-			return t.budgetEnd(ctx, err)
+			return t.endOn(ctx, err)
 		}
 		if err := t.checkAgentBudget(ctx, nil); err != nil {
-			return t.budgetEnd(ctx, err)
+			return t.endOn(ctx, err)
 		}
 		var err error
-		if res, finished, err = t.step(ctx, mws); errors.Is(err, errCancelled) || (err == nil && t.Session.Cancel != nil) {
-			return t.cancelled(ctx), nil
-		} else if err != nil {
-			return t.budgetEnd(ctx, err)
+		if res, finished, err = t.step(ctx, mws); err != nil {
+			return t.endOn(ctx, err)
 		}
+	}
+	if t.Session.Cancel != nil {
+		return t.cancelled(ctx), nil
 	}
 	if !finished {
 		res.Stopped = "max_iterations"
@@ -256,6 +260,17 @@ func (t *turn) step(ctx workflow.Context, mws []AgentMiddleware) (res TurnResult
 	}
 	res, finished = t.appendResults(results)
 	return res, finished, nil
+}
+
+// endOn ends the turn after err: as cancelled when a cancel stopped it
+// (a budget wait included), else as budgetEnd does; a continue-as-new
+// is never taken for a cancel (the next run sees the cancel).
+func (t *turn) endOn(ctx workflow.Context, err error) (TurnResult, error) {
+	var can *workflow.ContinueAsNewError
+	if t.Session.Cancel != nil && !errors.As(err, &can) {
+		return t.cancelled(ctx), nil
+	}
+	return t.budgetEnd(ctx, err)
 }
 
 // budgetEnd ends a turn whose budget answer was a deny; any other error
