@@ -530,3 +530,40 @@ func TestSlackStaleMessageRefreshed(t *testing.T) {
 		t.Errorf("the click on the refreshed message did not run the call: %v", err)
 	}
 }
+
+// TestSlackWithdrawnOnInterrupt: an interrupt sent to a turn whose call
+// waits for an approval withdraws the call, and its Slack message is
+// updated to say so (who interrupted, no buttons left); the call never
+// runs. The control is the message as posted, with its buttons.
+func TestSlackWithdrawnOnInterrupt(t *testing.T) {
+	si := &slackStandIn{}
+	srv := httptest.NewServer(si)
+	defer srv.Close()
+	cl := startWorker(t, warden.Options{Chat: &activities.Chat{Slack: chat.New("xoxb-tests", srv.URL, nil), Channel: "C0DEFAULT"}})
+	ctx := ctxT(t, 90*time.Second)
+	s := script(t, "steps:\n  - tool_calls: [{id: w1, name: Bash, input: {command: \"touch withdrawn-by-slack\"}}]\n  - text: ok\n")
+	id := "slack-withdraw-" + tag()
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s}}); err != nil {
+		t.Fatal(err)
+	}
+	waitPending(t, cl, id, 1)
+	waitFor(t, ctx, func() bool { p, _, _ := si.snapshot(); return len(p) == 1 })
+	if ack, err := cl.Send(ctx, id, workflows.SessionMessage{Text: "wrong branch", Mode: workflows.MessageInterrupt, By: "dave"}); err != nil || ack.Status != "interrupted" {
+		t.Fatalf("interrupt: %+v, %v", ack, err)
+	}
+	res, err := cl.Result(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := toolResults(res); len(rs) != 1 || !strings.Contains(rs[0].Content, "did not run") {
+		t.Fatalf("tool results %+v", rs)
+	}
+	waitFor(t, ctx, func() bool { _, u, _ := si.snapshot(); return len(u) == 1 })
+	posts, updates, _ := si.snapshot()
+	if !strings.Contains(posts[0].blocks, chat.ActionAllow) {
+		t.Fatalf("the posted message has no buttons: %s", posts[0].blocks)
+	}
+	if u := updates[0].blocks; !strings.Contains(u, "withdrawn* by dave") || !strings.Contains(u, "wrong branch") || strings.Contains(u, chat.ActionAllow) {
+		t.Errorf("updated message = %s; want withdrawn by dave, the message, no buttons", u)
+	}
+}
