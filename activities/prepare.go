@@ -43,6 +43,7 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 			return out, err
 		}
 		out.PolicyVersion = live.Version
+		out.Team, out.TeamVersion = live.Team, live.TeamVersion
 	}
 	env, call, sandboxOff, err := a.bind(ctx, in, t, &pc)
 	if err != nil {

@@ -21,6 +21,12 @@ import (
 // ignores (unknown or already answered calls) are skipped.
 func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, path string) error {
 	switch name {
+	case workflows.SignalPolicyChanged:
+		var n workflows.PolicyNotice
+		if x.decode(args, &n) == nil && n.Store == x.turn.LivePolicy && n.TeamVersion > x.team {
+			x.team = n.TeamVersion
+		}
+		return nil
 	case workflows.UpdateMessage:
 		var m workflows.SessionMessage
 		if err := x.decode(args, &m); err != nil {
@@ -63,7 +69,8 @@ func (x *extractor) answer(t time.Time, name string, args *commonpb.Payloads, pa
 		c.answered = true
 		c.approvals++
 		r := Record{Time: t, CallID: a.CallID, Tool: c.tool, Kind: KindApproval, Decision: string(a.Decision),
-			By: a.By, Identity: a.Via, Path: path, Reason: a.Reason, Layer: "approver", Rules: a.Rules, ProposedInput: c.proposed}
+			By: a.By, Identity: a.Via, Path: path, Reason: a.Reason, Layer: "approver", Rules: a.Rules, ProposedInput: c.proposed,
+			TeamVersion: x.team}
 		if a.Decision == workflows.DecisionAlwaysAllow {
 			r.Scope, r.TTL, r.SingleUse = string(a.Scope), a.TTL, a.SingleUse
 		}

@@ -148,6 +148,10 @@ type scheduled struct {
 // extractor walks histories in order.
 type extractor struct {
 	wf, run string
+	// team is the version of the policy store's team the turn knew last
+	// (from its verdicts and the store's notices): answers are checked
+	// against it.
+	team int
 	dc      converter.DataConverter
 	timeout time.Duration // the turn's own approval timeout (0: per call)
 	calls   map[string]*call
@@ -278,6 +282,7 @@ func (x *extractor) started(e *historypb.HistoryEvent) {
 		x.turn = in
 		if in.Resume != nil {
 			x.usage = in.Resume.Usage
+			x.team = max(x.team, in.Resume.TeamVersion)
 		}
 		for _, r := range in.Permission.Allow {
 			x.addSession(r)

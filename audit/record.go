@@ -169,6 +169,10 @@ type Record struct {
 	EscalatedTo []string  `json:"escalated_to,omitempty"`
 	// Raise is what a budget record's answer raised the bound by.
 	Raise *workflows.Budget `json:"raise,omitempty"`
+	// TeamVersion is the version of the policy store's team (live
+	// approvers) an approval was checked against; 0: the approvers the
+	// turn started with.
+	TeamVersion int `json:"team_version,omitempty"`
 	// Usage is a model record's usage; TurnUsage the turn's total after
 	// it.
 	Usage     *model.Usage `json:"usage,omitempty"`

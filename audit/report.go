@@ -92,6 +92,9 @@ func Details(r Record) string {
 		}
 		parts = append(parts, s)
 	}
+	if r.TeamVersion > 0 {
+		parts = append(parts, fmt.Sprintf("approvers: team v%d", r.TeamVersion))
+	}
 	if r.Reason != "" {
 		parts = append(parts, r.Reason)
 	}

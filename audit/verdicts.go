@@ -111,6 +111,7 @@ func (x *extractor) verdict(t time.Time, c *call, p workflows.Prepared, kind str
 // recorded (verdicts of regular activities): the exact policy and
 // workdir the call was decided under.
 func (x *extractor) verdictOf(t time.Time, c *call, p workflows.Prepared, kind string, in *workflows.PrepareInput) bool {
+	x.team = max(x.team, p.TeamVersion)
 	if c.tool == "" {
 		c.tool = p.Tool.Name
 	}

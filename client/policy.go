@@ -60,6 +60,22 @@ func (cl *Client) SetPolicy(ctx context.Context, store string, rules workflows.L
 	return update[int](ctx, cl, store, workflows.UpdateSetPolicy, workflows.PolicyChange{Rules: rules, By: by})
 }
 
+// SetTeam makes team the approvers in force for the turns that follow
+// the policy store (started when it is not running): the store tells the
+// waiting turns, which check every answer against it from then on, and
+// turns that decide a call later read it with their verdict. Setting the
+// team the store has changes nothing. It returns the team's version.
+func (cl *Client) SetTeam(ctx context.Context, store string, team *workflows.Approvers, by string) (int, error) {
+	if err := team.Validate(); err != nil {
+		return 0, fmt.Errorf("set team: %w", err)
+	}
+	store, err := cl.StartPolicyStore(ctx, store)
+	if err != nil {
+		return 0, err
+	}
+	return update[int](ctx, cl, store, workflows.UpdateSetTeam, workflows.TeamChange{Team: team, By: by})
+}
+
 // ErrNoPolicyStore wraps the error of PolicyState for a store that does
 // not exist yet: turns that follow it see version 0 and no live rules,
 // which the zero state returned with it says; `starter policy apply` (or

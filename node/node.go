@@ -123,6 +123,9 @@ func Run(ctx context.Context, cfg config.Config, o Options) error {
 	if err := applyBudgets(ctx, n.c, cfg); err != nil {
 		return err
 	}
+	if err := n.applyTeam(ctx, n.c, cfg); err != nil {
+		return err
+	}
 	fmt.Printf("worker           task queue %s, workdir %s (ready in %s)\n", cfg.Worker.TaskQueue, workdir, time.Since(start).Round(time.Millisecond))
 	if cfg.Demo.Script != "" {
 		if err := demo(ctx, n.c, cfg); err != nil {

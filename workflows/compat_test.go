@@ -188,6 +188,7 @@ func compatSamples() []struct {
 				StartedAt: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC), BudgetRaised: ptr(sampleBudget()),
 				ToolsRun: map[string]int{"Bash": 3}, BudgetParks: 1, BudgetWarned: []string{"cost@5"}, AgentSeq: 4, AgentCharged: sampleUsage(),
 				Notifying: []workflows.NotifyInput{sampleNotify()},
+				Team: sampleTeam(), TeamVersion: 3,
 				Session: workflows.SessionState{Turns: 2, TurnIter: 3, Idle: true, Paused: ptr(sampleControl()),
 					Queue: []workflows.SessionMessage{sampleMessage()}, Steers: []workflows.SessionMessage{sampleMessage()},
 					Interrupt: ptr(sampleMessage()), Cancel: ptr(sampleControl()), Usage: sampleUsage()},
@@ -388,7 +389,7 @@ func constGroups() map[string]map[string]any {
 		"workflows.policy": str(
 			"PolicyWorkflow", workflows.PolicyWorkflow, "DefaultPolicyStore", workflows.DefaultPolicyStore,
 			"QueryPolicy", workflows.QueryPolicy, "UpdateSetPolicy", workflows.UpdateSetPolicy,
-			"UpdateRevoke", workflows.UpdateRevoke, "UpdateUse", workflows.UpdateUse,
+			"UpdateRevoke", workflows.UpdateRevoke, "UpdateUse", workflows.UpdateUse, "UpdateSetTeam", workflows.UpdateSetTeam,
 			"SignalRemember", workflows.SignalRemember, "SignalPolicyChanged", workflows.SignalPolicyChanged,
 			"ActivityPolicyFanout", workflows.ActivityPolicyFanout,
 			"ActivityCheckRules", workflows.ActivityCheckRules,
@@ -599,7 +600,7 @@ func samplePrepared() workflows.Prepared {
 			RemindBefore: time.Hour, Chat: true,
 		},
 		Preview: "--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+b\n",
-		Sandbox: sampleSandbox(), PolicyVersion: 2,
+		Sandbox: sampleSandbox(), PolicyVersion: 2, Team: sampleTeam(), TeamVersion: 3,
 		Remembered: &workflows.Remembered{ID: "r1", Scope: workflows.ScopeAgent, Tool: "Bash", Rule: "Bash(npm run:*)",
 			Input: json.RawMessage(`{"command":"npm run build"}`), WorkflowID: "turn-1", Agent: "builder", By: "alice", Via: "inbox",
 			FromWorkflow: "turn-0", CallID: "call_1_1", CreatedAt: t0, ExpiresAt: t1, SingleUse: true, UsedBy: "turn-1/call_1_1",
@@ -643,4 +644,8 @@ func sampleMessage() workflows.SessionMessage {
 func sampleControl() workflows.SessionControl {
 	return workflows.SessionControl{Action: workflows.ControlPause, Reason: "weekend", By: "alice", Via: "alice",
 		At: time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)}
+}
+
+func sampleTeam() *workflows.Approvers {
+	return &workflows.Approvers{Users: map[string][]string{"alice": nil, "bob": {"k8s"}}, Roles: map[string][]string{"k8s": {"Bash(kubectl:*)"}}}
 }

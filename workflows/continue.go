@@ -57,6 +57,11 @@ type Resume struct {
 	// Session is the state of a session and of the messages, pauses and
 	// cancels a turn received (session.go).
 	Session SessionState `json:"session,omitzero"`
+	// Team is the approvers in force, as the policy store the turn
+	// follows last told it (TeamVersion > 0); they replace
+	// TurnInput.Approvers for every answer checked from then on.
+	Team        *Approvers `json:"team,omitempty"`
+	TeamVersion int        `json:"team_version,omitempty"`
 }
 
 // StepState is a model step interrupted by continue-as-new.

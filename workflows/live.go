@@ -3,6 +3,7 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/workflow"
 
@@ -41,10 +42,47 @@ func (t *turn) policyChanged(ctx workflow.Context, n PolicyNotice) {
 		return
 	}
 	t.LiveVersion = n.Version
-	if len(t.open()) == 0 {
+	t.adoptTeam(ctx, Prepared{Team: n.Team, TeamVersion: n.TeamVersion})
+	if n.TeamOnly || len(t.open()) == 0 {
 		return
 	}
 	t.policyBumped()
+}
+
+// adoptTeam takes the policy store's team a verdict was decided with
+// when it is newer than the one the turn knows.
+func (t *turn) adoptTeam(ctx workflow.Context, p Prepared) {
+	if p.TeamVersion <= t.TeamVersion {
+		return
+	}
+	t.Team, t.TeamVersion = p.Team, p.TeamVersion
+	t.emit(ctx, Event{Type: EventDecision, Text: fmt.Sprintf("approvers (team v%d of %s): %s", p.TeamVersion, t.in.LivePolicy, TeamText(p.Team))})
+}
+
+// approvers are the approvers an answer is checked against now: the
+// team the policy store last told the turn of, else the turn's own.
+func (t *turn) approvers() *Approvers {
+	if t.TeamVersion > 0 {
+		return t.Team
+	}
+	return t.in.Approvers
+}
+
+// TeamText names a team's users and their roles ("anyone may answer"
+// for none).
+func TeamText(a *Approvers) string {
+	if !a.Enabled() {
+		return "anyone may answer"
+	}
+	var parts []string
+	for _, u := range sortedKeys(a.Users) {
+		if rs := a.Users[u]; len(rs) > 0 {
+			parts = append(parts, u+" ("+strings.Join(rs, ", ")+")")
+		} else {
+			parts = append(parts, u)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 // redecide applies the new verdicts of the waiting calls (preps, one per

@@ -43,7 +43,7 @@ type routed struct {
 // run, in a side effect, so a replay reads them from the history instead
 // of asking the roles checker again; older runs ask it every time.
 func (t *turn) routeRoles(ctx workflow.Context, p Pending) []string {
-	a := t.in.Approvers
+	a := t.approvers()
 	if a == nil || len(a.Roles) == 0 {
 		return nil
 	}

@@ -3,6 +3,8 @@ package workflows
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strconv"
 	"time"
 
@@ -39,6 +41,9 @@ const (
 	// UpdateUse spends a single-use remembered approval (a UseRequest);
 	// it is refused when another call spent it already.
 	UpdateUse = "use"
+	// UpdateSetTeam sets the store's team: the approvers in force for the
+	// turns that follow it (TeamChange).
+	UpdateSetTeam = "set-team"
 	// SignalRemember adds a remembered approval (a Remembered); turns
 	// send it when an approver answers always_allow with a scope.
 	SignalRemember = "remember"
@@ -99,6 +104,14 @@ type PolicyChange struct {
 	By    string    `json:"by,omitempty"`
 }
 
+// TeamChange is UpdateSetTeam's argument: the approvers now in force (nil
+// or no users: anyone may answer), and who set them (the worker, from
+// its config's inbox.users and inbox.roles).
+type TeamChange struct {
+	Team *Approvers `json:"team,omitempty"`
+	By   string     `json:"by,omitempty"`
+}
+
 // RememberScope is where a remembered approval applies (calls.RememberScope).
 type RememberScope = calls.RememberScope
 
@@ -143,6 +156,17 @@ type PolicyState struct {
 	NextID int `json:"next_id"`
 	// Notified is the last version the waiting turns were told about.
 	Notified int `json:"notified"`
+	// Team is the approvers in force for the turns that follow the store
+	// (live approvers), TeamVersion counts its changes (0: never set),
+	// TeamSetBy and TeamSetAt say who set it last, and when.
+	Team        *Approvers `json:"team,omitempty"`
+	TeamVersion int        `json:"team_version,omitempty"`
+	TeamSetBy   string     `json:"team_set_by,omitempty"`
+	TeamSetAt   time.Time  `json:"team_set_at,omitzero"`
+	// RulesAt is the store version of its last change that was not the
+	// team's: a fan-out of team changes only does not make turns decide
+	// their waiting calls again.
+	RulesAt int `json:"rules_at,omitempty"`
 }
 
 // Apply lays the store's live rules over a turn's policy pc: the store's
@@ -173,17 +197,20 @@ func (st PolicyState) Apply(pc *permission.Context) error {
 	return nil
 }
 
-// PolicyNotice is SignalPolicyChanged's payload.
+// PolicyNotice is SignalPolicyChanged's payload: the store's version,
+// and its team (TeamVersion 0: the store has none). TeamOnly says the
+// changes since the last notice were the team's only.
 type PolicyNotice struct {
-	Store   string `json:"store"`
-	Version int    `json:"version"`
+	Store       string     `json:"store"`
+	Version     int        `json:"version"`
+	Team        *Approvers `json:"team,omitempty"`
+	TeamVersion int        `json:"team_version,omitempty"`
+	TeamOnly    bool       `json:"team_only,omitempty"`
 }
 
-// PolicyFanoutInput is ActivityPolicyFanout's input.
-type PolicyFanoutInput struct {
-	Store   string `json:"store"`
-	Version int    `json:"version"`
-}
+// PolicyFanoutInput is ActivityPolicyFanout's input (what every notice
+// says).
+type PolicyFanoutInput = PolicyNotice
 
 // policyHistoryBound continues the store as new past this many events.
 const policyHistoryBound = 5000
@@ -217,7 +244,9 @@ func PolicyStore(ctx workflow.Context, st PolicyState) error {
 			return s.continueAsNew(ctx, remember)
 		}
 		v := s.Version
-		if err := workflow.ExecuteActivity(actx, ActivityPolicyFanout, PolicyFanoutInput{Store: id, Version: v}).Get(ctx, nil); err != nil {
+		in := PolicyFanoutInput{Store: id, Version: v, Team: s.Team, TeamVersion: s.TeamVersion,
+			TeamOnly: s.TeamVersion > 0 && s.RulesAt <= s.Notified}
+		if err := workflow.ExecuteActivity(actx, ActivityPolicyFanout, in).Get(ctx, nil); err != nil {
 			workflow.GetLogger(ctx).Error("policy fan-out failed", "version", v, "error", err)
 		}
 		s.Notified = v
@@ -247,7 +276,49 @@ func (s *PolicyState) registerHandlers(ctx workflow.Context) error {
 	); err != nil {
 		return fmt.Errorf("use update: %w", err)
 	}
+	if err := workflow.SetUpdateHandlerWithOptions(ctx, UpdateSetTeam, s.setTeam,
+		workflow.UpdateHandlerOptions{Validator: func(c TeamChange) error { return c.Team.Validate() }},
+	); err != nil {
+		return fmt.Errorf("team update: %w", err)
+	}
 	return nil
+}
+
+// setTeam is UpdateSetTeam: the team becomes c's and the waiting turns
+// are told (a fan-out), unless it is the team the store has. It returns
+// the team's version.
+func (s *PolicyState) setTeam(ctx workflow.Context, c TeamChange) (int, error) {
+	if s.TeamVersion > 0 && sameTeam(s.Team, c.Team) {
+		return s.TeamVersion, nil
+	}
+	s.Team, s.TeamSetBy, s.TeamSetAt = c.Team, c.By, workflow.Now(ctx)
+	s.TeamVersion++
+	s.Version++
+	return s.TeamVersion, nil
+}
+
+// sameTeam reports whether two teams have the same users, roles and
+// role patterns.
+func sameTeam(a, b *Approvers) bool {
+	if !a.Enabled() || !b.Enabled() {
+		return a.Enabled() == b.Enabled()
+	}
+	return reflect.DeepEqual(normTeam(a), normTeam(b))
+}
+
+// normTeam is a team with empty role lists as nil, for comparison.
+func normTeam(a *Approvers) Approvers {
+	n := Approvers{Users: map[string][]string{}, Roles: map[string][]string{}}
+	for u, rs := range a.Users {
+		n.Users[u] = slices.Clone(rs)
+		if len(rs) == 0 {
+			n.Users[u] = nil
+		}
+	}
+	for r, ps := range a.Roles {
+		n.Roles[r] = slices.Clone(ps)
+	}
+	return n
 }
 
 // setRules is UpdateSetPolicy: the store's rules become c's, once the
@@ -274,6 +345,7 @@ func (s *PolicyState) setRules(ctx workflow.Context, c PolicyChange) (int, error
 	rules := c.Rules
 	s.Rules, s.SetBy, s.SetAt = &rules, c.By, workflow.Now(ctx)
 	s.Version++
+	s.RulesAt = s.Version
 	return s.Version, nil
 }
 
@@ -282,6 +354,7 @@ func (s *PolicyState) revoke(ctx workflow.Context, r RevokeRequest) (Remembered,
 	i := s.find(r.ID)
 	s.Remembered[i].RevokedBy, s.Remembered[i].RevokedAt = r.By, workflow.Now(ctx)
 	s.Version++
+	s.RulesAt = s.Version
 	return s.Remembered[i], nil
 }
 
@@ -305,6 +378,7 @@ func (s *PolicyState) use(_ workflow.Context, u UseRequest) (Remembered, error) 
 	if s.Remembered[i].UsedBy == "" {
 		s.Remembered[i].UsedBy = u.Key
 		s.Version++
+		s.RulesAt = s.Version
 	}
 	return s.Remembered[i], nil
 }
@@ -378,4 +452,5 @@ func (s *PolicyState) remember(ctx workflow.Context, r Remembered) {
 	r.UsedBy, r.RevokedBy, r.RevokedAt = "", "", time.Time{}
 	s.Remembered = append(s.Remembered, r)
 	s.Version++
+	s.RulesAt = s.Version
 }

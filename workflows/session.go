@@ -187,11 +187,11 @@ func (t *turn) maySend(by string) error {
 			return nil
 		}
 		return fmt.Errorf("%q may not message %s: senders are %s and its requester", by, t.wfid, strings.Join(t.in.Senders, ", "))
-	case t.in.Approvers.Enabled():
+	case t.approvers().Enabled():
 		if by != "" && by == t.in.Requester {
 			return nil
 		}
-		if _, ok := t.in.Approvers.Users[by]; by != "" && ok {
+		if _, ok := t.approvers().Users[by]; by != "" && ok {
 			return nil
 		}
 		return fmt.Errorf("%q may not message %s: only its requester and its approvers may", by, t.wfid)

@@ -119,6 +119,7 @@ func (t *turn) prepare(ctx workflow.Context, kind VerdictKind, calls []model.Too
 		if err := f.Get(ctx, &out[i]); err != nil {
 			return nil, fmt.Errorf("prepare %s: %w", calls[i].ID, err)
 		}
+		t.adoptTeam(ctx, out[i])
 	}
 	return out, nil
 }

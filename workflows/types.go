@@ -452,6 +452,12 @@ type Prepared struct {
 	// Remembered is the remembered approval that allowed the call, if
 	// one did (Decision.Reason names it and its approver too).
 	Remembered *Remembered `json:"remembered,omitempty"`
+	// Team and TeamVersion are the policy store's team when the call was
+	// decided (TeamVersion 0: it has none): a turn adopts a newer team
+	// than it knows, so a turn the store's fan-out did not reach (it was
+	// not waiting) checks its answers against the team in force.
+	Team        *Approvers `json:"team,omitempty"`
+	TeamVersion int        `json:"team_version,omitempty"`
 }
 
 // ToolFlags is what the workflow reads of a tool's Info.
