@@ -151,7 +151,7 @@ type extractor struct {
 	// team is the version of the policy store's team the turn knew last
 	// (from its verdicts and the store's notices): answers are checked
 	// against it.
-	team int
+	team    int
 	dc      converter.DataConverter
 	timeout time.Duration // the turn's own approval timeout (0: per call)
 	calls   map[string]*call

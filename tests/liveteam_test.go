@@ -40,7 +40,10 @@ func TestLiveApprovers(t *testing.T) {
 	start := func(id, file string, more ...string) {
 		s := r.script(fmt.Sprintf("steps:\n  - tool_calls: [{id: c1, name: Bash, input: {command: \"touch %s\"}}]\n  - text: done\n", file))
 		r.must(append([]string{"run", "--script", s, "--workflow-id", id, "--detach"}, more...)...)
-		waitFor(t, ctx, func() bool { out, err := r.starter("approvals", "list", "--workflow", id); return err == nil && strings.Contains(out, "c1") })
+		waitFor(t, ctx, func() bool {
+			out, err := r.starter("approvals", "list", "--workflow", id)
+			return err == nil && strings.Contains(out, "c1")
+		})
 	}
 	live, fixed := "team-live-"+tag(), "team-fixed-"+tag()
 	start(live, "live.txt")

@@ -188,7 +188,7 @@ func compatSamples() []struct {
 				StartedAt: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC), BudgetRaised: ptr(sampleBudget()),
 				ToolsRun: map[string]int{"Bash": 3}, BudgetParks: 1, BudgetWarned: []string{"cost@5"}, AgentSeq: 4, AgentCharged: sampleUsage(),
 				Notifying: []workflows.NotifyInput{sampleNotify()},
-				Team: sampleTeam(), TeamVersion: 3,
+				Team:      sampleTeam(), TeamVersion: 3,
 				Session: workflows.SessionState{Turns: 2, TurnIter: 3, Idle: true, Paused: ptr(sampleControl()),
 					Queue: []workflows.SessionMessage{sampleMessage()}, Steers: []workflows.SessionMessage{sampleMessage()},
 					Interrupt: ptr(sampleMessage()), Cancel: ptr(sampleControl()), Usage: sampleUsage()},
