@@ -42,7 +42,7 @@ func (a *Activities) Notify(ctx context.Context, in workflows.NotifyInput) error
 		Namespace: in.Namespace, Agent: in.Agent, Roles: in.Roles}
 	if n := in.Answer; n != nil {
 		ev.Answer = &notify.Answer{By: n.By, Via: n.Via, Decision: n.Decision, Reason: n.Reason, Scope: n.Scope,
-			Edited: n.Edited, At: n.At}
+			Edited: n.Edited, At: n.At, Approvers: n.Approvers, Progress: n.Progress, Partial: n.Partial}
 		if n.TTL > 0 {
 			ev.Answer.TTL = n.TTL.String()
 		}

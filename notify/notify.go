@@ -50,6 +50,9 @@ const (
 	TypeApprovalAnswered = "approval_answered"
 	// TypeApprovalReminder: a call still waits and its deadline is near.
 	TypeApprovalReminder = "approval_reminder"
+	// TypeApprovalProgress: an allow short of a call's quorum; Answer
+	// says who allowed so far (Approvers) and how far (Progress).
+	TypeApprovalProgress = "approval_progress"
 	// TypeSessionMessage: a session took a message (Session says its
 	// mode, text and sender); TypeSessionPaused, TypeSessionResumed and
 	// TypeSessionCancelled: a session was paused, resumed or cancelled;
@@ -143,6 +146,12 @@ type Answer struct {
 	TTL    string    `json:"ttl,omitempty"`
 	Edited bool      `json:"edited,omitempty"`
 	At     time.Time `json:"at"`
+	// Approvers are everyone who allowed a call that needs several
+	// approvers, Progress how far its quorum is ("1 of 2"), and Partial
+	// marks an approval_progress (the call still waits).
+	Approvers []string `json:"approvers,omitempty"`
+	Progress  string   `json:"progress,omitempty"`
+	Partial   bool     `json:"partial,omitempty"`
 }
 
 // Match selects the events of a route. Each set field is a pattern

@@ -455,7 +455,7 @@ func constGroups() map[string]map[string]any {
 			"NotifySessionAnswered", workflows.NotifySessionAnswered,
 			"NotifyExternalRequested", workflows.NotifyExternalRequested, "NotifyBudgetWarning", workflows.NotifyBudgetWarning,
 			"NotifyApprovalAnswered", workflows.NotifyApprovalAnswered,
-			"NotifyApprovalReminder", workflows.NotifyApprovalReminder,
+			"NotifyApprovalReminder", workflows.NotifyApprovalReminder, "NotifyApprovalProgress", workflows.NotifyApprovalProgress,
 		),
 		"workflows.pending_kinds": str(
 			"PendingApproval", string(workflows.PendingApproval), "PendingExternal", string(workflows.PendingExternal),
@@ -630,7 +630,8 @@ func ptr[T any](v T) *T { return &v }
 func sampleNotify() workflows.NotifyInput {
 	return workflows.NotifyInput{Type: "approval_answered", WorkflowID: "turn-1", Pending: samplePending(),
 		Answer: &workflows.AnswerNote{By: "alice", Via: "slack", Decision: "always_allow", Reason: "OPS-12", Scope: "agent",
-			TTL: time.Hour, Edited: true, At: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC)},
+			TTL: time.Hour, Edited: true, At: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC),
+			Approvers: []string{"bob", "alice"}, Progress: "2 of 2", Partial: true},
 		Namespace: "default", Agent: "ops", Roles: []string{"kube"},
 		Session: &workflows.SessionNote{Seq: 7, State: "running", Turn: 2, Mode: "steer", Text: "also the changelog", Reason: "weekend",
 			Answer: "Done.", By: "alice", Via: "web-inbox", At: time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)}}

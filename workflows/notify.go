@@ -84,10 +84,41 @@ func (t *turn) notifyAnswered(ctx workflow.Context, p Pending, a AnswerNote) {
 	t.sendNotification(ctx, in)
 }
 
-// noteOf is the answer note of an approver's answer to p.
+// noteOf is the answer note of an approver's answer to p. An allow of a
+// call that needs several approvers names them all, those of p.Approvals
+// first.
 func noteOf(p Pending, a Approval) AnswerNote {
-	return AnswerNote{By: a.By, Via: a.Via, Decision: string(a.Decision), Reason: a.Reason, Scope: string(a.Scope),
+	n := AnswerNote{By: a.By, Via: a.Via, Decision: string(a.Decision), Reason: a.Reason, Scope: string(a.Scope),
 		TTL: a.TTL, Edited: len(a.Input) > 0 && string(a.Input) != string(p.Input)}
+	if p.Quorum > 1 && a.Decision != DecisionDeny {
+		for _, b := range p.Approvals {
+			n.Approvers = append(n.Approvers, ApproverID(b))
+		}
+		n.Approvers = append(n.Approvers, ApproverID(a))
+		n.Progress = QuorumText(p, len(n.Approvers))
+	}
+	return n
+}
+
+// notifyProgress tells the channels of an allow short of p's quorum (p
+// holds it in Approvals): an approval_progress notification and the chat
+// message's progress, its buttons still live. Runs recorded before
+// versionQuorumProgress told nobody.
+func (t *turn) notifyProgress(ctx workflow.Context, p Pending) {
+	if workflow.GetVersion(ctx, versionQuorumProgress, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	a := p.Approvals[len(p.Approvals)-1]
+	n := noteOf(Pending{Quorum: p.Quorum, Approvals: p.Approvals[:len(p.Approvals)-1], Input: p.Input}, a)
+	n.Partial, n.At = true, workflow.Now(ctx)
+	if p.ChatOn && len(p.Chat) > 0 {
+		t.chatUpdate(ctx, p, n)
+	}
+	if p.Notify {
+		in := t.notifyInput(ctx, NotifyApprovalProgress, p)
+		in.Answer = &n
+		t.sendNotification(ctx, in)
+	}
 }
 
 // remindDue sends the reminders of the open entries whose reminder time

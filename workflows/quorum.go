@@ -124,6 +124,7 @@ func (t *turn) partialAllow(ctx workflow.Context, a Approval) bool {
 	t.emit(ctx, Event{Type: EventAnswered, CallID: a.CallID,
 		Text: answerText(a) + fmt.Sprintf(" (%s approvals; %d more needed)", QuorumText(*p, len(p.Approvals)), p.Quorum-len(p.Approvals)) + reasonText(a)})
 	t.indexDirty = true
+	t.notifyProgress(ctx, *p)
 	return true
 }
 

@@ -344,6 +344,10 @@ const (
 	// NotifyApprovalReminder: a call still waits and its deadline is
 	// near (CallPolicy.RemindBefore).
 	NotifyApprovalReminder = "approval_reminder"
+	// NotifyApprovalProgress: an allow short of a call's quorum; the
+	// call still waits (AnswerNote.Approvers and Progress say who allowed
+	// and how many more are needed).
+	NotifyApprovalProgress = "approval_progress"
 )
 
 // AnswerNote is what an approval_answered notification says of the
@@ -366,6 +370,14 @@ type AnswerNote struct {
 	// Edited is set when the approver changed the call's input.
 	Edited bool      `json:"edited,omitempty"`
 	At     time.Time `json:"at"`
+	// Approvers are, for a call that needs several approvers (a quorum),
+	// everyone who allowed it so far, in order; Progress says how far
+	// ("1 of 2"). Partial marks an allow short of the quorum (the
+	// approval_progress notification, the chat message's progress): the
+	// call still waits.
+	Approvers []string `json:"approvers,omitempty"`
+	Progress  string   `json:"progress,omitempty"`
+	Partial   bool     `json:"partial,omitempty"`
 }
 
 // NotifyInput is the notification activity's input.

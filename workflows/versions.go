@@ -102,6 +102,11 @@ const (
 	// pending index while the entry stays open. Runs recorded before it
 	// had no entries with a quorum.
 	versionQuorum = "quorum"
+	// versionQuorumProgress marks runs that tell the channels of an allow
+	// short of a call's quorum: an approval_progress notification and an
+	// update of the call's chat message (who allowed, how many more);
+	// runs recorded before it told nobody.
+	versionQuorumProgress = "quorum-progress"
 	// versionBudgets marks runs of turns with a budget (TurnInput.Budget)
 	// that check it before model and tool calls and park on budget
 	// approvals. It is read only by turns with a budget, which older
