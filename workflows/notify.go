@@ -86,8 +86,13 @@ func (t *turn) notifyAnswered(ctx workflow.Context, p Pending, a AnswerNote) {
 
 // noteOf is the answer note of an approver's answer to p.
 func noteOf(p Pending, a Approval) AnswerNote {
-	return AnswerNote{By: a.By, Via: a.Via, Decision: string(a.Decision), Reason: a.Reason, Scope: string(a.Scope),
+	n := AnswerNote{By: a.By, Via: a.Via, Decision: string(a.Decision), Reason: a.Reason, Scope: string(a.Scope),
 		TTL: a.TTL, Edited: len(a.Input) > 0 && string(a.Input) != string(p.Input)}
+	if p.Kind == PendingBudget && a.Decision != DecisionDeny && !a.Raise.IsZero() {
+		r := *a.Raise
+		n.Raise = &r
+	}
+	return n
 }
 
 // remindDue sends the reminders of the open entries whose reminder time
