@@ -46,6 +46,9 @@ func (a *Activities) Notify(ctx context.Context, in workflows.NotifyInput) error
 		if n.TTL > 0 {
 			ev.Answer.TTL = n.TTL.String()
 		}
+		if n.Raise != nil {
+			ev.Answer.Raise = n.Raise.RaiseText()
+		}
 	}
 	if n := in.Session; n != nil {
 		ev.Session = &notify.Session{Seq: n.Seq, State: n.State, Turn: n.Turn, Mode: n.Mode, Text: n.Text, Reason: n.Reason,

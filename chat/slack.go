@@ -9,10 +9,12 @@
 package chat
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -48,11 +50,13 @@ const Window = 5 * time.Minute
 
 // Action ids of the message's buttons, and the block and action ids of
 // its reason field (whose text comes back with a click, in the payload's
-// state).
+// state). ActionRaise answers a budget approval with the raise its
+// message states (LimitAgain).
 const (
 	ActionAllow  = "warden_allow"
 	ActionDeny   = "warden_deny"
 	ActionOpen   = "warden_open"
+	ActionRaise  = "warden_raise"
 	BlockReason  = "warden_reason_block"
 	ActionReason = "warden_reason"
 )
@@ -168,9 +172,32 @@ func ParseValue(v string) (workflowID, callID, hash string, err error) {
 	return f[0], f[1], f[2], nil
 }
 
+// LimitAgain is the raise a budget approval's message offers (its
+// bound's limit once more, workflows.BudgetRequest.LimitAgain): what a
+// click on its raise button adds. It reports false for an entry that is
+// no budget approval, or whose bound does not read.
+func LimitAgain(p workflows.Pending) (workflows.Budget, bool) {
+	if p.Kind != workflows.PendingBudget {
+		return workflows.Budget{}, false
+	}
+	var req workflows.BudgetRequest
+	if err := json.Unmarshal(p.Input, &req); err != nil {
+		return workflows.Budget{}, false
+	}
+	return req.LimitAgain()
+}
+
+// RaiseText reads a raise as a message shows it: "tokens +1000, cost +2".
+func RaiseText(b workflows.Budget) string {
+	return strings.ReplaceAll(strings.ReplaceAll(b.RaiseText(), "=+", " +"), ",", ", ")
+}
+
 // Blocks is the message of a waiting call. stepUp (StepUp's reason)
-// leaves out the allow button.
+// leaves out the allow button. A budget approval gets budgetBlocks.
 func Blocks(workflowID string, p workflows.Pending, inboxURL, stepUp string) []slack.Block {
+	if p.Kind == workflows.PendingBudget {
+		return budgetBlocks(workflowID, p, inboxURL, stepUp)
+	}
 	shown, what := calls.Unescaped(string(p.Input)), "Input"
 	if p.Diff != "" {
 		shown, what = p.Diff, "Diff"
@@ -227,8 +254,61 @@ func Blocks(workflowID string, p workflows.Pending, inboxURL, stepUp string) []s
 	return append(bs, slack.NewActionBlock("warden_actions", buttons...))
 }
 
+// budgetBlocks is the message of a budget approval: what was spent, the
+// limit and what the turn was about to do, a reason field, a button that
+// raises the budget by its limit once more (LimitAgain; left out under
+// step-up, or when the bound does not read), one that denies (ending the
+// turn), and a link to the inbox for other amounts.
+func budgetBlocks(workflowID string, p workflows.Pending, inboxURL, stepUp string) []slack.Block {
+	var req workflows.BudgetRequest
+	_ = json.Unmarshal(p.Input, &req)
+	head := fmt.Sprintf("*Budget* reached in `%s` (`%s`): the turn waits for a raise or a deny", workflowID, p.CallID)
+	bs := []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil),
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, clip(p.Message, 1000), false, false), nil, nil),
+	}
+	var facts []string
+	if req.Window != "" {
+		facts = append(facts, fmt.Sprintf("*Agent budget:* %s, %s bound (store `%s`)", cmp.Or(req.Agent, "the namespace"), req.Window, req.Store))
+	}
+	if !p.Deadline.IsZero() {
+		facts = append(facts, "*Deadline:* "+p.Deadline.UTC().Format("2006-01-02 15:04 MST")+" (then denied)")
+	}
+	raise, ok := LimitAgain(p)
+	switch {
+	case stepUp != "":
+		facts = append(facts, "*Review in inbox:* "+stepUp+".")
+	case ok:
+		facts = append(facts, "*Raise* adds the limit once more ("+RaiseText(raise)+"); for other amounts, open it in the inbox.")
+	default:
+		facts = append(facts, "Raise it in the inbox.")
+	}
+	bs = append(bs, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, strings.Join(facts, "\n"), false, false), nil, nil))
+	reason := slack.NewPlainTextInputBlockElement(slack.NewTextBlockObject(slack.PlainTextType, "why, or a ticket", false, false), ActionReason)
+	in := slack.NewInputBlock(BlockReason, slack.NewTextBlockObject(slack.PlainTextType, "Reason", false, false), nil, reason)
+	in.Optional = true
+	bs = append(bs, in)
+	val := Value(workflowID, p)
+	var buttons []slack.BlockElement
+	if stepUp == "" && ok {
+		b := slack.NewButtonBlockElement(ActionRaise, val, slack.NewTextBlockObject(slack.PlainTextType, clip("Raise: "+RaiseText(raise), 70), false, false))
+		b.Style = slack.StylePrimary
+		buttons = append(buttons, b)
+	}
+	deny := slack.NewButtonBlockElement(ActionDeny, val, slack.NewTextBlockObject(slack.PlainTextType, "Deny (end the turn)", false, false))
+	deny.Style = slack.StyleDanger
+	buttons = append(buttons, deny)
+	if inboxURL != "" {
+		open := slack.NewButtonBlockElement(ActionOpen, val, slack.NewTextBlockObject(slack.PlainTextType, "Open in inbox", false, false))
+		open.URL = inboxURL
+		buttons = append(buttons, open)
+	}
+	return append(bs, slack.NewActionBlock("warden_actions", buttons...))
+}
+
 // AnsweredBlocks is the message of an answered call: what it was, and
-// who answered it, how and when; no buttons.
+// who answered it, how and when (and a budget approval's raise); no
+// buttons.
 func AnsweredBlocks(workflowID string, p workflows.Pending, a workflows.AnswerNote) []slack.Block {
 	who := a.By
 	if who == "" {
@@ -241,12 +321,19 @@ func AnsweredBlocks(workflowID string, p workflows.Pending, a workflows.AnswerNo
 	if !a.At.IsZero() {
 		line += " at " + a.At.UTC().Format("2006-01-02 15:04:05 MST")
 	}
+	if a.Raise != nil {
+		line += "\n*Raised by:* " + RaiseText(*a.Raise)
+	}
 	if a.Reason != "" {
 		line += "\n*Reason:* " + clip(a.Reason, 500)
 	}
+	what := "```" + clip(calls.Unescaped(string(p.Input)), 300) + "```"
+	if p.Kind == workflows.PendingBudget {
+		what = clip(p.Message, 500)
+	}
 	return []slack.Block{
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, line, false, false), nil, nil),
-		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "```"+clip(calls.Unescaped(string(p.Input)), 300)+"```", false, false), nil, nil),
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, what, false, false), nil, nil),
 	}
 }
 
@@ -304,6 +391,9 @@ func wrap(op string, err error) error {
 // its metadata, and returns where it is.
 func (s *Slack) Post(ctx context.Context, channel, workflowID string, p workflows.Pending, inboxURL, stepUp string) (workflows.ChatRef, error) {
 	text := fmt.Sprintf("%s waits for an approval (%s)", p.Tool, p.CallID)
+	if p.Kind == workflows.PendingBudget {
+		text = fmt.Sprintf("budget approval (%s): %s", p.CallID, clip(p.Message, 200))
+	}
 	ch, ts, err := s.api.PostMessageContext(ctx, channel,
 		slack.MsgOptionText(text, false),
 		slack.MsgOptionBlocks(Blocks(workflowID, p, inboxURL, stepUp)...),

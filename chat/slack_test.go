@@ -233,3 +233,53 @@ func TestVerify(t *testing.T) {
 		t.Errorf("empty secret: %v", err)
 	}
 }
+
+// budgetPending is a budget approval as a turn parks it.
+func budgetPending(req workflows.BudgetRequest) workflows.Pending {
+	in, _ := json.Marshal(req)
+	return workflows.Pending{Kind: workflows.PendingBudget, CallID: "budget_1", Tool: workflows.BudgetTool, Input: in, Hash: "h1",
+		Message:  fmt.Sprintf("budget %s reached: %s of %s spent; the turn was about to call the model.", req.Kind, req.Spent, req.Limit),
+		Deadline: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)}
+}
+
+// TestBudgetMessage: a budget approval's message says what was spent
+// and the limit, and offers a raise by the limit once more (the button
+// says how much), a deny and the inbox for other amounts; no allow
+// button. Under step-up, or for a bound that does not read, there is no
+// raise button. Once answered, the message names who raised it and by
+// how much.
+func TestBudgetMessage(t *testing.T) {
+	p := budgetPending(workflows.BudgetRequest{Kind: "cost", Spent: "5.01", Limit: "5", Next: "call the model"})
+	b, _ := json.Marshal(Blocks("turn-1", p, "https://inbox.example/?workflow=turn-1#turn-1/budget_1", ""))
+	ids := strings.Join(actionIDs(t, string(b)), ",")
+	for _, want := range []string{"budget cost reached: 5.01 of 5", "Raise: cost +5", "limit once more (cost +5)", "Deny (end the turn)", "Open in inbox"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("budget message lacks %q: %s", want, b)
+		}
+	}
+	if ids != ActionRaise+","+ActionDeny+","+ActionOpen {
+		t.Errorf("buttons %s, want raise, deny, open", ids)
+	}
+	if r, ok := LimitAgain(p); !ok || r.Cost != 5 {
+		t.Errorf("LimitAgain = %+v, %v", r, ok)
+	}
+	for name, q := range map[string]workflows.Pending{
+		"step-up":      p,
+		"unread bound": budgetPending(workflows.BudgetRequest{Kind: "cost", Spent: "x", Limit: "lots"}),
+		"not a budget": samplePending(),
+	} {
+		why := ""
+		if name == "step-up" {
+			why = StepUp(q, []string{"Budget"})
+		}
+		b, _ := json.Marshal(Blocks("turn-1", q, "", why))
+		if strings.Contains(strings.Join(actionIDs(t, string(b)), ","), ActionRaise) {
+			t.Errorf("%s: a raise button: %s", name, b)
+		}
+	}
+	done, _ := json.Marshal(AnsweredBlocks("turn-1", p, workflows.AnswerNote{By: "bob", Decision: "allow", Raise: &workflows.Budget{Cost: 5}}))
+	if !strings.Contains(string(done), "*allow* by bob") || !strings.Contains(string(done), "Raised by:* cost +5") ||
+		!strings.Contains(string(done), "5.01 of 5") || strings.Contains(string(done), ActionRaise) {
+		t.Errorf("answered budget message: %s", done)
+	}
+}

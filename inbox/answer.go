@@ -1,6 +1,6 @@
-// The answer handlers (POST /api/approve, /api/deny, /api/answer,
-// /api/bulk): their request bodies, and the checks of the approver's
-// roles and of always-allow rules before a decision is sent.
+// The answer handlers (POST /api/approve, /api/deny, /api/budget,
+// /api/answer, /api/bulk): their request bodies, and the checks of the
+// approver's roles and of always-allow rules before a decision is sent.
 
 package inbox
 
@@ -46,6 +46,22 @@ type DenyRequest struct {
 	Reason     string `json:"reason"`
 }
 
+// BudgetAnswerRequest is the body of POST /api/budget: the answer to a
+// budget approval (workflows.PendingBudget), a raise that lets the turn
+// go on or a deny that ends it.
+type BudgetAnswerRequest struct {
+	WorkflowID string `json:"workflow_id"`
+	CallID     string `json:"call_id"`
+	Hash       string `json:"hash"`
+	// Decision is allow (with Raise) or deny.
+	Decision workflows.Decision `json:"decision"`
+	// Raise is what an allow adds to the budget, written as the CLI's
+	// --raise: "cost=+2,tokens=+1M,tool_calls=+100,Bash=+50,time=+1h".
+	Raise string `json:"raise,omitempty"`
+	// Reason says why (a deny's reason ends the turn with it).
+	Reason string `json:"reason,omitempty"`
+}
+
 // AnswerRequest is the body of POST /api/answer: AskUser answers, or a
 // plain content for other external calls.
 type AnswerRequest struct {
@@ -74,9 +90,10 @@ type BulkResult struct {
 	Error      string `json:"error,omitempty"`
 }
 
-// authorize finds the open entry and checks the user's roles against it
-// (and against an edited input).
-func (s *Server) authorize(r *http.Request, wf, callID string, kind workflows.PendingKind, edited json.RawMessage) (workflows.Pending, error) {
+// authorize finds the open entry, checks that it is of one of kinds and
+// checks the user's roles against it (and against an edited input). A
+// budget approval is checked as a call of the Budget tool.
+func (s *Server) authorize(r *http.Request, wf, callID string, edited json.RawMessage, kinds ...workflows.PendingKind) (workflows.Pending, error) {
 	if wf == "" || callID == "" {
 		return workflows.Pending{}, statusErr(http.StatusBadRequest, "workflow_id and call_id are required")
 	}
@@ -89,8 +106,11 @@ func (s *Server) authorize(r *http.Request, wf, callID string, kind workflows.Pe
 		return workflows.Pending{}, statusErr(http.StatusNotFound, "turn %s has no open call %s", wf, callID)
 	}
 	p := ps[i]
-	if p.Kind != kind {
-		return p, statusErr(http.StatusBadRequest, "call %s waits for %s, not %s", callID, p.Kind, kind)
+	if !slices.Contains(kinds, p.Kind) {
+		if p.Kind == workflows.PendingBudget {
+			return p, statusErr(http.StatusBadRequest, "call %s is a budget approval: answer it with a raise or a deny (POST /api/budget)", callID)
+		}
+		return p, statusErr(http.StatusBadRequest, "call %s waits for %s, not %s", callID, p.Kind, kinds[0])
 	}
 	user := userFrom(r)
 	if !s.may(user, p.Tool, p.Input, edited) {
@@ -125,7 +145,7 @@ func (s *Server) handleApprove(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.authorize(r, req.WorkflowID, req.CallID, workflows.PendingApproval, req.Input)
+	p, err := s.authorize(r, req.WorkflowID, req.CallID, req.Input, workflows.PendingApproval)
 	if err != nil {
 		return nil, err
 	}
@@ -223,8 +243,9 @@ func (s *Server) handleDeny(r *http.Request) (any, error) {
 	return s.deny(r, req)
 }
 
+// deny denies an approval, or a budget approval (which ends its turn).
 func (s *Server) deny(r *http.Request, req DenyRequest) (workflows.Ack, error) {
-	p, err := s.authorize(r, req.WorkflowID, req.CallID, workflows.PendingApproval, nil)
+	p, err := s.authorize(r, req.WorkflowID, req.CallID, nil, workflows.PendingApproval, workflows.PendingBudget)
 	if err != nil {
 		return workflows.Ack{}, err
 	}
@@ -237,12 +258,49 @@ func (s *Server) deny(r *http.Request, req DenyRequest) (workflows.Ack, error) {
 	return ack, rejected(err)
 }
 
+// handleBudget answers a budget approval: an allow with the raise the
+// approver typed, or a deny with a reason. The user's roles must cover
+// the Budget tool (workflows.BudgetTool), as the turn checks again.
+func (s *Server) handleBudget(r *http.Request) (any, error) {
+	var req BudgetAnswerRequest
+	if err := decode(r, &req); err != nil {
+		return nil, err
+	}
+	a := workflows.Approval{CallID: req.CallID, Decision: req.Decision, Hash: req.Hash, By: userFrom(r),
+		Reason: strings.TrimSpace(req.Reason)}
+	switch req.Decision {
+	case workflows.DecisionAllow:
+		if strings.TrimSpace(req.Raise) == "" {
+			return nil, statusErr(http.StatusBadRequest, "an allow of a budget approval needs a raise, such as cost=+2 or tokens=+1M")
+		}
+		raise, err := client.ParseBudget(req.Raise, true)
+		if err != nil {
+			return nil, statusErr(http.StatusBadRequest, "raise: %w", err)
+		}
+		a.Raise = &raise
+	case workflows.DecisionDeny:
+		if req.Raise != "" {
+			return nil, statusErr(http.StatusBadRequest, "a deny raises nothing: leave out the raise")
+		}
+	default:
+		return nil, statusErr(http.StatusBadRequest, "decision %q: want allow (with a raise) or deny", req.Decision)
+	}
+	if _, err := s.authorize(r, req.WorkflowID, req.CallID, nil, workflows.PendingBudget); err != nil {
+		return nil, err
+	}
+	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, a)
+	if err != nil {
+		return nil, rejected(err)
+	}
+	return ack, nil
+}
+
 func (s *Server) handleAnswer(r *http.Request) (any, error) {
 	var req AnswerRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	p, err := s.authorize(r, req.WorkflowID, req.CallID, workflows.PendingExternal, nil)
+	p, err := s.authorize(r, req.WorkflowID, req.CallID, nil, workflows.PendingExternal)
 	if err != nil {
 		return nil, err
 	}
@@ -281,7 +339,7 @@ func (s *Server) handleBulk(r *http.Request) (any, error) {
 			_, err = s.deny(r, it)
 		} else {
 			var p workflows.Pending
-			if p, err = s.authorize(r, it.WorkflowID, it.CallID, workflows.PendingApproval, nil); err == nil {
+			if p, err = s.authorize(r, it.WorkflowID, it.CallID, nil, workflows.PendingApproval); err == nil {
 				a := workflows.Approval{CallID: it.CallID, Decision: workflows.DecisionAllow, Hash: it.Hash, By: userFrom(r),
 					Reason: strings.TrimSpace(req.Reason)}
 				if err = workflows.CheckAnswerable(p, a); err == nil {

@@ -162,6 +162,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /api/stream", s.handleStream)
 	s.mux.HandleFunc("POST /api/approve", s.api(s.handleApprove))
 	s.mux.HandleFunc("POST /api/deny", s.api(s.handleDeny))
+	s.mux.HandleFunc("POST /api/budget", s.api(s.handleBudget))
 	s.mux.HandleFunc("POST /api/answer", s.api(s.handleAnswer))
 	s.mux.HandleFunc("POST /api/bulk", s.api(s.handleBulk))
 	s.mux.HandleFunc("GET /conversation", s.handleConversation)

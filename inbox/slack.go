@@ -19,7 +19,8 @@ import (
 // interactivity request URL).
 const slackPath = "/slack/interactivity"
 
-// handleSlack answers a call from a Slack button. The request must carry
+// handleSlack answers a call from a Slack button (a budget approval
+// from its raise or deny button). The request must carry
 // Slack's v0 signature of its raw body within the 5-minute window and
 // not have been seen before; the clicking Slack user must map to an
 // inbox user (inbox.users.NAME.slack) whose roles cover the call. An
@@ -89,7 +90,7 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 		return "Refused: " + err.Error()
 	}
 	req := (&http.Request{}).WithContext(context.WithValue(ctx, userKey{}, user))
-	p, err := s.authorize(req, wf, callID, workflows.PendingApproval, nil)
+	p, err := s.authorize(req, wf, callID, nil, workflows.PendingApproval, workflows.PendingBudget)
 	if err != nil {
 		return "Refused: " + err.Error() + ". Nothing was answered."
 	}
@@ -106,13 +107,30 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 		from += ": " + reason
 	}
 	a := workflows.Approval{CallID: callID, Hash: hash, By: user, Reason: from}
+	raised := ""
 	switch act.ActionID {
 	case chat.ActionAllow:
+		if p.Kind == workflows.PendingBudget {
+			return "Refused: " + callID + " is a budget approval: raise or deny it. Nothing was answered."
+		}
 		if why := chat.StepUp(p, s.cfg.SlackStepUp); why != "" {
 			s.unauthorized.Inc()
 			return "Refused: this call needs review in the inbox (" + why + "). Nothing was answered."
 		}
 		a.Decision = workflows.DecisionAllow
+	case chat.ActionRaise:
+		// The raise is the one the message states, read again from the
+		// entry: a click cannot name another amount.
+		raise, ok := chat.LimitAgain(p)
+		if !ok {
+			return "Refused: " + callID + " offers no raise from Slack: raise it in the inbox. Nothing was answered."
+		}
+		if why := chat.StepUp(p, s.cfg.SlackStepUp); why != "" {
+			s.unauthorized.Inc()
+			return "Refused: this budget approval needs review in the inbox (" + why + "). Nothing was answered."
+		}
+		a.Decision, a.Raise = workflows.DecisionAllow, &raise
+		raised = ", raising the budget by " + chat.RaiseText(raise)
 	case chat.ActionDeny:
 		a.Decision = workflows.DecisionDeny
 		if reason == "" {
@@ -127,7 +145,7 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 	}
 	// The status says how many of a two-person rule's approvers have
 	// allowed ("allow (1 of 2 approvals)").
-	return ack.Status + " recorded for " + p.Tool + " " + callID + " as " + user + "."
+	return ack.Status + " recorded for " + p.Tool + " " + callID + " as " + user + raised + "."
 }
 
 // slackRefresh replaces the message a click came from (its

@@ -10,6 +10,7 @@ import (
 
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/tools"
+	"github.com/wardenhq/warden/workflows"
 )
 
 // entryView is what the entry template shows of a pending entry.
@@ -26,6 +27,55 @@ type entryView struct {
 	Diff     []diffLine
 	Pretty   string
 	Ask      []tools.AskUserQuestion
+	// Budget is a budget approval's request and its raise form.
+	Budget *budgetView
+}
+
+// budgetView is what a budget approval shows: the bound reached, what
+// was spent and the limit, and the raise form's fields (the bound
+// reached first, pre-filled with its limit once more).
+type budgetView struct {
+	workflows.BudgetRequest
+	Bound  string
+	Fields []raiseField
+}
+
+// raiseField is one amount of the raise form: Name is the bound as a
+// raise names it (per_tool: "TOOL=N" items), Main the bound reached.
+type raiseField struct {
+	Name, Label, Hint, Value string
+	Main                     bool
+}
+
+// budgetOf is the view of a budget approval's input.
+func budgetOf(input []byte) *budgetView {
+	var req workflows.BudgetRequest
+	_ = json.Unmarshal(input, &req)
+	v := &budgetView{BudgetRequest: req, Bound: req.Bound()}
+	main, value := v.Bound, ""
+	if tool, ok := strings.CutPrefix(v.Bound, "tool_calls:"); ok {
+		main = "per_tool"
+		if r, ok := req.LimitAgain(); ok {
+			value = fmt.Sprintf("%s=%d", tool, r.PerTool[tool])
+		}
+	} else if r, ok := req.LimitAgain(); ok {
+		_, value, _ = strings.Cut(r.RaiseText(), "=+")
+	}
+	for _, f := range []raiseField{
+		{Name: "tokens", Label: "tokens", Hint: "1M"},
+		{Name: "input_tokens", Label: "input tokens", Hint: "500K"},
+		{Name: "output_tokens", Label: "output tokens", Hint: "100K"},
+		{Name: "cost", Label: "cost", Hint: "2"},
+		{Name: "tool_calls", Label: "tool calls", Hint: "100"},
+		{Name: "time", Label: "time", Hint: "1h"},
+		{Name: "per_tool", Label: "per tool", Hint: "Bash=50"},
+	} {
+		if f.Name == main {
+			f.Main, f.Value = true, value
+		}
+		v.Fields = append(v.Fields, f)
+	}
+	return v
 }
 
 type diffLine struct {
@@ -86,6 +136,9 @@ func (s *Server) view(user string, e client.PendingEntry) entryView {
 		if json.Unmarshal(e.Input, &ask) == nil {
 			v.Ask = ask.Questions
 		}
+	}
+	if e.Kind == workflows.PendingBudget {
+		v.Budget = budgetOf(e.Input)
 	}
 	if e.Diff != "" {
 		// The diff against the file as it was when the call was decided.

@@ -142,10 +142,13 @@ type Answer struct {
 	Reason   string `json:"reason,omitempty"`
 	// Scope and TTL (a Go duration, "1h0m0s") are those of a remembered
 	// always_allow.
-	Scope  string    `json:"scope,omitempty"`
-	TTL    string    `json:"ttl,omitempty"`
-	Edited bool      `json:"edited,omitempty"`
-	At     time.Time `json:"at"`
+	Scope  string `json:"scope,omitempty"`
+	TTL    string `json:"ttl,omitempty"`
+	Edited bool   `json:"edited,omitempty"`
+	// Raise is what an allow of a budget approval (tool Budget) added
+	// to the budget, written as the CLI's --raise: "cost=+2,time=+1h0m0s".
+	Raise string    `json:"raise,omitempty"`
+	At    time.Time `json:"at"`
 	// Approvers are everyone who allowed a call that needs several
 	// approvers, Progress how far its quorum is ("1 of 2"), and Partial
 	// marks an approval_progress (the call still waits).

@@ -329,7 +329,8 @@ func waitFor(t testing.TB, ctx context.Context, cond func() bool) {
 // steps and a wait that continues as new, v7 with verdicts that record
 // only the tool's flags, v9 with answered events, reminders, Slack
 // messages, two-person rules and budgets, v12 with verdict kinds and
-// audit notes: escalations and budget answers). Run with -update to record
+// audit notes: escalations and budget answers, v13 with budget approvals
+// posted to chat). Run with -update to record
 // the current scenarios as a new generation (recordGeneration).
 // TestVersionsRecorded (workflows) checks that every change ID of the
 // code is in one of them.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -105,6 +106,77 @@ type BudgetRequest struct {
 	Window string `json:"window,omitempty"`
 	// Store is the agent budget's store (its workflow id).
 	Store string `json:"store,omitempty"`
+}
+
+// Bound is the bound r names, without an agent budget's "agent LABEL
+// WINDOW " prefix: tokens, input_tokens, output_tokens, cost,
+// tool_calls, tool_calls:TOOL or time.
+func (r BudgetRequest) Bound() string {
+	if r.Window == "" {
+		return r.Kind
+	}
+	return r.Kind[strings.LastIndexByte(r.Kind, ' ')+1:]
+}
+
+// LimitAgain is the raise the inbox and Slack offer for r: its bound's
+// limit once more (cost 5 reached: cost +5; tool_calls:Bash 50 reached:
+// Bash +50). It reports false when r's bound or limit does not read as
+// a positive amount.
+func (r BudgetRequest) LimitAgain() (Budget, bool) {
+	var b Budget
+	bound := r.Bound()
+	count := func() (int64, bool) {
+		n, err := strconv.ParseInt(r.Limit, 10, 64)
+		return n, err == nil && n > 0
+	}
+	var ok bool
+	switch {
+	case bound == "cost":
+		c, err := strconv.ParseFloat(r.Limit, 64)
+		b.Cost, ok = c, err == nil && c > 0
+	case bound == "time":
+		d, err := time.ParseDuration(r.Limit)
+		b.Time, ok = d, err == nil && d > 0
+	case bound == "tokens":
+		b.Tokens, ok = count()
+	case bound == "input_tokens":
+		b.InputTokens, ok = count()
+	case bound == "output_tokens":
+		b.OutputTokens, ok = count()
+	case bound == "tool_calls":
+		var n int64
+		n, ok = count()
+		b.ToolCalls = int(n)
+	case strings.HasPrefix(bound, "tool_calls:") && len(bound) > len("tool_calls:"):
+		var n int64
+		n, ok = count()
+		b.PerTool = map[string]int{strings.TrimPrefix(bound, "tool_calls:"): int(n)}
+	}
+	if !ok {
+		return Budget{}, false
+	}
+	return b, true
+}
+
+// RaiseText writes b as a raise is written (the CLI's --raise, the
+// inbox's POST /api/budget): "cost=+2,tokens=+1000,Bash=+50,time=+1h0m0s".
+func (b Budget) RaiseText() string {
+	var parts []string
+	add := func(name string, set bool, v string) {
+		if set {
+			parts = append(parts, name+"=+"+v)
+		}
+	}
+	add("tokens", b.Tokens != 0, fmt.Sprint(b.Tokens))
+	add("input_tokens", b.InputTokens != 0, fmt.Sprint(b.InputTokens))
+	add("output_tokens", b.OutputTokens != 0, fmt.Sprint(b.OutputTokens))
+	add("cost", b.Cost != 0, fmt.Sprint(b.Cost))
+	add("tool_calls", b.ToolCalls != 0, fmt.Sprint(b.ToolCalls))
+	for _, k := range sortedKeys(b.PerTool) {
+		add(k, true, fmt.Sprint(b.PerTool[k]))
+	}
+	add("time", b.Time != 0, b.Time.String())
+	return strings.Join(parts, ",")
 }
 
 // BudgetTool names budget approvals (Pending.Tool): an approver whose
@@ -228,6 +300,11 @@ func (t *turn) parkBudget(ctx workflow.Context, req BudgetRequest, now time.Time
 		Message: fmt.Sprintf("budget %s reached: %s of %s spent; the turn was about to %s. Raise the budget to go on, or deny to end the turn.",
 			req.Kind, req.Spent, req.Limit, req.Next),
 		Reason: "budget " + req.Kind, Notify: true}
+	// A budget approval has no call whose policy says whether chat is
+	// on: it is posted always, and the chat activity posts it where the
+	// worker has chat configured (as the notify activity sends its
+	// webhooks where webhooks are).
+	p.ChatOn = workflow.GetVersion(ctx, versionChatBudget, workflow.DefaultVersion, 1) >= 1
 	timeout := t.in.ApprovalTimeout
 	if timeout == 0 {
 		timeout = DefaultApprovalTimeout

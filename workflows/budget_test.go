@@ -203,3 +203,80 @@ func TestTurnBudgetAcrossContinueAsNew(t *testing.T) {
 		}
 	}
 }
+
+// TestTurnBudgetPostedToChatAndWebhooks: a budget approval is posted to
+// chat like any approval (the entry, chat on) and announced by an
+// approval_requested webhook; a raise by signal updates that message
+// with who answered and the raise, and the approval_answered webhook
+// carries the raise too.
+func TestTurnBudgetPostedToChatAndWebhooks(t *testing.T) {
+	h := newHarness(t)
+	h.prepare = allowAll
+	h.chatRefs = []workflows.ChatRef{{Channel: "C0OPS", TS: "1.000001"}}
+	in := turnInput(usageStep("", 1000, 200, call("Bash", map[string]any{"command": "ls"})), step("done"))
+	in.Budget = &workflows.Budget{Tokens: 1000}
+	h.env.RegisterDelayedCallback(func() {
+		ps := h.pending()
+		if len(ps) != 1 || ps[0].Kind != workflows.PendingBudget {
+			t.Errorf("pending %+v", ps)
+			return
+		}
+		h.env.SignalWorkflow(workflows.SignalApprove, workflows.Approval{CallID: ps[0].CallID, Hash: ps[0].Hash,
+			Decision: workflows.DecisionAllow, By: "bob", Raise: &workflows.Budget{Tokens: 1000}})
+	}, time.Minute)
+	if res := h.run(in); res.Answer != "done" {
+		t.Fatalf("answer %q, stopped %q %s", res.Answer, res.Stopped, res.StopReason)
+	}
+	posts, updates := h.chatCalls()
+	if len(posts) != 1 || posts[0].Pending.CallID != "budget_1" || posts[0].Pending.Kind != workflows.PendingBudget || !posts[0].Pending.ChatOn {
+		t.Fatalf("chat posts %+v, want the budget entry", posts)
+	}
+	if len(updates) != 1 || updates[0].Answer == nil || updates[0].Answer.By != "bob" || updates[0].Answer.Raise == nil ||
+		updates[0].Answer.Raise.Tokens != 1000 || len(updates[0].Refs) != 1 || updates[0].Refs[0].Channel != "C0OPS" {
+		t.Fatalf("chat updates %+v, want the message updated with bob's raise", updates)
+	}
+	var requested, answered bool
+	for _, n := range h.notifyCalls() {
+		if n.Pending.CallID != "budget_1" {
+			continue
+		}
+		switch n.Type {
+		case workflows.NotifyApprovalRequested:
+			requested = n.Pending.Kind == workflows.PendingBudget
+		case workflows.NotifyApprovalAnswered:
+			answered = n.Answer != nil && n.Answer.Raise != nil && n.Answer.Raise.Tokens == 1000 && n.Answer.Decision == "allow"
+		}
+	}
+	if !requested || !answered {
+		t.Errorf("webhooks: requested %v, answered with the raise %v: %+v", requested, answered, h.notifyCalls())
+	}
+}
+
+// TestBudgetLimitAgain: the raise offered for a budget approval is its
+// bound's limit once more, for the turn's bounds and an agent's; a
+// limit that does not read offers none. RaiseText writes a raise as
+// --raise reads it.
+func TestBudgetLimitAgain(t *testing.T) {
+	cases := []struct {
+		req  workflows.BudgetRequest
+		want string
+	}{
+		{workflows.BudgetRequest{Kind: "cost", Spent: "5.01", Limit: "5"}, "cost=+5"},
+		{workflows.BudgetRequest{Kind: "tokens", Spent: "1200", Limit: "1000"}, "tokens=+1000"},
+		{workflows.BudgetRequest{Kind: "input_tokens", Limit: "10"}, "input_tokens=+10"},
+		{workflows.BudgetRequest{Kind: "output_tokens", Limit: "20"}, "output_tokens=+20"},
+		{workflows.BudgetRequest{Kind: "tool_calls", Limit: "3"}, "tool_calls=+3"},
+		{workflows.BudgetRequest{Kind: "tool_calls:Bash", Limit: "50"}, "Bash=+50"},
+		{workflows.BudgetRequest{Kind: "time", Limit: "8h0m0s"}, "time=+8h0m0s"},
+		{workflows.BudgetRequest{Kind: "agent ops daily cost", Limit: "2.5", Agent: "ops", Window: workflows.WindowDaily}, "cost=+2.5"},
+		{workflows.BudgetRequest{Kind: "cost", Limit: "lots"}, ""},
+		{workflows.BudgetRequest{Kind: "tokens", Limit: "0"}, ""},
+		{workflows.BudgetRequest{Kind: "weather", Limit: "1"}, ""},
+	}
+	for _, c := range cases {
+		b, ok := c.req.LimitAgain()
+		if got := b.RaiseText(); got != c.want || ok != (c.want != "") {
+			t.Errorf("LimitAgain(%+v) = %q, %v; want %q", c.req, got, ok, c.want)
+		}
+	}
+}

@@ -630,7 +630,7 @@ func ptr[T any](v T) *T { return &v }
 func sampleNotify() workflows.NotifyInput {
 	return workflows.NotifyInput{Type: "approval_answered", WorkflowID: "turn-1", Pending: samplePending(),
 		Answer: &workflows.AnswerNote{By: "alice", Via: "slack", Decision: "always_allow", Reason: "OPS-12", Scope: "agent",
-			TTL: time.Hour, Edited: true, At: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC),
+			TTL: time.Hour, Edited: true, Raise: ptr(sampleBudget()), At: time.Date(2026, 12, 2, 5, 0, 0, 0, time.UTC),
 			Approvers: []string{"bob", "alice"}, Progress: "2 of 2", Partial: true},
 		Namespace: "default", Agent: "ops", Roles: []string{"kube"},
 		Session: &workflows.SessionNote{Seq: 7, State: "running", Turn: 2, Mode: "steer", Text: "also the changelog", Reason: "weekend",

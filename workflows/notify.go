@@ -97,6 +97,10 @@ func noteOf(p Pending, a Approval) AnswerNote {
 		n.Approvers = append(n.Approvers, ApproverID(a))
 		n.Progress = QuorumText(p, len(n.Approvers))
 	}
+	if p.Kind == PendingBudget && a.Decision != DecisionDeny && !a.Raise.IsZero() {
+		r := *a.Raise
+		n.Raise = &r
+	}
 	return n
 }
 

@@ -56,6 +56,14 @@ func notifyPlaceholder(context.Context, workflows.NotifyInput) error {
 	return errors.New("notify activity not mocked")
 }
 
+func chatPostPlaceholder(context.Context, workflows.ChatInput) ([]workflows.ChatRef, error) {
+	return nil, errors.New("chat post activity not mocked")
+}
+
+func chatUpdatePlaceholder(context.Context, workflows.ChatInput) error {
+	return errors.New("chat update activity not mocked")
+}
+
 func modelStepPlaceholder(context.Context, workflows.ModelStepInput) (workflows.ModelStepOutput, error) {
 	return workflows.ModelStepOutput{}, errors.New("model step activity not mocked")
 }
@@ -100,6 +108,10 @@ type harness struct {
 	notifyErr func(in workflows.NotifyInput, attempt int32) error
 	// log records tool starts and ends ("start call_1_1", "end call_1_1").
 	log []string
+	// chatPosts and chatUpdates record the chat activities' inputs;
+	// chatRefs is what a post answers (nil: the worker has no chat).
+	chatPosts, chatUpdates []workflows.ChatInput
+	chatRefs               []workflows.ChatRef
 }
 
 func newHarness(t testing.TB, mws ...workflows.AgentMiddleware) *harness {
@@ -129,6 +141,22 @@ func newHarnessWith(t testing.TB, rc workflows.RoleChecker, mws ...workflows.Age
 	env.RegisterActivityWithOptions(toolPlaceholder, activity.RegisterOptions{Name: workflows.ActivityTool})
 	env.RegisterActivityWithOptions(notifyPlaceholder, activity.RegisterOptions{Name: workflows.ActivityNotify})
 	env.RegisterActivityWithOptions(modelStepPlaceholder, activity.RegisterOptions{Name: workflows.ActivityModelStep})
+	env.RegisterActivityWithOptions(chatPostPlaceholder, activity.RegisterOptions{Name: workflows.ActivityChatPost})
+	env.RegisterActivityWithOptions(chatUpdatePlaceholder, activity.RegisterOptions{Name: workflows.ActivityChatUpdate})
+	env.OnActivity(workflows.ActivityChatPost, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in workflows.ChatInput) ([]workflows.ChatRef, error) {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.chatPosts = append(h.chatPosts, in)
+			return h.chatRefs, nil
+		})
+	env.OnActivity(workflows.ActivityChatUpdate, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in workflows.ChatInput) error {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.chatUpdates = append(h.chatUpdates, in)
+			return nil
+		})
 	env.OnActivity(workflows.ActivityModelStep, mock.Anything, mock.Anything).Return(
 		func(ctx context.Context, in workflows.ModelStepInput) (workflows.ModelStepOutput, error) {
 			// The model step is the real activity on a real store (h.content,
@@ -259,6 +287,13 @@ func (h *harness) notifyCalls() []workflows.NotifyInput {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.notifies)
+}
+
+// chatCalls returns the chat activities' inputs so far.
+func (h *harness) chatCalls() (posts, updates []workflows.ChatInput) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.chatPosts), slices.Clone(h.chatUpdates)
 }
 
 // pending queries QueryPending; call it from a delayed callback or after

@@ -368,8 +368,10 @@ type AnswerNote struct {
 	Scope string        `json:"scope,omitempty"`
 	TTL   time.Duration `json:"ttl,omitempty"`
 	// Edited is set when the approver changed the call's input.
-	Edited bool      `json:"edited,omitempty"`
-	At     time.Time `json:"at"`
+	Edited bool `json:"edited,omitempty"`
+	// Raise is what an allow of a budget approval added to the budget.
+	Raise *Budget   `json:"raise,omitempty"`
+	At    time.Time `json:"at"`
 	// Approvers are, for a call that needs several approvers (a quorum),
 	// everyone who allowed it so far, in order; Progress says how far
 	// ("1 of 2"). Partial marks an allow short of the quorum (the
@@ -660,7 +662,10 @@ type Pending struct {
 	Reminded     bool          `json:"reminded,omitempty"`
 	// Chat lists the chat messages posted about this call (channel and
 	// timestamp), updated when it is answered. ChatOn is copied from the
-	// call's policy (CallPolicy.Chat).
+	// call's policy (CallPolicy.Chat); a budget approval has no call and
+	// sets it always (since versionChatBudget): the chat activity posts
+	// it when the worker has chat configured, as the notify activity
+	// sends its webhooks.
 	Chat   []ChatRef `json:"chat,omitempty"`
 	ChatOn bool      `json:"chat_on,omitempty"`
 }

@@ -158,6 +158,11 @@ const (
 	// audit's legacy reading (its re-simulated deadlines and its guess of
 	// a verdict's kind).
 	versionAuditNotes = "audit-notes"
+	// versionChatBudget marks runs whose budget approvals are posted to
+	// chat like any approval (Pending.ChatOn set on the budget entry,
+	// ActivityChatPost when it parks, ActivityChatUpdate once it is
+	// answered); runs recorded before it post none.
+	versionChatBudget = "chat-budget"
 )
 
 // Bounds that decide when commands are emitted.

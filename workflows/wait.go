@@ -26,7 +26,7 @@ func (t *turn) park(ctx workflow.Context, p Pending, now time.Time, timeout time
 		typ = NotifyExternalRequested
 	}
 	t.notify(ctx, typ, p)
-	if p.Kind == PendingApproval {
+	if p.Kind == PendingApproval || p.Kind == PendingBudget {
 		t.chatPost(ctx, p)
 	}
 }

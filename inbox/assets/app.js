@@ -44,7 +44,7 @@
 
   function act(li, kind) {
     var r = ref(li), p, why = li.querySelector(".answer-reason");
-    if (why && why.value.trim() && kind !== "deny") { r.reason = why.value.trim(); }
+    if (why && why.value.trim() && kind !== "deny" && kind !== "budget-deny") { r.reason = why.value.trim(); }
     if (kind === "allow") {
       r.decision = "allow";
       p = post("api/approve", r).then(function () { done(li, "allowed"); });
@@ -65,6 +65,30 @@
     } else if (kind === "deny") {
       r.reason = li.querySelector(".deny-reason").value || (why ? why.value : "");
       p = post("api/deny", r).then(function () { done(li, "denied"); });
+    } else if (kind === "raise") {
+      // The amounts typed, as a raise is written: cost=+2,Bash=+50.
+      var parts = [];
+      li.querySelectorAll("input.raise-amount").forEach(function (i) {
+        var v = i.value.trim();
+        if (!v) { return; }
+        if (i.dataset.bound === "per_tool") {
+          v.split(",").forEach(function (item) {
+            var kv = item.split("=");
+            if (kv.length === 2 && kv[0].trim() && kv[1].trim()) { parts.push(kv[0].trim() + "=+" + kv[1].trim().replace(/^\+/, "")); }
+            else if (item.trim()) { parts.push(item.trim()); }
+          });
+        } else {
+          parts.push(i.dataset.bound + "=+" + v.replace(/^\+/, ""));
+        }
+      });
+      if (!parts.length) { say("type an amount to raise the budget by", true); return; }
+      r.decision = "allow";
+      r.raise = parts.join(",");
+      p = post("api/budget", r).then(function () { done(li, "raised (" + r.raise + ")"); });
+    } else if (kind === "budget-deny") {
+      r.decision = "deny";
+      r.reason = li.querySelector(".deny-reason").value;
+      p = post("api/budget", r).then(function () { done(li, "denied"); });
     } else if (kind === "edit") {
       var text = li.querySelector(".edit-input").value, input;
       try { input = JSON.parse(text); } catch (e) { say("input is not valid JSON: " + e.message, true); return; }
