@@ -106,6 +106,14 @@ func (a *Activities) ChatUpdate(ctx context.Context, in workflows.ChatInput) err
 	}
 	var errs []error
 	for _, r := range in.Refs {
+		if in.Answer.Partial {
+			// An allow short of the quorum: the call still waits.
+			err := c.Slack.Progress(ctx, r, in.WorkflowID, in.Pending, chat.InboxLink(a.InboxURL, in.WorkflowID, in.Pending.CallID), chat.StepUp(in.Pending, c.StepUp))
+			if err != nil {
+				errs = append(errs, a.chatFailed(ctx, metrics.ChatUpdate, fmt.Sprintf("slack: message of call %s of turn %s in %s not updated", in.Pending.CallID, in.WorkflowID, r.Channel), err))
+			}
+			continue
+		}
 		if err := c.Slack.Answered(ctx, r, in.WorkflowID, in.Pending, *in.Answer); err != nil {
 			errs = append(errs, a.chatFailed(ctx, metrics.ChatUpdate, fmt.Sprintf("slack: message of call %s of turn %s in %s not updated", in.Pending.CallID, in.WorkflowID, r.Channel), err))
 		}

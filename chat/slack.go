@@ -221,7 +221,15 @@ func Blocks(workflowID string, p workflows.Pending, inboxURL, stepUp string) []s
 		facts = append(facts, "*Deadline:* "+p.Deadline.UTC().Format("2006-01-02 15:04 MST"))
 	}
 	if p.Quorum > 1 {
-		facts = append(facts, fmt.Sprintf("*Approvers:* needs %d distinct approvers (%s so far)", p.Quorum, workflows.QuorumText(p, len(p.Approvals))))
+		f := fmt.Sprintf("*Approvers:* needs %d distinct approvers (%s so far)", p.Quorum, workflows.QuorumText(p, len(p.Approvals)))
+		if len(p.Approvals) > 0 {
+			names := make([]string, len(p.Approvals))
+			for i, a := range p.Approvals {
+				names[i] = workflows.ApproverID(a)
+			}
+			f += "; allowed by " + strings.Join(names, ", ") + ", who cannot allow it again"
+		}
+		facts = append(facts, f)
 	}
 	if p.ReasonRequired {
 		facts = append(facts, "*A reason is required* with the answer: type it below first.")
@@ -311,10 +319,16 @@ func budgetBlocks(workflowID string, p workflows.Pending, inboxURL, stepUp strin
 // buttons.
 func AnsweredBlocks(workflowID string, p workflows.Pending, a workflows.AnswerNote) []slack.Block {
 	who := a.By
+	if len(a.Approvers) > 1 {
+		who = strings.Join(a.Approvers, ", ")
+	}
 	if who == "" {
 		who = "someone"
 	}
 	line := fmt.Sprintf("*%s* `%s` in `%s`: *%s* by %s", p.Tool, p.CallID, workflowID, a.Decision, who)
+	if a.Progress != "" {
+		line += " (" + a.Progress + " approvals)"
+	}
 	if a.Via != "" && a.Via != a.By {
 		line += " via " + a.Via
 	}
@@ -403,6 +417,18 @@ func (s *Slack) Post(ctx context.Context, channel, workflowID string, p workflow
 		return workflows.ChatRef{}, wrap("chat.postMessage", err)
 	}
 	return workflows.ChatRef{Channel: ch, TS: ts}, nil
+}
+
+// Progress updates a call's message after an allow short of its quorum
+// (p.Approvals holds it): the message as posted, its buttons live, saying
+// who allowed so far.
+func (s *Slack) Progress(ctx context.Context, ref workflows.ChatRef, workflowID string, p workflows.Pending, inboxURL, stepUp string) error {
+	text := fmt.Sprintf("%s (%s): %s approvals", p.Tool, p.CallID, workflows.QuorumText(p, len(p.Approvals)))
+	if _, _, _, err := s.api.UpdateMessageContext(ctx, ref.Channel, ref.TS,
+		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(Blocks(workflowID, p, inboxURL, stepUp)...)); err != nil {
+		return wrap("chat.update", err)
+	}
+	return nil
 }
 
 // Answered updates a call's message once it is answered: who, how and

@@ -567,3 +567,69 @@ func TestSlackWithdrawnOnInterrupt(t *testing.T) {
 		t.Errorf("updated message = %s; want withdrawn by dave, the message, no buttons", u)
 	}
 }
+
+// TestQuorumProgressInChannels: a call that needs two approvers, allowed
+// by bob: its Slack message is updated to say who allowed (1 of 2) with
+// its buttons still live, and webhooks get approval_progress naming bob;
+// once carol allows too, the message and approval_answered name both.
+// The control is the message as posted: 0 of 2, nobody named.
+func TestQuorumProgressInChannels(t *testing.T) {
+	si := &slackStandIn{}
+	slackSrv := httptest.NewServer(si)
+	defer slackSrv.Close()
+	hook := &hookEndpoint{rcv: &notify.Receiver{Secret: hookSecret}}
+	hookSrv := httptest.NewServer(hook)
+	defer hookSrv.Close()
+	cl := startWorker(t, warden.Options{Chat: &activities.Chat{Slack: chat.New("xoxb-tests", slackSrv.URL, nil), Channel: "C0Q"},
+		Notifier: &notify.Sender{URLs: []string{hookSrv.URL}, Secret: hookSecret}})
+	ctx := ctxT(t, 90*time.Second)
+	pc, err := permission.Policy{Quorum: []permission.QuorumRule{{Rule: "Bash(touch:*)", Approvals: 2}}}.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := script(t, "steps:\n  - tool_calls: [{id: q1, name: Bash, input: {command: \"touch quorum-progress\"}}]\n  - text: ok\n")
+	id := "quorum-progress-" + tag()
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s}, Permission: pc}); err != nil {
+		t.Fatal(err)
+	}
+	p := waitPending(t, cl, id, 1)[0]
+	waitFor(t, ctx, func() bool { ps, _, _ := si.snapshot(); return len(ps) == 1 })
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "q1", Hash: p.Hash, Decision: workflows.DecisionAllow, By: "bob"}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, func() bool { _, u, _ := si.snapshot(); return len(u) == 1 })
+	posts, updates, _ := si.snapshot()
+	if !strings.Contains(posts[0].blocks, "0 of 2 so far") || strings.Contains(posts[0].blocks, "allowed by") {
+		t.Fatalf("the posted message: %s", posts[0].blocks)
+	}
+	if u := updates[0].blocks; !strings.Contains(u, "(1 of 2 so far); allowed by bob") || !strings.Contains(u, chat.ActionAllow) {
+		t.Fatalf("after bob's allow the message is %s; want 1 of 2 by bob, buttons live", u)
+	}
+	events := func() []notify.Event {
+		hook.mu.Lock()
+		defer hook.mu.Unlock()
+		return slices.Clone(hook.events)
+	}
+	waitFor(t, ctx, func() bool {
+		return slices.ContainsFunc(events(), func(e notify.Event) bool {
+			return e.Type == notify.TypeApprovalProgress && e.Answer != nil && e.Answer.Partial && slices.Equal(e.Answer.Approvers, []string{"bob"}) && e.Answer.Progress == "1 of 2"
+		})
+	})
+	p = waitPending(t, cl, id, 1)[0]
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "q1", Hash: p.Hash, Decision: workflows.DecisionAllow, By: "carol"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, func() bool { _, u, _ := si.snapshot(); return len(u) == 2 })
+	_, updates, _ = si.snapshot()
+	if u := updates[1].blocks; !strings.Contains(u, "allow* by bob, carol") || !strings.Contains(u, "2 of 2 approvals") || strings.Contains(u, chat.ActionAllow) {
+		t.Errorf("the answered message is %s; want both approvers, no buttons", u)
+	}
+	waitFor(t, ctx, func() bool {
+		return slices.ContainsFunc(events(), func(e notify.Event) bool {
+			return e.Type == notify.TypeApprovalAnswered && e.Answer != nil && slices.Equal(e.Answer.Approvers, []string{"bob", "carol"})
+		})
+	})
+}
