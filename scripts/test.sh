@@ -114,7 +114,7 @@ echo "== unit tests (-race)"
 go test -race -count=1 $unit
 
 echo "== integration tests (real Temporal server, processes, files)"
-go test -count=1 -timeout 20m -skip '^(TestClusterProfile$|TestStock|TestTrace)' ./tests/...
+go test -count=1 -timeout 30m -skip '^(TestClusterProfile$|TestStock|TestTrace)' ./tests/...
 
 echo "== cluster profile (PostgreSQL, Temporal server process, two worker processes, starter)"
 go test -count=1 -timeout 15m -v -run '^TestClusterProfile$' ./tests/

@@ -115,12 +115,12 @@ func TestSearchAttributesRefusedLikeCloud(t *testing.T) {
 			defer pc.Close()
 			_, err = warden.EnsureSearchAttributes(ctx, pc, ns)
 			var missing *warden.MissingSearchAttributesError
-			if !errors.As(err, &missing) || len(missing.Missing) != 3 || !errors.As(err, new(*serviceerror.PermissionDenied)) {
-				t.Fatalf("EnsureSearchAttributes through the proxy: %v, want the three missing and permission denied", err)
+			if !errors.As(err, &missing) || len(missing.Missing) != len(warden.SearchAttributes()) || !errors.As(err, new(*serviceerror.PermissionDenied)) {
+				t.Fatalf("EnsureSearchAttributes through the proxy: %v, want all missing and permission denied", err)
 			}
 			for _, want := range []string{
 				"tcld namespace search-attributes add --namespace " + ns +
-					` --search-attribute "WardenPendingCalls=KeywordList" --search-attribute "WardenPendingTools=KeywordList" --search-attribute "WardenWaitingSince=Datetime"`,
+					` --search-attribute "WardenPendingCalls=KeywordList" --search-attribute "WardenPendingTools=KeywordList" --search-attribute "WardenSessionState=Keyword" --search-attribute "WardenWaitingSince=Datetime"`,
 				"temporal operator search-attribute create --namespace " + ns + " --name WardenPendingCalls --type KeywordList",
 			} {
 				if !strings.Contains(err.Error(), want) {

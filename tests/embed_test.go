@@ -238,9 +238,9 @@ func TestListPendingWithoutSearchAttributes(t *testing.T) {
 	}
 	for _, want := range []string{
 		"temporal operator search-attribute create --namespace " + ns +
-			" --name WardenPendingCalls --type KeywordList --name WardenPendingTools --type KeywordList --name WardenWaitingSince --type Datetime",
+			" --name WardenPendingCalls --type KeywordList --name WardenPendingTools --type KeywordList --name WardenSessionState --type Keyword --name WardenWaitingSince --type Datetime",
 		"tcld namespace search-attributes add --namespace " + ns +
-			` --search-attribute "WardenPendingCalls=KeywordList" --search-attribute "WardenPendingTools=KeywordList" --search-attribute "WardenWaitingSince=Datetime"`,
+			` --search-attribute "WardenPendingCalls=KeywordList" --search-attribute "WardenPendingTools=KeywordList" --search-attribute "WardenSessionState=Keyword" --search-attribute "WardenWaitingSince=Datetime"`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

@@ -20,6 +20,7 @@ import (
 // started with, and takes alice's answer, which is the behaviour the
 // test catches.
 func TestLiveApprovers(t *testing.T) {
+	t.Parallel() // its own worker and server; it mostly waits
 	r := newSessionRig(t, "inbox:\n  enabled: false\n  users: {alice: {token: t-alice}, bob: {token: t-bob, roles: [k8s]}}\n  roles: {k8s: {allow: [\"Bash(kubectl:*)\"]}}\n")
 	for _, u := range []string{"alice", "bob"} {
 		r.must("keys", "create", u, "--role", "approver")

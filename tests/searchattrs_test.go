@@ -32,7 +32,7 @@ import (
 // lacks all of warden's search attributes.
 func createCommand(address, namespace string) string {
 	return fmt.Sprintf("temporal operator search-attribute create --address %s --namespace %s"+
-		" --name WardenPendingCalls --type KeywordList --name WardenPendingTools --type KeywordList --name WardenWaitingSince --type Datetime",
+		" --name WardenPendingCalls --type KeywordList --name WardenPendingTools --type KeywordList --name WardenSessionState --type Keyword --name WardenWaitingSince --type Datetime",
 		address, namespace)
 }
 
@@ -105,8 +105,8 @@ func TestSearchAttributesAtStart(t *testing.T) {
 	defer ro.Close()
 	_, err = warden.EnsureSearchAttributes(ctx, ro, "default")
 	var missing *warden.MissingSearchAttributesError
-	if !errors.As(err, &missing) || len(missing.Missing) != 3 || !errors.As(err, new(*serviceerror.PermissionDenied)) {
-		t.Fatalf("EnsureSearchAttributes with a reader key: %v, want the three missing and permission denied", err)
+	if !errors.As(err, &missing) || len(missing.Missing) != len(warden.SearchAttributes()) || !errors.As(err, new(*serviceerror.PermissionDenied)) {
+		t.Fatalf("EnsureSearchAttributes with a reader key: %v, want all missing and permission denied", err)
 	}
 	if got, want := missing.Command(srv.Addr()), createCommand(srv.Addr(), "default"); got != want {
 		t.Errorf("Command = %q, want %q", got, want)
@@ -119,7 +119,7 @@ func TestSearchAttributesAtStart(t *testing.T) {
 	w, log := startLogged(t, wbin, t.TempDir(), workerArgs(workerKey)...)
 	defer killProcess(t, w)
 	log.wait(t, ctx, "task queue "+queue)
-	if want := "created WardenPendingCalls, WardenPendingTools, WardenWaitingSince in namespace default"; !strings.Contains(log.String(), want) {
+	if want := "created WardenPendingCalls, WardenPendingTools, WardenSessionState, WardenWaitingSince in namespace default"; !strings.Contains(log.String(), want) {
 		t.Errorf("worker output lacks %q:\n%s", want, log)
 	}
 	cl := client.New(op, queue)

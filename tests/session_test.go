@@ -152,6 +152,7 @@ func (r *sessionRig) running(id string) int {
 // message is answered with all four user messages in the model's
 // context (the scripted model's echo says how many it received).
 func TestSessionTurnsKeepTheConversation(t *testing.T) {
+	t.Parallel() // its own worker and server; it mostly waits
 	r := newSessionRig(t, "")
 	s := r.script("steps:\n  - text: noted\n    echo: true\n")
 	id := "session-conv-" + tag()
@@ -192,6 +193,7 @@ func TestSessionTurnsKeepTheConversation(t *testing.T) {
 // the message. The control for the interrupt is the steer: the same
 // kind of call, not interrupted, runs to its end.
 func TestSessionSteerAndInterrupt(t *testing.T) {
+	t.Parallel() // its own worker and server; it mostly waits
 	r := newSessionRig(t, "")
 	steerM, intrM := r.tick+"-S", r.tick+"-I"
 	s := r.script(fmt.Sprintf("steps:\n"+
@@ -262,6 +264,7 @@ func TestSessionSteerAndInterrupt(t *testing.T) {
 // webhooks get approval_answered with the decision withdrawn, the call
 // never runs, and the model gets the message.
 func TestSessionInterruptWithdrawsApproval(t *testing.T) {
+	t.Parallel() // its own worker and server; it mostly waits
 	r := newSessionRig(t, "")
 	s := r.script("steps:\n  - tool_calls: [{id: a1, name: Bash, input: {command: \"touch withdrawn.txt\"}}]\n  - text: ok\n    echo: true\n")
 	id := "session-withdraw-" + tag()
@@ -321,6 +324,7 @@ func (r *sessionRig) hooked(parts ...string) bool {
 // the next model call run, and nothing ran twice (each call appends to
 // its own counter file).
 func TestSessionPauseSurvivesSIGKILL(t *testing.T) {
+	t.Parallel() // its own worker and server; it mostly waits
 	r := newSessionRig(t, "")
 	m1, m2 := r.tick+"-P1", r.tick+"-P2"
 	s := r.script(fmt.Sprintf("steps:\n"+
@@ -370,6 +374,7 @@ func TestSessionPauseSurvivesSIGKILL(t *testing.T) {
 // refuses a queued message, and a cancelled session refuses every
 // message.
 func TestSessionSenders(t *testing.T) {
+	t.Parallel() // its own worker and server; it mostly waits
 	r := newSessionRig(t, "")
 	for _, u := range []string{"bob", "mallory"} {
 		r.must("keys", "create", u, "--role", "approver")

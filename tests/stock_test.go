@@ -233,7 +233,7 @@ func runStockProfile(t *testing.T, p *stockProfile, cli, wbin, sbin string) {
 	started := time.Now()
 	a, alog := worker(cfg)
 	t.Logf("%s: first worker ready (search attributes created) in %s", p.name, time.Since(started).Round(time.Millisecond))
-	if want := "created WardenPendingCalls, WardenPendingTools, WardenWaitingSince in namespace default"; !strings.Contains(alog.String(), want) {
+	if want := "created WardenPendingCalls, WardenPendingTools, WardenSessionState, WardenWaitingSince in namespace default"; !strings.Contains(alog.String(), want) {
 		t.Errorf("first worker's output lacks %q:\n%s", want, alog)
 	}
 	b, _ := worker(cfg)
