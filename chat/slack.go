@@ -211,7 +211,7 @@ func Blocks(workflowID string, p workflows.Pending, inboxURL, stepUp string) []s
 	if p.Context != "" {
 		facts = append(facts, "*Agent:* "+clip(p.Context, 500))
 	}
-	if why := strings.TrimSpace(p.Message + " " + p.Reason); why != "" {
+	if why := whyText(p); why != "" {
 		facts = append(facts, "*Why it asks:* "+clip(why, 500))
 	}
 	if p.Sandbox != "" {
@@ -349,6 +349,19 @@ func AnsweredBlocks(workflowID string, p workflows.Pending, a workflows.AnswerNo
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, line, false, false), nil, nil),
 		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, what, false, false), nil, nil),
 	}
+}
+
+// whyText is why a call asks, as a person reads it: the verdict's
+// message, with the layer that decided ("Mode: default") after it in
+// parentheses; the layer alone when there is no message.
+func whyText(p workflows.Pending) string {
+	switch {
+	case p.Message == "":
+		return p.Reason
+	case p.Reason == "" || strings.Contains(p.Message, p.Reason):
+		return p.Message
+	}
+	return p.Message + " (" + p.Reason + ")"
 }
 
 // clip cuts s to at most n bytes at a word boundary where there is one,

@@ -85,6 +85,13 @@ type diffLine struct {
 
 var funcs = template.FuncMap{
 	"age": func(t time.Time) string { return fmtAge(time.Since(t)) },
+	// left is the time until a deadline ("passed" once it has).
+	"left": func(t time.Time) string {
+		if d := time.Until(t); d > 0 {
+			return fmtAge(d)
+		}
+		return "passed"
+	},
 	"ts":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"inc": func(i int) int { return i + 1 },
 }

@@ -94,12 +94,16 @@ type Event struct {
 	Tool       string `json:"tool"`
 	// Action is the escalation action (deny, allow, notify) of an
 	// approval_escalated event.
-	Action      string          `json:"action,omitempty"`
-	Input       json.RawMessage `json:"input,omitempty"`
-	Reason      string          `json:"reason,omitempty"`
-	RequestedAt time.Time       `json:"requested_at"`
-	Deadline    time.Time       `json:"deadline"`
-	InboxURL    string          `json:"inbox_url,omitempty"`
+	Action string          `json:"action,omitempty"`
+	Input  json.RawMessage `json:"input,omitempty"`
+	// Message is why the call asks, as a person reads it (the verdict's
+	// message); Reason the layer of the policy that decided ("Mode:
+	// default", "Rule: Bash(rm:*)").
+	Message     string    `json:"message,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+	RequestedAt time.Time `json:"requested_at"`
+	Deadline    time.Time `json:"deadline"`
+	InboxURL    string    `json:"inbox_url,omitempty"`
 	// Answer is the answer of an approval_answered event.
 	Answer *Answer `json:"answer,omitempty"`
 	// Namespace, Agent (the turn's label) and Roles (the approver roles

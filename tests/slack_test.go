@@ -612,6 +612,11 @@ func TestQuorumProgressInChannels(t *testing.T) {
 	}
 	waitFor(t, ctx, func() bool {
 		return slices.ContainsFunc(events(), func(e notify.Event) bool {
+			return e.Type == notify.TypeApprovalRequested && strings.HasPrefix(e.Message, "Permission required for Bash") && e.Reason != ""
+		})
+	})
+	waitFor(t, ctx, func() bool {
+		return slices.ContainsFunc(events(), func(e notify.Event) bool {
 			return e.Type == notify.TypeApprovalProgress && e.Answer != nil && e.Answer.Partial && slices.Equal(e.Answer.Approvers, []string{"bob"}) && e.Answer.Progress == "1 of 2"
 		})
 	})
