@@ -29,9 +29,11 @@ func (x *extractor) execution(t time.Time, id, tool string, input json.RawMessag
 		Layer: layer, ProposedInput: c.proposed, ApprovedInput: c.approved, EffectiveInput: input})
 }
 
-// stopped records a tool activity an interrupt or a cancel stopped while
-// it ran (its activity was cancelled): it ran, and did not finish.
-func (x *extractor) stopped(t time.Time, scheduledID int64) {
+// toolEnded records how a tool activity that did not complete ended
+// (decision failed, timed_out, or interrupted: its activity was
+// cancelled), after the record that says it ran: a call killed mid-run
+// does not read as one that ran to its end.
+func (x *extractor) toolEnded(t time.Time, scheduledID int64, decision, why string) {
 	s, ok := x.sched[scheduledID]
 	if !ok || s.name != workflows.ActivityTool {
 		return
@@ -40,8 +42,8 @@ func (x *extractor) stopped(t time.Time, scheduledID int64) {
 	if x.decode(s.input, &in) != nil {
 		return
 	}
-	x.record(Record{Time: t, CallID: in.Call.ID, Tool: in.Call.Name, Kind: KindExecution, Decision: "interrupted", By: "worker",
-		Layer: "activity", Reason: "stopped while it ran (an interrupt or a cancel of the turn)", EffectiveInput: in.Call.Input})
+	x.record(Record{Time: t, CallID: in.Call.ID, Tool: in.Call.Name, Kind: KindExecution, Decision: decision, By: "worker",
+		Layer: "activity", Reason: why, EffectiveInput: in.Call.Input})
 }
 
 // evidence records what a call's result says its processes did beyond

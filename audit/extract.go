@@ -248,13 +248,15 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_FAILED:
 		a := e.GetActivityTaskFailedEventAttributes()
 		x.notifyFailed(t, a.GetScheduledEventId(), a.GetFailure().GetMessage())
+		x.toolEnded(t, a.GetScheduledEventId(), "failed", a.GetFailure().GetMessage())
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
 		a := e.GetActivityTaskTimedOutEventAttributes()
 		x.notifyFailed(t, a.GetScheduledEventId(), "timed out: "+a.GetFailure().GetMessage())
+		x.toolEnded(t, a.GetScheduledEventId(), "timed_out", a.GetFailure().GetMessage())
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
 		id := e.GetActivityTaskCanceledEventAttributes().GetScheduledEventId()
 		x.notifyFailed(t, id, "canceled")
-		x.stopped(t, id)
+		x.toolEnded(t, id, "interrupted", "stopped while it ran (an interrupt or a cancel of the turn)")
 	case enumspb.EVENT_TYPE_TIMER_FIRED:
 		x.fired = true
 	case enumspb.EVENT_TYPE_WORKFLOW_PROPERTIES_MODIFIED:

@@ -100,7 +100,9 @@ type Record struct {
 	Kind   string `json:"kind"`
 	// Decision is allow, ask, deny or invalid (permission, recheck,
 	// edit), allow, always_allow or deny (approval), completed or error
-	// (external), deny, allow or notify (escalation), ran (execution).
+	// (external), deny, allow or notify (escalation), ran (execution),
+	// then failed, timed_out or interrupted for a regular tool activity
+	// that did not complete (its last attempt's end).
 	Decision string `json:"decision"`
 	// By is "policy" for engine verdicts, the approver for answers,
 	// "deadline" for escalations and "worker" for executions.
