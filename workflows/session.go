@@ -508,21 +508,20 @@ func (t *turn) nextTurn(ctx workflow.Context, res TurnResult) (TurnResult, error
 	if len(t.Session.Queue) > 0 {
 		m := t.Session.Queue[0]
 		t.Session.Queue = slices.Delete(t.Session.Queue, 0, 1)
-		t.openTurn(ctx, m)
+		t.openTurn(m)
 	}
 	return TurnResult{}, t.endOrContinue(ctx, errContinueAsNew)
 }
 
 // openTurn makes m the prompt of the session's next turn: the per-turn
 // counters and budget start again.
-func (t *turn) openTurn(ctx workflow.Context, m SessionMessage) {
+func (t *turn) openTurn(m SessionMessage) {
 	t.Session.Idle = false
 	t.Session.TurnIter = t.Iterations
 	t.done = false
 	t.Usage = model.Usage{}
 	t.StartedAt, t.BudgetRaised, t.ToolsRun, t.BudgetWarned = time.Time{}, nil, nil, nil
 	t.msgs = append(t.msgs, model.Message{Role: model.RoleUser, Content: m.Text})
-	t.emit(ctx, Event{Type: EventMessage, Text: fmt.Sprintf("turn %d: message from %s: %s", t.turnNo(), who(m.By, m.Via), m.Text)})
 }
 
 // notifySession sends a session's webhook notification (sessions only;
