@@ -319,6 +319,8 @@ func (t *turn) fail(ctx workflow.Context, err error) error {
 	if t.byRef {
 		t.done = true
 		t.emit(ctx, Event{Type: EventFailed, Text: "turn stopped: " + rootMessage(err), Error: true})
+		t.Session.Idle = false
+		t.upsertSession(ctx)
 	}
 	return err
 }
