@@ -3,7 +3,6 @@ package workflows
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strconv"
 	"time"
@@ -303,22 +302,22 @@ func sameTeam(a, b *Approvers) bool {
 	if !a.Enabled() || !b.Enabled() {
 		return a.Enabled() == b.Enabled()
 	}
-	return reflect.DeepEqual(normTeam(a), normTeam(b))
+	return sameLists(a.Users, b.Users) && sameLists(a.Roles, b.Roles)
 }
 
-// normTeam is a team with empty role lists as nil, for comparison.
-func normTeam(a *Approvers) Approvers {
-	n := Approvers{Users: map[string][]string{}, Roles: map[string][]string{}}
-	for u, rs := range a.Users {
-		n.Users[u] = slices.Clone(rs)
-		if len(rs) == 0 {
-			n.Users[u] = nil
+// sameLists reports whether two maps of lists hold the same keys and,
+// for each, the same list (an empty list and none are the same).
+func sameLists(a, b map[string][]string) bool {
+	keys := sortedKeys(a)
+	if !slices.Equal(keys, sortedKeys(b)) {
+		return false
+	}
+	for _, k := range keys {
+		if !slices.Equal(a[k], b[k]) {
+			return false
 		}
 	}
-	for r, ps := range a.Roles {
-		n.Roles[r] = slices.Clone(ps)
-	}
-	return n
+	return true
 }
 
 // setRules is UpdateSetPolicy: the store's rules become c's, once the
