@@ -395,6 +395,12 @@ func TestSessionSenders(t *testing.T) {
 	if !strings.Contains(out, "the last: bob here") {
 		t.Fatalf("bob's message:\n%s", out)
 	}
+	// A local process without a key the server knows may not send.
+	bogus := filepath.Join(r.dir, "bogus.key")
+	writeFile(t, bogus, "wk1.not-a-key-of-this-server\n", 0o600)
+	if out, err := r.starter("--key-file", bogus, "session", "send", id, "let me in"); err == nil || !strings.Contains(err.Error(), "not known to this server") {
+		t.Fatalf("a message with an unknown key: %v\n%s", err, out)
+	}
 	r.must("keys", "create", "rita", "--role", "reader")
 	if out, err := r.starter("--key-file", key("rita"), "session", "pause", id); err == nil || !strings.Contains(err.Error(), "may only read") {
 		t.Fatalf("a reader key's pause: %v\n%s", err, out)
