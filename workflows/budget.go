@@ -73,11 +73,15 @@ func (b *Budget) checkRaise() error {
 }
 
 // String reads "tokens 2000000, cost 5, tool_calls 500, Bash 200, time 8h0m0s".
-func (b Budget) String() string {
-	var parts []string
+func (b Budget) String() string { return b.join(" ", ", ") }
+
+// amounts lists the set bounds of b as name and value, in the order
+// String and RaiseText write them.
+func (b Budget) amounts() [][2]string {
+	var out [][2]string
 	add := func(name string, set bool, v string) {
 		if set {
-			parts = append(parts, name+" "+v)
+			out = append(out, [2]string{name, v})
 		}
 	}
 	add("tokens", b.Tokens != 0, fmt.Sprint(b.Tokens))
@@ -89,7 +93,16 @@ func (b Budget) String() string {
 		add(k, true, fmt.Sprint(b.PerTool[k]))
 	}
 	add("time", b.Time != 0, b.Time.String())
-	return strings.Join(parts, ", ")
+	return out
+}
+
+// join writes b's amounts as name+between+value, separated by sep.
+func (b Budget) join(between, sep string) string {
+	var parts []string
+	for _, a := range b.amounts() {
+		parts = append(parts, a[0]+between+a[1])
+	}
+	return strings.Join(parts, sep)
 }
 
 // BudgetRequest is a budget approval's input: the bound reached, what
@@ -160,24 +173,7 @@ func (r BudgetRequest) LimitAgain() (Budget, bool) {
 
 // RaiseText writes b as a raise is written (the CLI's --raise, the
 // inbox's POST /api/budget): "cost=+2,tokens=+1000,Bash=+50,time=+1h0m0s".
-func (b Budget) RaiseText() string {
-	var parts []string
-	add := func(name string, set bool, v string) {
-		if set {
-			parts = append(parts, name+"=+"+v)
-		}
-	}
-	add("tokens", b.Tokens != 0, fmt.Sprint(b.Tokens))
-	add("input_tokens", b.InputTokens != 0, fmt.Sprint(b.InputTokens))
-	add("output_tokens", b.OutputTokens != 0, fmt.Sprint(b.OutputTokens))
-	add("cost", b.Cost != 0, fmt.Sprint(b.Cost))
-	add("tool_calls", b.ToolCalls != 0, fmt.Sprint(b.ToolCalls))
-	for _, k := range sortedKeys(b.PerTool) {
-		add(k, true, fmt.Sprint(b.PerTool[k]))
-	}
-	add("time", b.Time != 0, b.Time.String())
-	return strings.Join(parts, ",")
-}
+func (b Budget) RaiseText() string { return b.join("=+", ",") }
 
 // BudgetTool names budget approvals (Pending.Tool): an approver whose
 // roles include a "Budget" rule may answer them.
