@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	tclient "go.temporal.io/sdk/client"
 
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/cmd/starter/internal/cli"
@@ -18,12 +20,16 @@ import (
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// runFlags are the flags of `starter run`.
+// runFlags are the flags of `starter run` and `starter session start`.
 type runFlags struct {
 	script, id, mode, rules, workdir, backend, toolQueue, provider, modelName, prompt, instruction string
 	livePolicy, agent, budget                                                                      string
 	asJSON, detach, noLivePolicy                                                                   bool
 	maxIter                                                                                        int
+	// session starts a session (session start), whose senders may
+	// message it besides its requester.
+	session bool
+	senders []string
 }
 
 func newRunCmd(cn *conn) *cobra.Command {
@@ -34,46 +40,56 @@ func newRunCmd(cn *conn) *cobra.Command {
 		RunE:  func(cmd *cobra.Command, _ []string) error { return f.run(cmd, cn) },
 	}
 	fl := cmd.Flags()
+	fl.StringVar(&f.id, "workflow-id", "", "workflow id (default generated); starting a running id attaches to it")
+	fl.BoolVar(&f.asJSON, "json", false, "print events and the result as JSON lines")
+	fl.BoolVar(&f.detach, "detach", false, "start the turn and return without waiting")
+	f.register(fl, "turn")
+	return cmd
+}
+
+// register adds the flags run and session start share; what names the
+// turn or the session in their help.
+func (f *runFlags) register(fl *pflag.FlagSet, what string) {
 	fl.StringVar(&f.script, "script", "", "scripted model file (YAML)")
 	fl.StringVar(&f.provider, "provider", "scripted", "model provider configured on the worker (models: in temporal-dev.yaml)")
 	fl.StringVar(&f.modelName, "model", "", "model name passed to the provider")
 	fl.StringVar(&f.prompt, "prompt", "", "the user's message (default the script's prompt)")
 	fl.StringVar(&f.instruction, "instruction", "", "system instruction")
-	fl.StringVar(&f.id, "workflow-id", "", "workflow id (default generated); starting a running id attaches to it")
-	fl.BoolVar(&f.asJSON, "json", false, "print events and the result as JSON lines")
-	fl.BoolVar(&f.detach, "detach", false, "start the turn and return without waiting")
 	fl.StringVar(&f.mode, "mode", "", "permission mode (default from config)")
 	fl.StringVar(&f.rules, "rules", "", "policy file replacing the config's permission section")
 	fl.StringVar(&f.workdir, "workdir", "", "workspace directory (default the worker's)")
 	fl.StringVar(&f.backend, "backend", "", "backend name: local, docker, e2b (default the worker's)")
 	fl.StringVar(&f.toolQueue, "tool-queue", "", "run tool calls on the workers of this task queue (e.g. a Docker host's)")
-	fl.IntVar(&f.maxIter, "max-iterations", 0, "model call bound (default turn.max_iterations, else 1000)")
-	fl.StringVar(&f.livePolicy, "live-policy", workflows.DefaultPolicyStore, "the policy store the turn follows: 'policy apply' and remembered approvals reach it; the store is made if missing")
-	fl.BoolVar(&f.noLivePolicy, "no-live-policy", false, "follow no policy store: the turn keeps the policy it starts with")
-	fl.StringVar(&f.agent, "agent", "", "the turn's agent label (remembered approvals of scope agent)")
-	fl.StringVar(&f.budget, "budget", "", "the turn's budget, e.g. tokens=2M,cost=5,tool_calls=500,Bash=200,time=8h,warn=80% (default turn.budget): reaching it parks the turn on a budget approval")
-	return cmd
+	fl.IntVar(&f.maxIter, "max-iterations", 0, "model call bound of each turn (default turn.max_iterations, else 1000)")
+	fl.StringVar(&f.livePolicy, "live-policy", workflows.DefaultPolicyStore, "the policy store the "+what+" follows: 'policy apply' and remembered approvals reach it; the store is made if missing")
+	fl.BoolVar(&f.noLivePolicy, "no-live-policy", false, "follow no policy store: the "+what+" keeps the policy it starts with")
+	fl.StringVar(&f.agent, "agent", "", "the "+what+"'s agent label (remembered approvals of scope agent)")
+	fl.StringVar(&f.budget, "budget", "", "each turn's budget, e.g. tokens=2M,cost=5,tool_calls=500,Bash=200,time=8h,warn=80% (default turn.budget): reaching it parks the turn on a budget approval")
 }
 
-// run starts the turn and, unless --detach, follows it to its answer.
-func (f runFlags) run(cmd *cobra.Command, cn *conn) error {
+// start starts the turn (or the session) the flags describe and returns
+// its id, with the open connection; the caller closes c.
+func (f runFlags) start(cmd *cobra.Command, cn *conn) (tclient.Client, *client.Client, config.Config, string, error) {
 	ctx := cmd.Context()
 	mc, prompt, err := f.model()
 	if err != nil {
-		return err
+		return nil, nil, config.Config{}, "", err
 	}
 	c, cl, cfg, err := cn.dial(ctx)
 	if err != nil {
-		return err
+		return nil, nil, cfg, "", err
 	}
-	defer c.Close()
+	fail := func(err error) (tclient.Client, *client.Client, config.Config, string, error) {
+		c.Close()
+		return nil, nil, cfg, "", err
+	}
 	pc, err := cli.PolicyContext(ctx, cfg.Policy(), f.rules, permission.Mode(f.mode))
 	if err != nil {
-		return err
+		return fail(err)
 	}
 	id, in := f.input(cfg, mc, prompt, pc)
 	if in.Budget, err = turnBudget(f.budget, cfg.Turn.Budget); err != nil {
-		return err
+		return fail(err)
 	}
 	// cl.Start refuses a quorum its approvers can never meet; one they
 	// can meet for only part of its calls is said here.
@@ -86,21 +102,35 @@ func (f runFlags) run(cmd *cobra.Command, cn *conn) error {
 	// remembered before any `policy apply` has a store to go to.
 	run, err := cl.Start(ctx, id, in)
 	if err != nil {
-		return err
+		return fail(err)
 	}
-	out := cmd.OutOrStdout()
-	if f.detach {
-		fmt.Fprintf(out, "started %s (run %s)\n", run.GetID(), run.GetRunID())
-		return nil
+	switch {
+	case f.session:
+		fmt.Fprintf(cmd.OutOrStdout(), "session %s (run %s)\n", run.GetID(), run.GetRunID())
+	case f.detach:
+		fmt.Fprintf(cmd.OutOrStdout(), "started %s (run %s)\n", run.GetID(), run.GetRunID())
+	case !f.asJSON:
+		fmt.Fprintf(cmd.OutOrStdout(), "turn %s (run %s)\n", run.GetID(), run.GetRunID())
 	}
-	if !f.asJSON {
-		fmt.Fprintf(out, "turn %s (run %s)\n", run.GetID(), run.GetRunID())
-	}
-	res, err := follow(ctx, cl, id, out, f.asJSON)
+	return c, cl, cfg, id, nil
+}
+
+// run starts the turn and, unless --detach, follows it to its answer.
+func (f runFlags) run(cmd *cobra.Command, cn *conn) error {
+	c, cl, cfg, id, err := f.start(cmd, cn)
 	if err != nil {
 		return err
 	}
-	return printResult(ctx, out, cfg, id, res, f.asJSON)
+	defer c.Close()
+	if f.detach {
+		return nil
+	}
+	out := cmd.OutOrStdout()
+	res, err := follow(cmd.Context(), cl, id, out, f.asJSON)
+	if err != nil {
+		return err
+	}
+	return printResult(cmd.Context(), out, cfg, id, res, f.asJSON)
 }
 
 // model is the model the turn calls, and its prompt: --prompt, or the
@@ -131,7 +161,9 @@ func (f runFlags) model() (workflows.ModelConfig, string, error) {
 // input, the bounds the flags leave unset taken from the config.
 func (f runFlags) input(cfg config.Config, mc workflows.ModelConfig, prompt string, pc permission.Context) (string, workflows.TurnInput) {
 	id, maxIter := f.id, f.maxIter
-	if id == "" {
+	if id == "" && f.session {
+		id = fmt.Sprintf("session-%d", time.Now().UnixNano())
+	} else if id == "" {
 		id = fmt.Sprintf("turn-%d", time.Now().UnixNano())
 	}
 	if maxIter == 0 {
@@ -139,7 +171,8 @@ func (f runFlags) input(cfg config.Config, mc workflows.ModelConfig, prompt stri
 	}
 	return id, workflows.TurnInput{Prompt: prompt, Model: mc, Instruction: f.instruction,
 		Permission: pc, Workdir: f.workdir, Backend: f.backend, ToolQueue: f.toolQueue, MaxIterations: maxIter,
-		ContinueAsNewAfter: cfg.Turn.ContinueAsNewAfter, LivePolicy: livePolicy(f.livePolicy, f.noLivePolicy), Agent: f.agent}
+		ContinueAsNewAfter: cfg.Turn.ContinueAsNewAfter, LivePolicy: livePolicy(f.livePolicy, f.noLivePolicy), Agent: f.agent,
+		Session: f.session, Senders: f.senders}
 }
 
 // livePolicy is the TurnInput.LivePolicy of --live-policy and

@@ -11,7 +11,6 @@ import (
 
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/cmd/starter/internal/cli"
-	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -35,40 +34,16 @@ func newSessionCmd(cn *conn) *cobra.Command {
 }
 
 func newSessionStartCmd(cn *conn) *cobra.Command {
-	var f runFlags
-	var senders []string
+	f := runFlags{session: true}
 	cmd := &cobra.Command{
 		Use:   "start --script FILE | --provider NAME --prompt TEXT",
 		Short: "Start a session with its first message and follow its first turn to the answer",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			mc, prompt, err := f.model()
-			if err != nil {
-				return err
-			}
-			c, cl, cfg, err := cn.dial(ctx)
+			c, cl, _, id, err := f.start(cmd, cn)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
-			pc, err := cli.PolicyContext(ctx, cfg.Policy(), f.rules, permission.Mode(f.mode))
-			if err != nil {
-				return err
-			}
-			id, in := f.input(cfg, mc, prompt, pc)
-			if f.id == "" {
-				id = fmt.Sprintf("session-%d", time.Now().UnixNano())
-			}
-			in.Senders = senders
-			if in.Budget, err = turnBudget(f.budget, cfg.Turn.Budget); err != nil {
-				return err
-			}
-			run, err := cl.StartSession(ctx, id, in)
-			if err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "session %s (run %s)\n", run.GetID(), run.GetRunID())
 			if f.detach {
 				return nil
 			}
@@ -76,25 +51,11 @@ func newSessionStartCmd(cn *conn) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.script, "script", "", "scripted model file (YAML)")
-	fl.StringVar(&f.provider, "provider", "scripted", "model provider configured on the worker")
-	fl.StringVar(&f.modelName, "model", "", "model name passed to the provider")
-	fl.StringVar(&f.prompt, "prompt", "", "the first message (default the script's prompt)")
-	fl.StringVar(&f.instruction, "instruction", "", "system instruction")
 	fl.StringVar(&f.id, "session", "", "session id, the workflow id (default generated)")
 	fl.BoolVar(&f.asJSON, "json", false, "print events as JSON lines")
 	fl.BoolVar(&f.detach, "detach", false, "start the session and return without following its first turn")
-	fl.StringVar(&f.mode, "mode", "", "permission mode (default from config)")
-	fl.StringVar(&f.rules, "rules", "", "policy file replacing the config's permission section")
-	fl.StringVar(&f.workdir, "workdir", "", "workspace directory (default the worker's)")
-	fl.StringVar(&f.backend, "backend", "", "backend name: local, docker, e2b (default the worker's)")
-	fl.StringVar(&f.toolQueue, "tool-queue", "", "run tool calls on the workers of this task queue")
-	fl.IntVar(&f.maxIter, "max-iterations", 0, "model call bound of each turn (default turn.max_iterations, else 1000)")
-	fl.StringVar(&f.livePolicy, "live-policy", workflows.DefaultPolicyStore, "the policy store the session follows")
-	fl.BoolVar(&f.noLivePolicy, "no-live-policy", false, "follow no policy store")
-	fl.StringVar(&f.agent, "agent", "", "the session's agent label")
-	fl.StringVar(&f.budget, "budget", "", "each turn's budget, e.g. tokens=2M,cost=5,time=8h (default turn.budget)")
-	fl.StringSliceVar(&senders, "sender", nil, "a user who may message, pause, resume or cancel the session besides you (repeatable; default: you and the approvers)")
+	fl.StringSliceVar(&f.senders, "sender", nil, "a user who may message, pause, resume or cancel the session besides you (repeatable; default: you and the approvers)")
+	f.register(fl, "session")
 	return cmd
 }
 
