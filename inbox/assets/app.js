@@ -3,33 +3,13 @@
   "use strict";
   var list = document.getElementById("entries");
   var statusEl = document.getElementById("status");
-  var toast = document.getElementById("toast");
   var every = parseInt(document.body.dataset.refresh, 10) || 2000;
   // A session's page (data-workflow) lists that turn's entries only: the
   // listing's workflow filter is a prefix, so the page keeps exact ids.
   var only = document.body.dataset.workflow || "";
   var listQuery = only ? "?workflow=" + encodeURIComponent(only) : window.location.search;
 
-  function say(msg, bad) {
-    toast.textContent = msg;
-    toast.className = bad ? "show bad" : "show";
-    clearTimeout(say.t);
-    say.t = setTimeout(function () { toast.className = ""; }, 5000);
-  }
-
-  function post(path, body) {
-    return fetch(path, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-Warden-Inbox": "1" },
-      body: JSON.stringify(body)
-    }).then(function (r) {
-      return r.json().catch(function () { return {}; }).then(function (j) {
-        if (!r.ok) { throw new Error(j.error || r.status + " " + r.statusText); }
-        return j;
-      });
-    });
-  }
+  var say = window.wardenInbox.say, post = window.wardenInbox.post;
 
   function ref(li) {
     return { workflow_id: li.dataset.wf, call_id: li.dataset.call, hash: li.dataset.hash };

@@ -3,38 +3,8 @@
 (function () {
   "use strict";
   var every = parseInt(document.body.dataset.refresh, 10) || 2000;
-  var toast = document.getElementById("toast");
 
-  function say(msg, bad) {
-    toast.textContent = msg;
-    toast.className = bad ? "show bad" : "show";
-    clearTimeout(say.t);
-    say.t = setTimeout(function () { toast.className = ""; }, 5000);
-  }
-
-  function post(path, body) {
-    return fetch(path, {
-      method: "POST",
-      credentials: "same-origin",
-      headers: { "Content-Type": "application/json", "X-Warden-Inbox": "1" },
-      body: JSON.stringify(body)
-    }).then(function (r) {
-      return r.json().catch(function () { return {}; }).then(function (j) {
-        if (!r.ok) { throw new Error(j.error || r.status + " " + r.statusText); }
-        return j;
-      });
-    });
-  }
-
-  function getJSON(path) {
-    return fetch(path, { credentials: "same-origin", headers: { "Accept": "application/json" } })
-      .then(function (r) {
-        return r.json().catch(function () { return {}; }).then(function (j) {
-          if (!r.ok) { throw new Error(j.error || r.status + " " + r.statusText); }
-          return j;
-        });
-      });
-  }
+  var say = window.wardenInbox.say, post = window.wardenInbox.post, getJSON = window.wardenInbox.getJSON;
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
