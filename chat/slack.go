@@ -189,7 +189,7 @@ func LimitAgain(p workflows.Pending) (workflows.Budget, bool) {
 
 // RaiseText reads a raise as a message shows it: "tokens +1000, cost +2".
 func RaiseText(b workflows.Budget) string {
-	return strings.ReplaceAll(strings.ReplaceAll(b.RaiseText(), "=+", " +"), ",", ", ")
+	return b.Join(" +", ", ")
 }
 
 // Blocks is the message of a waiting call. stepUp (StepUp's reason)
@@ -238,10 +238,7 @@ func Blocks(workflowID string, p workflows.Pending, inboxURL, stepUp string) []s
 		bs = append(bs, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, strings.Join(facts, "\n"), false, false), nil, nil))
 	}
 	// The reason field: its text comes back with either button's click.
-	reason := slack.NewPlainTextInputBlockElement(slack.NewTextBlockObject(slack.PlainTextType, "why, or a ticket", false, false), ActionReason)
-	in := slack.NewInputBlock(BlockReason, slack.NewTextBlockObject(slack.PlainTextType, "Reason", false, false), nil, reason)
-	in.Optional = !p.ReasonRequired
-	bs = append(bs, in)
+	bs = append(bs, reasonField(!p.ReasonRequired))
 	val := Value(workflowID, p)
 	var buttons []slack.BlockElement
 	if stepUp == "" {
@@ -251,15 +248,29 @@ func Blocks(workflowID string, p workflows.Pending, inboxURL, stepUp string) []s
 	} else {
 		bs = append(bs, slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, "Review in inbox: "+stepUp+".", false, false)))
 	}
-	deny := slack.NewButtonBlockElement(ActionDeny, val, slack.NewTextBlockObject(slack.PlainTextType, "Deny", false, false))
-	deny.Style = slack.StyleDanger
-	buttons = append(buttons, deny)
+	return append(bs, actions(buttons, val, "Deny", inboxURL))
+}
+
+// reasonField is the message's reason field (optional or required).
+func reasonField(optional bool) *slack.InputBlock {
+	reason := slack.NewPlainTextInputBlockElement(slack.NewTextBlockObject(slack.PlainTextType, "why, or a ticket", false, false), ActionReason)
+	in := slack.NewInputBlock(BlockReason, slack.NewTextBlockObject(slack.PlainTextType, "Reason", false, false), nil, reason)
+	in.Optional = optional
+	return in
+}
+
+// actions is the message's buttons: those given, then a deny labelled
+// deny and, with an inbox URL, a link to the entry there.
+func actions(buttons []slack.BlockElement, val, deny, inboxURL string) *slack.ActionBlock {
+	d := slack.NewButtonBlockElement(ActionDeny, val, slack.NewTextBlockObject(slack.PlainTextType, deny, false, false))
+	d.Style = slack.StyleDanger
+	buttons = append(buttons, d)
 	if inboxURL != "" {
 		open := slack.NewButtonBlockElement(ActionOpen, val, slack.NewTextBlockObject(slack.PlainTextType, "Open in inbox", false, false))
 		open.URL = inboxURL
 		buttons = append(buttons, open)
 	}
-	return append(bs, slack.NewActionBlock("warden_actions", buttons...))
+	return slack.NewActionBlock("warden_actions", buttons...)
 }
 
 // budgetBlocks is the message of a budget approval: what was spent, the
@@ -292,10 +303,7 @@ func budgetBlocks(workflowID string, p workflows.Pending, inboxURL, stepUp strin
 		facts = append(facts, "Raise it in the inbox.")
 	}
 	bs = append(bs, slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, strings.Join(facts, "\n"), false, false), nil, nil))
-	reason := slack.NewPlainTextInputBlockElement(slack.NewTextBlockObject(slack.PlainTextType, "why, or a ticket", false, false), ActionReason)
-	in := slack.NewInputBlock(BlockReason, slack.NewTextBlockObject(slack.PlainTextType, "Reason", false, false), nil, reason)
-	in.Optional = true
-	bs = append(bs, in)
+	bs = append(bs, reasonField(true))
 	val := Value(workflowID, p)
 	var buttons []slack.BlockElement
 	if stepUp == "" && ok {
@@ -303,15 +311,7 @@ func budgetBlocks(workflowID string, p workflows.Pending, inboxURL, stepUp strin
 		b.Style = slack.StylePrimary
 		buttons = append(buttons, b)
 	}
-	deny := slack.NewButtonBlockElement(ActionDeny, val, slack.NewTextBlockObject(slack.PlainTextType, "Deny (end the turn)", false, false))
-	deny.Style = slack.StyleDanger
-	buttons = append(buttons, deny)
-	if inboxURL != "" {
-		open := slack.NewButtonBlockElement(ActionOpen, val, slack.NewTextBlockObject(slack.PlainTextType, "Open in inbox", false, false))
-		open.URL = inboxURL
-		buttons = append(buttons, open)
-	}
-	return append(bs, slack.NewActionBlock("warden_actions", buttons...))
+	return append(bs, actions(buttons, val, "Deny (end the turn)", inboxURL))
 }
 
 // AnsweredBlocks is the message of an answered call: what it was, and

@@ -73,7 +73,7 @@ func (b *Budget) checkRaise() error {
 }
 
 // String reads "tokens 2000000, cost 5, tool_calls 500, Bash 200, time 8h0m0s".
-func (b Budget) String() string { return b.join(" ", ", ") }
+func (b Budget) String() string { return b.Join(" ", ", ") }
 
 // amounts lists the set bounds of b as name and value, in the order
 // String and RaiseText write them.
@@ -96,8 +96,9 @@ func (b Budget) amounts() [][2]string {
 	return out
 }
 
-// join writes b's amounts as name+between+value, separated by sep.
-func (b Budget) join(between, sep string) string {
+// Join writes b's set bounds as name+between+value, separated by sep:
+// Join(" +", ", ") is "tokens +1000, cost +5".
+func (b Budget) Join(between, sep string) string {
 	var parts []string
 	for _, a := range b.amounts() {
 		parts = append(parts, a[0]+between+a[1])
@@ -173,7 +174,7 @@ func (r BudgetRequest) LimitAgain() (Budget, bool) {
 
 // RaiseText writes b as a raise is written (the CLI's --raise, the
 // inbox's POST /api/budget): "cost=+2,tokens=+1000,Bash=+50,time=+1h0m0s".
-func (b Budget) RaiseText() string { return b.join("=+", ",") }
+func (b Budget) RaiseText() string { return b.Join("=+", ",") }
 
 // BudgetTool names budget approvals (Pending.Tool): an approver whose
 // roles include a "Budget" rule may answer them.
