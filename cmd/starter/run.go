@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 	tclient "go.temporal.io/sdk/client"
 
 	"github.com/wardenhq/warden/client"
@@ -43,13 +42,14 @@ func newRunCmd(cn *conn) *cobra.Command {
 	fl.StringVar(&f.id, "workflow-id", "", "workflow id (default generated); starting a running id attaches to it")
 	fl.BoolVar(&f.asJSON, "json", false, "print events and the result as JSON lines")
 	fl.BoolVar(&f.detach, "detach", false, "start the turn and return without waiting")
-	f.register(fl, "turn")
+	f.register(cmd, "turn")
 	return cmd
 }
 
-// register adds the flags run and session start share; what names the
-// turn or the session in their help.
-func (f *runFlags) register(fl *pflag.FlagSet, what string) {
+// register adds to cmd the flags run and session start share; what
+// names the turn or the session in their help.
+func (f *runFlags) register(cmd *cobra.Command, what string) {
+	fl := cmd.Flags()
 	fl.StringVar(&f.script, "script", "", "scripted model file (YAML)")
 	fl.StringVar(&f.provider, "provider", "scripted", "model provider configured on the worker (models: in temporal-dev.yaml)")
 	fl.StringVar(&f.modelName, "model", "", "model name passed to the provider")

@@ -55,7 +55,7 @@ func newSessionStartCmd(cn *conn) *cobra.Command {
 	fl.BoolVar(&f.asJSON, "json", false, "print events as JSON lines")
 	fl.BoolVar(&f.detach, "detach", false, "start the session and return without following its first turn")
 	fl.StringSliceVar(&f.senders, "sender", nil, "a user who may message, pause, resume or cancel the session besides you (repeatable; default: you and the approvers)")
-	f.register(fl, "session")
+	f.register(cmd, "session")
 	return cmd
 }
 
