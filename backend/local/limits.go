@@ -494,6 +494,51 @@ func (w *walker) walk(l *limiter) int64 {
 	return n
 }
 
+// fileReached is the limit of a call one of whose files reached the size
+// bound.
+func (l *limiter) fileReached() string {
+	return fmt.Sprintf("write: a file reached limits.write (%s), the size one file may have, and its writer was stopped", calls.Bytes(l.lim.Write))
+}
+
+// fileAtBound reports whether a file of the call's write paths changed
+// since it started has reached limits.write in size (files of another
+// running call's write paths are not looked at).
+func (l *limiter) fileAtBound() bool {
+	if l.lim.Write <= 0 {
+		return false
+	}
+	mine := map[string]bool{}
+	for _, p := range l.writes {
+		mine[p] = true
+	}
+	others := l.others()
+	start := l.start.UnixNano()
+	found := false
+	for _, root := range l.writes {
+		_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+			if err != nil {
+				return filepath.SkipDir
+			}
+			if e.IsDir() && others[p] && !mine[p] {
+				return filepath.SkipDir
+			}
+			if !e.Type().IsRegular() {
+				return nil
+			}
+			var st unix.Stat_t
+			if unix.Lstat(p, &st) == nil && st.Ctim.Nano() >= start && st.Size >= l.lim.Write {
+				found = true
+				return filepath.SkipAll
+			}
+			return nil
+		})
+		if found {
+			break
+		}
+	}
+	return found
+}
+
 // releasePrealloc frees the blocks allocated past the end of the files
 // of the call's write paths changed since it started
 // (fallocate(FALLOC_FL_KEEP_SIZE) takes blocks and leaves the size): a
@@ -590,9 +635,14 @@ func (l *limiter) finish(ctx context.Context, res *backend.ExecResult, err error
 	// A file stopped at the size bound is what stopped its writer, even
 	// when the watcher then found the disk grown past the bound by that
 	// file's blocks.
+	// The watcher may see the file's blocks (and the file system's own
+	// writes for them) before its writer gets SIGXFSZ: a file of the
+	// call's at the bound says the same.
 	if strings.HasPrefix(s, writeGrew) {
 		if a := l.after(res, tmp); strings.HasPrefix(a, "write: ") {
 			s = a
+		} else if l.fileAtBound() {
+			s = l.fileReached()
 		}
 	}
 	// A call that ended well is not blamed on a limit it came near.
@@ -642,7 +692,7 @@ func (l *limiter) finish(ctx context.Context, res *backend.ExecResult, err error
 func (l *limiter) after(res *backend.ExecResult, tmp sandbox.Result) string {
 	out := append(append([]byte{}, res.Stdout...), res.Stderr...)
 	if l.lim.Write > 0 && (res.ExitCode == 128+int(syscall.SIGXFSZ) || tmp.Signal == syscall.SIGXFSZ || bytes.Contains(out, []byte("File size limit exceeded"))) {
-		return fmt.Sprintf("write: a file reached limits.write (%s), the size one file may have, and its writer was stopped", calls.Bytes(l.lim.Write))
+		return l.fileReached()
 	}
 	// A program that ignores SIGXFSZ (Python does) gets EFBIG instead.
 	if l.lim.Write > 0 && res.ExitCode != 0 && bytes.Contains(bytes.ToLower(out), []byte(syscall.EFBIG.Error())) {
