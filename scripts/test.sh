@@ -6,6 +6,16 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# phase prints a phase's heading with the time since the run began, so a
+# run's log gives each phase's time.
+began=$(date +%s)
+phase() { echo "== $* [$(($(date +%s) - began)) s]"; }
+
+# skipped lists the parts a WARDEN_SKIP_* variable left out: said at the
+# start and again at the end of the run, never silently.
+skipped=()
+skip() { skipped+=("$1 ($2=1)"); echo "== SKIPPED: $1 ($2=1)"; }
+
 # TestUpgradeWhileTurnsWait builds the worker of a pinned earlier commit
 # from a git worktree: the clone needs that commit (a shallow clone does
 # not have it). Fail now rather than at the end of the integration tests.
@@ -24,9 +34,11 @@ fi
 jaeger_pid=""
 jaeger_out=$(mktemp -d)
 if [ "${WARDEN_SKIP_JAEGER:-}" != "1" ]; then
-  echo "== jaeger (tracing test; built once in the background, then cached)"
+  phase "jaeger (tracing test; built once in the background, then cached)"
   nice -n 19 .ci/jaeger.sh >"$jaeger_out/path" 2>"$jaeger_out/log" &
   jaeger_pid=$!
+else
+  skip "the tracing test (Jaeger)" WARDEN_SKIP_JAEGER
 fi
 
 started_dockerd=""
@@ -39,7 +51,7 @@ cleanup() {
 trap cleanup EXIT
 
 if [ "${WARDEN_SKIP_DOCKER:-}" != "1" ]; then
-  echo "== docker: daemon and workspace image"
+  phase "docker: daemon and workspace image"
   state="${WARDEN_DOCKER_STATE:-/var/tmp/warden-docker}"
   had_daemon=""
   docker info >/dev/null 2>&1 && had_daemon=1
@@ -47,6 +59,8 @@ if [ "${WARDEN_SKIP_DOCKER:-}" != "1" ]; then
   # Stop the daemon at the end only if this run started it.
   [ -z "$had_daemon" ] && started_dockerd="$state/dockerd.pid"
   export WARDEN_REQUIRE_DOCKER=1
+else
+  skip "the Docker backend's tests" WARDEN_SKIP_DOCKER
 fi
 
 # Debian packages the tests need, installed in one apt-get run: chromium
@@ -54,15 +68,25 @@ fi
 # grep engine compared with rg, which fails rather than skips once
 # WARDEN_REQUIRE_RG is set).
 packages=()
-if [ "${WARDEN_SKIP_BROWSER:-}" != "1" ] && ! command -v chromium >/dev/null 2>&1; then
-  packages+=(chromium)
+if [ "${WARDEN_SKIP_BROWSER:-}" != "1" ]; then
+  command -v chromium >/dev/null 2>&1 || packages+=(chromium)
+else
+  skip "the inbox's browser tests" WARDEN_SKIP_BROWSER
 fi
 if [ "${WARDEN_SKIP_RIPGREP:-}" != "1" ]; then
   command -v rg >/dev/null 2>&1 || packages+=(ripgrep)
   export WARDEN_REQUIRE_RG=1
+else
+  skip "the grep engines' comparison with rg" WARDEN_SKIP_RIPGREP
 fi
+# The programs TestRealTools runs in the sandbox and npm for
+# TestNpmInstallThroughProxy: installed when missing, then required.
+for tool in make:make git:git python3:python3 node:nodejs npm:npm cargo:cargo; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 || packages+=("${tool#*:}")
+done
+export WARDEN_REQUIRE_TOOLS=1
 if [ ${#packages[@]} -gt 0 ]; then
-  echo "== apt-get install ${packages[*]}"
+  phase "apt-get install ${packages[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO apt-get update -qq && $SUDO apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 fi
@@ -71,38 +95,42 @@ if [ "${WARDEN_SKIP_POSTGRES:-}" != "1" ]; then
   # The cluster profile test runs PostgreSQL and a Temporal server as
   # processes of their own (scripts/cluster.sh); once PostgreSQL is
   # installed here, that test fails rather than skips.
-  echo "== postgresql (cluster profile test)"
+  phase "postgresql (cluster profile test)"
   scripts/cluster.sh install
   export WARDEN_REQUIRE_POSTGRES=1
+else
+  skip "the cluster profile test (PostgreSQL)" WARDEN_SKIP_POSTGRES
 fi
 
 if [ "${WARDEN_SKIP_STOCK:-}" != "1" ]; then
   # The stock-server tests run the Temporal CLI's dev server and use the
   # CLI as a client; once it is installed here, they fail rather than skip.
-  echo "== temporal CLI (stock-server tests; built once with go install, then cached)"
+  phase "temporal CLI (stock-server tests; built once with go install, then cached)"
   WARDEN_TEMPORAL_CLI=$(.ci/temporal-cli.sh)
   export WARDEN_TEMPORAL_CLI WARDEN_REQUIRE_STOCK=1
+else
+  skip "the stock-server tests (Temporal CLI)" WARDEN_SKIP_STOCK
 fi
 
-echo "== gofmt"
+phase "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt wants to reformat:"; echo "$unformatted"; exit 1; fi
 
-echo "== go mod tidy (go.mod and go.sum as committed)"
+phase "go mod tidy (go.mod and go.sum as committed)"
 go mod tidy -diff
 
-echo "== go vet"
+phase "go vet"
 go vet ./...
 
 # Linters run at pinned versions with go run pkg@version: they build from
 # the Go module proxy into the build cache and stay out of go.mod.
-echo "== staticcheck"
+phase "staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-echo "== workflowcheck (Temporal's determinism check of workflow code)"
+phase "workflowcheck (Temporal's determinism check of workflow code)"
 go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 -config scripts/workflowcheck.yaml ./workflows/...
 
-echo "== workflow dependencies (go list -deps ./workflows)"
+phase "workflow dependencies (go list -deps ./workflows)"
 # Workflow code links only leaf value packages (calls, permission, model);
 # the role check that needs the engine is injected at registration.
 scripts/workflow-deps.sh
@@ -110,25 +138,31 @@ scripts/workflow-deps.sh
 # Packages that do not link the Temporal server run with the race detector;
 # tests/ (which embeds the server) runs without it to keep the cold build short.
 unit=$(go list ./... | grep -v '/tests$')
-echo "== unit tests (-race)"
+phase "unit tests (-race)"
 go test -race -count=1 $unit
 
-echo "== integration tests (real Temporal server, processes, files)"
+phase "integration tests (real Temporal server, processes, files)"
 go test -count=1 -timeout 30m -skip '^(TestClusterProfile$|TestStock|TestTrace)' ./tests/...
 
-echo "== cluster profile (PostgreSQL, Temporal server process, two worker processes, starter)"
+phase "cluster profile (PostgreSQL, Temporal server process, two worker processes, starter)"
 go test -count=1 -timeout 15m -v -run '^TestClusterProfile$' ./tests/
 
-echo "== stock servers (the Temporal CLI's dev server; the official server binary on PostgreSQL with mTLS, then JWT; the CLI against the embedded server)"
+phase "stock servers (the Temporal CLI's dev server; the official server binary on PostgreSQL with mTLS, then JWT; the CLI against the embedded server)"
 go test -count=1 -timeout 20m -v -run '^TestStock' ./tests/
 if [ -n "$jaeger_pid" ]; then
   # Once Jaeger is installed, the tracing test fails rather than skips.
-  echo "== tracing (a real worker's spans in a real Jaeger): waiting for the Jaeger build"
+  phase "tracing (a real worker's spans in a real Jaeger): waiting for the Jaeger build"
   if ! wait "$jaeger_pid"; then jaeger_pid=""; cat "$jaeger_out/log" >&2; echo "jaeger did not build" >&2; exit 1; fi
   jaeger_pid=""
   cat "$jaeger_out/log" >&2
+  phase "tracing: Jaeger is there"
   WARDEN_JAEGER=$(cat "$jaeger_out/path")
   export WARDEN_JAEGER WARDEN_REQUIRE_JAEGER=1
   go test -count=1 -timeout 10m -v -run '^TestTrace' ./tests/
 fi
-echo "== all tests passed"
+if [ ${#skipped[@]} -gt 0 ]; then
+  phase "all tests passed, but these parts were SKIPPED:"
+  printf '   - %s\n' "${skipped[@]}"
+else
+  phase "all tests passed (nothing skipped)"
+fi

@@ -18,8 +18,8 @@ import (
 	"github.com/wardenhq/warden/workflows"
 )
 
-// jaeger is a running Jaeger all-in-one (in-memory store): its OTLP gRPC
-// receiver and its query API (and UI) address.
+// jaeger is a running Jaeger all-in-one (in-memory store, the default):
+// its OTLP gRPC receiver and its query API (and UI) address.
 type jaeger struct {
 	otlp, query string
 	out         *lockedBuffer
@@ -32,7 +32,7 @@ func jaegerBin(t *testing.T) string {
 	t.Helper()
 	bin := os.Getenv("WARDEN_JAEGER")
 	if bin == "" {
-		bin = filepath.Join(os.Getenv("HOME"), ".cache", "warden", "tools", "jaeger-v1.75.0", "jaeger")
+		bin = filepath.Join(os.Getenv("HOME"), ".cache", "warden", "tools", "jaeger-v1.51.0", "jaeger")
 	}
 	if _, err := os.Stat(bin); err != nil {
 		if os.Getenv("WARDEN_REQUIRE_JAEGER") == "1" {
@@ -47,53 +47,31 @@ func jaegerBin(t *testing.T) string {
 func startJaeger(t *testing.T) *jaeger {
 	t.Helper()
 	bin := jaegerBin(t)
-	grpcPort, httpPort, queryPort, queryGRPC := freePort(t), freePort(t), freePort(t), freePort(t)
-	cfg := fmt.Sprintf(`service:
-  extensions: [jaeger_storage, jaeger_query]
-  pipelines:
-    traces:
-      receivers: [otlp]
-      processors: [batch]
-      exporters: [jaeger_storage_exporter]
-  telemetry:
-    metrics:
-      level: none
-    logs:
-      level: warn
-extensions:
-  jaeger_query:
-    storage:
-      traces: mem
-    http:
-      endpoint: 127.0.0.1:%d
-    grpc:
-      endpoint: 127.0.0.1:%d
-  jaeger_storage:
-    backends:
-      mem:
-        memory:
-          max_traces: 10000
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:%d
-      http:
-        endpoint: 127.0.0.1:%d
-processors:
-  batch:
-    timeout: 200ms
-exporters:
-  jaeger_storage_exporter:
-    trace_storage: mem
-`, queryPort, queryGRPC, grpcPort, httpPort)
-	path := filepath.Join(t.TempDir(), "jaeger.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	grpcPort, httpPort, queryPort := freePort(t), freePort(t), freePort(t)
 	j := &jaeger{otlp: fmt.Sprintf("127.0.0.1:%d", grpcPort), query: fmt.Sprintf("http://127.0.0.1:%d", queryPort), out: &lockedBuffer{}}
-	cmd := exec.Command(bin, "--config", path)
-	cmd.Env = append(noOTELEnv(), "OTEL_TRACES_EXPORTER=none") // Jaeger traces itself otherwise
+	// Every listener of the all-in-one on a free port of the loopback
+	// address: OTLP (gRPC, HTTP), the query API and UI, and the ones the
+	// test does not use (the collector's own protocols, the agent's UDP
+	// ports, admin and sampling), so that runs beside it do not collide.
+	hp := func(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
+	args := []string{
+		"--collector.otlp.enabled=true",
+		"--collector.otlp.grpc.host-port=" + hp(grpcPort),
+		"--collector.otlp.http.host-port=" + hp(httpPort),
+		"--query.http-server.host-port=" + hp(queryPort),
+		"--query.grpc-server.host-port=" + hp(freePort(t)),
+		"--collector.grpc-server.host-port=" + hp(freePort(t)),
+		"--collector.http-server.host-port=" + hp(freePort(t)),
+		"--admin.http.host-port=" + hp(freePort(t)),
+		"--http-server.host-port=" + hp(freePort(t)),
+		"--processor.jaeger-compact.server-host-port=" + hp(freePort(t)),
+		"--processor.jaeger-binary.server-host-port=" + hp(freePort(t)),
+		"--processor.zipkin-compact.server-host-port=" + hp(freePort(t)),
+		"--memory.max-traces=10000",
+		"--log-level=warn",
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(noOTELEnv(), "SPAN_STORAGE_TYPE=memory", "OTEL_TRACES_EXPORTER=none") // Jaeger traces itself otherwise
 	cmd.Stdout, cmd.Stderr = j.out, j.out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

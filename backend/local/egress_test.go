@@ -429,7 +429,10 @@ func npmRegistry(t *testing.T, addr string) string {
 // not. Control: unsandboxed, the install succeeds.
 func TestNpmInstallThroughProxy(t *testing.T) {
 	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("npm is not installed")
+		if os.Getenv("WARDEN_REQUIRE_TOOLS") == "1" {
+			t.Fatal("npm is not installed (WARDEN_REQUIRE_TOOLS=1: scripts/test.sh runs this test)")
+		}
+		t.Skip("npm is not installed (WARDEN_REQUIRE_TOOLS=1 makes this a failure)")
 	}
 	registry := npmRegistry(t, hostAddr(t))
 	install := func(b *local.Backend, hosts []string) (backend.ExecResult, string) {
