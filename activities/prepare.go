@@ -49,6 +49,7 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	if err != nil {
 		return out, err
 	}
+	out.Workdir = call.Workdir
 	call.Remembered, call.Now = live.Remembered, time.Now()
 	call.Turn = decide.Turn{WorkflowID: in.WorkflowID, Agent: in.Agent, CallID: in.Call.ID}
 	call.Memo = &tools.Memo{}

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/wardenhq/warden/workflows"
@@ -88,7 +87,7 @@ type Answered struct {
 // runs). allowed, when not nil, is checked first: a call it refuses is
 // not answered.
 func (cl *Client) AnswerAll(ctx context.Context, targets []Target, a workflows.Approval, signal bool,
-	allowed func(by, tool string, input json.RawMessage) error) []Answered {
+	allowed func(by string, p workflows.Pending) error) []Answered {
 	out := make([]Answered, 0, len(targets))
 	for _, t := range targets {
 		a.CallID, a.Hash = t.Pending.CallID, t.Pending.Hash
@@ -97,7 +96,7 @@ func (cl *Client) AnswerAll(ctx context.Context, targets []Target, a workflows.A
 			err = workflows.CheckAnswerable(t.Pending, a)
 		}
 		if err == nil && allowed != nil {
-			err = allowed(a.By, t.Pending.Tool, t.Pending.Input)
+			err = allowed(a.By, t.Pending)
 		}
 		var status string
 		if err == nil {

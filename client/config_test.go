@@ -39,16 +39,16 @@ func TestInboxApprovers(t *testing.T) {
 		t.Fatalf("credentials in the recorded policy: %s", s)
 	}
 	bash := json.RawMessage(`{"command":"kubectl get pods"}`)
-	if err := a.MayAnswer(roles.Checker{}, "kube", "Bash", bash, nil); err != nil {
+	if err := a.MayAnswer(roles.Checker{}, "kube", "Bash", bash, nil, ""); err != nil {
 		t.Errorf("kube on kubectl: %v", err)
 	}
-	if err := a.MayAnswer(roles.Checker{}, "kube", "Bash", bash, json.RawMessage(`{"command":"rm -rf /"}`)); err == nil {
+	if err := a.MayAnswer(roles.Checker{}, "kube", "Bash", bash, json.RawMessage(`{"command":"rm -rf /"}`), ""); err == nil {
 		t.Error("kube may edit kubectl into rm")
 	}
 	if err := a.MayAddRule(roles.Checker{}, "kube", "Bash"); err == nil {
 		t.Error("kube may add Bash")
 	}
-	if err := a.MayAnswer(roles.Checker{}, "mallory", "Bash", bash, nil); err == nil {
+	if err := a.MayAnswer(roles.Checker{}, "mallory", "Bash", bash, nil, ""); err == nil {
 		t.Error("a stranger may answer")
 	}
 	in.Users["bob"] = config.InboxUser{Token: "b", Roles: []string{"nope"}}

@@ -122,11 +122,12 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, b
 	return "", false
 }
 
-// may reports whether user may answer a call of tool with input (and,
-// when edited is set, run it with that input instead): the check the
-// turn makes of the answer (workflows.Approvers.MayAnswer).
-func (s *Server) may(user, tool string, input, edited json.RawMessage) bool {
-	return s.approvers.MayAnswer(s.roles, user, tool, input, edited) == nil
+// may reports whether user may answer a call of tool with input in the
+// workspace workdir (and, when edited is set, run it with that input
+// instead): the check the turn makes of the answer
+// (workflows.Approvers.MayAnswer).
+func (s *Server) may(user, tool string, input, edited json.RawMessage, workdir string) bool {
+	return s.approvers.MayAnswer(s.roles, user, tool, input, edited, workdir) == nil
 }
 
 // restricted reports whether user's answers are limited by roles (or the

@@ -107,9 +107,9 @@ type countingChecker struct {
 	calls *atomic.Int32
 }
 
-func (c countingChecker) RulesCover(rules []permission.Rule, tool string, input json.RawMessage) bool {
+func (c countingChecker) RulesCover(rules []permission.Rule, tool string, input json.RawMessage, workdir string) bool {
 	c.calls.Add(1)
-	return c.Checker.RulesCover(rules, tool, input)
+	return c.Checker.RulesCover(rules, tool, input, workdir)
 }
 
 func (c countingChecker) RuleWithin(r permission.Rule, rs []permission.Rule) bool {

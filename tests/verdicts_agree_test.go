@@ -14,6 +14,7 @@ import (
 	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/decide"
+	"github.com/wardenhq/warden/decide/roles"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
@@ -75,6 +76,10 @@ func agreeCorpus() []agreeCase {
 		{name: "auto_allow", policy: permission.Policy{Sandbox: &permission.Sandbox{AutoAllow: true}, Quorum: kubectl}},
 		{name: "remembered", policy: permission.Policy{}, remembered: rem},
 		{name: "remembered+quorum", policy: permission.Policy{Quorum: []permission.QuorumRule{{Rule: "Bash(npm test:*)", Approvals: 2}}}, remembered: rem},
+		// Patterns relative to the workspace: the role check once resolved
+		// them against a root of its own and covered none of the turn's
+		// files the worker allowed.
+		{name: "relative", policy: permission.Policy{Allow: []string{"Edit(src.txt)", "Write(notes.txt)", "Bash(git status)"}}},
 	}
 }
 
@@ -84,9 +89,14 @@ func agreeCorpus() []agreeCase {
 // the turn follows), (b) by the decision "starter permission check"
 // makes (decide.Check, with the store's remembered approvals as
 // --live-policy reads them) and (c) by what-if over the recorded turn
-// under the same policy (audit.Redecide); all three agree on the
-// behaviour, and (a) and (b) on the layer, the rule, the remembered
-// approval and the quorum rule. The allow-rule plus quorum case is the
+// under the same policy (audit.Redecide) and (d) by the approvers' role
+// check (roles.Cover, a role holding the policy's allow rules, in the
+// workspace the worker's waiting entry names); (a), (b) and (c) agree on
+// the behaviour, and (a) and (b) on the layer, the rule, the remembered
+// approval and the quorum rule; (d) covers every call the worker allowed
+// by an allow rule, and covers no call the worker decided by a layer the
+// allow rules do not reach (the mode, a remembered approval, the
+// sandbox). The allow-rule plus quorum case is the
 // one the worker and the check once answered differently (ask by quorum;
 // allow by the allow rule).
 func TestVerdictsAgree(t *testing.T) {
@@ -130,7 +140,7 @@ func TestVerdictsAgree(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	t.Logf("%d policies x %d calls: %d verdicts agreed (worker, permission check, what-if); by layer %v", len(agreeCorpus()), len(agreeCalls()), total, layers)
+	t.Logf("%d policies x %d calls: %d verdicts agreed (worker, permission check, what-if, role check); by layer %v", len(agreeCorpus()), len(agreeCalls()), total, layers)
 	for _, l := range []permission.Layer{permission.LayerDenyRule, permission.LayerSafety, permission.LayerReadOnly, permission.LayerAllowRule,
 		permission.LayerMode, permission.LayerSandbox, permission.LayerRemembered, permission.LayerQuorum} {
 		if layers[string(l)] == 0 {
@@ -142,7 +152,7 @@ func TestVerdictsAgree(t *testing.T) {
 	}
 }
 
-// agreeOne decides one call of the corpus by the three deciders and
+// agreeOne decides one call of the corpus by the four deciders and
 // reports the layer that decided and whether they agreed.
 func agreeOne(t *testing.T, ctx context.Context, cl *client.Client, cs agreeCase, store, workdir string, i int, c agreeCall) (string, bool) {
 	t.Helper()
@@ -168,10 +178,14 @@ func agreeOne(t *testing.T, ctx context.Context, cl *client.Client, cs agreeCase
 	if _, err := cl.Start(ctx, id, in); err != nil {
 		t.Fatal(err)
 	}
+	wd := workdir // the workspace the worker's entry names, when the call waits
 	for done := false; !done; {
 		st, err := cl.State(ctx, id)
 		switch {
 		case err == nil && len(st.Pending) > 0:
+			if wd = st.Pending[0].Workdir; wd != workdir {
+				t.Errorf("%s: the waiting entry names workspace %q, the turn's is %q", what, wd, workdir)
+			}
 			if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "x", Decision: workflows.DecisionDeny, Reason: "differential test", Hash: st.Pending[0].Hash}); err != nil {
 				t.Fatalf("%s: deny: %v", what, err)
 			}
@@ -238,6 +252,29 @@ func agreeOne(t *testing.T, ctx context.Context, cl *client.Client, cs agreeCase
 	if len(wi.Changes) != 0 || wi.Unchanged[w.Verdict.Decision] != 1 {
 		t.Errorf("%s: what-if re-decides the recorded %s (%s) otherwise: %+v", what, w.Verdict.Decision, w.Verdict.Reason, wi.Changes)
 		ok = false
+	}
+	// (d) the role check of an approver whose role holds the policy's
+	// allow rules.
+	var role []permission.Rule
+	for _, a := range cs.policy.Allow {
+		r, err := permission.ParseRule(a, permission.Allow)
+		if err != nil {
+			t.Fatal(err)
+		}
+		role = append(role, r)
+	}
+	covers := roles.Cover(role, tool, json.RawMessage(input), wd)
+	switch permission.Layer(w.Verdict.Layer) {
+	case permission.LayerAllowRule:
+		if !covers {
+			t.Errorf("%s: the worker allowed it by an allow rule (%s); the role check of those rules does not cover it", what, w.Verdict.Reason)
+			ok = false
+		}
+	case permission.LayerMode, permission.LayerRemembered, permission.LayerSandbox:
+		if covers {
+			t.Errorf("%s: the worker decided it by layer %s (%s), which no allow rule reached; the role check of the allow rules covers it", what, w.Verdict.Layer, w.Verdict.Reason)
+			ok = false
+		}
 	}
 	return w.Verdict.Layer, ok
 }

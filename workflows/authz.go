@@ -68,7 +68,7 @@ func (a *Approvers) rules(user string) ([]permission.Rule, error) {
 // MayAnswer checks, with rc, that user may answer a call of tool with input (and,
 // when edited is set, run it with that input instead). With no approvers
 // configured everyone may.
-func (a *Approvers) MayAnswer(rc RoleChecker, user, tool string, input, edited json.RawMessage) error {
+func (a *Approvers) MayAnswer(rc RoleChecker, user, tool string, input, edited json.RawMessage, workdir string) error {
 	if !a.Enabled() {
 		return nil
 	}
@@ -85,10 +85,10 @@ func (a *Approvers) MayAnswer(rc RoleChecker, user, tool string, input, edited j
 	if rc == nil {
 		return errNoRoleChecker
 	}
-	if !rc.RulesCover(rules, tool, input) {
+	if !rc.RulesCover(rules, tool, input, workdir) {
 		return fmt.Errorf("%s's roles do not cover this %s call", user, tool)
 	}
-	if len(edited) > 0 && !rc.RulesCover(rules, tool, edited) {
+	if len(edited) > 0 && !rc.RulesCover(rules, tool, edited, workdir) {
 		return fmt.Errorf("%s's roles do not cover the edited %s input", user, tool)
 	}
 	return nil
@@ -126,7 +126,7 @@ func (a *Approvers) MayAddRule(rc RoleChecker, user, rule string) error {
 // RolesFor lists, sorted, the roles whose patterns cover a call of tool
 // with input (notification routes match them). Without a RoleChecker or
 // roles it lists none.
-func (a *Approvers) RolesFor(rc RoleChecker, tool string, input json.RawMessage) []string {
+func (a *Approvers) RolesFor(rc RoleChecker, tool string, input json.RawMessage, workdir string) []string {
 	if a == nil || rc == nil {
 		return nil
 	}
@@ -138,7 +138,7 @@ func (a *Approvers) RolesFor(rc RoleChecker, tool string, input json.RawMessage)
 				rules = append(rules, r)
 			}
 		}
-		if len(rules) > 0 && rc.RulesCover(rules, tool, input) {
+		if len(rules) > 0 && rc.RulesCover(rules, tool, input, workdir) {
 			out = append(out, name)
 		}
 	}
@@ -162,8 +162,10 @@ func sortedKeys[V any](m map[string]V) []string {
 // links, so workflow code does not link the tools, their backends or the
 // shell parser.
 type RoleChecker interface {
-	// RulesCover reports whether role rules cover a call of tool with input.
-	RulesCover(rules []permission.Rule, tool string, input json.RawMessage) bool
+	// RulesCover reports whether role rules cover a call of tool with
+	// input, its paths resolved against workdir (the turn's workspace;
+	// "" none) as the worker's decision resolves them.
+	RulesCover(rules []permission.Rule, tool string, input json.RawMessage, workdir string) bool
 	// RuleWithin reports whether rule r is no wider than one of the role rules.
 	RuleWithin(r permission.Rule, roles []permission.Rule) bool
 }

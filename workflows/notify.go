@@ -48,14 +48,14 @@ func (t *turn) routeRoles(ctx workflow.Context, p Pending) []string {
 		return nil
 	}
 	if workflow.GetVersion(ctx, versionRouteRoles, workflow.DefaultVersion, 1) < 1 {
-		return a.RolesFor(t.roles, p.Tool, p.Input)
+		return a.RolesFor(t.roles, p.Tool, p.Input, "")
 	}
 	if r, ok := t.routes[p.CallID]; ok && r.tool == p.Tool && r.input == string(p.Input) {
 		return r.roles
 	}
 	var roles []string
 	if err := workflow.SideEffect(ctx, func(workflow.Context) any {
-		return a.RolesFor(t.roles, p.Tool, p.Input)
+		return a.RolesFor(t.roles, p.Tool, p.Input, p.Workdir)
 	}).Get(&roles); err != nil {
 		// A recorded value that does not decode: route by the rest, and say so.
 		workflow.GetLogger(ctx).Warn("approver roles for routing unreadable; routing without them", "call", p.CallID, "error", err)

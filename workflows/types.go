@@ -472,6 +472,10 @@ type Prepared struct {
 	// not waiting) checks its answers against the team in force.
 	Team        *Approvers `json:"team,omitempty"`
 	TeamVersion int        `json:"team_version,omitempty"`
+	// Workdir is the workspace the call was decided in (the turn's, else
+	// the backend's): the role check of its approvers resolves its paths
+	// there, as the decision did.
+	Workdir string `json:"workdir,omitempty"`
 }
 
 // ToolFlags is what the workflow reads of a tool's Info.
@@ -647,6 +651,10 @@ type Pending struct {
 	// LiveVersion is the policy store's version the call was last
 	// decided under (turns that follow a store).
 	LiveVersion int `json:"live_version,omitempty"`
+	// Workdir is the workspace the call was decided in (Prepared.Workdir):
+	// the role check of an answer, in the turn, the inbox and the CLI,
+	// resolves the call's paths there.
+	Workdir string `json:"workdir,omitempty"`
 	// Quorum is how many distinct approvers must allow the call (0 or 1:
 	// one), from the policy's quorum rules (CallPolicy.Quorum).
 	// Approvals are the allows recorded so far, while fewer than Quorum

@@ -9,6 +9,7 @@
 package roles
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"path"
@@ -27,8 +28,8 @@ import (
 type Checker struct{}
 
 // RulesCover is Cover.
-func (Checker) RulesCover(rules []permission.Rule, tool string, input json.RawMessage) bool {
-	return Cover(rules, tool, input)
+func (Checker) RulesCover(rules []permission.Rule, tool string, input json.RawMessage, workdir string) bool {
+	return Cover(rules, tool, input, workdir)
 }
 
 // RuleWithin is Within.
@@ -36,11 +37,10 @@ func (Checker) RuleWithin(r permission.Rule, roles []permission.Rule) bool {
 	return Within(r, roles)
 }
 
-// roleRoot is the workspace a role check resolves relative paths
-// against. A role check does not use the turn's workspace, so a relative
-// path only matches a relative role pattern ("src/a.go" and Edit(src/**)),
-// after cleaning ("src/../../etc/passwd" is /etc/passwd, which it does
-// not match), and an absolute path only an absolute one.
+// roleRoot is the workspace a role check resolves relative patterns
+// against when it is given none (a check outside any turn): then a
+// relative role pattern (Edit(src/**)) covers no real path, and an
+// absolute path only an absolute pattern.
 const roleRoot = "/.warden-role-check"
 
 // Cover reports whether role rules cover a call. It asks the one
@@ -50,8 +50,10 @@ const roleRoot = "/.warden-role-check"
 // call: so Bash is matched per simple command, paths are matched
 // cleaned, and a sensitive path or a file outside the workspace still
 // needs an unrestricted approver. A tool that is not built in (an MCP
-// tool) is covered only by a rule naming the whole tool.
-func Cover(rules []permission.Rule, tool string, input json.RawMessage) bool {
+// tool) is covered only by a rule naming the whole tool. Paths and
+// patterns resolve against workdir, the turn's workspace, as the worker's
+// decision resolves them ("" resolves against none, see roleRoot).
+func Cover(rules []permission.Rule, tool string, input json.RawMessage, workdir string) bool {
 	var t tools.Tool
 	for _, b := range tools.Builtins() {
 		if b.Info().Name == tool {
@@ -63,7 +65,7 @@ func Cover(rules []permission.Rule, tool string, input json.RawMessage) bool {
 		return slices.ContainsFunc(rules, func(r permission.Rule) bool { return r.Tool == tool && r.Content == "" })
 	}
 	pc := permission.Context{Mode: permission.ModeDontAsk, Allow: rules, RulesOnly: true}
-	v, err := decide.Verdict(context.Background(), decide.Call{Tool: t, Input: input, Workdir: roleRoot, Policy: &pc})
+	v, err := decide.Verdict(context.Background(), decide.Call{Tool: t, Input: input, Workdir: cmp.Or(workdir, roleRoot), Policy: &pc})
 	return err == nil && v.Behavior == permission.Allow
 }
 

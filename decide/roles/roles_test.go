@@ -42,7 +42,7 @@ func TestCover(t *testing.T) {
 		{nil, "Bash", `{"command":"ls"}`, false},
 	}
 	for _, c := range cases {
-		if got := Cover(allow(t, c.rules...), c.tool, json.RawMessage(c.input)); got != c.want {
+		if got := Cover(allow(t, c.rules...), c.tool, json.RawMessage(c.input), ""); got != c.want {
 			t.Errorf("Cover(%v, %s, %s) = %v, want %v", c.rules, c.tool, c.input, got, c.want)
 		}
 	}
@@ -83,10 +83,37 @@ func TestCoverBudget(t *testing.T) {
 	in := json.RawMessage(`{"kind":"cost","spent":"5.01","limit":"5","next":"call the model"}`)
 	budget, _ := permission.ParseRule("Budget", permission.Allow)
 	kube, _ := permission.ParseRule("Bash(kubectl:*)", permission.Allow)
-	if !Cover([]permission.Rule{budget}, "Budget", in) {
+	if !Cover([]permission.Rule{budget}, "Budget", in, "") {
 		t.Error("a Budget rule does not cover a budget approval")
 	}
-	if Cover([]permission.Rule{kube}, "Budget", in) {
+	if Cover([]permission.Rule{kube}, "Budget", in, "") {
 		t.Error("a Bash rule covers a budget approval")
+	}
+}
+
+// TestCoverInWorkspace: a role's relative pattern covers a call's
+// absolute path inside the turn's workspace, as the worker's decision
+// resolves it, and not outside it; without a workspace (a check outside
+// any turn) it covers no absolute path.
+func TestCoverInWorkspace(t *testing.T) {
+	t.Parallel()
+	ws := t.TempDir()
+	edit := func(p string) json.RawMessage {
+		return json.RawMessage(`{"file_path":"` + p + `","old_string":"a","new_string":"b"}`)
+	}
+	role := allow(t, "Edit(src/**)")
+	for _, c := range []struct {
+		input   json.RawMessage
+		workdir string
+		want    bool
+	}{
+		{edit(ws + "/src/a.go"), ws, true},
+		{edit(ws + "/docs/a.md"), ws, false},
+		{edit(ws + "/src/../../etc/hosts"), ws, false},
+		{edit(ws + "/src/a.go"), "", false},
+	} {
+		if got := Cover(role, "Edit", c.input, c.workdir); got != c.want {
+			t.Errorf("Cover(Edit(src/**), %s, workdir %q) = %v, want %v", c.input, c.workdir, got, c.want)
+		}
 	}
 }
