@@ -44,6 +44,7 @@ fi
 started_dockerd=""
 cleanup() {
   [ -n "$jaeger_pid" ] && kill "$jaeger_pid" 2>/dev/null || true
+  [ -n "${cli_pid:-}" ] && kill "$cli_pid" 2>/dev/null || true
   if [ -n "$started_dockerd" ] && [ -f "$started_dockerd" ]; then
     kill "$(cat "$started_dockerd")" 2>/dev/null || true
   fi
@@ -102,12 +103,18 @@ else
   skip "the cluster profile test (PostgreSQL)" WARDEN_SKIP_POSTGRES
 fi
 
+cli_pid=""
+cli_out=$(mktemp -d)
 if [ "${WARDEN_SKIP_STOCK:-}" != "1" ]; then
   # The stock-server tests run the Temporal CLI's dev server and use the
   # CLI as a client; once it is installed here, they fail rather than skip.
-  phase "temporal CLI (stock-server tests; built once with go install, then cached)"
-  WARDEN_TEMPORAL_CLI=$(.ci/temporal-cli.sh)
-  export WARDEN_TEMPORAL_CLI WARDEN_REQUIRE_STOCK=1
+  # Cold, it builds (a Temporal server of its own version) in the
+  # background at low priority, as Jaeger does, beside the checks and the
+  # tests, whose waits leave cores idle; the stock tests wait for it.
+  phase "temporal CLI (stock-server tests; built once in the background, then cached)"
+  nice -n 19 .ci/temporal-cli.sh >"$cli_out/path" 2>"$cli_out/log" &
+  cli_pid=$!
+  export WARDEN_REQUIRE_STOCK=1
 else
   skip "the stock-server tests (Temporal CLI)" WARDEN_SKIP_STOCK
 fi
@@ -135,11 +142,18 @@ phase "workflow dependencies (go list -deps ./workflows)"
 # the role check that needs the engine is injected at registration.
 scripts/workflow-deps.sh
 
-# Packages that do not link the Temporal server run with the race detector;
-# tests/ (which embeds the server) runs without it to keep the cold build short.
-unit=$(go list ./... | grep -v '/tests$')
+# Packages whose tests do not link the Temporal server run with the race
+# detector. The ones that embed it (tests/, and node, internal/devserver
+# and cmd/worker, which start one in their tests) run without: a race
+# build of the server and its storage drivers is a second build of most
+# of the code the tests link, on a cold machine the longest step there is.
+embed=$(go list -test -f '{{.ImportPath}}{{range .Deps}} {{.}}{{end}}' ./... |
+  awk '/ go\.temporal\.io\/server\// {sub(/\.test$/, "", $1); print $1}' | sort -u)
+unit=$(go list ./... | grep -vxF -f <(echo "$embed"))
 phase "unit tests (-race)"
 go test -race -count=1 $unit
+phase "unit tests of the packages that embed the server (node, devserver, worker)"
+go test -count=1 $(echo "$embed" | grep -v '/tests$')
 
 phase "integration tests (real Temporal server, processes, files)"
 go test -count=1 -timeout 30m -skip '^(TestClusterProfile$|TestStock|TestTrace)' ./tests/...
@@ -147,6 +161,14 @@ go test -count=1 -timeout 30m -skip '^(TestClusterProfile$|TestStock|TestTrace)'
 phase "cluster profile (PostgreSQL, Temporal server process, two worker processes, starter)"
 go test -count=1 -timeout 15m -v -run '^TestClusterProfile$' ./tests/
 
+if [ -n "$cli_pid" ]; then
+  phase "stock servers: waiting for the Temporal CLI build"
+  if ! wait "$cli_pid"; then cli_pid=""; cat "$cli_out/log" >&2; echo "the Temporal CLI did not build" >&2; exit 1; fi
+  cli_pid=""
+  cat "$cli_out/log" >&2
+  WARDEN_TEMPORAL_CLI=$(cat "$cli_out/path")
+  export WARDEN_TEMPORAL_CLI
+fi
 phase "stock servers (the Temporal CLI's dev server; the official server binary on PostgreSQL with mTLS, then JWT; the CLI against the embedded server)"
 go test -count=1 -timeout 20m -v -run '^TestStock' ./tests/
 if [ -n "$jaeger_pid" ]; then
