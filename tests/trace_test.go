@@ -246,7 +246,8 @@ func traceSetup(t *testing.T, telemetry string) (cfg, rules, scriptFile, dir str
 // `starter approvals approve` on a restarted worker, and reads the
 // turn's one trace back from Jaeger's API: the starter's span, the
 // model calls, decisions, tool calls and one approval wait with its
-// approver, none of them twice. The control: a worker and starter with
+// approver, none of them twice; a second turn's budget approval, raised
+// with the CLI, is one approval wait of kind budget. The control: a worker and starter with
 // no telemetry section send Jaeger nothing.
 func TestTraceTurnInJaeger(t *testing.T) {
 	j := startJaeger(t)
@@ -296,6 +297,28 @@ func TestTraceTurnInJaeger(t *testing.T) {
 	checkTurnTrace(t, tr, id)
 	screenshotTrace(t, j, tr.TraceID)
 
+	// A budget approval's wait is traced as an approval's: a turn whose
+	// budget (one tool call) stops its second call, raised by alice.
+	bscript := filepath.Join(dir, "budget.yaml")
+	writeFile(t, bscript, "steps:\n  - tool_calls: [{id: b1, name: Bash, input: {command: \"echo one\"}}]\n"+
+		"  - tool_calls: [{id: b2, name: Bash, input: {command: \"echo two\"}}]\n  - text: done\n", 0o644)
+	bid := "trace-budget-" + tag()
+	if out, err := runStarterEnv(t, sbin, dir, append([]string{"run", "--script", bscript, "--rules", rules, "--workflow-id", bid,
+		"--detach", "--no-live-policy", "--workdir", workdir, "--budget", "tool_calls=1"}, common...)...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	bps := waitPending(t, cl, bid, 1)
+	if bps[0].Kind != workflows.PendingBudget {
+		t.Fatalf("budget turn: pending %+v, want a budget approval", bps)
+	}
+	if out, err := runStarterEnv(t, sbin, dir, append([]string{"approvals", "approve", bid, bps[0].CallID, "--by", "alice", "--raise", "tool_calls=+1"}, common...)...); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if res, err := cl.Result(ctx, bid); err != nil || res.Answer != "done" {
+		t.Fatalf("budget turn: result %+v, %v", res, err)
+	}
+	checkBudgetWait(t, j, bid, bps[0].CallID)
+
 	// Control: no telemetry section, no OTEL_ variables: nothing in Jaeger.
 	ccfg, crules, cscript, cdir := traceSetup(t, "")
 	cqueue := "tq-trace-off-" + tag()
@@ -321,6 +344,34 @@ func TestTraceTurnInJaeger(t *testing.T) {
 				t.Errorf("control turn %s: %d traces of %s in Jaeger, want none", cid, len(ts), svc)
 			}
 		}
+	}
+}
+
+// checkBudgetWait waits for the budget approval callID of turn id in
+// Jaeger: one warden.approval_wait span of kind budget, by alice, allowed.
+func checkBudgetWait(t *testing.T, j *jaeger, id, callID string) {
+	t.Helper()
+	ctx := ctxT(t, 60*time.Second)
+	var waits []jaegerSpan
+	waitFor(t, ctx, func() bool {
+		waits = nil
+		for _, tr := range j.traces(t, "warden-worker", "warden.turn", id) {
+			for _, s := range j.trace(t, tr.TraceID).Spans {
+				if s.OperationName == workflows.SpanApprovalWait {
+					waits = append(waits, s)
+				}
+			}
+		}
+		return len(waits) > 0
+	})
+	if len(waits) != 1 {
+		t.Fatalf("budget turn: %d approval waits, want 1", len(waits))
+	}
+	s := waits[0]
+	if s.tag("warden.call_id") != callID || s.tag("warden.approval.kind") != string(workflows.PendingBudget) ||
+		s.tag("warden.approval.by") != "alice" || s.tag("warden.approval.decision") != "allow" || s.Duration <= 0 {
+		t.Errorf("budget wait: call %q kind %q by %q decision %q duration %d µs", s.tag("warden.call_id"), s.tag("warden.approval.kind"),
+			s.tag("warden.approval.by"), s.tag("warden.approval.decision"), s.Duration)
 	}
 }
 

@@ -310,6 +310,11 @@ func (t *turn) parkBudget(ctx workflow.Context, req BudgetRequest, now time.Time
 	t.upsertPending(ctx)
 	for {
 		if a, ok := t.answers[p.CallID]; ok && a.Approval != nil {
+			// The wait is traced as an approval's is (no command: the
+			// span is emitted outside the history).
+			if q, ok := t.findPending(p.CallID); ok {
+				approvalSpan(ctx, q, a, false)
+			}
 			t.pending = slices.DeleteFunc(t.pending, func(q Pending) bool { return q.CallID == p.CallID })
 			delete(t.answers, p.CallID)
 			t.upsertPending(ctx)
