@@ -22,6 +22,7 @@ type Approvals struct {
 	pending     prometheus.Gauge
 	wait        prometheus.Histogram
 	escalations *prometheus.CounterVec
+	answers     *prometheus.CounterVec
 	pollErrors  prometheus.Counter
 }
 
@@ -44,6 +45,10 @@ func NewApprovals(reg prometheus.Registerer) *Approvals {
 			Name: "warden_approval_escalations_total",
 			Help: "Approvals whose deadline passed, by escalation action (deny, allow, notify).",
 		}, []string{"action"}),
+		answers: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "warden_approval_answers_total",
+			Help: "Answered waits by kind (approval, external, budget), how they were answered (the channel: the answer's via such as inbox or a key's name, or escalation, remembered, rule, policy_change, external) and decision.",
+		}, []string{"kind", "how", "decision"}),
 		pollErrors: f.NewCounter(prometheus.CounterOpts{
 			Name: "warden_approvals_poll_errors_total",
 			Help: "Failed counts of pending approvals (the gauge keeps its last value).",
@@ -84,6 +89,14 @@ func (a *Approvals) Escalated(action string) {
 		action = ActionDeny
 	}
 	a.escalations.WithLabelValues(action).Inc()
+}
+
+// Answered counts n answered waits of kind, answered how, with decision.
+func (a *Approvals) Answered(kind, how, decision string, n int64) {
+	if a == nil || n <= 0 {
+		return
+	}
+	a.answers.WithLabelValues(kind, how, decision).Add(float64(n))
 }
 
 // Poll sets the pending gauge from count now and then every interval

@@ -62,6 +62,9 @@ func ApprovalRoutes(a *Approvals) []Route {
 				a.Escalated(tags["action"])
 			}
 		}},
+		{Counter: workflows.MetricApprovalAnswers, Add: func(tags map[string]string, n int64) {
+			a.Answered(tags["kind"], tags["how"], tags["decision"], n)
+		}},
 	}
 }
 

@@ -39,10 +39,15 @@ func TestMetricsEndpoint(t *testing.T) {
 
 	ctx := ctxT(t, 60*time.Second)
 	cl := startWorkerless(queue)
-	s := script(t, "steps:\n  - tool_calls: [{name: Bash, input: {command: \"echo metrics\"}}, {name: Bash, input: {command: \"touch f\"}}]\n  - text: ok\n")
+	s := script(t, "steps:\n  - tool_calls: [{name: Bash, input: {command: \"echo metrics\"}}, {name: Bash, input: {command: \"touch f\"}}]\n"+
+		"  - tool_calls: [{id: asked, name: Bash, input: {command: \"git init -q repo\"}}]\n  - text: ok\n")
 	id := "metrics-" + fmt.Sprint(time.Now().UnixNano())
 	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: s},
 		Permission: permission.Context{Mode: permission.ModeAcceptEdits}}); err != nil {
+		t.Fatal(err)
+	}
+	ps := waitPending(t, cl, id, 1)
+	if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: "asked", Decision: workflows.DecisionAllow, By: "ops", Hash: ps[0].Hash}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cl.Result(ctx, id); err != nil {
@@ -56,14 +61,17 @@ func TestMetricsEndpoint(t *testing.T) {
 	resp.Body.Close()
 	text := string(body)
 	for _, want := range []string{
-		`warden_tool_calls_total{outcome="success",tool="Bash"} 2`,
 		`warden_permission_decisions_total{behavior="allow",tool="Bash"} 2`,
 		"# HELP warden_tool_call_duration_seconds",
 		"# HELP warden_approvals_pending",
 		"# HELP warden_approval_wait_seconds",
 		"# HELP warden_approval_escalations_total",
 		"# HELP warden_model_calls_total",
-		`warden_model_calls_total{model="",outcome="success",provider="scripted"} 2`,
+		`warden_model_calls_total{model="",outcome="success",provider="scripted"} 3`,
+		`warden_tool_calls_total{outcome="success",tool="Bash"} 3`,
+		// The answered approval, by channel (how: the answer's via, here
+		// none, so "answer") and decision.
+		`warden_approval_answers_total{decision="allow",how="answer",kind="approval"} 1`,
 		"temporal_",
 	} {
 		if !strings.Contains(text, want) {

@@ -314,6 +314,7 @@ func (t *turn) parkBudget(ctx workflow.Context, req BudgetRequest, now time.Time
 			// span is emitted outside the history).
 			if q, ok := t.findPending(p.CallID); ok {
 				approvalSpan(ctx, q, a, false)
+				answerMetric(ctx, q, a, false)
 			}
 			t.pending = slices.DeleteFunc(t.pending, func(q Pending) bool { return q.CallID == p.CallID })
 			delete(t.answers, p.CallID)

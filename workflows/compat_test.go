@@ -431,6 +431,7 @@ func constGroups() map[string]map[string]any {
 			"ActivityTool", workflows.ActivityTool,
 			"ActivityNotify", workflows.ActivityNotify, "ActivityChatPost", workflows.ActivityChatPost, "ActivityChatUpdate", workflows.ActivityChatUpdate, "ActivityModelStep", workflows.ActivityModelStep,
 			"MetricApprovalWait", workflows.MetricApprovalWait, "MetricApprovalEscalation", workflows.MetricApprovalEscalation,
+			"MetricApprovalAnswers", workflows.MetricApprovalAnswers,
 		),
 		"workflows.error_types": str(
 			"ErrTypeUnknownModel", workflows.ErrTypeUnknownModel, "ErrTypeUnknownTool", workflows.ErrTypeUnknownTool, "ErrTypeUnmatchableRule", workflows.ErrTypeUnmatchableRule,

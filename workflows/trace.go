@@ -62,22 +62,18 @@ func workflowSpan(ctx workflow.Context, name string, start, end time.Time, attrs
 	span.End(trace.WithTimestamp(end))
 }
 
-// approvalSpan records the wait of p, answered by a, as one span; live
-// says the turn follows a policy store, whose re-decisions answer with
-// a.Auto.
-func approvalSpan(ctx workflow.Context, p Pending, a AnswerState, live bool) {
-	if workflow.IsReplaying(ctx) {
-		return
-	}
-	now := workflow.Now(ctx)
-	attrs := []attribute.KeyValue{attrCallID.String(p.CallID), attrTool.String(p.Tool), attrKind.String(string(p.Kind)),
-		attrWaitSecs.Float64(now.Sub(p.RequestedAt).Seconds())}
-	how := "answer"
+// answerHow says how an answered wait ended: how (escalation at a
+// deadline, remembered, policy_change, rule, external, else the answer's
+// via, else answer) and the decision ("" unknown), the values of the
+// wait's span and of MetricApprovalAnswers. live says the turn follows a
+// policy store, whose re-decisions answer with a.Auto.
+func answerHow(a AnswerState, live bool) (how, decision string) {
+	how = "answer"
 	switch {
 	case a.External != nil:
-		how = "external"
+		how, decision = "external", "result"
 	case a.Denied != "":
-		how, attrs = "policy_change", append(attrs, attrDecision.String(string(DecisionDeny)))
+		how, decision = "policy_change", string(DecisionDeny)
 	case a.Auto != "":
 		// Released by a re-decision: a remembered approval, a policy
 		// store's change, or a rule an approver added.
@@ -89,18 +85,47 @@ func approvalSpan(ctx workflow.Context, p Pending, a AnswerState, live bool) {
 		default:
 			how = "rule"
 		}
-		attrs = append(attrs, attrDecision.String(string(DecisionAllow)))
+		decision = string(DecisionAllow)
 	case a.Approval != nil:
-		ap := a.Approval
-		attrs = append(attrs, attrBy.String(ap.By), attrVia.String(ap.Via), attrDecision.String(string(ap.Decision)))
+		decision = string(a.Approval.Decision)
 		switch {
-		case ap.By == "deadline":
+		case a.Approval.By == "deadline":
 			how = "escalation"
-		case ap.Via != "":
-			how = ap.Via
+		case a.Approval.Via != "":
+			how = a.Approval.Via
 		}
 	}
+	return how, decision
+}
+
+// approvalSpan records the wait of p, answered by a, as one span; live
+// says the turn follows a policy store, whose re-decisions answer with
+// a.Auto.
+func approvalSpan(ctx workflow.Context, p Pending, a AnswerState, live bool) {
+	if workflow.IsReplaying(ctx) {
+		return
+	}
+	now := workflow.Now(ctx)
+	attrs := []attribute.KeyValue{attrCallID.String(p.CallID), attrTool.String(p.Tool), attrKind.String(string(p.Kind)),
+		attrWaitSecs.Float64(now.Sub(p.RequestedAt).Seconds())}
+	how, decision := answerHow(a, live)
+	if ap := a.Approval; ap != nil {
+		attrs = append(attrs, attrBy.String(ap.By), attrVia.String(ap.Via))
+	}
+	if decision != "" && a.External == nil {
+		attrs = append(attrs, attrDecision.String(decision))
+	}
 	workflowSpan(ctx, SpanApprovalWait, p.RequestedAt, now, append(attrs, attrHow.String(how))...)
+}
+
+// answerMetric counts an answered wait by its kind, how it was answered
+// (the channel: the answer's via, or escalation, remembered, rule,
+// policy_change, external) and decision (MetricApprovalAnswers).
+// Metrics are skipped while the workflow replays; they emit no command.
+func answerMetric(ctx workflow.Context, p Pending, a AnswerState, live bool) {
+	how, decision := answerHow(a, live)
+	workflow.GetMetricsHandler(ctx).WithTags(map[string]string{"kind": string(p.Kind), "how": how, "decision": decision}).
+		Counter(MetricApprovalAnswers).Inc(1)
 }
 
 // continueAsNewSpan marks the run's continue-as-new.

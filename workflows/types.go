@@ -49,6 +49,10 @@ const (
 	MetricApprovalWait = "warden_approval_wait"
 	// MetricApprovalEscalation counts deadline escalations (tag "action").
 	MetricApprovalEscalation = "warden_approval_escalation"
+	// MetricApprovalAnswers counts answered waits (approvals, external
+	// results, budget approvals) by tags kind, how (the channel) and
+	// decision.
+	MetricApprovalAnswers = "warden_approval_answer"
 )
 
 // Activity names, registered by activities.Activities.

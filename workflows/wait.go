@@ -236,6 +236,7 @@ func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a AnswerState) er
 		workflow.GetMetricsHandler(ctx).Timer(MetricApprovalWait).Record(workflow.Now(ctx).Sub(p.RequestedAt))
 	}
 	approvalSpan(ctx, p, a, t.in.LivePolicy != "")
+	answerMetric(ctx, p, a, t.in.LivePolicy != "")
 	switch {
 	case a.External != nil:
 		r := a.External
