@@ -279,6 +279,19 @@ func TestTraceTurnInJaeger(t *testing.T) {
 		}
 		return run != first
 	})
+	// A SIGKILLed worker loses the spans its batcher still holds: the
+	// kill waits until Jaeger has c2's decision, the last span the first
+	// worker makes.
+	waitFor(t, ctx, func() bool {
+		for _, tr := range j.traces(t, "warden-worker", "warden.turn", id) {
+			for _, s := range j.trace(t, tr.TraceID).Spans {
+				if s.OperationName == "warden.decision" && s.tag("warden.call_id") == "c2" {
+					return true
+				}
+			}
+		}
+		return false
+	})
 	killProcess(t, w.cmd)
 	w2 := startTraceWorker(t, wbin, cfg, queue, workdir, data)
 	if out, err := runStarterEnv(t, sbin, dir, append([]string{"approvals", "approve", id, "c2", "--by", "alice"}, common...)...); err != nil {
