@@ -501,57 +501,29 @@ func (l *limiter) fileReached() string {
 }
 
 // fileAtBound reports whether a file of the call's write paths changed
-// since it started has reached limits.write in size (files of another
-// running call's write paths are not looked at).
+// since it started has reached limits.write in size.
 func (l *limiter) fileAtBound() bool {
-	if l.lim.Write <= 0 {
-		return false
-	}
-	mine := map[string]bool{}
-	for _, p := range l.writes {
-		mine[p] = true
-	}
-	others := l.others()
-	start := l.start.UnixNano()
 	found := false
-	for _, root := range l.writes {
-		_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
-			if err != nil {
-				return filepath.SkipDir
-			}
-			if e.IsDir() && others[p] && !mine[p] {
-				return filepath.SkipDir
-			}
-			if !e.Type().IsRegular() {
-				return nil
-			}
-			var st unix.Stat_t
-			if unix.Lstat(p, &st) == nil && st.Ctim.Nano() >= start && st.Size >= l.lim.Write {
-				found = true
-				return filepath.SkipAll
-			}
-			return nil
+	if l.lim.Write > 0 {
+		l.changedFiles(func(_ string, st *unix.Stat_t) bool {
+			found = st.Size >= l.lim.Write
+			return !found
 		})
-		if found {
-			break
-		}
 	}
 	return found
 }
 
-// releasePrealloc frees the blocks allocated past the end of the files
-// of the call's write paths changed since it started
-// (fallocate(FALLOC_FL_KEEP_SIZE) takes blocks and leaves the size): a
-// truncate to the file's own size frees them and changes no byte. It
-// returns the bytes freed and the files they were in. Files of another
-// running call's write paths are left alone.
-func (l *limiter) releasePrealloc() (freed int64, files int) {
+// changedFiles calls fn with each regular file of the call's write paths
+// changed since it started (its path and Lstat), until fn returns false.
+// Files of another running call's write paths are left out.
+func (l *limiter) changedFiles(fn func(p string, st *unix.Stat_t) bool) {
 	mine := map[string]bool{}
 	for _, p := range l.writes {
 		mine[p] = true
 	}
 	others := l.others()
 	start := l.start.UnixNano()
+	stop := false
 	for _, root := range l.writes {
 		_ = filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
 			if err != nil {
@@ -567,27 +539,46 @@ func (l *limiter) releasePrealloc() (freed int64, files int) {
 			if unix.Lstat(p, &st) != nil || st.Ctim.Nano() < start {
 				return nil
 			}
-			// Blocks past the size rounded up to whole blocks.
-			end := (st.Size + st.Blksize - 1) / st.Blksize * st.Blksize
-			if st.Blocks*512 <= end {
-				return nil
-			}
-			fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-			if err != nil {
-				return nil
-			}
-			defer unix.Close(fd)
-			var now unix.Stat_t
-			if unix.Fstat(fd, &now) != nil || now.Ino != st.Ino || unix.Ftruncate(fd, now.Size) != nil {
-				return nil
-			}
-			if unix.Fstat(fd, &now) == nil && now.Blocks < st.Blocks {
-				freed += (st.Blocks - now.Blocks) * 512
-				files++
+			if !fn(p, &st) {
+				stop = true
+				return filepath.SkipAll
 			}
 			return nil
 		})
+		if stop {
+			return
+		}
 	}
+}
+
+// releasePrealloc frees the blocks allocated past the end of the files
+// of the call's write paths changed since it started
+// (fallocate(FALLOC_FL_KEEP_SIZE) takes blocks and leaves the size): a
+// truncate to the file's own size frees them and changes no byte. It
+// returns the bytes freed and the files they were in. Files of another
+// running call's write paths are left alone.
+func (l *limiter) releasePrealloc() (freed int64, files int) {
+	l.changedFiles(func(p string, st *unix.Stat_t) bool {
+		// Blocks past the size rounded up to whole blocks.
+		end := (st.Size + st.Blksize - 1) / st.Blksize * st.Blksize
+		if st.Blocks*512 <= end {
+			return true
+		}
+		fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return true
+		}
+		defer unix.Close(fd)
+		var now unix.Stat_t
+		if unix.Fstat(fd, &now) != nil || now.Ino != st.Ino || unix.Ftruncate(fd, now.Size) != nil {
+			return true
+		}
+		if unix.Fstat(fd, &now) == nil && now.Blocks < st.Blocks {
+			freed += (st.Blocks - now.Blocks) * 512
+			files++
+		}
+		return true
+	})
 	return freed, files
 }
 
