@@ -14,6 +14,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	tclient "go.temporal.io/sdk/client"
@@ -51,6 +52,11 @@ func (l *listClient) ListWorkflow(_ context.Context, req *workflowservice.ListWo
 		resp.NextPageToken = []byte(fmt.Sprint(page + 1))
 	}
 	return resp, nil
+}
+
+// ListArchivedWorkflow answers as a server without visibility archival.
+func (l *listClient) ListArchivedWorkflow(context.Context, *workflowservice.ListArchivedWorkflowExecutionsRequest) (*workflowservice.ListArchivedWorkflowExecutionsResponse, error) {
+	return nil, serviceerror.NewInvalidArgument("Cluster is not configured for visibility archival.")
 }
 
 func (l *listClient) DescribeWorkflowExecution(context.Context, string, string) (*workflowservice.DescribeWorkflowExecutionResponse, error) {

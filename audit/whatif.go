@@ -51,7 +51,8 @@ func (q Query) query() (string, error) {
 }
 
 // turnIDs lists the workflow ids of the turns q selects, each once (a
-// turn listed again on a later page is the same chain).
+// turn listed again on a later page is the same chain): the server's,
+// then those only the namespace's archive still has.
 func turnIDs(ctx context.Context, c tclient.Client, q Query) ([]string, error) {
 	qs, err := q.query()
 	if err != nil {
@@ -73,9 +74,20 @@ func turnIDs(ctx context.Context, c tclient.Client, q Query) ([]string, error) {
 			}
 		}
 		if token = resp.GetNextPageToken(); len(token) == 0 {
-			return ids, nil
+			break
 		}
 	}
+	archived, err := archivedTurnIDs(ctx, c, q.Since)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range archived {
+		if !seen[id] && strings.HasPrefix(id, q.Prefix) {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	return ids, nil
 }
 
 // RecordedCalls lists the turns q selects and reads their histories

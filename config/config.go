@@ -85,6 +85,30 @@ type Server struct {
 	NoAuth bool `yaml:"no_auth"`
 	// DynamicConfig overrides server dynamic config keys.
 	DynamicConfig map[string]any `yaml:"dynamic_config"`
+	// Retention of closed turns in the embedded server's database
+	// (0: 72h). Past it, a turn's history is read from the archive.
+	Retention time.Duration `yaml:"retention"`
+	// Archive is the directory of the embedded server's history archive
+	// (Temporal's History Archival, filestore): every closed turn's
+	// history is written there and stays readable after retention.
+	// Empty means data_dir/archive (no archive for an in-memory
+	// server); "off" turns archival off.
+	Archive string `yaml:"archive"`
+}
+
+// ArchiveDir is the embedded server's archive directory, "" when
+// archival is off (server.archive "off", or an in-memory server with
+// no archive set).
+func (s Server) ArchiveDir() string {
+	switch {
+	case s.Archive == "off":
+		return ""
+	case s.Archive != "":
+		return s.Archive
+	case s.DataDir != "":
+		return filepath.Join(s.DataDir, "archive")
+	}
+	return ""
 }
 
 // Temporal configures joining an existing cluster instead of embedding one.
@@ -572,6 +596,7 @@ func (c Config) OwnPaths() []string {
 	}
 	add(c.Server.DataDir)
 	add(c.contentDir())
+	add(c.Server.ArchiveDir())
 	add(c.Temporal.KeyFile)
 	add(os.Getenv("WARDEN_KEY_FILE"))
 	add(c.InboxKeyFile())
@@ -600,7 +625,7 @@ func (c Config) contentDir() string {
 // and content directories always, another path when it is one) stands
 // for itself and everything below it.
 func (c Config) OwnPatterns() []string {
-	dirs := []string{mustAbs(c.Server.DataDir), mustAbs(c.contentDir())}
+	dirs := []string{mustAbs(c.Server.DataDir), mustAbs(c.contentDir()), mustAbs(c.Server.ArchiveDir())}
 	var out []string
 	for _, p := range c.OwnPaths() {
 		if fi, err := os.Stat(p); slices.Contains(dirs, p) || (err == nil && fi.IsDir()) {

@@ -87,7 +87,7 @@ func TestOwnFilesSensitive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"**/secrets/**", filepath.Join(dir, "data") + "{,/**}", filepath.Join(dir, "data", "content") + "{,/**}", file}
+	want := []string{"**/secrets/**", filepath.Join(dir, "data") + "{,/**}", filepath.Join(dir, "data", "content") + "{,/**}", filepath.Join(dir, "data", "archive") + "{,/**}", file}
 	if got := c.Policy().SensitivePaths; !slices.Equal(got, want) {
 		t.Errorf("sensitive paths %q, want %q", got, want)
 	}
@@ -224,5 +224,39 @@ func TestSandboxLayersOff(t *testing.T) {
 	}
 	if _, err := Parse([]byte("backend:\n  local:\n    sandbox_off: [seccomp]\n")); err == nil || !strings.Contains(err.Error(), `"seccomp" is not a layer`) {
 		t.Errorf("unknown layer: %v", err)
+	}
+}
+
+func TestArchiveDir(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		s    Server
+		want string
+	}{
+		{Server{DataDir: "/d"}, "/d/archive"},
+		{Server{DataDir: "/d", Archive: "/a"}, "/a"},
+		{Server{DataDir: "/d", Archive: "off"}, ""},
+		{Server{}, ""},
+		{Server{Archive: "/a"}, "/a"},
+	} {
+
+		if got := c.s.ArchiveDir(); got != c.want {
+			t.Errorf("%+v: ArchiveDir = %q, want %q", c.s, got, c.want)
+		}
+	}
+}
+
+// An archive outside the data directory is one of the worker's own
+// directories: sensitive and protected like the data directory.
+func TestArchiveIsOwn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	c := Config{Server: Server{DataDir: filepath.Join(dir, "data"), Archive: filepath.Join(dir, "records")}}
+	want := filepath.Join(dir, "records") + "{,/**}"
+	if got := c.Policy().SensitivePaths; !slices.Contains(got, want) {
+		t.Errorf("sensitive paths %q lack the archive %q", got, want)
+	}
+	if got := c.OwnPatterns(); !slices.Contains(got, want) {
+		t.Errorf("own patterns %q lack the archive %q", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/wardenhq/warden/permission"
 )
@@ -40,6 +41,12 @@ func (c Config) validateServer() []error {
 	case "debug", "info", "warn", "error":
 	default:
 		errs = append(errs, fmt.Errorf("server.log_level: %q is not one of debug, info, warn, error", c.Server.LogLevel))
+	}
+	if c.Server.Retention < 0 {
+		errs = append(errs, fmt.Errorf("server.retention: %s is negative", c.Server.Retention))
+	}
+	if c.Server.Retention > 0 && c.Server.Retention < time.Minute {
+		errs = append(errs, fmt.Errorf("server.retention: %s is below a minute", c.Server.Retention))
 	}
 	if (c.Temporal.TLSCert == "") != (c.Temporal.TLSKey == "") {
 		errs = append(errs, errors.New("temporal.tls_cert and temporal.tls_key: set both or neither"))

@@ -23,6 +23,7 @@ func serverOptions(f Options, cfg config.Config) (devserver.Options, error) {
 		DataDir: cfg.Server.DataDir, Port: cfg.Server.Port, UIPort: cfg.Server.UIPort, IP: f.IP,
 		HistoryShards: f.HistoryShards, Namespace: cfg.Server.Namespace, SearchAttributes: warden.SearchAttributes(),
 		DynamicConfig: cfg.Server.DynamicConfig, LogLevel: cfg.Server.LogLevel,
+		Retention: cfg.Server.Retention, Archive: cfg.Server.ArchiveDir(),
 	}
 	if f.Postgres != "" {
 		p, err := devserver.ParsePostgresURL(f.Postgres)

@@ -22,7 +22,11 @@ func newAuditCmd(cn *conn) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "audit (--workflow ID | --since DURATION|RFC3339) [--jsonl]",
 		Short: "List permission decisions, approvals, escalations, external results and executions from turn histories",
-		Args:  cobra.NoArgs,
+		Long: `List permission decisions, approvals, escalations, external results and
+executions from turn histories. A turn is read from the server while it has
+it and, past the namespace's retention, from the namespace's history archive
+(on by default on the embedded server); stderr says which.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if (workflow == "") == (since == "") {
 				return errors.New("give exactly one of --workflow and --since")
@@ -35,14 +39,22 @@ func newAuditCmd(cn *conn) *cobra.Command {
 			defer c.Close()
 			var recs []audit.Record
 			if workflow != "" {
-				recs, err = audit.Workflow(ctx, c, workflow)
+				var src audit.Source
+				recs, src, err = audit.WorkflowFrom(ctx, c, workflow)
+				if err == nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "read %s from the %s\n", workflow, src)
+				}
 			} else {
 				var from time.Time
 				from, err = parseSince(since, time.Now())
 				if err != nil {
 					return err
 				}
-				recs, err = audit.Since(ctx, c, from)
+				var turns audit.Turns
+				recs, turns, err = audit.SinceFrom(ctx, c, from)
+				if err == nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "read %s\n", turns)
+				}
 			}
 			if err != nil {
 				return err

@@ -6,6 +6,7 @@ package devserver
 
 import (
 	"net"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
@@ -81,6 +82,11 @@ func staticConfig(o Options) dynamicconfig.StaticClient {
 		// whose key sent them.
 		dc[dynamicconfig.MakeKey("frontend.enablePrincipalPropagation")] = true
 	}
+	if o.Retention > 0 && o.Retention < 24*time.Hour {
+		// Temporal refuses a retention below a day unless lowered here.
+		dc[dynamicconfig.MakeKey("system.namespaceMinRetentionGlobal")] = o.Retention
+		dc[dynamicconfig.MakeKey("system.namespaceMinRetentionLocal")] = o.Retention
+	}
 	for k, v := range o.DynamicConfig {
 		dc[dynamicconfig.MakeKey(k)] = v
 	}
@@ -121,7 +127,8 @@ func serverConfig(o Options, httpPort int, p storeSet) (*config.Config, map[prim
 }
 
 // baseConfig is the server's config without its services' TLS and
-// ports: membership, persistence, the one cluster, archival off.
+// ports: membership, persistence, the one cluster, archival (on with
+// o.Archive).
 func baseConfig(o Options, httpPort int, p storeSet) *config.Config {
 	local := localIP(o.IP)
 	var conf config.Config
@@ -147,10 +154,7 @@ func baseConfig(o Options, httpPort int, p storeSet) *config.Config {
 	}
 	conf.DCRedirectionPolicy.Policy = "noop"
 	conf.Services = map[string]config.Service{}
-	conf.Archival.History.State = "disabled"
-	conf.Archival.Visibility.State = "disabled"
-	conf.NamespaceDefaults.Archival.History.State = "disabled"
-	conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
+	archival(&conf, o.Archive)
 	if o.Auth == nil {
 		// With Auth the system workers find the internal frontend.
 		conf.PublicClient.HostPort = net.JoinHostPort(local, strconv.Itoa(o.Port))
@@ -184,4 +188,30 @@ func serviceConfig(name primitives.ServiceName, o Options, httpPort int) (config
 		svc.RPC.HTTPPort = port
 	}
 	return svc, nil
+}
+
+// archival turns History and Visibility Archival on with the filestore
+// archiver under dir (a closed turn's history and its visibility record
+// are written there when it closes and read back by the frontend after
+// the namespace's retention deleted them), or off when dir is empty.
+func archival(conf *config.Config, dir string) {
+	if dir == "" {
+		conf.Archival.History.State = "disabled"
+		conf.Archival.Visibility.State = "disabled"
+		conf.NamespaceDefaults.Archival.History.State = "disabled"
+		conf.NamespaceDefaults.Archival.Visibility.State = "disabled"
+		return
+	}
+	fs := &config.FilestoreArchiver{FileMode: "0600", DirMode: "0700"}
+	conf.Archival.History = config.HistoryArchival{State: "enabled", EnableRead: true, Provider: &config.HistoryArchiverProvider{Filestore: fs}}
+	conf.Archival.Visibility = config.VisibilityArchival{State: "enabled", EnableRead: true, Provider: &config.VisibilityArchiverProvider{Filestore: fs}}
+	h, v := ArchiveURIs(dir)
+	conf.NamespaceDefaults.Archival.History = config.HistoryArchivalNamespaceDefaults{State: "enabled", URI: h}
+	conf.NamespaceDefaults.Archival.Visibility = config.VisibilityArchivalNamespaceDefaults{State: "enabled", URI: v}
+}
+
+// ArchiveURIs are the filestore URIs of the history and visibility
+// archives under dir.
+func ArchiveURIs(dir string) (history, visibility string) {
+	return "file://" + filepath.Join(dir, "history"), "file://" + filepath.Join(dir, "visibility")
 }

@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -64,8 +66,15 @@ type Options struct {
 	// LogLevel of the server's own log ("debug", "info", "warn", "error");
 	// default "warn". Logs go to stderr.
 	LogLevel string
-	// Retention of closed workflows; default 72h.
+	// Retention of closed workflows; default 72h. Below a day, the
+	// server's minimum retention is lowered to it (a test setting).
 	Retention time.Duration
+	// Archive, when set, turns on History and Visibility Archival with
+	// the filestore archiver in this directory: each closed workflow's
+	// history is kept there after retention deletes it from the
+	// database, and the frontend reads it back through the same APIs
+	// (GetWorkflowExecutionHistory, ListArchivedWorkflowExecutions).
+	Archive string
 	// Auth, when set, makes the frontend require keys (see Auth). The
 	// server's own services then talk to each other, and its system
 	// workers to an internal frontend, over mutual TLS with a
@@ -132,6 +141,14 @@ func (o Options) resolved() (Options, int, error) {
 		o.Retention = 72 * time.Hour
 	}
 	var err error
+	if o.Archive != "" {
+		if o.Archive, err = filepath.Abs(o.Archive); err != nil {
+			return o, 0, fmt.Errorf("devserver: archive: %w", err)
+		}
+		if err := os.MkdirAll(o.Archive, 0o700); err != nil {
+			return o, 0, fmt.Errorf("devserver: archive: %w", err)
+		}
+	}
 	if o.Port == 0 {
 		if o.Port, err = freePort(o.IP); err != nil {
 			return o, 0, err
@@ -279,8 +296,9 @@ func (s *Server) ensureNamespace(ctx context.Context, o Options) (added bool, er
 		return false, fmt.Errorf("devserver: dial %s: %w", s.addr, err)
 	}
 	defer c.Close()
+	var ns *workflowservice.DescribeNamespaceResponse
 	for {
-		_, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: o.Namespace})
+		ns, err = c.WorkflowService().DescribeNamespace(ctx, &workflowservice.DescribeNamespaceRequest{Namespace: o.Namespace})
 		if err == nil {
 			break
 		}
@@ -289,6 +307,9 @@ func (s *Server) ensureNamespace(ctx context.Context, o Options) (added bool, er
 			return false, fmt.Errorf("devserver: namespace %s not ready: %w", o.Namespace, err)
 		case <-time.After(100 * time.Millisecond):
 		}
+	}
+	if err := reconcileNamespace(ctx, c.WorkflowService(), ns, o); err != nil {
+		return false, err
 	}
 	if len(o.SearchAttributes) == 0 {
 		return false, nil

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/server/common/config"
 	sqliteplugin "go.temporal.io/server/common/persistence/sql/sqlplugin/sqlite"
 	sqliteschema "go.temporal.io/server/schema/sqlite"
@@ -68,6 +69,13 @@ func createNamespace(conf *config.SQL, o Options) error {
 		return fmt.Errorf("devserver: namespace config: %w", err)
 	}
 	ns.Detail.Config.Retention = durationpb.New(o.Retention)
+	if o.Archive != "" {
+		h, v := ArchiveURIs(o.Archive)
+		ns.Detail.Config.HistoryArchivalState = enumspb.ARCHIVAL_STATE_ENABLED
+		ns.Detail.Config.HistoryArchivalUri = h
+		ns.Detail.Config.VisibilityArchivalState = enumspb.ARCHIVAL_STATE_ENABLED
+		ns.Detail.Config.VisibilityArchivalUri = v
+	}
 	if err := sqliteschema.CreateNamespaces(conf, ns); err != nil {
 		return fmt.Errorf("devserver: create namespace: %w", err)
 	}
