@@ -28,6 +28,7 @@ func Workflow(ctx context.Context, c tclient.Client, workflowID string) ([]Recor
 // WorkflowFrom is Workflow, and says where the turn was read: from the
 // server while it has the turn, from the namespace's archive after its
 // retention (an error wrapping ErrPastRetention when neither has it).
+// The records are linked (Link): numbered and hash-chained.
 func WorkflowFrom(ctx context.Context, c tclient.Client, workflowID string) ([]Record, Source, error) {
 	runs, err := Chain(ctx, c, workflowID)
 	if err != nil {
@@ -38,6 +39,9 @@ func WorkflowFrom(ctx context.Context, c tclient.Client, workflowID string) ([]R
 		return nil, "", err
 	}
 	slices.SortStableFunc(recs, func(a, b Record) int { return a.Time.Compare(b.Time) })
+	if err := Link(recs); err != nil {
+		return nil, "", err
+	}
 	return recs, SourceOf(runs), nil
 }
 

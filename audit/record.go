@@ -179,6 +179,13 @@ type Record struct {
 	// it.
 	Usage     *model.Usage `json:"usage,omitempty"`
 	TurnUsage *model.Usage `json:"turn_usage,omitempty"`
+	// Seq, Prev and Hash chain a turn's records (Link): Seq numbers
+	// them from 1 in the order the audit prints them, Hash is the
+	// SHA-256 of the previous record's Hash and this record's JSON
+	// without Prev and Hash, Prev the previous record's Hash.
+	Seq  int    `json:"seq,omitempty"`
+	Prev string `json:"prev,omitempty"`
+	Hash string `json:"hash,omitempty"`
 }
 
 // Decided is one verdict of the permission engine recorded in a turn's

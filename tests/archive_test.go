@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,6 +196,47 @@ steps:
 		return nil
 	})
 	t.Logf("archive: %d bytes for the turn (%d records)", size, strings.Count(jsonl, "\n"))
+
+	// audit verify: the export made before retention verifies against
+	// the archive; an edited, a removed and a reordered record are each
+	// named by their line.
+	lines := strings.SplitAfter(strings.TrimSuffix(jsonl, "\n"), "\n")
+	if len(lines) < 8 {
+		t.Fatalf("%d records", len(lines))
+	}
+	verify := func(name string, ls []string) (string, error) {
+		t.Helper()
+		f := filepath.Join(arch.dir, name+".jsonl")
+		writeFile(t, f, strings.Join(ls, ""), 0o644)
+		out, errOut, err := arch.starter(t, sbin, "audit", "verify", f)
+		t.Logf("verify %s: %s%s", name, out, errOut)
+		if err != nil {
+			return errOut, err
+		}
+		return out, nil
+	}
+	if out, err := verify("untouched", lines); err != nil || !strings.Contains(out, fmt.Sprintf("verified %d records of 1 turn(s) (read 1 from the archive)", len(lines))) {
+		t.Errorf("the untouched export: %v: %s", err, out)
+	}
+	edited := slices.Clone(lines)
+	edited[3] = strings.Replace(edited[3], `"decision":"`, `"decision":"x`, 1)
+	removed := slices.Delete(slices.Clone(lines), 4, 5)
+	reordered := slices.Clone(lines)
+	reordered[5], reordered[6] = reordered[6], reordered[5]
+	for _, c := range []struct {
+		name string
+		ls   []string
+		want string
+	}{
+		{"edited", edited, "line 4 (turn " + id + ", record 4"},
+		{"removed", removed, "line 5 (turn " + id + ", record 6"},
+		{"reordered", reordered, "line 6 (turn " + id + ", record 7"},
+	} {
+		out, err := verify(c.name, c.ls)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("%s export: %v: %s, want %q", c.name, err, out, c.want)
+		}
+	}
 
 	// Control: no archive, and the audit says why it has nothing.
 	out, errOut, err := ctl.starter(t, sbin, "audit", "--workflow", ctlID)
