@@ -1,5 +1,5 @@
-// Tamper evidence: a turn's records, in the order the audit prints them,
-// form a hash chain. An exported stream or file is checked against the
+// Tamper evidence: a turn's records, in the order the turn recorded them
+// (its history's), form a hash chain. An exported stream or file is checked against the
 // turn's histories (server or archive), and the first record that does
 // not match is named: edited, removed, reordered, or not in the history.
 
@@ -150,4 +150,14 @@ func differing(a, b Record) string {
 		return "the chain before it"
 	}
 	return strings.Join(names, ", ")
+}
+
+// MarshalLine is r as one JSON line (with its newline), as `starter
+// audit --jsonl` and the audit stream write it.
+func MarshalLine(r Record) ([]byte, error) {
+	b, err := canonical(r)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }

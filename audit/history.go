@@ -19,7 +19,9 @@ import (
 )
 
 // Workflow reads every run of a workflow's continue-as-new chain, from
-// the first to the latest, and returns its records oldest first.
+// the first to the latest, and returns its records in the order the
+// turn recorded them (its history's order: times may step back by the
+// moments an event waited for a workflow task in flight).
 func Workflow(ctx context.Context, c tclient.Client, workflowID string) ([]Record, error) {
 	recs, _, err := WorkflowFrom(ctx, c, workflowID)
 	return recs, err
@@ -38,7 +40,6 @@ func WorkflowFrom(ctx context.Context, c tclient.Client, workflowID string) ([]R
 	if err != nil {
 		return nil, "", err
 	}
-	slices.SortStableFunc(recs, func(a, b Record) int { return a.Time.Compare(b.Time) })
 	if err := Link(recs); err != nil {
 		return nil, "", err
 	}
@@ -47,20 +48,22 @@ func WorkflowFrom(ctx context.Context, c tclient.Client, workflowID string) ([]R
 
 // Since extracts the records of every turn that ran at or after since
 // (started, closed or still running) and returns those not older than
-// since, oldest first.
+// since, oldest first (each turn's in the order it recorded them).
 func Since(ctx context.Context, c tclient.Client, since time.Time) ([]Record, error) {
 	recs, _, err := SinceFrom(ctx, c, since)
 	return recs, err
 }
 
 // SinceFrom is Since, and counts the turns it read from each source:
-// the server's turns and the archived turns closed since then.
+// the server's turns and the archived turns closed since then. The
+// turns' records are interleaved by time, each turn's in its order.
 func SinceFrom(ctx context.Context, c tclient.Client, since time.Time) ([]Record, Turns, error) {
 	ids, err := turnIDs(ctx, c, Query{Since: since})
 	if err != nil {
 		return nil, nil, err
 	}
 	var out []Record
+	var keys []time.Time
 	turns := Turns{}
 	for _, id := range ids {
 		rs, src, err := WorkflowFrom(ctx, c, id)
@@ -68,14 +71,34 @@ func SinceFrom(ctx context.Context, c tclient.Client, since time.Time) ([]Record
 			return nil, nil, err
 		}
 		turns[src]++
+		var key time.Time
 		for _, r := range rs {
+			if r.Time.After(key) {
+				key = r.Time
+			}
 			if !r.Time.Before(since) {
 				out = append(out, r)
+				keys = append(keys, key)
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Record) int { return a.Time.Compare(b.Time) })
-	return out, turns, nil
+	return interleave(out, keys), turns, nil
+}
+
+// interleave orders several turns' records by time, each turn's in its
+// own order: keys are each record's latest time in its turn so far
+// (never decreasing within a turn), and the sort is stable.
+func interleave(recs []Record, keys []time.Time) []Record {
+	idx := make([]int, len(recs))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return keys[a].Compare(keys[b]) })
+	out := make([]Record, len(recs))
+	for i, j := range idx {
+		out[i] = recs[j]
+	}
+	return out
 }
 
 // Turns counts the turns a read took from each source.

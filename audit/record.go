@@ -180,7 +180,7 @@ type Record struct {
 	Usage     *model.Usage `json:"usage,omitempty"`
 	TurnUsage *model.Usage `json:"turn_usage,omitempty"`
 	// Seq, Prev and Hash chain a turn's records (Link): Seq numbers
-	// them from 1 in the order the audit prints them, Hash is the
+	// them from 1 in the order the turn recorded them, Hash is the
 	// SHA-256 of the previous record's Hash and this record's JSON
 	// without Prev and Hash, Prev the previous record's Hash.
 	Seq  int    `json:"seq,omitempty"`

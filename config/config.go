@@ -70,6 +70,60 @@ type Config struct {
 	Turn    Turn    `yaml:"turn"`
 	// Telemetry exports OpenTelemetry traces (off by default).
 	Telemetry Telemetry `yaml:"telemetry"`
+	// Audit configures the live audit stream (off by default).
+	Audit Audit `yaml:"audit"`
+}
+
+// Audit configures the audit beyond `starter audit`.
+type Audit struct {
+	Stream AuditStream `yaml:"stream"`
+}
+
+// AuditStream is the live audit stream: every audit record, as `starter
+// audit --jsonl` prints it, sent to a sink as the turns record it.
+type AuditStream struct {
+	// Sink is "stdout", an http:// or https:// URL (batches POSTed as
+	// application/x-ndjson) or a file path (rotated); empty: off.
+	Sink string `yaml:"sink"`
+	// MaxSizeMB rotates a file sink past this size (default 100); Keep
+	// is how many rotated files stay (default 5).
+	MaxSizeMB int `yaml:"max_size_mb"`
+	Keep      int `yaml:"keep"`
+	// TokenEnv names the environment variable whose value an HTTP sink
+	// gets as a bearer token.
+	TokenEnv string `yaml:"token_env"`
+	// State keeps what was sent across restarts (default
+	// server.data_dir/audit-stream.json; none without a data directory).
+	State string `yaml:"state"`
+	// Sweep is how often closed turns are looked for (default 2s).
+	Sweep time.Duration `yaml:"sweep"`
+}
+
+// KeepOr5 is Keep, 5 when unset.
+func (a AuditStream) KeepOr5() int {
+	if a.Keep > 0 {
+		return a.Keep
+	}
+	return 5
+}
+
+// FileSink is the stream's sink file ("" for stdout, a URL or none).
+func (a AuditStream) FileSink() string {
+	if a.Sink == "" || a.Sink == "stdout" || strings.HasPrefix(a.Sink, "http://") || strings.HasPrefix(a.Sink, "https://") {
+		return ""
+	}
+	return a.Sink
+}
+
+// StateFile is where the stream keeps what it sent ("" in memory).
+func (c Config) StateFile() string {
+	switch {
+	case c.Audit.Stream.State != "":
+		return c.Audit.Stream.State
+	case c.Server.DataDir != "":
+		return filepath.Join(c.Server.DataDir, "audit-stream.json")
+	}
+	return ""
 }
 
 // Server configures the embedded Temporal server.
@@ -597,6 +651,13 @@ func (c Config) OwnPaths() []string {
 	add(c.Server.DataDir)
 	add(c.contentDir())
 	add(c.Server.ArchiveDir())
+	if f := c.Audit.Stream.FileSink(); f != "" {
+		add(f)
+		for i := 1; i <= c.Audit.Stream.KeepOr5(); i++ {
+			add(fmt.Sprintf("%s.%d", f, i)) // its rotations
+		}
+	}
+	add(c.Audit.Stream.State)
 	add(c.Temporal.KeyFile)
 	add(os.Getenv("WARDEN_KEY_FILE"))
 	add(c.InboxKeyFile())

@@ -48,6 +48,9 @@ func (c Config) validateServer() []error {
 	if c.Server.Retention > 0 && c.Server.Retention < time.Minute {
 		errs = append(errs, fmt.Errorf("server.retention: %s is below a minute", c.Server.Retention))
 	}
+	if a := c.Audit.Stream; a.MaxSizeMB < 0 || a.Keep < 0 || a.Sweep < 0 {
+		errs = append(errs, errors.New("audit.stream: max_size_mb, keep and sweep must not be negative"))
+	}
 	if (c.Temporal.TLSCert == "") != (c.Temporal.TLSKey == "") {
 		errs = append(errs, errors.New("temporal.tls_cert and temporal.tls_key: set both or neither"))
 	}

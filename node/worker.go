@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/wardenhq/warden"
+	"github.com/wardenhq/warden/audit/stream"
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
@@ -83,7 +84,11 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 	}
 	n.store = store
 	n.housekeep(ctx)
-	w := worker.New(n.c, cfg.Worker.TaskQueue, workerOptions(cfg))
+	wo := workerOptions(cfg)
+	if err := n.auditStream(ctx, &wo); err != nil {
+		return nil, "", err
+	}
+	w := worker.New(n.c, cfg.Worker.TaskQueue, wo)
 	a, err := warden.Register(w, withTracing(warden.Options{
 		ToolMiddleware: toolMW, ModelMetrics: metrics.NewModels(n.reg), Models: providers, Tools: mcpSet.Tools(),
 		Prices:         prices(cfg.Prices),
@@ -161,4 +166,43 @@ func grepEngine(s string) tools.GrepEngine {
 		return tools.GrepAuto
 	}
 	return tools.GrepEngine(s)
+}
+
+// auditStream starts the live audit stream (audit.stream) when it has a
+// sink: the streamer runs until the node stops, and o gets its
+// interceptor, which touches turns as they make progress.
+func (n *node) auditStream(ctx context.Context, o *worker.Options) error {
+	a := n.cfg.Audit.Stream
+	if a.Sink == "" {
+		return nil
+	}
+	token := ""
+	if a.TokenEnv != "" {
+		token = os.Getenv(a.TokenEnv)
+	}
+	sink, err := stream.Open(a.Sink, stream.SinkOptions{MaxBytes: int64(a.MaxSizeMB) << 20, Keep: a.Keep, Token: token})
+	if err != nil {
+		return err
+	}
+	s := &stream.Streamer{C: n.c, Sink: sink, State: n.cfg.StateFile(), Logger: n.logger, Metrics: stream.NewMetrics(n.reg), Sweep: a.Sweep}
+	if err := s.Load(); err != nil {
+		_ = sink.Close()
+		return err
+	}
+	o.Interceptors = append(o.Interceptors, s.Interceptor())
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := s.Run(ctx); err != nil {
+			n.logger.Error("audit stream stopped", "error", err)
+		}
+	}()
+	n.onStop(func() {
+		cancel()
+		<-done
+		_ = sink.Close()
+	})
+	fmt.Printf("audit stream     %s\n", sink)
+	return nil
 }

@@ -41,9 +41,16 @@ func freePort(t *testing.T) int {
 // waits until it serves; it returns the process and the server address.
 func startEmbedded(t *testing.T, bin, dir string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
+	return startEmbeddedTo(t, bin, dir, os.Stderr, args...)
+}
+
+// startEmbeddedTo is startEmbedded with the worker's stderr (its log)
+// going to stderr.
+func startEmbeddedTo(t *testing.T, bin, dir string, stderr io.Writer, args ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
