@@ -201,6 +201,7 @@ func (s *Streamer) sweepClosed(ctx context.Context) {
 
 func (s *Streamer) list(ctx context.Context, q string) ([]string, error) {
 	var ids []string
+	seen := map[string]bool{}
 	var token []byte
 	for {
 		resp, err := s.C.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: q, NextPageToken: token, PageSize: 1000})
@@ -208,7 +209,8 @@ func (s *Streamer) list(ctx context.Context, q string) ([]string, error) {
 			return ids, err
 		}
 		for _, ex := range resp.GetExecutions() {
-			if id := ex.GetExecution().GetWorkflowId(); !slices.Contains(ids, id) {
+			if id := ex.GetExecution().GetWorkflowId(); !seen[id] {
+				seen[id] = true
 				ids = append(ids, id)
 			}
 		}
