@@ -83,14 +83,16 @@ type Audit struct {
 // audit --jsonl` prints it, sent to a sink as the turns record it.
 type AuditStream struct {
 	// Sink is "stdout", an http:// or https:// URL (batches POSTed as
-	// application/x-ndjson) or a file path (rotated); empty: off.
+	// application/x-ndjson), an OpenTelemetry collector's OTLP/HTTP
+	// endpoint as otlp+http:// or otlp+https:// (each record a log
+	// record), or a file path (rotated); empty: off.
 	Sink string `yaml:"sink"`
 	// MaxSizeMB rotates a file sink past this size (default 100); Keep
 	// is how many rotated files stay (default 5).
 	MaxSizeMB int `yaml:"max_size_mb"`
 	Keep      int `yaml:"keep"`
-	// TokenEnv names the environment variable whose value an HTTP sink
-	// gets as a bearer token.
+	// TokenEnv names the environment variable whose value an HTTP or
+	// OTLP sink gets as a bearer token.
 	TokenEnv string `yaml:"token_env"`
 	// State keeps what was sent across restarts (default
 	// server.data_dir/audit-stream.json; none without a data directory).
@@ -109,7 +111,7 @@ func (a AuditStream) KeepOr5() int {
 
 // FileSink is the stream's sink file ("" for stdout, a URL or none).
 func (a AuditStream) FileSink() string {
-	if a.Sink == "" || a.Sink == "stdout" || strings.HasPrefix(a.Sink, "http://") || strings.HasPrefix(a.Sink, "https://") {
+	if a.Sink == "" || a.Sink == "stdout" || strings.Contains(a.Sink, "://") {
 		return ""
 	}
 	return a.Sink

@@ -51,6 +51,9 @@ func (c Config) validateServer() []error {
 	if a := c.Audit.Stream; a.MaxSizeMB < 0 || a.Keep < 0 || a.Sweep < 0 {
 		errs = append(errs, errors.New("audit.stream: max_size_mb, keep and sweep must not be negative"))
 	}
+	if s := c.Audit.Stream.Sink; strings.Contains(s, "://") && !slices.ContainsFunc([]string{"http://", "https://", "otlp+http://", "otlp+https://"}, func(p string) bool { return strings.HasPrefix(s, p) }) {
+		errs = append(errs, fmt.Errorf("audit.stream.sink: %q: a URL must be http://, https://, otlp+http:// or otlp+https://", s))
+	}
 	if (c.Temporal.TLSCert == "") != (c.Temporal.TLSKey == "") {
 		errs = append(errs, errors.New("temporal.tls_cert and temporal.tls_key: set both or neither"))
 	}

@@ -16,11 +16,15 @@ import (
 	"testing"
 	"time"
 
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/wardenhq/warden/client"
 )
 
-// siem is an HTTP endpoint that takes audit stream batches (JSON lines),
-// or refuses them with 503 while it is down.
+// siem is an HTTP endpoint that takes audit stream batches, JSON lines
+// or OTLP/HTTP logs (protobuf, each log record's body a line), or
+// refuses them with 503 while it is down.
 type siem struct {
 	mu      sync.Mutex
 	down    bool
@@ -37,6 +41,21 @@ func (s *siem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.down {
 		s.refused++
 		http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+		return
+	}
+	if r.Header.Get("Content-Type") == "application/x-protobuf" {
+		var req collogs.ExportLogsServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		for _, rl := range req.GetResourceLogs() {
+			for _, sl := range rl.GetScopeLogs() {
+				for _, lr := range sl.GetLogRecords() {
+					s.lines = append(s.lines, lr.GetBody().GetStringValue()+"\n")
+				}
+			}
+		}
 		return
 	}
 	sc := bufio.NewScanner(strings.NewReader(string(body)))
@@ -242,6 +261,69 @@ audit:
 			t.Errorf("the worker's log does not say %q", wantLog)
 		}
 	}
+}
+
+// TestAuditStreamOTLP: a worker whose audit.stream sink is an
+// OpenTelemetry collector's OTLP/HTTP endpoint (otlp+http://) sends each
+// record of a turn that waits for an approval as one log record whose
+// body is the line `starter audit --jsonl` prints; the bodies, saved as
+// a file, verify against the turn's history.
+func TestAuditStreamOTLP(t *testing.T) {
+	t.Parallel() // its own worker and server; it mostly waits
+	wbin, sbin := buildWorker(t), buildStarter(t)
+	ctx := ctxT(t, 3*time.Minute)
+	sink := &siem{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: sink}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	dir := t.TempDir()
+	data, ws := filepath.Join(dir, "data"), filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(dir, "config.yaml")
+	writeFile(t, cfg, fmt.Sprintf("server: {data_dir: %q, port: %d, ui_port: 0}\nworker: {workdir: %q, task_queue: otlp}\nmetrics: {addr: \"off\"}\n"+
+		"audit:\n  stream: {sink: \"otlp+http://%s\"}\n", data, freePort(t), ws, ln.Addr()), 0o644)
+	cmd, addr := startEmbedded(t, wbin, dir, "--config", cfg)
+	t.Cleanup(func() { killProcess(t, cmd) })
+	tc := dialAt(t, addr, filepath.Join(data, "auth", "operator.key"))
+	defer tc.Close()
+	cl := client.New(tc, "otlp")
+	cl.PollInterval = 100 * time.Millisecond
+	starter := func(args ...string) string {
+		t.Helper()
+		out, err := runStarter(t, sbin, dir, append([]string{"--config", cfg}, args...)...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		return out
+	}
+	id := "otlp-" + tag()
+	f := filepath.Join(dir, "turn.yaml")
+	writeFile(t, f, "prompt: p\nsteps:\n  - tool_calls: [{id: c1, name: Bash, input: {command: \"touch x\"}}]\n  - text: done\n", 0o644)
+	starter("run", "--script", f, "--workflow-id", id, "--detach")
+	waitPendingCall(t, cl, id, "c1")
+	waitFor(t, ctx, func() bool { return strings.Contains(strings.Join(sink.of(id), ""), `"decision":"ask"`) })
+	starter("approvals", "approve", id, "c1")
+	if res, err := cl.Result(ctx, id); err != nil || res.Answer != "done" {
+		t.Fatalf("the turn: %+v, %v", res, err)
+	}
+	var want []string
+	waitFor(t, ctx, func() bool {
+		ls := strings.SplitAfter(starter("audit", "--workflow", id, "--jsonl"), "\n")
+		want = ls[:len(ls)-1]
+		return slices.Equal(sink.of(id), want)
+	})
+	exp := filepath.Join(dir, "from-collector.jsonl")
+	writeFile(t, exp, strings.Join(sink.of(id), ""), 0o644)
+	if out := starter("audit", "verify", exp); !strings.Contains(out, "verified") {
+		t.Errorf("audit verify of the collector's records: %s", out)
+	}
+	t.Logf("%d records of %s arrived as OTLP log records and verify", len(want), id)
 }
 
 // scrape reads one unlabelled series from a worker's /metrics (0 when

@@ -47,7 +47,9 @@ type SinkOptions struct {
 }
 
 // Open opens the sink spec names: "stdout", an http:// or https:// URL
-// (each batch POSTed as application/x-ndjson), or a file path.
+// (each batch POSTed as application/x-ndjson), an OpenTelemetry
+// collector (otlp+http:// or otlp+https://: OTLP/HTTP logs), or a file
+// path.
 func Open(spec string, o SinkOptions) (Sink, error) {
 	switch {
 	case spec == "":
@@ -58,6 +60,8 @@ func Open(spec string, o SinkOptions) (Sink, error) {
 			w = os.Stdout
 		}
 		return &writerSink{w: w}, nil
+	case strings.HasPrefix(spec, OTLPScheme):
+		return openOTLP(spec, o)
 	case strings.HasPrefix(spec, "http://") || strings.HasPrefix(spec, "https://"):
 		t := o.Timeout
 		if t <= 0 {
