@@ -29,6 +29,7 @@ type siem struct {
 	mu      sync.Mutex
 	down    bool
 	lines   []string
+	at      []time.Time // when each line arrived
 	refused int
 	auth    []string
 }
@@ -52,7 +53,7 @@ func (s *siem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		for _, rl := range req.GetResourceLogs() {
 			for _, sl := range rl.GetScopeLogs() {
 				for _, lr := range sl.GetLogRecords() {
-					s.lines = append(s.lines, lr.GetBody().GetStringValue()+"\n")
+					s.lines, s.at = append(s.lines, lr.GetBody().GetStringValue()+"\n"), append(s.at, time.Now())
 				}
 			}
 		}
@@ -61,7 +62,7 @@ func (s *siem) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	sc := bufio.NewScanner(strings.NewReader(string(body)))
 	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
 	for sc.Scan() {
-		s.lines = append(s.lines, sc.Text()+"\n")
+		s.lines, s.at = append(s.lines, sc.Text()+"\n"), append(s.at, time.Now())
 	}
 }
 

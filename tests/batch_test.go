@@ -27,7 +27,7 @@ import (
 
 // buildStarter compiles cmd/starter once per test binary (it does not
 // link the server, so this is quick).
-func buildStarter(t *testing.T) string {
+func buildStarter(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(env.binDir, "starter")
 	if _, err := os.Stat(bin); err == nil {
@@ -392,7 +392,7 @@ func startProcess(t *testing.T, bin, dir string, args ...string) *exec.Cmd {
 
 // killProcess SIGKILLs a process group started by startProcess and reaps
 // it; killing one already gone is fine.
-func killProcess(t *testing.T, cmd *exec.Cmd) {
+func killProcess(t testing.TB, cmd *exec.Cmd) {
 	t.Helper()
 	if cmd.ProcessState != nil {
 		return

@@ -28,7 +28,7 @@ import (
 // kernel's ephemeral range (devserver.FreePort): the process under test
 // binds it later, and an ephemeral port can be taken in between by any
 // outgoing connection.
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	port, err := devserver.FreePort("127.0.0.1")
 	if err != nil {
@@ -39,14 +39,14 @@ func freePort(t *testing.T) int {
 
 // startEmbedded starts the worker binary with its embedded server and
 // waits until it serves; it returns the process and the server address.
-func startEmbedded(t *testing.T, bin, dir string, args ...string) (*exec.Cmd, string) {
+func startEmbedded(t testing.TB, bin, dir string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
 	return startEmbeddedTo(t, bin, dir, os.Stderr, args...)
 }
 
 // startEmbeddedTo is startEmbedded with the worker's stderr (its log)
 // going to stderr.
-func startEmbeddedTo(t *testing.T, bin, dir string, stderr io.Writer, args ...string) (*exec.Cmd, string) {
+func startEmbeddedTo(t testing.TB, bin, dir string, stderr io.Writer, args ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
@@ -86,7 +86,7 @@ func startEmbeddedTo(t *testing.T, bin, dir string, stderr io.Writer, args ...st
 }
 
 // runStarter runs the starter binary and returns its stdout.
-func runStarter(t *testing.T, bin, dir string, args ...string) (string, error) {
+func runStarter(t testing.TB, bin, dir string, args ...string) (string, error) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir

@@ -123,7 +123,7 @@ func startWorkerOn(t testing.TB, queue string, o warden.Options) *client.Client 
 }
 
 // buildWorker compiles cmd/worker once per test binary.
-func buildWorker(t *testing.T) string {
+func buildWorker(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(env.binDir, "worker")
 	if _, err := os.Stat(bin); err == nil {

@@ -98,7 +98,7 @@ func (w *realWorker) tail() string {
 	return s
 }
 
-func writeFile(t *testing.T, p, body string, mode os.FileMode) {
+func writeFile(t testing.TB, p, body string, mode os.FileMode) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		t.Fatal(err)

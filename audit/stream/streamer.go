@@ -40,8 +40,11 @@ type Streamer struct {
 	Metrics *Metrics
 	// Sweep is how often visibility is asked for the turns that closed
 	// (default 2s); Settle how long after a touch a turn is read
-	// (default 300ms), and read again twice Settle*6 apart.
-	Sweep, Settle time.Duration
+	// (default 300ms), and read again twice Settle*6 apart; Interval the
+	// least time between two reads of one turn (default 1s), so that a
+	// busy turn costs the server one history read a second however
+	// often it is touched.
+	Sweep, Settle, Interval time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
@@ -55,10 +58,12 @@ type Streamer struct {
 	backoff     time.Duration
 }
 
-// due is when a touched turn is read, and how many reads follow.
+// due is when a touched turn is read, how many reads follow, and when
+// it was last read.
 type due struct {
 	at    time.Time
 	again int
+	last  time.Time
 }
 
 // state is what the Streamer sent, kept in State.
@@ -102,10 +107,21 @@ func (s *Streamer) Touch(workflowID string) {
 		s.hot = map[string]due{}
 	}
 	at := s.now().Add(s.settle())
-	if d, ok := s.hot[workflowID]; ok && d.at.Before(at) {
+	d, ok := s.hot[workflowID]
+	if next := d.last.Add(s.interval()); ok && next.After(at) {
+		at = next
+	}
+	if ok && d.at.Before(at) {
 		at = d.at
 	}
-	s.hot[workflowID] = due{at: at, again: 2}
+	s.hot[workflowID] = due{at: at, again: 2, last: d.last}
+}
+
+func (s *Streamer) interval() time.Duration {
+	if s.Interval > 0 {
+		return s.Interval
+	}
+	return time.Second
 }
 
 // Load reads the state file, if Run has not: call it before Run to
@@ -254,7 +270,7 @@ func (s *Streamer) sendDue(ctx context.Context) {
 		case err != nil || closed || d.again == 0:
 			delete(s.hot, id)
 		default:
-			s.hot[id] = due{at: s.now().Add(6 * s.settle()), again: d.again - 1}
+			s.hot[id] = due{at: s.now().Add(max(6*s.settle(), s.interval())), again: d.again - 1, last: s.now()}
 		}
 		s.mu.Unlock()
 		if err != nil {
