@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -63,7 +64,7 @@ func Open(spec string, o SinkOptions) (Sink, error) {
 		if t <= 0 {
 			t = 10 * time.Second
 		}
-		return &httpSink{url: spec, token: o.Token, client: &http.Client{Timeout: t}}, nil
+		return &httpSink{url: spec, token: o.Token, client: &http.Client{Timeout: t, CheckRedirect: keepPost}}, nil
 	}
 	return openFile(spec, o)
 }
@@ -84,6 +85,20 @@ func (s *writerSink) Write(_ context.Context, lines []byte) error {
 func (s *writerSink) Close() error   { return nil }
 func (s *writerSink) String() string { return "stdout" }
 
+// keepPost follows a redirect only while it still POSTs the batch (307,
+// 308): after a 301, 302 or 303 the client would GET the new address
+// without it, and a 2xx to that GET would count the batch as taken.
+// Not followed, the 3xx is the batch's error.
+func keepPost(req *http.Request, via []*http.Request) error {
+	if req.Method != http.MethodPost {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
+}
+
 // httpSink POSTs each batch; a 2xx status takes it.
 type httpSink struct {
 	url, token string
@@ -93,7 +108,7 @@ type httpSink struct {
 func (s *httpSink) Write(ctx context.Context, lines []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(lines))
 	if err != nil {
-		return err
+		return s.redact(err)
 	}
 	req.Header.Set("Content-Type", "application/x-ndjson")
 	if s.token != "" {
@@ -101,7 +116,7 @@ func (s *httpSink) Write(ctx context.Context, lines []byte) error {
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return err
+		return s.redact(err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -109,6 +124,16 @@ func (s *httpSink) Write(ctx context.Context, lines []byte) error {
 		return fmt.Errorf("%s: %s %s", s, resp.Status, strings.TrimSpace(string(body)))
 	}
 	return nil
+}
+
+// redact names the sink in err in place of the URL a *url.Error holds
+// whole, query included.
+func (s *httpSink) redact(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return fmt.Errorf("%s: %w", s, err)
 }
 
 func (s *httpSink) Close() error { s.client.CloseIdleConnections(); return nil }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wardenhq/warden/audit/stream"
 )
@@ -374,6 +375,106 @@ func TestHTTPSinkRefused(t *testing.T) {
 			}
 		}
 		noLeak(t, tc.path, msg)
+	}
+}
+
+// TestHTTPSinkUnreachable: a server that is gone, or that does not
+// answer within SinkOptions.Timeout, is the batch's error; it names the
+// sink, never the token or the URL's query (which the transport's
+// error, a *url.Error, holds whole).
+func TestHTTPSinkUnreachable(t *testing.T) {
+	t.Parallel()
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close()
+	s, err := stream.Open(gone.URL+"/ingest?key="+secret, stream.SinkOptions{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.Write(context.Background(), batch(1, 1, 30))
+	if err == nil {
+		t.Fatal("a closed server took the batch")
+	}
+	if !strings.Contains(err.Error(), gone.URL+"/ingest") {
+		t.Errorf("error %q does not name the sink", err)
+	}
+	noLeak(t, "a closed server", err.Error())
+}
+
+// TestHTTPSinkTimeout: SinkOptions.Timeout bounds a request; a server
+// that does not answer in time is an error without the URL's query.
+func TestHTTPSinkTimeout(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	c := newCollector(t, map[string]http.HandlerFunc{
+		"/slow": func(http.ResponseWriter, *http.Request) { <-release },
+	})
+	defer close(release) // before the server's Close waits for the handler
+	s, err := stream.Open(c.srv.URL+"/slow?key="+secret, stream.SinkOptions{Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	err = s.Write(context.Background(), batch(1, 1, 30))
+	if err == nil {
+		t.Fatal("a server that never answered took the batch")
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the write took %s with a 100ms timeout", d)
+	}
+	noLeak(t, "timeout", err.Error())
+}
+
+// TestHTTPSinkRedirect: a redirect that keeps the POST and its body
+// (307, 308) is followed; one that would turn it into a GET without the
+// batch (301, 302, 303) is not: it is the batch's error, never taken by
+// whatever answers the GET.
+func TestHTTPSinkRedirect(t *testing.T) {
+	t.Parallel()
+	to := func(code int) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/target", code) }
+	}
+	c := newCollector(t, map[string]http.HandlerFunc{
+		"/307": to(http.StatusTemporaryRedirect),
+		"/308": to(http.StatusPermanentRedirect),
+		"/301": to(http.StatusMovedPermanently),
+		"/302": to(http.StatusFound),
+		"/303": to(http.StatusSeeOther),
+	})
+	b := batch(1, 2, 30)
+	for _, code := range []int{307, 308} {
+		s, err := stream.Open(fmt.Sprintf("%s/%d", c.srv.URL, code), stream.SinkOptions{Token: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(t, s, b)
+		s.Close()
+	}
+	for _, code := range []int{301, 302, 303} {
+		s, err := stream.Open(fmt.Sprintf("%s/%d", c.srv.URL, code), stream.SinkOptions{Token: token})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.Write(context.Background(), b)
+		s.Close()
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprint(code)) {
+			t.Errorf("a %d redirect: %v; want an error naming the status", code, err)
+		}
+	}
+	var targets []request
+	for _, r := range c.requests() {
+		if r.path == "/target" {
+			targets = append(targets, r)
+		}
+	}
+	if len(targets) != 2 {
+		t.Fatalf("the target got %d requests, want the two of 307 and 308: %+v", len(targets), targets)
+	}
+	for _, r := range targets {
+		if r.method != http.MethodPost || r.body != string(b) || r.auth != "Bearer "+token {
+			t.Errorf("the target got %+v; want the POST with the batch and the token", r)
+		}
 	}
 }
 
