@@ -138,11 +138,14 @@ func (s *httpSink) redact(err error) error {
 
 func (s *httpSink) Close() error { s.client.CloseIdleConnections(); return nil }
 
+// String is the sink's URL without its query, fragment or password.
 func (s *httpSink) String() string {
-	if i := strings.Index(s.url, "?"); i >= 0 {
-		return s.url[:i]
+	u, err := url.Parse(s.url)
+	if err != nil {
+		return "http sink (an invalid URL)"
 	}
-	return s.url
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	return u.Redacted()
 }
 
 // fileSink appends to a file, rotating it (name.1 … name.Keep) when a

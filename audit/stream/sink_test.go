@@ -478,6 +478,39 @@ func TestHTTPSinkRedirect(t *testing.T) {
 	}
 }
 
+// TestHTTPSinkName: String() names an HTTP sink by its URL without
+// the query, the fragment or the password; an invalid URL is named
+// without its text, and so is the error writing to it.
+func TestHTTPSinkName(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ spec, want string }{
+		{"https://logs.example.com/in", "https://logs.example.com/in"},
+		{"https://logs.example.com/in?key=" + secret, "https://logs.example.com/in"},
+		{"https://logs.example.com/in?key=" + secret + "#" + secret, "https://logs.example.com/in"},
+		{"https://ingest:" + secret + "@logs.example.com:8443/in", "https://ingest:xxxxx@logs.example.com:8443/in"},
+		{"http://logs example.com/in?key=" + secret, "http sink (an invalid URL)"},
+	} {
+		s, err := stream.Open(tc.spec, stream.SinkOptions{Token: token})
+		if err != nil {
+			t.Fatalf("Open(%q): %v", tc.spec, err)
+		}
+		if got := s.String(); got != tc.want {
+			t.Errorf("Open(%q).String() = %q, want %q", tc.spec, got, tc.want)
+		}
+		s.Close()
+	}
+	s, err := stream.Open("http://logs example.com/in?key="+secret, stream.SinkOptions{Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.Write(context.Background(), batch(1, 1, 30))
+	if err == nil {
+		t.Fatal("a write to an invalid URL took the batch")
+	}
+	noLeak(t, "an invalid URL", err.Error())
+}
+
 // TestOpenErrors: Open refuses an empty spec, and a file it cannot
 // create.
 func TestOpenErrors(t *testing.T) {
