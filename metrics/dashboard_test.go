@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/wardenhq/warden/audit/stream"
 	"github.com/wardenhq/warden/metrics"
 	mwmetrics "github.com/wardenhq/warden/middleware/metrics"
 )
@@ -52,6 +53,9 @@ func TestDashboardReferencesRegisteredMetrics(t *testing.T) {
 	metrics.NewEgress(known)
 	metrics.NewModels(known)
 	metrics.NewChat(known)
+	// The live audit stream's metrics are its own package's (the worker
+	// registers them on the same registry when audit.stream is set).
+	stream.NewMetrics(known)
 	if _, err := mwmetrics.New(mwmetrics.Config{Registerer: known}); err != nil {
 		t.Fatal(err)
 	}

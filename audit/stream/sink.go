@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,7 +68,7 @@ func Open(spec string, o SinkOptions) (Sink, error) {
 		if t <= 0 {
 			t = 10 * time.Second
 		}
-		return &httpSink{url: spec, token: o.Token, client: &http.Client{Timeout: t}}, nil
+		return &httpSink{url: spec, token: o.Token, client: &http.Client{Timeout: t, CheckRedirect: keepPost}}, nil
 	}
 	return openFile(spec, o)
 }
@@ -88,6 +89,20 @@ func (s *writerSink) Write(_ context.Context, lines []byte) error {
 func (s *writerSink) Close() error   { return nil }
 func (s *writerSink) String() string { return "stdout" }
 
+// keepPost follows a redirect only while it still POSTs the batch (307,
+// 308): after a 301, 302 or 303 the client would GET the new address
+// without it, and a 2xx to that GET would count the batch as taken.
+// Not followed, the 3xx is the batch's error.
+func keepPost(req *http.Request, via []*http.Request) error {
+	if req.Method != http.MethodPost {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	return nil
+}
+
 // httpSink POSTs each batch; a 2xx status takes it.
 type httpSink struct {
 	url, token string
@@ -97,7 +112,7 @@ type httpSink struct {
 func (s *httpSink) Write(ctx context.Context, lines []byte) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(lines))
 	if err != nil {
-		return err
+		return s.redact(err)
 	}
 	req.Header.Set("Content-Type", "application/x-ndjson")
 	if s.token != "" {
@@ -105,7 +120,7 @@ func (s *httpSink) Write(ctx context.Context, lines []byte) error {
 	}
 	resp, err := s.client.Do(req)
 	if err != nil {
-		return err
+		return s.redact(err)
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
@@ -115,13 +130,26 @@ func (s *httpSink) Write(ctx context.Context, lines []byte) error {
 	return nil
 }
 
+// redact names the sink in err in place of the URL a *url.Error holds
+// whole, query included.
+func (s *httpSink) redact(err error) error {
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return fmt.Errorf("%s: %w", s, err)
+}
+
 func (s *httpSink) Close() error { s.client.CloseIdleConnections(); return nil }
 
+// String is the sink's URL without its query, fragment or password.
 func (s *httpSink) String() string {
-	if i := strings.Index(s.url, "?"); i >= 0 {
-		return s.url[:i]
+	u, err := url.Parse(s.url)
+	if err != nil {
+		return "http sink (an invalid URL)"
 	}
-	return s.url
+	u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+	return u.Redacted()
 }
 
 // fileSink appends to a file, rotating it (name.1 … name.Keep) when a
