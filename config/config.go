@@ -99,6 +99,10 @@ type AuditStream struct {
 	State string `yaml:"state"`
 	// Sweep is how often closed turns are looked for (default 2s).
 	Sweep time.Duration `yaml:"sweep"`
+	// Interval is the least time between two reads of one turn's
+	// history (default 1s): the stream's lag against its load on the
+	// server.
+	Interval time.Duration `yaml:"interval"`
 }
 
 // KeepOr5 is Keep, 5 when unset.

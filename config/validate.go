@@ -48,8 +48,8 @@ func (c Config) validateServer() []error {
 	if c.Server.Retention > 0 && c.Server.Retention < time.Minute {
 		errs = append(errs, fmt.Errorf("server.retention: %s is below a minute", c.Server.Retention))
 	}
-	if a := c.Audit.Stream; a.MaxSizeMB < 0 || a.Keep < 0 || a.Sweep < 0 {
-		errs = append(errs, errors.New("audit.stream: max_size_mb, keep and sweep must not be negative"))
+	if a := c.Audit.Stream; a.MaxSizeMB < 0 || a.Keep < 0 || a.Sweep < 0 || a.Interval < 0 {
+		errs = append(errs, errors.New("audit.stream: max_size_mb, keep, sweep and interval must not be negative"))
 	}
 	if s := c.Audit.Stream.Sink; strings.Contains(s, "://") && !slices.ContainsFunc([]string{"http://", "https://", "otlp+http://", "otlp+https://"}, func(p string) bool { return strings.HasPrefix(s, p) }) {
 		errs = append(errs, fmt.Errorf("audit.stream.sink: %q: a URL must be http://, https://, otlp+http:// or otlp+https://", s))

@@ -184,7 +184,7 @@ func (n *node) auditStream(ctx context.Context, o *worker.Options) error {
 	if err != nil {
 		return err
 	}
-	s := &stream.Streamer{C: n.c, Sink: sink, State: n.cfg.StateFile(), Logger: n.logger, Metrics: stream.NewMetrics(n.reg), Sweep: a.Sweep}
+	s := &stream.Streamer{C: n.c, Sink: sink, State: n.cfg.StateFile(), Logger: n.logger, Metrics: stream.NewMetrics(n.reg), Sweep: a.Sweep, Interval: a.Interval}
 	if err := s.Load(); err != nil {
 		_ = sink.Close()
 		return err
