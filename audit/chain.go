@@ -2,6 +2,9 @@
 // (its history's), form a hash chain. An exported stream or file is checked against the
 // turn's histories (server or archive), and the first record that does
 // not match is named: edited, removed, reordered, or not in the history.
+// Each run records the chain's head as it ends (workflows.HeadNote), so
+// a history changed afterwards no longer gives the head it recorded
+// (CheckHeads, ErrHeadMismatch).
 
 package audit
 
@@ -10,9 +13,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/wardenhq/warden/workflows"
 )
 
 // Link numbers recs (one turn's, in order) from 1 and chains their
@@ -160,4 +166,26 @@ func MarshalLine(r Record) ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// ErrHeadMismatch is the error of a history that no longer gives the
+// audit chain head one of its runs recorded as it ended
+// (workflows.HeadNote): an event before that point was changed, removed
+// or added after the run recorded it.
+var ErrHeadMismatch = errors.New("the history does not give the audit chain head it recorded")
+
+// CheckHeads checks a turn's linked records against the chain heads its
+// runs recorded: record Seq of each head must exist and have its Hash.
+func CheckHeads(workflowID string, recs []Record, heads []workflows.HeadNote) error {
+	for _, h := range heads {
+		switch {
+		case h.Seq > len(recs):
+			return fmt.Errorf("turn %s: run %s recorded its chain head at record %d, and the history now gives %d records: %w",
+				workflowID, h.RunID, h.Seq, len(recs), ErrHeadMismatch)
+		case h.Seq > 0 && recs[h.Seq-1].Hash != h.Hash:
+			return fmt.Errorf("turn %s: run %s recorded record %d's hash as %s, and the history now gives %s: %w",
+				workflowID, h.RunID, h.Seq, h.Hash, recs[h.Seq-1].Hash, ErrHeadMismatch)
+		}
+	}
+	return nil
 }

@@ -54,6 +54,23 @@ func ExtractChain(workflowID string, runs []Run) ([]Record, error) {
 	return x.out, nil
 }
 
+// linked is ExtractChain with the records numbered and chained (Link),
+// checked against the chain heads the runs recorded as they ended
+// (CheckHeads).
+func linked(workflowID string, runs []Run) ([]Record, error) {
+	x, err := extract(workflowID, runs)
+	if err != nil {
+		return nil, err
+	}
+	if err := Link(x.out); err != nil {
+		return nil, err
+	}
+	if err := CheckHeads(workflowID, x.out, x.heads); err != nil {
+		return nil, err
+	}
+	return x.out, nil
+}
+
 // ExtractCalls reads the same histories as ExtractChain and returns the
 // engine's verdicts on calls (the calls' first verdicts and those on
 // approvers' edits), oldest first, each with what re-deciding it needs
@@ -174,6 +191,8 @@ type extractor struct {
 	// budget answers (its "audit-notes" marker was read): it is read
 	// from those records (notes.go), not the legacy way.
 	noted bool
+	// heads are the chain heads the runs recorded as they ended.
+	heads []workflows.HeadNote
 	// budgetPaths are the paths of budget approvals' answers, by call
 	// id; budgetOpen the answers accepted in the last workflow task
 	// (checkBudgetNotes); escalatedIDs the calls whose escalation was

@@ -36,11 +36,8 @@ func WorkflowFrom(ctx context.Context, c tclient.Client, workflowID string) ([]R
 	if err != nil {
 		return nil, "", err
 	}
-	recs, err := ExtractChain(workflowID, runs)
+	recs, err := linked(workflowID, runs)
 	if err != nil {
-		return nil, "", err
-	}
-	if err := Link(recs); err != nil {
 		return nil, "", err
 	}
 	return recs, SourceOf(runs), nil

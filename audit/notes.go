@@ -69,6 +69,9 @@ func (x *extractor) note(e *historypb.HistoryEvent) {
 	if n.Budget != nil {
 		x.budgetAnswered(t, *n.Budget)
 	}
+	if n.Head != nil {
+		x.heads = append(x.heads, *n.Head)
+	}
 }
 
 // escalated records a recorded escalation.

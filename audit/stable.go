@@ -29,11 +29,8 @@ func Settled(ctx context.Context, c tclient.Client, workflowID string) ([]Record
 			runs[n-1].Events = settled(runs[n-1].Events)
 		}
 	}
-	recs, err := ExtractChain(workflowID, runs)
+	recs, err := linked(workflowID, runs)
 	if err != nil {
-		return nil, false, err
-	}
-	if err := Link(recs); err != nil {
 		return nil, false, err
 	}
 	return recs, closed, nil

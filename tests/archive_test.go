@@ -2,6 +2,8 @@ package tests
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -238,10 +240,137 @@ steps:
 		}
 	}
 
+	// The archive edited: the approver of c1 renamed in the archived
+	// history. The turn recorded its chain head as it ended, so the audit
+	// read from that archive refuses it, and so does verify of the
+	// export. Control: the same edit with the head note blanked too is
+	// read without a word (the head is what sees it).
+	archDir := filepath.Join(arch.data, "archive")
+	pristine := snapshotDir(t, archDir)
+	renamed := editArchive(t, archDir, func(p map[string]any) bool {
+		if p["call_id"] != "c1" || p["by"] == nil || p["by"] == "mallory" {
+			return false
+		}
+		p["by"] = "mallory"
+		return true
+	})
+	if renamed == 0 {
+		t.Fatal("no answer of c1 with an approver in the archived history")
+	}
+	out, errOut, err := arch.starter(t, sbin, "audit", "--workflow", id)
+	if err == nil || !strings.Contains(errOut, "does not give the audit chain head it recorded") {
+		t.Errorf("the audit of an edited archive (%d payloads renamed): %v\n%s%s", renamed, err, out, errOut)
+	}
+	t.Logf("edited archive: %s", strings.TrimSpace(errOut))
+	if out, err := verify("against-edited-archive", lines); err == nil {
+		t.Errorf("verify against an edited archive passed: %s", out)
+	}
+	blanked := editArchive(t, archDir, func(p map[string]any) bool {
+		if p["head"] == nil {
+			return false
+		}
+		delete(p, "head")
+		return true
+	})
+	out, errOut, err = arch.starter(t, sbin, "audit", "--workflow", id)
+	if blanked == 0 || err != nil || !strings.Contains(out, "mallory") {
+		t.Errorf("control, the edit without the head note (%d blanked): %v\n%s%s", blanked, err, out, errOut)
+	}
+	restoreDir(t, archDir, pristine)
+
 	// Control: no archive, and the audit says why it has nothing.
-	out, errOut, err := ctl.starter(t, sbin, "audit", "--workflow", ctlID)
+	out, errOut, err = ctl.starter(t, sbin, "audit", "--workflow", ctlID)
 	if err == nil || !strings.Contains(errOut, "past the namespace's retention") || !strings.Contains(errOut, "keeps no archive") {
 		t.Errorf("control audit after retention: %v\n%s%s", err, out, errOut)
 	}
 	t.Logf("control after retention: %s", strings.TrimSpace(errOut))
+}
+
+// editArchive rewrites every history file of a filestore archive (JSON),
+// decoding each JSON payload and handing it to edit; payloads edit
+// changes are encoded again. It returns how many changed.
+func editArchive(t *testing.T, dir string, edit func(map[string]any) bool) int {
+	t.Helper()
+	n := 0
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		changed := false
+		switch x := v.(type) {
+		case map[string]any:
+			if d, ok := x["data"].(string); ok {
+				if raw, err := base64.StdEncoding.DecodeString(d); err == nil {
+					var p map[string]any
+					if json.Unmarshal(raw, &p) == nil && edit(p) {
+						b, err := json.Marshal(p)
+						if err != nil {
+							t.Fatal(err)
+						}
+						x["data"] = base64.StdEncoding.EncodeToString(b)
+						n++
+						changed = true
+					}
+				}
+			}
+			for _, c := range x {
+				changed = walk(c) || changed
+			}
+		case []any:
+			for _, c := range x {
+				changed = walk(c) || changed
+			}
+		}
+		return changed
+	}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".history") {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		var doc any
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return fmt.Errorf("%s: %w", p, err)
+		}
+		if walk(doc) {
+			out, err := json.Marshal(doc)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(p, out, 0o600)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// snapshotDir reads every file under dir; restoreDir writes them back.
+func snapshotDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		files[p] = b
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+func restoreDir(t *testing.T, _ string, files map[string][]byte) {
+	t.Helper()
+	for p, b := range files {
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

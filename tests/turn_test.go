@@ -360,7 +360,7 @@ func TestReplayHistories(t *testing.T) {
 // workflow code again: the recorder adds files and never overwrites one,
 // so the histories of older generations keep replaying the branches
 // their code took.
-const recordGeneration = "v13"
+const recordGeneration = "v14"
 
 // recordedScenarios are the files one recording writes.
 var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store", "budget_turn", "quorum_turn", "agent_budget_turn", "budget_store", "roles_turn"}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 )
 
@@ -27,11 +28,59 @@ const (
 
 // AuditNote is what a run since versionAuditNotes records for the audit
 // where it happens, as a side effect: an escalation at an approval's
-// deadline, or the answer to a budget approval. Exactly one field is set.
+// deadline, the answer to a budget approval, or the head of the audit
+// chain as a run ends. Exactly one field is set.
 // The audit reads these records and guesses neither.
 type AuditNote struct {
 	Escalation *EscalationNote `json:"escalation,omitempty"`
 	Budget     *BudgetNote     `json:"budget,omitempty"`
+	Head       *HeadNote       `json:"head,omitempty"`
+}
+
+// HeadNote is the head of the turn's audit chain as a run ends (since
+// versionAuditHead): the number and hash of the turn's last audit record
+// then, as the audit numbers and chains them, over the history up to the
+// run's last completed workflow task. A history changed afterwards (an
+// event edited, removed or added before that point) gives records whose
+// chain no longer reaches Hash at Seq, and the audit says so.
+type HeadNote struct {
+	RunID string `json:"run_id"`
+	Seq   int    `json:"seq"`
+	Hash  string `json:"hash"`
+}
+
+// ActivityAuditHead reads a turn's settled history and returns the head
+// of its audit chain (a HeadNote; Seq 0 when it has no record yet).
+const ActivityAuditHead = "warden.AuditHead"
+
+// recordHead records the head of the turn's audit chain as the run ends
+// (versionAuditHead). It never fails the turn: a head that cannot be read
+// is logged and left unrecorded, and the audit then has no head to check
+// this run against.
+func (t *turn) recordHead(ctx workflow.Context) {
+	ctx, _ = workflow.NewDisconnectedContext(ctx)
+	if workflow.GetVersion(ctx, versionAuditHead, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: 30 * time.Second,
+		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
+	})
+	var h HeadNote
+	if err := workflow.ExecuteLocalActivity(lctx, ActivityAuditHead, t.wfid).Get(ctx, &h); err != nil {
+		workflow.GetLogger(ctx).Warn("the audit chain's head was not recorded", "error", err)
+		return
+	}
+	if h.Seq == 0 {
+		return
+	}
+	// Recorded as a side effect under this change ID alone: asking
+	// versionAuditNotes here, in a run that has not asked it yet, would
+	// mark the whole run as one that records its notes.
+	var out AuditNote
+	if err := workflow.SideEffect(ctx, func(workflow.Context) any { return AuditNote{Head: &h} }).Get(&out); err != nil {
+		workflow.GetLogger(ctx).Warn("the audit chain's head was not recorded", "error", err)
+	}
 }
 
 // EscalationNote is an approval whose deadline was reached.

@@ -241,7 +241,7 @@ func compatSamples() []struct {
 			CallID: "budget_1", Request: workflows.BudgetRequest{Kind: "tokens", Spent: "2000100", Limit: "2000000", Next: "call the model",
 				Agent: "builder", Window: workflows.WindowDaily, Store: "warden-budget-builder"},
 			Decision: workflows.DecisionAllow, Raise: ptr(sampleBudget()), By: "owner", Via: "slack", Reason: "release week",
-		}}},
+		}, Head: &workflows.HeadNote{RunID: "run-1", Seq: 12, Hash: "9f2c0e"}}},
 		{"ToolInput", workflows.ToolInput{
 			Key: "turn-1/call_1_1", Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"}, State: sampleState(),
 			ByRef: true, Sandbox: sampleSandbox(),
@@ -401,7 +401,7 @@ func constGroups() map[string]map[string]any {
 			"NamespaceBudgetStore", workflows.NamespaceBudgetStore, "QueryBudget", workflows.QueryBudget,
 			"UpdateBudgetSet", workflows.UpdateBudgetSet, "UpdateBudgetCharge", workflows.UpdateBudgetCharge,
 			"UpdateBudgetRaise", workflows.UpdateBudgetRaise, "ActivityBudgetCharge", workflows.ActivityBudgetCharge,
-			"ActivityBudgetRaise", workflows.ActivityBudgetRaise, "WindowDaily", workflows.WindowDaily, "WindowTotal", workflows.WindowTotal,
+			"ActivityBudgetRaise", workflows.ActivityBudgetRaise, "ActivityAuditHead", workflows.ActivityAuditHead, "WindowDaily", workflows.WindowDaily, "WindowTotal", workflows.WindowTotal,
 		),
 		"workflows.tools": {
 			"ToolsWorkflow": workflows.ToolsWorkflow, "ActivityTools": workflows.ActivityTools,

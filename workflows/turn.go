@@ -128,6 +128,7 @@ func run(ctx workflow.Context, in TurnInput, mws []AgentMiddleware, rc RoleCheck
 		// chance to be delivered (a continue-as-new carries them instead).
 		t.settleNotifications(ctx)
 	}
+	t.recordHead(ctx)
 	return res, err
 }
 

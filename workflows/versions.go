@@ -163,6 +163,11 @@ const (
 	// ActivityChatPost when it parks, ActivityChatUpdate once it is
 	// answered); runs recorded before it post none.
 	versionChatBudget = "chat-budget"
+	// versionAuditHead marks runs that record the head of their audit
+	// chain as they end (ActivityAuditHead, a local activity, then an
+	// AuditNote side effect with its Head); runs recorded before it end
+	// without either.
+	versionAuditHead = "audit-head"
 )
 
 // Bounds that decide when commands are emitted.
