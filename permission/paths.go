@@ -379,6 +379,14 @@ func (ps Paths) CheckEdit(tool, filePath string) (Decision, error) {
 	}
 	pc := ps.Policy
 	if pc.DangerousPath(p) {
+		if RunsLater(p) {
+			return Decision{
+				Behavior:     Ask,
+				Message:      fmt.Sprintf("Permission required: %s operation on %s, a file the host runs later", tool, p),
+				Reason:       "Safety check: a file the host runs later",
+				BypassImmune: true,
+			}, nil
+		}
 		return Decision{
 			Behavior:     Ask,
 			Message:      fmt.Sprintf("Permission required: %s operation on sensitive file %s", tool, p),
@@ -423,19 +431,52 @@ func GlobBase(p string) string {
 }
 
 // DefaultDangerousFiles returns the spec's default dangerous file names
-// (matched against a path's base name, case-insensitively; entries with
-// a slash match the end of the path).
+// and the files the host runs later (RunLaterFiles), matched
+// case-insensitively against a path's base name; entries with a slash
+// match the end of the path, and entries with a glob character (*, ?,
+// [, {) are doublestar patterns matched against the path's tail
+// (".github/workflows/**" is that directory and all it holds).
 func DefaultDangerousFiles() []string {
-	return []string{".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".zshrc", ".zprofile",
+	return append([]string{".gitconfig", ".gitmodules", ".bashrc", ".bash_profile", ".zshrc", ".zprofile",
 		".profile", ".ssh/config", ".ssh/authorized_keys", ".netrc", ".npmrc", ".pypirc", ".env",
 		".envrc", ".env.local", ".env.development", ".env.development.local", ".env.test",
-		".env.test.local", ".env.staging", ".env.production", ".env.production.local"}
+		".env.test.local", ".env.staging", ".env.production", ".env.production.local"}, RunLaterFiles()...)
+}
+
+// RunLaterFiles are the files something on the host runs or obeys
+// later, outside any call: an agent's or editor's own configuration
+// (its hooks, MCP servers and permissions), CI workflows, git hooks
+// managers and git attributes (filter and diff drivers), Python's
+// virtual environment (pyvenv.cfg, activate scripts, .pth files run at
+// every interpreter start), pytest's conftest.py, cargo's and yarn's
+// configuration. A write to one is a bypass-immune safety ASK, and the
+// sandbox keeps them read-only (and moves aside one a call creates)
+// unless an Edit/Write allow rule or an approval names them.
+func RunLaterFiles() []string {
+	return []string{".mcp.json", ".claude/settings.json", ".claude/settings.local.json",
+		".github/workflows/**", ".pre-commit-config.yaml", ".gitattributes",
+		"pyvenv.cfg", ".venv/bin/activate*", ".venv/**/*.pth", "site-packages/*.pth", "conftest.py",
+		".cargo/config.toml", ".cargo/config", ".yarnrc.yml", ".yarnrc"}
 }
 
 // DefaultDangerousDirs returns the spec's default dangerous directory
-// names (matched against every path segment, case-insensitively).
+// names and the run-later ones (RunLaterDirs), matched against every
+// path segment, case-insensitively.
 func DefaultDangerousDirs() []string {
-	return []string{".git", ".vscode", ".idea", ".ssh"}
+	return append([]string{".git", ".vscode", ".idea", ".ssh"}, RunLaterDirs()...)
+}
+
+// RunLaterDirs are directories whose whole content the host runs or
+// obeys later: git hooks managers (.husky), agents' and editors' own
+// directories (.claude, .codex, .cursor) and dev containers.
+func RunLaterDirs() []string {
+	return []string{".husky", ".claude", ".codex", ".cursor", ".devcontainer"}
+}
+
+// RunsLater reports whether p is one of the default files or
+// directories the host runs later (RunLaterFiles, RunLaterDirs).
+func RunsLater(p string) bool {
+	return IsDangerousPath(p, RunLaterFiles(), RunLaterDirs())
 }
 
 // DangerousLists returns the dangerous file and directory lists of c:
@@ -468,6 +509,12 @@ func IsDangerousPath(p string, files, dirs []string) bool {
 		}
 		if strings.EqualFold(base, f) {
 			return true
+		}
+		if strings.ContainsAny(f, "*?[{") {
+			if ok, _ := doublestar.Match("**/"+strings.ToLower(strings.TrimPrefix(f, "/")), strings.ToLower(p)); ok {
+				return true
+			}
+			continue
 		}
 		if strings.Contains(f, "/") && len(p) >= len(f) && strings.EqualFold(p[len(p)-len(f):], f) &&
 			(len(p) == len(f) || p[len(p)-len(f)-1] == '/') {

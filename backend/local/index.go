@@ -576,6 +576,7 @@ type matcher struct {
 	tails     [][]segGlob     // "**/a/b": the last segments
 	full      []fullPattern   // the rest, matched on the whole path
 	files     []string        // the analyser's dangerous files
+	dirGlobs  []string        // those of them that name a directory ("x/**")
 	dirs      []string        // the analyser's dangerous directories, .git apart
 }
 
@@ -587,6 +588,11 @@ type fullPattern struct{ pat, prefix string }
 // what it holds.
 func newMatcher(extra []string) *matcher {
 	m := &matcher{base: map[string]bool{}, files: permission.DefaultDangerousFiles()}
+	for _, f := range m.files {
+		if strings.HasSuffix(f, "/**") {
+			m.dirGlobs = append(m.dirGlobs, f)
+		}
+	}
 	for _, d := range permission.DefaultDangerousDirs() {
 		if d != ".git" {
 			m.dirs = append(m.dirs, d)
@@ -641,6 +647,11 @@ func (m *matcher) kind(p, name string, dir bool) kind {
 			if strings.EqualFold(name, d) {
 				k |= kindDangerous
 			}
+		}
+		// A dangerous directory pattern (".github/workflows/**")
+		// names the directory itself too.
+		if k&kindDangerous == 0 && permission.IsDangerousPath(p, m.dirGlobs, nil) {
+			k |= kindDangerous
 		}
 	} else if permission.IsDangerousPath(p, m.files, nil) {
 		k |= kindDangerous

@@ -3,6 +3,7 @@ package shell
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/wardenhq/warden/permission"
@@ -90,11 +91,18 @@ func (c Config) workingDirs() []string {
 
 // globDangerous is IsDangerousPath for a path containing glob characters:
 // it reports whether the pattern could match a sensitive file or
-// directory.
+// directory. The files the host runs later (permission.RunLaterFiles)
+// are left out here: "rm *" is judged as the removal it is, not as a
+// write to a conftest.py it might match; a run-later file a glob does
+// reach is kept by the sandbox.
 func globDangerous(p string, files, dirs []string) bool {
 	lp := strings.ToLower(p)
 	segs := strings.Split(lp, "/")
+	later := permission.RunLaterFiles()
 	for _, f := range files {
+		if slices.Contains(later, f) {
+			continue
+		}
 		fs := strings.Split(strings.ToLower(f), "/")
 		if len(fs) > len(segs) {
 			continue
