@@ -95,7 +95,8 @@ type AuditStream struct {
 	// OTLP sink gets as a bearer token.
 	TokenEnv string `yaml:"token_env"`
 	// State keeps what was sent across restarts (default
-	// server.data_dir/audit-stream.json; none without a data directory).
+	// server.data_dir/audit-stream.json; none without a data directory),
+	// with a copy beside it (State plus ".copy").
 	State string `yaml:"state"`
 	// Sweep is how often closed turns are looked for (default 2s).
 	Sweep time.Duration `yaml:"sweep"`
@@ -640,7 +641,9 @@ func (c Config) File() string { return c.file }
 // names them now (after the environment's and the command line's
 // overrides, or however a caller built c): the data directory (its
 // keyring, operator key and database inside), the content store's
-// directory, the warden key files (temporal.key_file, inbox.key_file and
+// directory, the history archive directory, the audit stream's file sink
+// with its kept rotations and its state file with the state's copy, the
+// warden key files (temporal.key_file, inbox.key_file and
 // the WARDEN_KEY_FILE and WARDEN_INBOX_KEY_FILE variables, which the
 // worker and its clients read too), the Temporal and inbox TLS private
 // keys and the config file. No tool may read or write them in any mode
@@ -663,7 +666,10 @@ func (c Config) OwnPaths() []string {
 			add(fmt.Sprintf("%s.%d", f, i)) // its rotations
 		}
 	}
-	add(c.Audit.Stream.State)
+	if st := c.Audit.Stream.State; st != "" {
+		add(st)
+		add(st + ".copy") // the copy the stream writes first (stream.CopySuffix)
+	}
 	add(c.Temporal.KeyFile)
 	add(os.Getenv("WARDEN_KEY_FILE"))
 	add(c.InboxKeyFile())

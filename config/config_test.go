@@ -260,3 +260,22 @@ func TestArchiveIsOwn(t *testing.T) {
 		t.Errorf("own patterns %q lack the archive %q", got, want)
 	}
 }
+
+// The audit stream's files outside the data directory are the worker's
+// own: the file sink, each rotation it keeps, the state file and the
+// state's copy (which the stream writes first).
+func TestAuditStreamFilesAreOwn(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sink, state := filepath.Join(dir, "log", "audit.jsonl"), filepath.Join(dir, "lib", "stream.json")
+	c := Config{Server: Server{DataDir: filepath.Join(dir, "data")}, Audit: Audit{Stream: AuditStream{Sink: sink, Keep: 2, State: state}}}
+	own := c.OwnPatterns()
+	for _, want := range []string{sink, sink + ".1", sink + ".2", state, state + ".copy"} {
+		if !slices.Contains(own, want) {
+			t.Errorf("own patterns %q lack %s", own, want)
+		}
+	}
+	if slices.Contains(own, sink+".3") {
+		t.Errorf("own patterns %q hold %s, past the 2 rotations kept", own, sink+".3")
+	}
+}

@@ -1,7 +1,10 @@
 package tests
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,14 +22,15 @@ import (
 
 // TestRealWorkerEscapes is the escape suite against the worker as a
 // deployment starts it (the cmd/worker binary with a config file,
-// --data-dir, WARDEN_KEY_FILE and HOME; see startRealWorker): each class
+// --data-dir, WARDEN_KEY_FILE and HOME, a history archive directory and
+// an audit stream to a file; see startRealWorker and streamConfig): each class
 // of the sandbox's escapes, in default and accept_edits mode with broad
 // rules and in bypass mode, then with backend.local.sandbox: off as the
 // control. Every attempt prints a marker (it ran) and what it got (the
 // errno); with the sandbox on the effect must be absent, with it off
 // present, so that no case passes for a call that never ran or an
 // attempt that could never work. One worker per mode runs everything in
-// a few turns; the own-files class runs again on a worker whose files
+// a few turns; the own-files classes run again on a worker whose files
 // lie outside the workspace.
 func TestRealWorkerEscapes(t *testing.T) {
 	broad := []string{"Bash(python3:*)", "Bash(git:*)", "Bash(cat:*)", "Read"}
@@ -42,12 +46,13 @@ func TestRealWorkerEscapes(t *testing.T) {
 		{"sandbox_off", permission.ModeBypass, nil, true},
 	} {
 		t.Run(r.name, func(t *testing.T) {
-			w := startRealWorker(t, inside, r.off, "")
+			w := startRealWorker(t, inside, r.off, streamConfig(inside))
 			m := modeRun{w: w, mode: r.mode, rules: append(slices.Clone(r.rules), grantRules(w)...)}
 			t.Run("concurrent", func(t *testing.T) {
 				t.Run("2_lifetime", func(t *testing.T) { t.Parallel(); classLifetime(t, m) })
 				t.Run("3_root_files", func(t *testing.T) { t.Parallel(); classRootFiles(t, m) })
 				t.Run("4_own_files", func(t *testing.T) { t.Parallel(); classOwnFiles(t, m) })
+				t.Run("4b_archive_and_audit_stream", func(t *testing.T) { t.Parallel(); classArchiveAndStream(t, m) })
 				t.Run("5_git", func(t *testing.T) { t.Parallel(); classGit(t, m) })
 				t.Run("7_dotenv", func(t *testing.T) { t.Parallel(); classDotEnv(t, m) })
 				t.Run("9_grants", func(t *testing.T) { t.Parallel(); classGrants(t, m) })
@@ -57,8 +62,9 @@ func TestRealWorkerEscapes(t *testing.T) {
 			t.Run("1_control_channel", func(t *testing.T) { classControl(t, m) })
 			t.Run("8_huge_file_and_fifo", func(t *testing.T) { classHuge(t, m) })
 			t.Run("4_own_files_outside_layout", func(t *testing.T) {
-				w := startRealWorker(t, outside, r.off, "")
-				classOwnFiles(t, modeRun{w: w, mode: r.mode, rules: r.rules})
+				m := modeRun{w: startRealWorker(t, outside, r.off, streamConfig(outside)), mode: r.mode, rules: r.rules}
+				t.Run("4_own_files", func(t *testing.T) { classOwnFiles(t, m) })
+				t.Run("4b_archive_and_audit_stream", func(t *testing.T) { classArchiveAndStream(t, m) })
 			})
 		})
 	}
@@ -182,23 +188,165 @@ func classOwnFiles(t *testing.T, m modeRun) {
 	// The engine's context protects the files the worker runs with: the
 	// permission records of the Read of the data dir's key and of the key
 	// file say protected, naming them.
+	m.checkProtected(t, id, map[string]string{w.key: rs[6].ToolCallID, dataKey: rs[7].ToolCallID})
+}
+
+// checkProtected checks that turn id's permission records deny each
+// call of calls (by path, the file the call aimed at) as protected.
+func (m modeRun) checkProtected(t *testing.T, id string, calls map[string]string) {
+	t.Helper()
 	recs, err := audit.Workflow(ctxT(t, time.Minute), env.c, id)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []struct{ path, callID string }{{w.key, rs[6].ToolCallID}, {dataKey, rs[7].ToolCallID}} {
+	for _, path := range slices.Sorted(maps.Keys(calls)) {
 		var got []string
 		ok := false
 		for _, r := range recs {
-			if r.Kind == audit.KindPermission && r.CallID == want.callID {
+			if r.Kind == audit.KindPermission && r.CallID == calls[path] {
 				got = append(got, r.Decision+": "+r.Reason)
 				ok = ok || r.Decision == "deny" && strings.Contains(r.Reason, "protected")
 			}
 		}
 		if !ok {
-			t.Errorf("%s: the recorded context does not protect %s (the file the worker runs with): permission records %q", m.name(), want.path, got)
+			t.Errorf("%s: the recorded context does not protect %s (the file the worker runs with): permission records %q", m.name(), path, got)
 		}
 	}
+}
+
+// streamKeep is how many rotations of the audit stream's file sink the
+// workers of the escape suite keep (audit.stream.keep).
+const streamKeep = 3
+
+// streamPaths are a worker's history archive directory and its audit
+// stream's file sink and state file, of workspace ws and root (the
+// directory that holds all of the worker's): in the workspace, but not
+// in the data directory, in the inside layout; in directories of their
+// own, as a server's /var/lib and /var/log, in the outside layout.
+func streamPaths(lay layout, ws, root string) (archive, sink, state string) {
+	if lay == inside {
+		return filepath.Join(ws, "archive"), filepath.Join(ws, "log", "audit.jsonl"), filepath.Join(ws, "log", "stream-state.json")
+	}
+	return filepath.Join(root, "var", "lib", "warden", "archive"), filepath.Join(root, "var", "log", "warden", "audit.jsonl"),
+		filepath.Join(root, "var", "lib", "warden", "stream-state.json")
+}
+
+// streamConfig is the extra config (startRealWorker) of the escape
+// suite's workers: server.archive (the workers join the tests' server,
+// which archives nothing there, but the directory stays one of the
+// worker's own paths, as when a server run with the same config on the
+// host does archive there) and the live audit stream to a file sink,
+// with its rotations and its state file, at streamPaths.
+func streamConfig(lay layout) string {
+	archive, sink, state := streamPaths(lay, "{{WS}}", "{{ROOT}}")
+	return fmt.Sprintf("server:\n  archive: %q\naudit:\n  stream:\n    sink: %q\n    keep: %d\n    state: %q\n", archive, sink, streamKeep, state)
+}
+
+// classArchiveAndStream (4b): the worker's own files beyond its data
+// directory and keys: files of the history archive directory
+// (server.archive), the audit stream's file sink, its kept rotations and
+// its state file (audit.stream), each planted with a secret, read,
+// listed, appended to, overwritten, replaced by rename, removed and
+// added to; the effects of the writes are looked for on the host after
+// the turn. And the engine's recorded context protects the sink and the
+// archive. The worker runs with streamConfig.
+func classArchiveAndStream(t *testing.T, m modeRun) {
+	w := m.w
+	archive, sink, state := streamPaths(w.lay, w.ws, w.root)
+	secret := func(what string) string { return what + "-secret-" + w.tag }
+	mark := func(what string) string { return what + "-" + w.tag }
+	hist, gone, forged := filepath.Join(archive, "default", "turn-a.history"), filepath.Join(archive, "default", "turn-b.history"),
+		filepath.Join(archive, "default", "forged.history")
+	rot1, rotK := sink+".1", fmt.Sprintf("%s.%d", sink, streamKeep)
+	writeFile(t, hist, secret("archive")+"\n", 0o600)
+	writeFile(t, gone, secret("archive-b")+"\n", 0o600)
+	writeFile(t, rot1, secret("rotation-1")+"\n", 0o640)
+	writeFile(t, rotK, secret("rotation-k")+"\n", 0o640)
+	// The stream opened its sink at start: the secret is appended to it,
+	// as the stream appends its records.
+	f, err := os.OpenFile(sink, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatalf("%s: the worker's audit stream did not open its file sink: %v", m.name(), err)
+	}
+	_, err = f.WriteString(secret("sink") + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stream writes each call's command to the sink: no command
+	// holds a secret or a mark whole (pyStr), so that only a read or a
+	// write of the call can show or put one there.
+	py := func(label, code string, args ...any) map[string]any {
+		return pyCall(fmt.Sprintf("show(%q, lambda: "+code+")\n", append([]any{label}, args...)...))
+	}
+	// find reads a file and prints its size and the lines that hold
+	// needle (the sink is long: its end would not fit in a result).
+	find := func(p, needle string) map[string]any {
+		return pyCall(fmt.Sprintf("needle=%s\ndef find(p):\n  b=open(p,'rb').read().decode('utf-8','replace')\n"+
+			"  return '%%d bytes: %%s'%%(len(b),' | '.join(l[:200] for l in b.splitlines() if needle in l))\nshow('FIND', lambda: find(%q))\n", pyStr(needle), p))
+	}
+	as := []attempt{
+		{name: "python3 reads a file of the history archive", tool: "Bash", input: find(hist, secret("archive")), effect: contains(secret("archive"))},
+		{name: "python3 lists the history archive", tool: "Bash", input: py("LIST", "sorted(os.listdir(%q))", filepath.Dir(hist)), effect: contains("turn-a.history")},
+		{name: "python3 reads the audit stream's file sink", tool: "Bash", input: find(sink, secret("sink")), effect: contains(secret("sink"))},
+		{name: "python3 reads the sink's first rotation", tool: "Bash", input: find(rot1, secret("rotation-1")), effect: contains(secret("rotation-1"))},
+		{name: "python3 reads the sink's oldest kept rotation", tool: "Bash", input: find(rotK, secret("rotation-k")), effect: contains(secret("rotation-k"))},
+		{name: "python3 reads the stream's state file", tool: "Bash", input: find(state, `"since":`), effect: contains(`{"since":`)},
+		{name: "python3 reads the copy of the stream's state file", tool: "Bash", input: find(state+".copy", `"since":`), effect: contains(`{"since":`)},
+		// The worker saves the state as it sends and at every sweep
+		// (2s): a call that runs past its saves still finds the file
+		// empty (a file renamed over a hidden one would detach the mount
+		// that hides it).
+		{name: "python3 reads the stream's state file for 5s, past the worker's saves", tool: "Bash",
+			input: pyCall(fmt.Sprintf("import time\nend=time.time()+5\nwhile time.time()<end:\n  try: b=open(%q).read()\n  except OSError as e: b=str(e)\n"+
+				"  if 'since' in b: break\n  time.sleep(0.05)\nprint('STATE', b[:200])\n", state)),
+			effect: contains(`STATE {"since":`)},
+		{name: "cat the audit stream's file sink", tool: "Bash", input: bash(`echo ATTEMPT-"RAN"; cat ` + sink), refusable: true, effect: contains(secret("sink"))},
+		{name: "Read the audit stream's file sink", tool: "Read", input: map[string]any{"file_path": sink}, refusable: true, noMarker: true, effect: contains(secret("sink"))},
+		{name: "Read a file of the history archive", tool: "Read", input: map[string]any{"file_path": hist}, refusable: true, noMarker: true, effect: contains(secret("archive"))},
+		// The writes, each to a file of its own but the first two (their
+		// effects are looked for after the turn, when all of them ran);
+		// the overwrite in place is shorter than the sink's first line.
+		{name: "python3 appends to the audit stream's file sink", tool: "Bash", input: py("APPEND", "open(%q,'a').write(%s+'\\n')", sink, pyStr(mark("APPENDED"))),
+			effect: fileHas(sink, mark("APPENDED"))},
+		{name: "python3 overwrites the start of the file sink in place", tool: "Bash", input: py("OVERWRITE", "open(%q,'r+').write(%s)", sink, pyStr(mark("OVER"))),
+			effect: fileHas(sink, mark("OVER"))},
+		{name: "python3 truncates and rewrites the sink's first rotation", tool: "Bash", input: py("REWRITE", "open(%q,'w').write(%s)", rot1, pyStr(mark("REWRITTEN"))),
+			effect: fileHas(rot1, mark("REWRITTEN"))},
+		{name: "python3 replaces the sink's oldest kept rotation by a file renamed over it", tool: "Bash",
+			input:  pyCall(fmt.Sprintf("show('NEW', lambda: open(%q,'w').write(%s))\nshow('RENAME', lambda: os.replace(%q,%q))\n", rotK+".new", pyStr(mark("REPLACED")), rotK+".new", rotK)),
+			effect: fileHas(rotK, mark("REPLACED"))},
+		{name: "python3 rewrites a file of the history archive", tool: "Bash", input: py("REWRITE", "open(%q,'w').write(%s)", hist, pyStr(mark("FORGED"))),
+			effect: fileHas(hist, mark("FORGED"))},
+		{name: "python3 removes a file of the history archive", tool: "Bash", input: py("REMOVE", "os.remove(%q)", gone),
+			effect: func(model.Message) bool { _, err := os.Stat(gone); return errors.Is(err, fs.ErrNotExist) }},
+		{name: "python3 adds a file to the history archive", tool: "Bash", input: py("ADD", "open(%q,'w').write(%s)", forged, pyStr(mark("ADDED"))),
+			effect: fileHas(forged, mark("ADDED"))},
+	}
+	var steps [][]attempt
+	for _, a := range as {
+		steps = append(steps, []attempt{a})
+	}
+	rs, id := m.turnID(t, "archive-and-stream", "", 3*time.Minute, steps...)
+	m.check(t, as, rs)
+	// The engine's context protects them: the Reads' permission records
+	// say protected.
+	reads := map[string]string{}
+	for i, a := range as {
+		if a.tool == "Read" {
+			reads[a.input["file_path"].(string)] = rs[i].ToolCallID
+		}
+	}
+	m.checkProtected(t, id, reads)
+}
+
+// pyStr is s as a Python expression of two string literals: a command
+// that writes or looks for s does not hold it whole.
+func pyStr(s string) string {
+	h := len(s) / 2
+	return fmt.Sprintf("%q+%q", s[:h], s[h:])
 }
 
 // gitEffect runs git args in dir on the host, as a user would after the

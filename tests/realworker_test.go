@@ -144,8 +144,11 @@ func initRepo(t *testing.T, dir string) {
 // later; the inbox is off) in its environment, its working directory
 // the workspace, and its address space bounded (a worker that reads a
 // huge file dies instead of taking the machine's memory). extra is
-// appended to the config ({{WS}} in it names the workspace); off turns
-// the local sandbox off.
+// appended to the config ({{WS}} in it names the workspace, {{ROOT}} the
+// directory that holds all of the worker's); a server section of extra
+// (a "server:" block, its keys indented by two spaces) joins the
+// config's own, which names the data directory. off turns the local
+// sandbox off.
 func startRealWorker(t *testing.T, lay layout, off bool, extra string, args ...string) *realWorker {
 	t.Helper()
 	w, out, err := tryStartRealWorker(t, lay, off, extra, args...)
@@ -197,11 +200,13 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string, more .
 	// existing siblings.
 	writeFile(t, filepath.Join(w.grant, "existing.conf"), "ORIGINAL\n", 0o644)
 	writeFile(t, filepath.Join(w.grant, "conf.d", "old.conf"), "ORIGINAL\n", 0o644)
-	cfg := contentConfig() + fmt.Sprintf("server: {data_dir: %q}\npermission:\n  sensitive_paths: [%q]\n", w.cfgData, w.late)
+	extra = strings.NewReplacer("{{WS}}", w.ws, "{{ROOT}}", w.root).Replace(extra)
+	srv, extra := cutSection(extra, "server")
+	cfg := contentConfig() + fmt.Sprintf("server:\n  data_dir: %q\n%spermission:\n  sensitive_paths: [%q]\n", w.cfgData, srv, w.late)
 	if off {
 		cfg += "backend:\n  local:\n    sandbox: \"off\"\n"
 	}
-	cfg += strings.ReplaceAll(extra, "{{WS}}", w.ws) + "# " + w.cfgSecret + "\n"
+	cfg += extra + "# " + w.cfgSecret + "\n"
 	writeFile(t, w.cfg, cfg, 0o600)
 
 	if slices.Contains(more, "--inbox") {
@@ -266,6 +271,27 @@ func tryStartRealWorker(t *testing.T, lay layout, off bool, extra string, more .
 		}
 	}
 	return w, "", nil
+}
+
+// cutSection takes the top-level section key of a YAML document written
+// in block style out of it: body is the section's lines (indented, as
+// they were), rest the document without the section.
+func cutSection(doc, key string) (body, rest string) {
+	var b, r strings.Builder
+	in := false
+	for _, l := range strings.SplitAfter(doc, "\n") {
+		switch {
+		case strings.TrimRight(l, " \n") == key+":":
+			in = true
+			continue
+		case in && (strings.HasPrefix(l, " ") || strings.TrimSpace(l) == ""):
+			b.WriteString(l)
+			continue
+		}
+		in = false
+		r.WriteString(l)
+	}
+	return b.String(), r.String()
 }
 
 // terminate asks the worker to stop (SIGTERM). A worker started with
@@ -557,7 +583,9 @@ func (m modeRun) check(t *testing.T, as []attempt, rs []model.Message) {
 			}
 			if !a.effect(r) {
 				t.Errorf("%s: %s: the attempt did not reach its effect with the sandbox off, so it proves nothing:\n%.1500s", m.name(), a.name, r.Content)
+				continue
 			}
+			t.Logf("%s: %s: reached its effect: %.300s", m.name(), a.name, strings.ReplaceAll(r.Content, "\n", " | "))
 			continue
 		}
 		if !a.noMarker && !strings.Contains(r.Content, attemptMarker) {

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
@@ -31,8 +33,9 @@ type Streamer struct {
 	C tclient.Client
 	// Sink takes the records.
 	Sink Sink
-	// State is the file that keeps what was sent ("" keeps it in memory:
-	// a restart then starts from the turns it is told about).
+	// State is the file that keeps what was sent, with its copy
+	// State+CopySuffix ("" keeps it in memory: a restart then starts
+	// from the turns it is told about).
 	State string
 	// Logger reports a sink that is down and when it is back.
 	Logger *slog.Logger
@@ -379,29 +382,49 @@ func (s *Streamer) log() *slog.Logger {
 	return slog.Default()
 }
 
-// load reads the state file (none yet: a fresh state).
+// CopySuffix names the state file's copy (State+CopySuffix), which save
+// writes whole before the state file itself.
+const CopySuffix = ".copy"
+
+// load reads the state file, or its copy when the state file is cut
+// short or missing (a crash while save wrote it); with neither, a fresh
+// state. A symbolic link at a name it reads is an error.
 func (s *Streamer) load() error {
 	s.st = state{Turns: map[string]sent{}}
 	if s.State == "" {
 		return nil
 	}
-	b, err := os.ReadFile(s.State)
-	if errors.Is(err, os.ErrNotExist) {
+	var bad []error
+	for _, p := range []string{s.State, s.State + CopySuffix} {
+		b, err := readNoLink(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("audit stream state: %w", err)
+		}
+		var st state
+		if err := json.Unmarshal(b, &st); err != nil {
+			bad = append(bad, fmt.Errorf("audit stream state %s: %w", p, err))
+			continue
+		}
+		if st.Turns == nil {
+			st.Turns = map[string]sent{}
+		}
+		s.st = st
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("audit stream state: %w", err)
-	}
-	if err := json.Unmarshal(b, &s.st); err != nil {
-		return fmt.Errorf("audit stream state %s: %w", s.State, err)
-	}
-	if s.st.Turns == nil {
-		s.st.Turns = map[string]sent{}
-	}
-	return nil
+	return errors.Join(bad...)
 }
 
-// save writes the state file (atomically: a temporary file renamed).
+// save writes the state file in place, never by rename: the local
+// sandbox hides the worker's own files from tool processes by mounts
+// over them, and a file renamed over one on the host detaches the mount
+// in the calls running then, which would read (and in their working
+// directory write) the new file. So that a crash in the middle loses
+// nothing, the whole state goes first to the copy (State+CopySuffix),
+// then to the state file, each synced: load takes the copy when the
+// state file is cut short. Neither is opened through a symbolic link.
 func (s *Streamer) save() {
 	if s.State == "" {
 		return
@@ -410,14 +433,40 @@ func (s *Streamer) save() {
 	b, err := json.Marshal(s.st)
 	s.mu.Unlock()
 	if err == nil {
-		tmp := s.State + ".tmp"
 		if err = os.MkdirAll(filepath.Dir(s.State), 0o700); err == nil {
-			if err = os.WriteFile(tmp, b, 0o600); err == nil {
-				err = os.Rename(tmp, s.State)
+			if err = writeInPlace(s.State+CopySuffix, b); err == nil {
+				err = writeInPlace(s.State, b)
 			}
 		}
 	}
 	if err != nil {
 		s.log().Error("audit stream: saving what was sent", "file", s.State, "error", err)
 	}
+}
+
+// writeInPlace makes the file p (created 0600 when missing, refused
+// when p is a symbolic link) hold b, and syncs it.
+func writeInPlace(p string, b []byte) error {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// readNoLink reads the file p, refused when p is a symbolic link.
+func readNoLink(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
