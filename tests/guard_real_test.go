@@ -56,6 +56,7 @@ func TestRealWorkerGuard(t *testing.T) {
 			m := modeRun{w: w, mode: r.mode, rules: r.rules}
 			t.Run("repositories", func(t *testing.T) { guardRepos(t, m, r.guardOff) })
 			t.Run("flood", func(t *testing.T) { guardFlood(t, m, r.guardOff) })
+			t.Run("runs_later", func(t *testing.T) { guardRunLater(t, m, r.guardOff) })
 		})
 	}
 }
@@ -177,5 +178,34 @@ func guardFlood(t *testing.T, m modeRun, guardOff bool) {
 		if _, err := os.Stat(filepath.Join(d, "flood")); err == nil {
 			t.Errorf("%s: the flood is still in the workspace", m.name())
 		}
+	}
+}
+
+// guardRunLater: an allowed python3 call writes the files the host runs
+// later (permission.RunLaterFiles and RunLaterDirs): the six an
+// advisory's agent wrote, created new, and the others over existing
+// ones. With the guard on none holds what the call wrote (an existing
+// one is read-only, a new one is moved aside after the call); with it
+// off (the control) every one does.
+func guardRunLater(t *testing.T, m modeRun, guardOff bool) {
+	w := m.w
+	d := filepath.Join(w.root, "guard", "later")
+	initRepo(t, d)
+	created := []string{"pyvenv.cfg", ".claude/settings.json", ".mcp.json", ".github/workflows/ci.yml",
+		".husky/pre-commit", ".pre-commit-config.yaml", ".venv/lib/python3.12/site-packages/zz_evil.pth"}
+	existing := []string{".venv/bin/activate", "tests/conftest.py", ".cargo/config.toml", ".yarnrc.yml",
+		".gitattributes", ".codex/config.toml", ".cursor/mcp.json", ".devcontainer/devcontainer.json"}
+	for _, p := range existing {
+		writeFile(t, filepath.Join(d, p), "ORIGINAL\n", 0o644)
+	}
+	planted := "PLANTED-" + w.tag
+	var b strings.Builder
+	for _, p := range append(slices.Clone(created), existing...) {
+		fmt.Fprintf(&b, "show(%q, lambda: (os.makedirs(os.path.dirname(%q) or '.', exist_ok=True), open(%q,'w').write(%q))[1])\n", "WRITE "+p, p, p, planted)
+	}
+	rs := m.turn(t, "guard-later", d, 3*time.Minute, []attempt{{tool: "Bash", input: pyCall(b.String())}})
+	for _, p := range append(slices.Clone(created), existing...) {
+		got, _ := os.ReadFile(filepath.Join(d, p))
+		guardExpect(t, m, guardOff, "python3 writes "+p, rs[0], strings.Contains(string(got), planted))
 	}
 }

@@ -376,9 +376,19 @@ func (g *guardCall) check() ([]string, error) {
 	for _, m := range g.before.list {
 		before[m.path] = m.entry
 	}
+	// The list is sorted by path, parents first: what lies in a
+	// directory moved aside went with it and is not moved again.
+	var aside []string
+	quarantine := func(p string) (string, error) {
+		to, err := g.quarantine(p)
+		if err == nil {
+			aside = append(aside, p)
+		}
+		return to, err
+	}
 	for _, m := range after.list {
 		p, e := m.path, m.entry
-		if !under(p, g.write) || e.kind&kindSensitive != 0 && e.kind&(kindGit|kindDangerous) == 0 {
+		if !under(p, g.write) || e.kind&kindSensitive != 0 && e.kind&(kindGit|kindDangerous) == 0 || under(p, aside) {
 			continue
 		}
 		if old, ok := before[p]; ok && old.dev == e.dev && old.ino == e.ino && old.mode == e.mode {
@@ -396,7 +406,7 @@ func (g *guardCall) check() ([]string, error) {
 					continue // a clean bare repository an allowed git command made
 				}
 			}
-			to, err := g.quarantine(p)
+			to, err := quarantine(p)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -412,7 +422,7 @@ func (g *guardCall) check() ([]string, error) {
 					continue
 				}
 			}
-			to, err := g.quarantine(p)
+			to, err := quarantine(p)
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -426,7 +436,7 @@ func (g *guardCall) check() ([]string, error) {
 				notes = append(notes, fmt.Sprintf("this git command created %s, a dangerous path", p))
 				continue
 			}
-			to, err := g.quarantine(p)
+			to, err := quarantine(p)
 			if err != nil {
 				errs = append(errs, err)
 				continue

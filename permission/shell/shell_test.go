@@ -134,6 +134,10 @@ var checkCases = []checkCase{
 	{cmd: "cp x .e*", mode: dflt, want: ask, safety: true, msg: "sensitive paths"},
 	{cmd: "cp x $HOME/.bashrc", mode: dflt, want: ask, safety: true, msg: "cannot be statically resolved"},
 	{cmd: "chmod 644 .env", mode: dflt, want: ask, safety: true},
+	// Files the host runs later.
+	{cmd: "echo '{}' > .mcp.json", mode: edits, want: ask, safety: true, msg: "/w/proj/.mcp.json"},
+	{cmd: "cp evil.yml .github/workflows/ci.yml", mode: edits, want: ask, safety: true, msg: "/w/proj/.github/workflows/ci.yml"},
+	{cmd: "tee tests/conftest.py < x", mode: edits, want: ask, safety: true, msg: "conftest.py"},
 	{cmd: "chmod 644 notes", mode: dflt, want: pass}, // [quirk] mode is not a path
 	// Dangerous removal.
 	{cmd: "rm *", mode: edits, want: ask, safety: true, msg: "'*'"},
