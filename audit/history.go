@@ -128,13 +128,15 @@ type Run struct {
 // Chain reads the histories of every run of a workflow's continue-as-new
 // chain, the first run first.
 func Chain(ctx context.Context, c tclient.Client, workflowID string) ([]Run, error) {
-	runID, err := latestRunID(ctx, c, workflowID)
+	runID, onServer, err := latestRunID(ctx, c, workflowID)
 	if err != nil {
 		return nil, err
 	}
 	var runs []Run
 	for {
-		archived := archivedRun(ctx, c, workflowID, runID)
+		// The latest run the server described is on the server: only
+		// the earlier ones are asked again.
+		archived := !(onServer && len(runs) == 0) && archivedRun(ctx, c, workflowID, runID)
 		evs, err := history(ctx, c, workflowID, runID)
 		if err != nil {
 			return nil, err
@@ -170,17 +172,18 @@ func history(ctx context.Context, c tclient.Client, workflowID, runID string) ([
 // are of the same run: from the server while it has the workflow, else
 // from the archive (the run that closed last). Empty when the server
 // cannot describe it for another reason: the history of the latest run
-// is then read without a run id.
-func latestRunID(ctx context.Context, c tclient.Client, workflowID string) (string, error) {
+// is then read without a run id. onServer says the server described it.
+func latestRunID(ctx context.Context, c tclient.Client, workflowID string) (runID string, onServer bool, err error) {
 	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
 	var nf *serviceerror.NotFound
 	switch {
 	case errors.As(err, &nf):
-		return archivedLatestRun(ctx, c, workflowID)
+		runID, err := archivedLatestRun(ctx, c, workflowID)
+		return runID, false, err
 	case err != nil:
-		return "", nil
+		return "", false, nil
 	}
-	return d.GetWorkflowExecutionInfo().GetExecution().GetRunId(), nil
+	return d.GetWorkflowExecutionInfo().GetExecution().GetRunId(), true, nil
 }
 
 // archivedRun says whether the server no longer has a run (so the

@@ -53,6 +53,10 @@ type Streamer struct {
 
 	mu     sync.Mutex
 	hot    map[string]due
+	// dirty says st changed since saved, when it was last saved (both
+	// used by Run's goroutine only).
+	dirty bool
+	saved time.Time
 	st     state
 	loaded bool
 	// down is when the sink went down (zero: up); retry when to try it
@@ -166,6 +170,9 @@ func (s *Streamer) Run(ctx context.Context) error {
 		s.sendDue(ctx)
 		select {
 		case <-ctx.Done():
+			if s.dirty {
+				s.save()
+			}
 			return nil
 		case <-tick.C:
 		}
@@ -281,7 +288,11 @@ func (s *Streamer) sendDue(ctx context.Context) {
 		}
 		changed = changed || n > 0 || closed
 	}
-	if changed {
+	// What was sent is saved at most once a second (and at every
+	// sweep, and when Run stops): a crash re-sends at most that second's
+	// records, which their seq and hash tell apart.
+	s.dirty = s.dirty || changed
+	if s.dirty && !s.now().Before(s.saved.Add(time.Second)) {
 		s.save()
 	}
 }
@@ -426,6 +437,7 @@ func (s *Streamer) load() error {
 // then to the state file, each synced: load takes the copy when the
 // state file is cut short. Neither is opened through a symbolic link.
 func (s *Streamer) save() {
+	s.dirty, s.saved = false, s.now()
 	if s.State == "" {
 		return
 	}
