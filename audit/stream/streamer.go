@@ -51,12 +51,12 @@ type Streamer struct {
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 
-	mu     sync.Mutex
-	hot    map[string]due
+	mu  sync.Mutex
+	hot map[string]due
 	// dirty says st changed since saved, when it was last saved (both
 	// used by Run's goroutine only).
-	dirty bool
-	saved time.Time
+	dirty  bool
+	saved  time.Time
 	st     state
 	loaded bool
 	// down is when the sink went down (zero: up); retry when to try it
