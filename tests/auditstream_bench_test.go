@@ -3,10 +3,6 @@ package tests
 import (
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -29,27 +25,14 @@ import (
 func BenchmarkAuditStream(b *testing.B) {
 	wbin, sbin := buildWorker(b), buildStarter(b)
 	sink := &siem{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := &http.Server{Handler: sink}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
+	addr := serve(b, sink)
 
 	run := func(stream bool) bench.ThroughputReport {
-		dir := b.TempDir()
-		data, ws := filepath.Join(dir, "data"), filepath.Join(dir, "ws")
-		if err := os.MkdirAll(ws, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		cfg := filepath.Join(dir, "config.yaml")
-		body := fmt.Sprintf("server: {data_dir: %q, port: %d, ui_port: 0}\nworker: {workdir: %q, task_queue: bench}\nmetrics: {addr: \"off\"}\nmiddleware: {logging: {level: error}}\n",
-			data, freePort(b), ws)
+		more := ""
 		if stream {
-			body += fmt.Sprintf("audit:\n  stream: {sink: \"http://%s/ingest\"}\n", ln.Addr())
+			more = fmt.Sprintf("audit:\n  stream: {sink: \"http://%s/ingest\"}\n", addr)
 		}
-		writeFile(b, cfg, body, 0o644)
+		dir, cfg, _ := sinkWorkerConfig(b, "bench", "off", more)
 		cmd, _ := startEmbedded(b, wbin, dir, "--config", cfg)
 		defer killProcess(b, cmd)
 		out, err := runStarter(b, sbin, dir, "--config", cfg, "bench", "throughput", "--turns", "20", "--turn-calls", "10", "--json")

@@ -88,6 +88,37 @@ func (s *siem) of(id string) []string {
 	return out
 }
 
+// serve serves h on a fresh loopback port until the test ends and
+// returns its address.
+func serve(t testing.TB, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	return ln.Addr().String()
+}
+
+// sinkWorkerConfig writes, in a new directory, the config of a worker on
+// its own embedded server (task queue queue, metrics on metrics or
+// "off") with more appended (its audit section), and returns the
+// directory, the config file and the data directory.
+func sinkWorkerConfig(t testing.TB, queue, metrics, more string) (dir, cfg, data string) {
+	t.Helper()
+	dir = t.TempDir()
+	data, ws := filepath.Join(dir, "data"), filepath.Join(dir, "ws")
+	if err := os.MkdirAll(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg = filepath.Join(dir, "config.yaml")
+	writeFile(t, cfg, fmt.Sprintf("server: {data_dir: %q, port: %d, ui_port: 0}\nworker: {workdir: %q, task_queue: %s}\nmetrics: {addr: %q}\n"+
+		"middleware: {logging: {level: error}}\n", data, freePort(t), ws, queue, metrics)+more, 0o644)
+	return dir, cfg, data
+}
+
 // TestAuditStreamSinkDown: a worker streams its audit to an HTTP sink
 // (audit.stream, with a bearer token from the environment). A turn's
 // records arrive as it runs, each line as `starter audit --jsonl` prints
@@ -102,28 +133,10 @@ func TestAuditStreamSinkDown(t *testing.T) {
 	wbin, sbin := buildWorker(t), buildStarter(t)
 	ctx := ctxT(t, 5*time.Minute)
 	sink := &siem{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: sink}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-
-	dir := t.TempDir()
-	data, ws := filepath.Join(dir, "data"), filepath.Join(dir, "ws")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	addr := serve(t, sink)
 	metricsPort := freePort(t)
-	cfg := filepath.Join(dir, "config.yaml")
-	writeFile(t, cfg, fmt.Sprintf(`server: {data_dir: %q, port: %d, ui_port: 0}
-worker: {workdir: %q, task_queue: stream}
-metrics: {addr: "127.0.0.1:%d"}
-middleware: {logging: {level: error}}
-audit:
-  stream: {sink: "http://%s/ingest", token_env: SIEM_TOKEN}
-`, data, freePort(t), ws, metricsPort, ln.Addr()), 0o644)
+	dir, cfg, data := sinkWorkerConfig(t, "stream", fmt.Sprintf("127.0.0.1:%d", metricsPort),
+		fmt.Sprintf("audit:\n  stream: {sink: \"http://%s/ingest\", token_env: SIEM_TOKEN}\n", addr))
 	t.Setenv("SIEM_TOKEN", "siem-secret")
 	logFile := filepath.Join(dir, "worker.log")
 	lf, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -274,21 +287,7 @@ func TestAuditStreamOTLP(t *testing.T) {
 	wbin, sbin := buildWorker(t), buildStarter(t)
 	ctx := ctxT(t, 3*time.Minute)
 	sink := &siem{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: sink}
-	go func() { _ = srv.Serve(ln) }()
-	defer srv.Close()
-	dir := t.TempDir()
-	data, ws := filepath.Join(dir, "data"), filepath.Join(dir, "ws")
-	if err := os.MkdirAll(ws, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := filepath.Join(dir, "config.yaml")
-	writeFile(t, cfg, fmt.Sprintf("server: {data_dir: %q, port: %d, ui_port: 0}\nworker: {workdir: %q, task_queue: otlp}\nmetrics: {addr: \"off\"}\n"+
-		"audit:\n  stream: {sink: \"otlp+http://%s\"}\n", data, freePort(t), ws, ln.Addr()), 0o644)
+	dir, cfg, data := sinkWorkerConfig(t, "otlp", "off", fmt.Sprintf("audit:\n  stream: {sink: \"otlp+http://%s\"}\n", serve(t, sink)))
 	cmd, addr := startEmbedded(t, wbin, dir, "--config", cfg)
 	t.Cleanup(func() { killProcess(t, cmd) })
 	tc := dialAt(t, addr, filepath.Join(data, "auth", "operator.key"))
