@@ -54,7 +54,8 @@ type HeadNote struct {
 const ActivityAuditHead = "warden.AuditHead"
 
 // recordHead records the head of the turn's audit chain as the run ends
-// (versionAuditHead). It never fails the turn: a head that cannot be read
+// (versionAuditHead): a local activity, or a regular one on the tool
+// queue for a turn that has one. It never fails the turn: a head that cannot be read
 // is logged and left unrecorded, and the audit then has no head to check
 // this run against.
 func (t *turn) recordHead(ctx workflow.Context) {
@@ -62,12 +63,20 @@ func (t *turn) recordHead(ctx workflow.Context) {
 	if workflow.GetVersion(ctx, versionAuditHead, workflow.DefaultVersion, 1) < 1 {
 		return
 	}
-	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-		StartToCloseTimeout: 30 * time.Second,
-		RetryPolicy:         &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3},
-	})
+	retry := &temporal.RetryPolicy{InitialInterval: time.Second, MaximumAttempts: 3}
+	var f workflow.Future
+	if q := t.in.ToolQueue; q != "" {
+		// Its activities run on the tool queue's workers, like Prepare.
+		f = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			TaskQueue: q, StartToCloseTimeout: 30 * time.Second, RetryPolicy: retry,
+		}), ActivityAuditHead, t.wfid)
+	} else {
+		f = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: 30 * time.Second, RetryPolicy: retry,
+		}), ActivityAuditHead, t.wfid)
+	}
 	var h HeadNote
-	if err := workflow.ExecuteLocalActivity(lctx, ActivityAuditHead, t.wfid).Get(ctx, &h); err != nil {
+	if err := f.Get(ctx, &h); err != nil {
 		workflow.GetLogger(ctx).Warn("the audit chain's head was not recorded", "error", err)
 		return
 	}
