@@ -62,6 +62,10 @@ type Call struct {
 	// Now is the time remembered approvals' TTLs are checked at (zero:
 	// none has expired).
 	Now time.Time
+	// Session is what the turn's (and its session's) earlier calls
+	// touched, for the session rules (permission.SessionPolicy); nil:
+	// nothing yet.
+	Session *permission.Touched
 	// Memo holds the call's Bash analysis: one parse per call across all
 	// the layers and rules. nil: a fresh one per Verdict. Pass the same
 	// memo to decide the same call again (a spent approval tried next).

@@ -28,7 +28,8 @@ type decision struct {
 
 // layers are the decision's layers in order: the permission engine's
 // (permission.Evaluate walks its own steps), the sandbox auto-allow,
-// the remembered approvals, then the quorum rules. The call's sandbox
+// the remembered approvals, the session rules, the quorum rules, then
+// the log-only rules, which only record what they would decide. The call's sandbox
 // profile follows from the verdict they give (Profile).
 func layers() []layer {
 	return []layer{
@@ -39,7 +40,9 @@ func layers() []layer {
 			return autoAllow(ctx, d.b, d.c, d.pc, v), nil
 		}},
 		{"remembered approvals", remembered},
+		{"session rules", session},
 		{"quorum rules", quorum},
+		{"log-only rules", logOnly},
 	}
 }
 
@@ -154,4 +157,36 @@ func canonical(in json.RawMessage) string {
 		return string(in)
 	}
 	return string(b)
+}
+
+// logOnly tries the policy's log-only rules (permission.Context.LogOnly)
+// on the call: each is put first in its list and the engine decides
+// again; when that rule decides, and differently from the verdict, what
+// it would decide is recorded in Verdict.WouldBe. Nothing else changes.
+// A log-only allow is not recorded over a verdict a later layer made
+// (session, quorum): an allow rule does not pass those.
+func logOnly(ctx context.Context, d *decision, v permission.Verdict) (permission.Verdict, error) {
+	for _, r := range d.pc.LogOnly {
+		if r.Behavior == permission.Allow && (v.Layer == permission.LayerSession || v.Layer == permission.LayerQuorum || v.BypassImmune) {
+			continue
+		}
+		r.Source = "log-only"
+		pc := *d.pc
+		pc.LogOnly = nil
+		switch r.Behavior {
+		case permission.Allow:
+			pc.Allow = append([]permission.Rule{r}, pc.Allow...)
+		case permission.Ask:
+			pc.Ask = append([]permission.Rule{r}, pc.Ask...)
+		case permission.Deny:
+			pc.Deny = append([]permission.Rule{r}, pc.Deny...)
+		}
+		nv, err := permission.Evaluate(ctx, &pc, d.c.bind(&pc), d.c.Input)
+		if err != nil || nv.Rule == nil || nv.Rule.Source != r.Source || nv.Behavior == v.Behavior {
+			continue
+		}
+		v.WouldBe = append(v.WouldBe, permission.Would{Layer: permission.LayerLogOnly + " " + permission.Layer(r.Behavior) + " rule",
+			Rule: r.String(), Behavior: nv.Behavior, Reason: nv.Reason})
+	}
+	return v, nil
 }

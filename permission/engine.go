@@ -35,6 +35,12 @@ const (
 	// the engine, and recorded with the verdict (workflows.Prepared).
 	LayerRemembered Layer = "remembered"
 	LayerQuorum     Layer = "quorum"
+	// LayerSession is an ASK or DENY of a session rule (trifecta, Rule
+	// of Two: SessionPolicy) and LayerWindow one of a window limit
+	// (WindowLimit); LayerLogOnly names a log-only rule in Would.
+	LayerSession Layer = "session"
+	LayerWindow  Layer = "window"
+	LayerLogOnly Layer = "log-only"
 )
 
 // Verdict is the full answer for one call: the decision, whether the call
@@ -67,6 +73,15 @@ type Verdict struct {
 	Quorum        int    `json:"quorum,omitempty"`
 	QuorumRule    string `json:"quorum_rule,omitempty"`
 	RequireReason bool   `json:"require_reason,omitempty"`
+	// Touches are the legs the call adds to its session when it runs
+	// (decide's session layer finds them; the turn records them as the
+	// call completes); Clears is the leg an approval of a session
+	// rule's ASK clears for the rest of the session.
+	Touches []Touch `json:"touches,omitempty"`
+	Clears  Leg     `json:"clears,omitempty"`
+	// WouldBe are the verdicts of log-only rules that would have
+	// changed this one (recorded, never applied).
+	WouldBe []Would `json:"would_be,omitempty"`
 }
 
 // Evaluate is the permission engine: it decides whether t may run with

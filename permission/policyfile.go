@@ -58,6 +58,20 @@ type ruleSpec struct {
 	Rule     string   `yaml:"rule" json:"rule"`
 	Match    []string `yaml:"match,omitempty" json:"match,omitempty"`
 	NotMatch []string `yaml:"not_match,omitempty" json:"not_match,omitempty"`
+	// Enforce false tries the rule in log-only mode (Policy.LogOnly).
+	Enforce *bool `yaml:"enforce,omitempty" json:"enforce,omitempty"`
+}
+
+// logOnly reports whether the entry is marked enforce: false; an error
+// when a list cannot hold log-only entries.
+func (s ruleSpec) logOnly(list string) (bool, error) {
+	if s.Enforce == nil || *s.Enforce {
+		return false, nil
+	}
+	if list == ListDangerousCommands {
+		return false, fmt.Errorf("a dangerous_commands pattern cannot be log-only (enforce: false); write it as a log-only ask rule: log_only: {ask: [\"Bash(%s)\"]}", s.Rule)
+	}
+	return true, nil
 }
 
 // plainPolicy is Policy without its methods, for decoding.
@@ -96,25 +110,37 @@ func (p *Policy) UnmarshalYAML(n *yaml.Node) error {
 		return err
 	}
 	var examples []RuleExamples
+	var moved RuleLists
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key, val := n.Content[i].Value, n.Content[i+1]
 		if !isRuleList(key) || val.Kind != yaml.SequenceNode {
 			continue
 		}
+		kept := val.Content[:0:0]
 		for j, e := range val.Content {
 			if e.Kind != yaml.MappingNode {
+				kept = append(kept, e)
 				continue
 			}
 			var s ruleSpec
 			if err := decodeSpecYAML(e, &s); err != nil {
 				return fmt.Errorf("%s rule %d: %w", key, j+1, err)
 			}
+			lo, err := s.logOnly(key)
+			if err != nil {
+				return fmt.Errorf("line %d: %s rule %d: %w", e.Line, key, j+1, err)
+			}
+			if lo {
+				moved.add(key, s.Rule)
+				continue
+			}
 			if len(s.Match) > 0 || len(s.NotMatch) > 0 {
-				examples = append(examples, RuleExamples{List: key, Index: j + 1, Rule: s.Rule, Match: s.Match, NotMatch: s.NotMatch})
+				examples = append(examples, RuleExamples{List: key, Index: len(kept) + 1, Rule: s.Rule, Match: s.Match, NotMatch: s.NotMatch})
 			}
 			// The entry is its rule from here on.
-			val.Content[j] = &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.Rule, Line: e.Line, Column: e.Column}
+			kept = append(kept, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s.Rule, Line: e.Line, Column: e.Column})
 		}
+		val.Content = kept
 	}
 	// Lists given again replace the old entries and their examples.
 	old := p.Examples
@@ -122,6 +148,7 @@ func (p *Policy) UnmarshalYAML(n *yaml.Node) error {
 		return err
 	}
 	p.Examples = mergeExamples(old, examples, func(list string) bool { return hasKey(n, list) })
+	p.addLogOnly(moved)
 	return nil
 }
 
@@ -129,9 +156,9 @@ func (p *Policy) UnmarshalYAML(n *yaml.Node) error {
 func decodeSpecYAML(e *yaml.Node, s *ruleSpec) error {
 	for i := 0; i+1 < len(e.Content); i += 2 {
 		switch k := e.Content[i].Value; k {
-		case "rule", "match", "not_match":
+		case "rule", "match", "not_match", "enforce":
 		default:
-			return fmt.Errorf("line %d: unknown key %q in a rule (want rule, match, not_match)", e.Content[i].Line, k)
+			return fmt.Errorf("line %d: unknown key %q in a rule (want rule, match, not_match, enforce)", e.Content[i].Line, k)
 		}
 	}
 	if err := e.Decode(s); err != nil {
@@ -266,6 +293,7 @@ func (p *Policy) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("policy: %w", err)
 	}
 	var examples []RuleExamples
+	var moved RuleLists
 	for _, key := range ruleLists() {
 		raw, ok := m[key]
 		if !ok {
@@ -275,13 +303,15 @@ func (p *Policy) UnmarshalJSON(b []byte) error {
 		if err := json.Unmarshal(raw, &entries); err != nil {
 			return fmt.Errorf("policy: %s: %w", key, err)
 		}
-		rules := make([]string, len(entries))
+		rules := make([]string, 0, len(entries))
 		for j, e := range entries {
 			e = bytes.TrimSpace(e)
 			if len(e) == 0 || e[0] != '{' {
-				if err := json.Unmarshal(e, &rules[j]); err != nil {
-					return fmt.Errorf("policy: %s rule %d: a rule is a string or {rule, match, not_match}: %w", key, j+1, err)
+				var r string
+				if err := json.Unmarshal(e, &r); err != nil {
+					return fmt.Errorf("policy: %s rule %d: a rule is a string or {rule, match, not_match, enforce}: %w", key, j+1, err)
 				}
+				rules = append(rules, r)
 				continue
 			}
 			var s ruleSpec
@@ -293,9 +323,17 @@ func (p *Policy) UnmarshalJSON(b []byte) error {
 			if strings.TrimSpace(s.Rule) == "" {
 				return fmt.Errorf("policy: %s rule %d: the long form needs its rule", key, j+1)
 			}
-			rules[j] = s.Rule
+			lo, err := s.logOnly(key)
+			if err != nil {
+				return fmt.Errorf("policy: %s rule %d: %w", key, j+1, err)
+			}
+			if lo {
+				moved.add(key, s.Rule)
+				continue
+			}
+			rules = append(rules, s.Rule)
 			if len(s.Match) > 0 || len(s.NotMatch) > 0 {
-				examples = append(examples, RuleExamples{List: key, Index: j + 1, Rule: s.Rule, Match: s.Match, NotMatch: s.NotMatch})
+				examples = append(examples, RuleExamples{List: key, Index: len(rules), Rule: s.Rule, Match: s.Match, NotMatch: s.NotMatch})
 			}
 		}
 		fixed, err := json.Marshal(rules)
@@ -315,6 +353,7 @@ func (p *Policy) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("policy: %w", err)
 	}
 	p.Examples = mergeExamples(old, examples, func(list string) bool { _, ok := m[list]; return ok })
+	p.addLogOnly(moved)
 	return nil
 }
 
@@ -352,4 +391,17 @@ func (p Policy) MarshalJSON() ([]byte, error) {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
 	return out, nil
+}
+
+// addLogOnly appends the entries marked enforce: false to LogOnly.
+func (p *Policy) addLogOnly(moved RuleLists) {
+	if len(moved.Allow)+len(moved.Ask)+len(moved.Deny) == 0 {
+		return
+	}
+	if p.LogOnly == nil {
+		p.LogOnly = &RuleLists{}
+	}
+	p.LogOnly.Allow = append(p.LogOnly.Allow, moved.Allow...)
+	p.LogOnly.Ask = append(p.LogOnly.Ask, moved.Ask...)
+	p.LogOnly.Deny = append(p.LogOnly.Deny, moved.Deny...)
 }

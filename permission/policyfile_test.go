@@ -160,7 +160,7 @@ func TestPolicyFileErrors(t *testing.T) {
 		{`{"alow":[]}`, `unknown field "alow"`},
 		{`{"allow":[{"rule":"Read","mach":["x"]}]}`, `allow rule 1: json: unknown field "mach"`},
 		{`{"ask":[{"match":["x"]}]}`, "ask rule 1: the long form needs its rule"},
-		{`{"deny":[1]}`, "deny rule 1: a rule is a string or {rule, match, not_match}"},
+		{`{"deny":[1]}`, "deny rule 1: a rule is a string or {rule, match, not_match, enforce}"},
 	} {
 		var p Policy
 		if err := json.Unmarshal([]byte(c.src), &p); err == nil || !strings.Contains(err.Error(), c.want) {

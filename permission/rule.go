@@ -95,10 +95,38 @@ type Policy struct {
 	// RequireReason makes every answer to the turn's waiting calls carry
 	// a reason (QuorumRule.RequireReason asks it of a rule's calls only).
 	RequireReason bool `yaml:"require_reason,omitempty" json:"require_reason,omitempty"`
+	// Session are the rules that see what the session touched
+	// (SessionPolicy), Limits the counts per window (WindowLimit).
+	Session *SessionPolicy `yaml:"session,omitempty" json:"session,omitempty"`
+	Limits  []WindowLimit  `yaml:"limits,omitempty" json:"limits,omitempty"`
+	// LogOnly are rules tried in log-only mode: what they would decide
+	// is recorded with each verdict (Verdict.WouldBe), never applied. A
+	// rule of allow, ask or deny written in the long form with
+	// "enforce: false" is moved here when the policy is read.
+	LogOnly *RuleLists `yaml:"log_only,omitempty" json:"log_only,omitempty"`
 	// Examples are the match and not_match examples of the rules written
 	// in the long form ({rule, match, not_match}), read with the policy
 	// (UnmarshalYAML, UnmarshalJSON) and checked by decide.CheckExamples.
 	Examples []RuleExamples `yaml:"-" json:"-"`
+}
+
+// RuleLists are rules by behaviour (Policy.LogOnly).
+type RuleLists struct {
+	Allow []string `yaml:"allow,omitempty" json:"allow,omitempty"`
+	Ask   []string `yaml:"ask,omitempty" json:"ask,omitempty"`
+	Deny  []string `yaml:"deny,omitempty" json:"deny,omitempty"`
+}
+
+// add appends rule to the list of behaviour b.
+func (l *RuleLists) add(b string, rule string) {
+	switch b {
+	case ListAllow:
+		l.Allow = append(l.Allow, rule)
+	case ListAsk:
+		l.Ask = append(l.Ask, rule)
+	case ListDeny:
+		l.Deny = append(l.Deny, rule)
+	}
 }
 
 // QuorumRule is a two-person (or n-person) rule: a call the rule matches
@@ -153,6 +181,31 @@ func (p Policy) Context() (Context, error) {
 		for _, h := range p.Sandbox.Hosts {
 			if err := CheckHost(h); err != nil {
 				return Context{}, fmt.Errorf("policy: sandbox.hosts: %w", err)
+			}
+		}
+	}
+	if err := p.Session.Check(); err != nil {
+		return Context{}, fmt.Errorf("policy: %w", err)
+	}
+	c.Session = p.Session
+	for i, w := range p.Limits {
+		if err := w.Check(); err != nil {
+			return Context{}, fmt.Errorf("policy: limits %d: %w", i+1, err)
+		}
+		c.Limits = append(c.Limits, w)
+	}
+	if p.LogOnly != nil {
+		for _, l := range []struct {
+			b     Behavior
+			rules []string
+		}{{Allow, p.LogOnly.Allow}, {Ask, p.LogOnly.Ask}, {Deny, p.LogOnly.Deny}} {
+			for i, s := range l.rules {
+				r, err := ParseRule(s, l.b)
+				if err != nil {
+					return Context{}, fmt.Errorf("policy: log_only %s rule %d: %w", l.b, i+1, err)
+				}
+				r.Source = PolicySource
+				c.LogOnly = append(c.LogOnly, r)
 			}
 		}
 	}

@@ -98,6 +98,12 @@ type Context struct {
 	// resolves both for a call that asks (workflows.CallPolicy).
 	Quorum        []QuorumRule `json:"quorum,omitempty"`
 	RequireReason bool         `json:"require_reason,omitempty"`
+	// Session are the session rules (SessionPolicy), Limits the window
+	// limits, and LogOnly the rules tried without being applied (their
+	// Behavior says which list they came from).
+	Session *SessionPolicy `json:"session,omitempty"`
+	Limits  []WindowLimit  `json:"limits,omitempty"`
+	LogOnly []Rule         `json:"log_only,omitempty"`
 	// RulesOnly makes the allow rules the only way to ALLOW: the
 	// read-only and tool-allow layers are skipped. It is the question a
 	// role check asks ("do this approver's rules cover the call?") and
