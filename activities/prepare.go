@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wardenhq/warden/backend"
@@ -52,6 +53,7 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	out.Workdir = call.Workdir
 	call.Remembered, call.Now = live.Remembered, time.Now()
 	call.Turn = decide.Turn{WorkflowID: in.WorkflowID, Agent: in.Agent, CallID: in.Call.ID}
+	call.Session = in.Session
 	call.Memo = &tools.Memo{}
 	v, invalid := decide.VerdictOrAsk(ctx, call)
 	if invalid != "" {
@@ -78,6 +80,13 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	}
 	a.record(ctx, &out, in, env, call, v, sandboxOff)
 	out.Layer = v.Layer
+	out.Touches, out.Clears, out.WouldBe = v.Touches, v.Clears, v.WouldBe
+	for _, w := range v.WouldBe {
+		a.Metrics.WouldBe(string(w.Layer), string(w.Behavior))
+	}
+	if v.Layer == permission.LayerSession {
+		a.Metrics.Session(sessionRule(v.Reason), string(v.Behavior))
+	}
 	if v.Behavior == permission.Ask || v.Behavior == permission.Passthrough {
 		out.Policy.Quorum, out.Policy.RequireReason = v.Quorum, v.RequireReason
 		if v.Quorum > 1 && out.Policy.Escalation == workflows.EscalateAllow {
@@ -173,4 +182,13 @@ func sandboxOf(b backend.Backend) (sandboxed, off bool) {
 		return false, false
 	}
 	return s.Sandboxed(), !s.Sandboxed()
+}
+
+// sessionRule names the session rule of a verdict of the session layer
+// for the metric's label.
+func sessionRule(reason string) string {
+	if strings.Contains(reason, "Rule of Two") {
+		return "rule_of_two"
+	}
+	return "trifecta"
 }

@@ -146,6 +146,10 @@ type Record struct {
 	// allowed the call (its id), RememberedBy who approved it.
 	Remembered   string `json:"remembered,omitempty"`
 	RememberedBy string `json:"remembered_by,omitempty"`
+	// WouldBe are what the policy's log-only rules would have decided
+	// about the call (a verdict's permission.Would, as text: "would deny
+	// (log-only deny rule Bash(curl:*)): ..."); never applied.
+	WouldBe []string `json:"would_be,omitempty"`
 	// PolicyVersion is the policy store's version the verdict was
 	// decided under (turns that follow a store).
 	PolicyVersion int `json:"policy_version,omitempty"`

@@ -98,6 +98,7 @@ func Details(r Record) string {
 	if r.Reason != "" {
 		parts = append(parts, r.Reason)
 	}
+	parts = append(parts, r.WouldBe...)
 	return strings.Join(parts, "; ")
 }
 
@@ -179,6 +180,12 @@ func (r WhatIf) writeSummary(w io.Writer, name string, read time.Duration) {
 	}
 	if n := len(r.Connections) + r.ConnectionsUnchanged; n > 0 {
 		fmt.Fprintf(w, "%d recorded connection(s) replayed: %d would be decided otherwise, %d would not\n", n, len(r.Connections), r.ConnectionsUnchanged)
+	}
+	if len(r.LogOnly) > 0 {
+		fmt.Fprintf(w, "%d call(s) a log-only rule would decide otherwise (not applied):\n", len(r.LogOnly))
+		for _, h := range r.LogOnly {
+			fmt.Fprintf(w, "  %s %s %s %s: %s\n", h.WorkflowID, h.CallID, h.Tool, cut(calls.Unescaped(string(h.Input)), 80), strings.Join(h.Would, "; "))
+		}
 	}
 }
 

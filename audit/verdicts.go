@@ -125,6 +125,9 @@ func (x *extractor) verdictOf(t time.Time, c *call, p workflows.Prepared, kind s
 	if m := p.Remembered; m != nil {
 		r.Remembered, r.RememberedBy = m.ID, m.By
 	}
+	for _, w := range p.WouldBe {
+		r.WouldBe = append(r.WouldBe, w.String())
+	}
 	r.PolicyVersion = p.PolicyVersion
 	switch kind {
 	case KindPermission:

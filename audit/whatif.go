@@ -237,10 +237,24 @@ type WhatIf struct {
 	// ConnectionsUnchanged counts the others.
 	Connections          []ConnectionChange `json:"connections,omitempty"`
 	ConnectionsUnchanged int                `json:"connections_unchanged,omitempty"`
+	// LogOnly are the calls the proposal's log-only rules (enforce:
+	// false) would decide otherwise, oldest first: shown, not applied.
+	LogOnly []LogOnlyHit `json:"log_only,omitempty"`
 	// Elapsed is the time the decisions took; PerSecond the calls
 	// re-decided per second.
 	Elapsed   time.Duration `json:"elapsed_ns"`
 	PerSecond float64       `json:"calls_per_second"`
+}
+
+// LogOnlyHit is a recorded call a log-only rule of the proposal would
+// decide otherwise: "would deny (log-only deny rule Bash(curl:*)): ...".
+type LogOnlyHit struct {
+	Time       time.Time       `json:"time"`
+	WorkflowID string          `json:"workflow_id"`
+	CallID     string          `json:"call_id"`
+	Tool       string          `json:"tool"`
+	Input      json.RawMessage `json:"input"`
+	Would      []string        `json:"would"`
 }
 
 // Skip reasons (WhatIf.Skipped).
@@ -277,11 +291,39 @@ func Redecide(ctx context.Context, calls []Decided, o WhatIfOptions) (WhatIf, er
 	start := time.Now()
 	var g errgroup.Group
 	g.SetLimit(workers)
-	for i := range calls {
-		if ctx.Err() != nil {
-			break
+	if base.Session.On() {
+		// The session rules decide a call against what the turn's
+		// earlier calls touched: each turn's calls in order, turns in
+		// parallel.
+		var order []string
+		byTurn := map[string][]int{}
+		for i := range calls {
+			id := calls[i].Verdict.WorkflowID
+			if _, ok := byTurn[id]; !ok {
+				order = append(order, id)
+			}
+			byTurn[id] = append(byTurn[id], i)
 		}
-		g.Go(func() error { res[i] = r.redecide(ctx, &calls[i]); return nil })
+		for _, id := range order {
+			if ctx.Err() != nil {
+				break
+			}
+			idx := byTurn[id]
+			g.Go(func() error {
+				touched := &permission.Touched{}
+				for _, i := range idx {
+					res[i] = r.redecide(ctx, &calls[i], touched)
+				}
+				return nil
+			})
+		}
+	} else {
+		for i := range calls {
+			if ctx.Err() != nil {
+				break
+			}
+			g.Go(func() error { res[i] = r.redecide(ctx, &calls[i], nil); return nil })
+		}
 	}
 	_ = g.Wait() // the decisions return no error
 	elapsed := time.Since(start)
@@ -307,10 +349,26 @@ type outcome struct {
 	ch    *Change
 	same  string
 	conns []connReplay
+	// would are what the proposal's log-only rules would decide, for
+	// the call d.
+	would []string
+	call  *Decided
 }
 
-// redecide re-decides the recorded call d.
-func (r *redecider) redecide(ctx context.Context, d *Decided) outcome {
+// ran reports whether the recorded call ran: allowed, or asked and
+// then allowed (an approval, an escalation that allowed, a re-check).
+func ran(d *Decided) bool {
+	if d.Verdict.Decision == string(permission.Allow) {
+		return true
+	}
+	a := d.Answer
+	return a != nil && (a.Decision == "allow" || a.Decision == "always_allow")
+}
+
+// redecide re-decides the recorded call d; touched (nil without session
+// rules) is what the turn's calls before it touched, to which d adds
+// its touches when it ran (as recorded) and the proposal would run it.
+func (r *redecider) redecide(ctx context.Context, d *Decided, touched *permission.Touched) outcome {
 	was := d.Verdict.Decision
 	switch {
 	case was == "invalid":
@@ -322,17 +380,27 @@ func (r *redecider) redecide(ctx context.Context, d *Decided) outcome {
 	if !ok {
 		return outcome{skip: SkipUnknownTool}
 	}
-	now, reason, layer, rule, call, v := r.decide(ctx, t, d)
+	now, reason, layer, rule, call, v := r.decide(ctx, t, d, touched)
 	conns := r.replay(ctx, d, now, call, v)
+	if touched != nil && ran(d) && now != "invalid" && now != string(permission.Deny) {
+		if v.Clears != "" && d.Answer != nil {
+			touched.Clear(v.Clears, d.Verdict.CallID, d.Answer.By)
+		}
+		touched.Add(v.Touches...)
+	}
+	var would []string
+	for _, w := range v.WouldBe {
+		would = append(would, w.String())
+	}
 	if now == was {
-		return outcome{same: now, conns: conns}
+		return outcome{same: now, conns: conns, would: would, call: d}
 	}
 	ch := &Change{Time: d.Verdict.Time, WorkflowID: d.Verdict.WorkflowID, CallID: d.Verdict.CallID, Tool: d.Verdict.Tool,
 		Kind: d.Verdict.Kind, Input: d.Input, Was: was, Now: now, Change: was + "→" + now,
 		WasReason: d.Verdict.Reason, NowReason: reason, WasRule: ruleOf(d.Verdict.Reason), NowRule: rule, NowLayer: layer}
 	ch.Human, ch.DeniedByHuman = human(d)
 	ch.DeniedByHuman = ch.DeniedByHuman && now == string(permission.Allow)
-	return outcome{ch: ch, conns: conns}
+	return outcome{ch: ch, conns: conns, would: would, call: d}
 }
 
 // replay replays the connections the call d made against the network
@@ -426,7 +494,7 @@ func grantHostsOf(grants []permission.NetworkGrant) []string {
 // decide decides d with t under the proposed policy and returns the
 // decision ("invalid" for an input the tool rejects or a tool the turn
 // did not enable), its reason, its layer and the rule that decided.
-func (r *redecider) decide(ctx context.Context, t tools.Tool, d *Decided) (now, reason, layer, rule string, call decide.Call, v permission.Verdict) {
+func (r *redecider) decide(ctx context.Context, t tools.Tool, d *Decided, touched *permission.Touched) (now, reason, layer, rule string, call decide.Call, v permission.Verdict) {
 	pc := proposedContext(r.base, r.o, d)
 	wd := d.Workdir
 	if wd == "" {
@@ -434,7 +502,7 @@ func (r *redecider) decide(ctx context.Context, t tools.Tool, d *Decided) (now, 
 	}
 	call = decide.Call{Tool: t, Input: d.Input, Workdir: wd, Home: r.o.Home, Policy: &pc,
 		Validator: r.val, Sandboxed: d.Sandboxed, Now: d.Verdict.Time,
-		Turn: decide.Turn{WorkflowID: d.Verdict.WorkflowID, Agent: d.Agent, CallID: d.Verdict.CallID}}
+		Turn: decide.Turn{WorkflowID: d.Verdict.WorkflowID, Agent: d.Agent, CallID: d.Verdict.CallID}, Session: touched}
 	if d.Remembered != nil {
 		// The remembered approval that allowed the call, as the worker
 		// read it from the store: the decision tries it as it did.
@@ -472,6 +540,10 @@ func summarize(res []outcome, elapsed time.Duration) WhatIf {
 		return rules[r]
 	}
 	for _, r := range res {
+		if len(r.would) > 0 {
+			w.LogOnly = append(w.LogOnly, LogOnlyHit{Time: r.call.Verdict.Time, WorkflowID: r.call.Verdict.WorkflowID,
+				CallID: r.call.Verdict.CallID, Tool: r.call.Verdict.Tool, Input: r.call.Input, Would: r.would})
+		}
 		for _, c := range r.conns {
 			if c.ch == nil {
 				w.ConnectionsUnchanged++

@@ -68,6 +68,10 @@ type CheckOptions struct {
 	// of a file read before); nil: unknown, and those checks are left to
 	// the call.
 	State *tools.State
+	// Session is what the session's earlier calls touched, for the
+	// session rules ("permission check --session", PlaySession); nil:
+	// nothing yet.
+	Session *permission.Touched
 }
 
 // CheckResult is the verdict of Verdict (through VerdictOrAsk, as the
@@ -99,6 +103,12 @@ type CheckResult struct {
 	Quorum        int    `json:"quorum,omitempty"`
 	QuorumRule    string `json:"quorum_rule,omitempty"`
 	RequireReason bool   `json:"require_reason,omitempty"`
+	// Touches are the legs the call would add to its session, Clears the
+	// leg an approval of a session rule's ASK clears, WouldBe what the
+	// log-only rules would decide (permission.Verdict).
+	Touches []permission.Touch `json:"touches,omitempty"`
+	Clears  permission.Leg     `json:"clears,omitempty"`
+	WouldBe []permission.Would `json:"would_be,omitempty"`
 
 	// toolDecision is the tool's own check, for Explain.
 	toolDecision permission.Decision
@@ -143,7 +153,7 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 		home, _ = os.UserHomeDir()
 	}
 	call := Call{Tool: t, Input: req.Input, Workdir: wd, Home: home, Policy: &pc, Sandboxed: !o.Unsandboxed,
-		Remembered: o.Remembered, Turn: o.Turn, Now: o.Now, State: o.State}
+		Remembered: o.Remembered, Turn: o.Turn, Now: o.Now, State: o.State, Session: o.Session}
 	if o.ToolNetwork != nil {
 		call.ToolNetwork = o.ToolNetwork(t.Info().Name)
 	}
@@ -166,6 +176,7 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 		WorkingDirs:  v.WorkingDirs,
 		toolDecision: v.Tool,
 		Remembered:   v.Remembered, Quorum: v.Quorum, QuorumRule: v.QuorumRule, RequireReason: v.RequireReason,
+		Touches: v.Touches, Clears: v.Clears, WouldBe: v.WouldBe,
 	}
 	prof := Profile(ctx, call, v)
 	prof.Off = o.Unsandboxed
@@ -310,6 +321,15 @@ func (r CheckResult) Explain(w io.Writer) {
 	if r.RequireReason && (r.Behavior == string(permission.Ask) || r.Behavior == string(permission.Passthrough)) {
 		fmt.Fprintf(w, "Reason:      every answer must give a reason\n")
 	}
+	for _, wb := range r.WouldBe {
+		fmt.Fprintf(w, "Log-only:    %s\n", wb)
+	}
+	if r.Clears != "" {
+		fmt.Fprintf(w, "Session:     an allow clears the %s leg for the rest of the session\n", r.Clears)
+	}
+	for _, t := range r.Touches {
+		fmt.Fprintf(w, "Touches:     %s: %s\n", t.Leg, t.What)
+	}
 	fmt.Fprintf(w, "Tool:        %s (mode %s)\n", r.Tool, r.Mode)
 	if len(r.WorkingDirs) > 0 {
 		fmt.Fprintf(w, "Directories: %s\n", strings.Join(r.WorkingDirs, ", "))
@@ -331,4 +351,47 @@ func (r CheckResult) Explain(w io.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "Suggestions: %s\n", strings.Join(r.Suggestions, ", "))
+}
+
+// PlaySession decides a session's earlier calls (one CheckRequest per
+// non-blank line of in) in order, each against what the calls before it
+// touched, and returns what they touched: the Session of the check that
+// follows. A call is taken to have run unless it is denied or invalid
+// (an ask was approved), so it adds its touches, and an approval of a
+// session rule's ask clears its leg, as in a turn. The calls are named
+// p1, p2, ... in the reasons.
+func PlaySession(ctx context.Context, in io.Reader, o CheckOptions) (*permission.Touched, error) {
+	touched := &permission.Touched{}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 0, 64*1024), 16<<20)
+	n := 0
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		n++
+		var req CheckRequest
+		if err := json.Unmarshal(line, &req); err != nil {
+			return nil, fmt.Errorf("session call %d: %w", n, err)
+		}
+		po := o
+		po.Session = touched
+		po.Turn.CallID = fmt.Sprintf("p%d", n)
+		res, err := Check(ctx, req, po)
+		if err != nil {
+			return nil, fmt.Errorf("session call %d: %w", n, err)
+		}
+		if res.Behavior == string(permission.Deny) || res.Invalid != "" {
+			continue
+		}
+		if res.Clears != "" {
+			touched.Clear(res.Clears, po.Turn.CallID, "")
+		}
+		touched.Add(res.Touches...)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("session: %w", err)
+	}
+	return touched, nil
 }

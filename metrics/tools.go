@@ -27,6 +27,8 @@ type Tools struct {
 	calls     *prometheus.CounterVec
 	duration  *prometheus.HistogramVec
 	decisions *prometheus.CounterVec
+	wouldBe   *prometheus.CounterVec
+	session   *prometheus.CounterVec
 }
 
 // NewTools registers the tool and permission metrics on reg. It panics,
@@ -47,7 +49,31 @@ func NewTools(reg prometheus.Registerer) *Tools {
 			Name: "warden_permission_decisions_total",
 			Help: "Permission engine decisions by tool and behavior.",
 		}, []string{"tool", "behavior"}),
+		wouldBe: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "warden_permission_log_only_total",
+			Help: "Verdicts a log-only rule (enforce: false) would have given and did not, by layer (log-only deny rule, session, window) and the behavior it would have given.",
+		}, []string{"layer", "would"}),
+		session: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "warden_permission_session_total",
+			Help: "Calls a session rule (trifecta, rule_of_two) asked about or denied, by rule and behavior.",
+		}, []string{"rule", "behavior"}),
 	}
+}
+
+// WouldBe counts one verdict a log-only rule would have given.
+func (m *Tools) WouldBe(layer, would string) {
+	if m == nil {
+		return
+	}
+	m.wouldBe.WithLabelValues(layer, would).Inc()
+}
+
+// Session counts one call a session rule asked about or denied.
+func (m *Tools) Session(rule, behavior string) {
+	if m == nil {
+		return
+	}
+	m.session.WithLabelValues(rule, behavior).Inc()
 }
 
 // Call records one tool call activity attempt: its outcome (one of

@@ -98,7 +98,20 @@ func samplePermission() permission.Context {
 			NetworkFor: []permission.NetworkRule{{Rule: "Bash(npm install:*)", Hosts: []string{"registry.npmjs.org", "*.example.org"}}}, AutoAllow: true, UnixSocketsFor: []string{"Bash(docker:*)"}},
 		Quorum:        []permission.QuorumRule{{Rule: "Bash(kubectl delete:*)", Approvals: 2, RequireReason: true}},
 		RequireReason: true,
+		Session: &permission.SessionPolicy{Trifecta: permission.Ask, RuleOfTwo: permission.Deny, Enforce: ptr(false),
+			Labels: []permission.SessionLabel{{Rule: "mcp__web__fetch", Legs: []permission.Leg{permission.LegUntrusted}}}},
+		Limits:  []permission.WindowLimit{{Rule: "Bash(git push:*)", Max: 5, Per: time.Hour, Scope: permission.ScopeAgent, Enforce: ptr(true)}},
+		LogOnly: []permission.Rule{sampleRule(permission.Deny)},
 	}
+}
+
+func sampleTouches() []permission.Touch {
+	return []permission.Touch{{Leg: permission.LegOut, CallID: "call_1_1", Tool: "Bash", What: "sent to api.github.com", Turn: 2, Network: true}}
+}
+
+func sampleTouched() *permission.Touched {
+	return &permission.Touched{Touches: sampleTouches(), Counts: []int{0, 0, 1},
+		Cleared: []permission.Cleared{{Leg: permission.LegUntrusted, CallID: "call_1", By: "alice"}}}
 }
 
 func sampleSandbox() *calls.Sandbox {
@@ -188,7 +201,7 @@ func compatSamples() []struct {
 				StartedAt: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC), BudgetRaised: ptr(sampleBudget()),
 				ToolsRun: map[string]int{"Bash": 3}, BudgetParks: 1, BudgetWarned: []string{"cost@5"}, AgentSeq: 4, AgentCharged: sampleUsage(),
 				Notifying: []workflows.NotifyInput{sampleNotify()},
-				Team:      sampleTeam(), TeamVersion: 3,
+				Team:      sampleTeam(), TeamVersion: 3, Touched: sampleTouched(),
 				Session: workflows.SessionState{Turns: 2, TurnIter: 3, Idle: true, Paused: ptr(sampleControl()),
 					Queue: []workflows.SessionMessage{sampleMessage()}, Steers: []workflows.SessionMessage{sampleMessage()},
 					Interrupt: ptr(sampleMessage()), Cancel: ptr(sampleControl()), Usage: sampleUsage()},
@@ -232,6 +245,7 @@ func compatSamples() []struct {
 			Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"},
 			Permission: samplePermission(), Allowed: []string{"Bash"}, State: ptr(sampleState()), ToolFlags: true,
 			LivePolicy: "warden-policy", WorkflowID: "turn-1", Agent: "builder", Kind: workflows.VerdictEdit,
+			Session: sampleTouched(),
 		}},
 		{"Prepared", samplePrepared()},
 		{"AuditNote", workflows.AuditNote{Escalation: &workflows.EscalationNote{
@@ -602,6 +616,8 @@ func samplePrepared() workflows.Prepared {
 		},
 		Preview: "--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+b\n",
 		Sandbox: sampleSandbox(), PolicyVersion: 2, Team: sampleTeam(), TeamVersion: 3, Workdir: "/work",
+		Touches: sampleTouches(), Clears: permission.LegUntrusted,
+		WouldBe: []permission.Would{{Layer: permission.LayerSession, Rule: "trifecta", Behavior: permission.Deny, Reason: "private data after untrusted input"}},
 		Remembered: &workflows.Remembered{ID: "r1", Scope: workflows.ScopeAgent, Tool: "Bash", Rule: "Bash(npm run:*)",
 			Input: json.RawMessage(`{"command":"npm run build"}`), WorkflowID: "turn-1", Agent: "builder", By: "alice", Via: "inbox",
 			FromWorkflow: "turn-0", CallID: "call_1_1", CreatedAt: t0, ExpiresAt: t1, SingleUse: true, UsedBy: "turn-1/call_1_1",

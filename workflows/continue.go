@@ -12,6 +12,7 @@ import (
 
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/model"
+	"github.com/wardenhq/warden/permission"
 )
 
 // Resume carries a turn's progress into its next run when it continues
@@ -62,6 +63,10 @@ type Resume struct {
 	// TurnInput.Approvers for every answer checked from then on.
 	Team        *Approvers `json:"team,omitempty"`
 	TeamVersion int        `json:"team_version,omitempty"`
+	// Touched is what the turn's calls (and, for a session, its earlier
+	// turns') touched: the session rules decide against it
+	// (permission.SessionPolicy). Calls add to it as they complete.
+	Touched *permission.Touched `json:"touched,omitempty"`
 }
 
 // StepState is a model step interrupted by continue-as-new.

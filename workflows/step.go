@@ -69,6 +69,7 @@ func (t *turn) finishStep(ctx workflow.Context, slots []*slot) ([]calls.Result, 
 	}
 	out := make([]calls.Result, len(slots))
 	for i, s := range slots {
+		t.touch(s)
 		out[i] = *s.Result
 		t.emit(ctx, Event{Type: EventResult, CallID: s.Call.ID, Tool: s.Call.Name, Text: s.Result.Content, Error: s.Result.IsError})
 	}
@@ -100,7 +101,7 @@ func (t *turn) prepare(ctx workflow.Context, kind VerdictKind, calls []model.Too
 	}
 	for i, c := range calls {
 		in := PrepareInput{Call: c, Env: t.env(), Permission: t.perm, Allowed: t.in.Tools, ToolFlags: flags,
-			LivePolicy: t.in.LivePolicy, WorkflowID: t.wfid, Agent: t.in.Agent, Kind: kind}
+			LivePolicy: t.in.LivePolicy, WorkflowID: t.wfid, Agent: t.in.Agent, Kind: kind, Session: t.Touched}
 		// Only the stamp of the file the call names, as the calls before
 		// it in this step leave the state (a Read then an Edit of the
 		// same file in one step is fine).

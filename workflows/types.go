@@ -266,6 +266,9 @@ type PrepareInput struct {
 	// edit); Prepare echoes it in Prepared.Kind for the audit. Empty in
 	// runs recorded before versionAuditNotes.
 	Kind VerdictKind `json:"kind,omitempty"`
+	// Session is what the turn's (and its session's) earlier calls
+	// touched, for the session rules (Resume.Touched); nil: nothing.
+	Session *permission.Touched `json:"session,omitempty"`
 }
 
 // Escalation says what happens when an approval's deadline passes.
@@ -480,6 +483,12 @@ type Prepared struct {
 	// the backend's): the role check of its approvers resolves its paths
 	// there, as the decision did.
 	Workdir string `json:"workdir,omitempty"`
+	// Touches are the legs the call adds to its session once it ran,
+	// Clears the leg an approval of a session rule's ASK clears, WouldBe
+	// what log-only rules would have decided (permission.Verdict).
+	Touches []permission.Touch `json:"touches,omitempty"`
+	Clears  permission.Leg     `json:"clears,omitempty"`
+	WouldBe []permission.Would `json:"would_be,omitempty"`
 }
 
 // ToolFlags is what the workflow reads of a tool's Info.

@@ -262,6 +262,7 @@ func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a AnswerState) er
 		s.Result = &calls.Result{CallID: p.CallID, Name: p.Tool, IsError: true, State: calls.StateDenied,
 			Content: fmt.Sprintf("The user denied this %s call%s: %s", p.Tool, by, reason)}
 	case a.Approval != nil:
+		t.clearLeg(s, a.Approval.By)
 		if len(a.Approval.Input) > 0 && string(a.Approval.Input) != string(p.Input) {
 			return t.applyEdit(ctx, s, p, a.Approval)
 		}

@@ -41,6 +41,8 @@ type permFlags struct {
 	// remembered approvals), for the turn workflow (labelled agent) and
 	// its call.
 	livePolicy, workflow, agent, call string
+	// session names a file of the session's earlier calls (JSON lines).
+	session string
 }
 
 func newPermissionCheckCmd(cn *conn) *cobra.Command {
@@ -55,7 +57,9 @@ to read the policy store's live rules and remembered approvals (for the
 turn --workflow, labelled --agent), as the worker reads them.
 
 With --tool and --input it prints the decision, the layer that decided,
-why, and the suggested rules. With --jsonl it reads one request per line
+why, and the suggested rules. --session FILE decides the session's
+earlier calls first (one request per line, as --jsonl reads them), so
+the policy's session rules (trifecta, rule_of_two) see what they touched. With --jsonl it reads one request per line
 on stdin:
 
   {"tool":"Bash","input":{"command":"ls"},"mode":"default",
@@ -99,6 +103,7 @@ and writes one JSON result (or {"error":...}) per request, in order.
 	fl.StringVar(&f.workflow, "workflow", "check", "with --live-policy: the turn's workflow id (remembered approvals of the turn and agent scopes)")
 	fl.StringVar(&f.agent, "agent", "", "with --live-policy: the turn's agent label (remembered approvals of the agent scope)")
 	fl.StringVar(&f.call, "call", "check", "with --live-policy: the call's id (a single-use approval it already spent)")
+	fl.StringVar(&f.session, "session", "", "a file of the session's earlier calls, one JSON request per line as --jsonl reads them: the session rules (permission.session) decide against what they touched")
 	return cmd
 }
 
@@ -134,6 +139,16 @@ func (f permFlags) options(ctx context.Context, cn *conn) (decide.CheckOptions, 
 		Remembered: live.Remembered, Turn: decide.Turn{WorkflowID: f.workflow, Agent: f.agent, CallID: f.call}, Now: time.Now()}
 	if limits != (calls.Limits{}) {
 		o.Limits = &limits
+	}
+	if f.session != "" {
+		fh, err := os.Open(f.session)
+		if err != nil {
+			return decide.CheckOptions{}, fmt.Errorf("--session: %w", err)
+		}
+		defer fh.Close()
+		if o.Session, err = decide.PlaySession(ctx, fh, o); err != nil {
+			return decide.CheckOptions{}, fmt.Errorf("--session %s: %w", f.session, err)
+		}
 	}
 	return o, nil
 }
