@@ -91,8 +91,8 @@ func sessionCheck(sp *permission.SessionPolicy, prior *permission.Touched, own [
 		}
 		if len(priv) > 0 {
 			un := prior.Of(permission.LegUntrusted)[0]
-			reason = fmt.Sprintf("private data (%s) after untrusted input (%s); this call %s (trifecta: untrusted input, private data and a way out)",
-				touchText(priv[0]), touchText(un), strings.TrimPrefix(out.What, "ran "))
+			reason = fmt.Sprintf("private data (%s) after untrusted input (%s); this call is a way out (%s) (trifecta: untrusted input, private data and a way out)",
+				touchText(priv[0]), touchText(un), out.What)
 			return sp.Trifecta, "trifecta", reason, permission.LegUntrusted
 		}
 	}
@@ -130,8 +130,8 @@ func sessionCheck(sp *permission.SessionPolicy, prior *permission.Touched, own [
 	return sp.RuleOfTwo, "rule_of_two", reason, clears
 }
 
-// touchText is a touch as a reason names it: "read /w/.env in call c3",
-// or "this call: read /w/.env" for the call being decided.
+// touchText is a touch as a reason names it: "read of /w/.env in call
+// c3", or "this call: read of /w/.env" for the call being decided.
 func touchText(t permission.Touch) string {
 	if t.CallID == "" {
 		return "this call: " + t.What
@@ -160,37 +160,37 @@ func callTouches(ctx context.Context, d *decision, v permission.Verdict) []permi
 	if processTool(name) {
 		if on, hosts, _ := callNetwork(ctx, d.b, c, d.pc, v.Behavior != permission.Allow); on {
 			h := hostsText(c.Input, hosts)
-			add(permission.LegOut, "may send to "+h, true)
-			add(permission.LegUntrusted, "fetched from "+h, true)
+			add(permission.LegOut, "network to "+h, true)
+			add(permission.LegUntrusted, "response from "+h, true)
 		}
 	}
 	for _, acc := range callAccesses(d.b, c) {
 		p := acc.Path
 		switch {
 		case acc.Write && !permission.Inside(p, dirs) && !scratchPath(p):
-			add(permission.LegOut, "wrote "+p+" (outside the working directories)", false)
+			add(permission.LegOut, "write of "+p+" (outside the working directories)", false)
 		case !acc.Write && ps.SensitiveMatch(p, acc.Glob) != "":
-			add(permission.LegPrivate, "read "+p, false)
+			add(permission.LegPrivate, "read of "+p, false)
 		case !acc.Write && !permission.Inside(p, dirs) && !systemPath(p):
-			add(permission.LegUntrusted, "read "+p+" (outside the working directories)", false)
+			add(permission.LegUntrusted, "read of "+p+" (outside the working directories)", false)
 		}
 	}
 	if name == "Bash" && matches(ctx, d, "Bash(git push:*)") {
-		add(permission.LegOut, "ran git push", false)
+		add(permission.LegOut, "git push", false)
 	}
 	if c.Tool != nil && c.Tool.Info().External {
-		add(permission.LegOut, "called the external tool "+name, false)
+		add(permission.LegOut, "call of the external tool "+name, false)
 	}
 	for _, l := range d.pc.Session.Labels {
 		if !matches(ctx, d, l.Rule) {
 			continue
 		}
 		for _, g := range l.Legs {
-			add(g, "called "+name+" (labelled "+string(g)+" by "+l.Rule+")", false)
+			add(g, "call of "+name+" (labelled "+string(g)+" by "+l.Rule+")", false)
 		}
 	}
 	if !v.ReadOnly {
-		add(permission.LegChange, "changed state ("+name+")", false)
+		add(permission.LegChange, "change of state ("+name+")", false)
 	}
 	// In the order of the legs, each leg's touches in the order found.
 	slices.SortStableFunc(out, func(a, b permission.Touch) int {
@@ -274,11 +274,11 @@ func systemPath(p string) bool {
 	return permission.Inside(p, []string{"/usr", "/lib", "/lib32", "/lib64", "/bin", "/sbin", "/etc", "/opt", "/proc", "/sys", "/dev", "/nix", "/snap"})
 }
 
-// scratchPath reports whether p is a scratch path whose write goes
-// nowhere: the call's private temporary directory, the null device and
-// the standard streams.
+// scratchPath reports whether p is a path whose write goes nowhere: the
+// null device and the standard streams. (/tmp is not one: the file
+// tools write the host's, and other processes read it.)
 func scratchPath(p string) bool {
-	return permission.Inside(p, []string{"/tmp", "/var/tmp", "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd", "/proc/self/fd"})
+	return permission.Inside(p, []string{"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/fd", "/proc/self/fd"})
 }
 
 // urlHost finds the hosts of the URLs a call's input names.

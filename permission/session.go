@@ -3,7 +3,6 @@ package permission
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -115,8 +114,8 @@ type Touch struct {
 	Leg    Leg    `json:"leg"`
 	CallID string `json:"call_id"`
 	Tool   string `json:"tool"`
-	// What says what the call did, for a reason: "read /w/.env",
-	// "fetched from example.com", "git push".
+	// What says what the call did, for a reason: "read of /w/.env",
+	// "response from example.com", "git push".
 	What string `json:"what"`
 	// Turn is the session turn the call was made in (1 for the first;
 	// 0 when the turn is no session).
@@ -127,7 +126,7 @@ type Touch struct {
 	Network bool `json:"network,omitempty"`
 }
 
-// String is "read /w/.env in call c3".
+// String is "read of /w/.env in call c3".
 func (t Touch) String() string {
 	s := t.What + " in call " + t.CallID
 	if t.Turn > 1 {
@@ -206,19 +205,6 @@ func (t *Touched) of(l Leg) []Touch {
 
 // Of returns the kept touches of leg l, in order.
 func (t *Touched) Of(l Leg) []Touch { return t.of(l) }
-
-// Describe is the earlier touches of legs for a reason: "read /w/.env
-// in call c3; fetched from example.com in call c1".
-func (t *Touched) Describe(legs ...Leg) string {
-	var parts []string
-	for _, l := range legs {
-		for _, x := range t.of(l) {
-			parts = append(parts, x.String())
-			break
-		}
-	}
-	return strings.Join(parts, " after ")
-}
 
 // WindowLimit bounds how many calls a rule's matches may make per
 // window: {rule: "Bash(git push:*)", max: 5, per: 1h, scope: agent}.

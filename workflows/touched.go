@@ -38,9 +38,9 @@ func (t *turn) touch(s *slot) {
 			}
 			switch x.Leg {
 			case permission.LegOut:
-				x.What = "sent to " + strings.Join(hosts, ", ")
+				x.What = "network to " + strings.Join(hosts, ", ")
 			case permission.LegUntrusted:
-				x.What = "fetched from " + strings.Join(hosts, ", ")
+				x.What = "response from " + strings.Join(hosts, ", ")
 			}
 		}
 		x.CallID, x.Turn = s.Call.ID, turn
