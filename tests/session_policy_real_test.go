@@ -43,13 +43,17 @@ func TestRealWorkerSessionRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	rules := fmt.Sprintf("mode: bypass\nallow: [%q, %q, %q]\n", "Read("+w.out+"/**)", "Read("+w.ws+"/.env)", "Write("+sync+"/**)")
+	logDeny := fmt.Sprintf("deny: [{rule: %q, enforce: false}]\n", "Write("+sync+"/**)")
 	for _, r := range []struct {
 		name, session string
-		asks, logOnly bool
+		asks          bool
+		// would is what the audit and what-if must show on both writes.
+		would string
 	}{
-		{"trifecta", "session: {trifecta: ask}\n", true, false},
-		{"session_off", "", false, false},
-		{"log_only", "session: {trifecta: deny, enforce: false}\n", false, true},
+		{"trifecta", "session: {trifecta: ask}\n", true, ""},
+		{"session_off", "", false, ""},
+		{"log_only", "session: {trifecta: deny, enforce: false}\n", false, "would deny (session trifecta)"},
+		{"log_only_deny_rule", logDeny, false, "would deny (log-only deny rule Write(" + sync + "/**))"},
 	} {
 		t.Run(r.name, func(t *testing.T) {
 			var p permission.Policy
@@ -128,13 +132,14 @@ func TestRealWorkerSessionRules(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			would, layer := 0, ""
+			would, any, layer := 0, 0, ""
 			for _, rec := range recs {
 				if rec.Kind == audit.KindPermission && rec.Tool == "Write" && layer == "" {
 					layer = rec.Layer
 				}
+				any += len(rec.WouldBe)
 				for _, wb := range rec.WouldBe {
-					if strings.Contains(wb, "would deny (session trifecta)") {
+					if r.would != "" && strings.Contains(wb, r.would) {
 						would++
 					}
 				}
@@ -142,10 +147,33 @@ func TestRealWorkerSessionRules(t *testing.T) {
 			switch {
 			case r.asks && layer != string(permission.LayerSession):
 				t.Errorf("the audit names layer %q for the first write, want session", layer)
-			case r.logOnly && would != 2:
-				t.Errorf("the audit records %d log-only session verdicts, want 2 (both writes: nobody vouched for the input)", would)
-			case !r.logOnly && would != 0:
-				t.Errorf("the audit records %d log-only verdicts without log-only rules", would)
+			case r.would != "" && would != 2:
+				t.Errorf("the audit records %q %d times, want on both writes (nobody vouched for the input)", r.would, would)
+			case r.would == "" && any != 0:
+				t.Errorf("the audit records %d log-only verdicts without log-only rules", any)
+			}
+			if r.would == "" {
+				return
+			}
+			// What-if over the recorded turn under the same policy
+			// shows the same would-be verdicts, not applied.
+			var wi audit.WhatIf
+			waitFor(t, ctx, func() bool {
+				calls, _, err := audit.RecordedCalls(ctx, env.c, audit.Query{Prefix: id})
+				if err != nil || len(calls) < 4 {
+					return false
+				}
+				wi, err = audit.Redecide(ctx, calls, audit.WhatIfOptions{Policy: p, Workdir: w.ws, Home: w.home})
+				return err == nil
+			})
+			hits := 0
+			for _, h := range wi.LogOnly {
+				if strings.Contains(strings.Join(h.Would, "; "), r.would) {
+					hits++
+				}
+			}
+			if hits != 2 || len(wi.Changes) != 0 {
+				t.Errorf("what-if: %d calls show %q, want 2; %d changes, want none: %+v", hits, r.would, len(wi.Changes), wi.LogOnly)
 			}
 		})
 	}
