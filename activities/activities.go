@@ -119,6 +119,7 @@ func (a *Activities) Register(r worker.ActivityRegistry) {
 	r.RegisterActivityWithOptions(a.CheckRules, activity.RegisterOptions{Name: workflows.ActivityCheckRules})
 	r.RegisterActivityWithOptions(a.BudgetCharge, activity.RegisterOptions{Name: workflows.ActivityBudgetCharge})
 	r.RegisterActivityWithOptions(a.BudgetRaise, activity.RegisterOptions{Name: workflows.ActivityBudgetRaise})
+	r.RegisterActivityWithOptions(a.WindowReserve, activity.RegisterOptions{Name: workflows.ActivityWindowReserve})
 	r.RegisterActivityWithOptions(a.AuditHead, activity.RegisterOptions{Name: workflows.ActivityAuditHead})
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	tclient "go.temporal.io/sdk/client"
 
@@ -56,4 +57,38 @@ func (a *Activities) BudgetRaise(ctx context.Context, in workflows.BudgetRaise) 
 		return fmt.Errorf("raise budget store %s: %w", in.Store, err)
 	}
 	return nil
+}
+
+// WindowReserve counts a call against a window limit of the agent scope
+// in the agent's budget store (an Update: the store serializes the
+// agent's concurrent turns), starting the store when it does not run
+// yet: the worker owns the store, a turn needs no right to start it.
+func (a *Activities) WindowReserve(ctx context.Context, in workflows.WindowReserve) (workflows.WindowVerdict, error) {
+	var v workflows.WindowVerdict
+	if a.Client == nil {
+		return v, errNoClient
+	}
+	id := in.Key + "/" + workflows.WindowID(in.Limit)
+	if in.Force {
+		id += "/force"
+	}
+	opts := tclient.UpdateWorkflowOptions{WorkflowID: in.Store, UpdateID: id, UpdateName: workflows.UpdateWindowReserve,
+		Args: []any{in}, WaitForStage: tclient.WorkflowUpdateStageCompleted}
+	h, err := a.Client.UpdateWorkflow(ctx, opts)
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		start := tclient.StartWorkflowOptions{ID: in.Store, TaskQueue: in.TaskQueue,
+			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING}
+		if _, err := a.Client.ExecuteWorkflow(ctx, start, workflows.BudgetStoreWorkflow, workflows.AgentBudgetState{Agent: in.Agent}); err != nil {
+			return v, fmt.Errorf("start budget store %s: %w", in.Store, err)
+		}
+		h, err = a.Client.UpdateWorkflow(ctx, opts)
+	}
+	if err != nil {
+		return v, fmt.Errorf("window limit %s in budget store %s: %w", in.Limit.Rule, in.Store, err)
+	}
+	if err := h.Get(ctx, &v); err != nil {
+		return v, fmt.Errorf("window limit %s in budget store %s: %w", in.Limit.Rule, in.Store, err)
+	}
+	return v, nil
 }

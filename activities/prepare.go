@@ -80,7 +80,7 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	}
 	a.record(ctx, &out, in, env, call, v, sandboxOff)
 	out.Layer = v.Layer
-	out.Touches, out.Clears, out.WouldBe = v.Touches, v.Clears, v.WouldBe
+	out.Touches, out.Clears, out.WouldBe, out.Windows = v.Touches, v.Clears, v.WouldBe, v.Windows
 	for _, w := range v.WouldBe {
 		a.Metrics.WouldBe(string(w.Layer), string(w.Behavior))
 	}

@@ -72,6 +72,26 @@ func (x *extractor) note(e *historypb.HistoryEvent) {
 	if n.Head != nil {
 		x.heads = append(x.heads, *n.Head)
 	}
+	if n.Window != nil {
+		x.windowed(t, *n.Window)
+	}
+}
+
+// windowed records a window limit found at its bound for a call.
+func (x *extractor) windowed(t time.Time, n workflows.WindowNote) {
+	l := n.Limit
+	scope := l.Scope
+	if scope == "" {
+		scope = "turn"
+	}
+	why := fmt.Sprintf("%s reached its bound of %d calls per %s (%s scope, %d counted)", l.Rule, l.Max, l.Per, scope, n.Count)
+	r := Record{Time: t, CallID: n.CallID, Tool: n.Tool, Kind: KindWindow, Decision: "ask", By: "policy", Path: PathRule,
+		Reason: "Window: " + why, Layer: "window"}
+	if !n.Enforced {
+		r.Decision, r.Reason = "allow", "log-only window limit: "+why
+		r.WouldBe = []string{"would ask (window " + l.Rule + "): " + why}
+	}
+	x.record(r)
 }
 
 // escalated records a recorded escalation.

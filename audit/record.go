@@ -44,6 +44,11 @@ const (
 	KindConnection = "connection"
 	// KindLimit is a limit that ended a call (Reason says which).
 	KindLimit = "limit"
+	// KindWindow is a window limit found at its bound for a call
+	// (permission.WindowLimit): Decision is ask (the call waits for an
+	// approval) or, for a log-only limit, allow, with WouldBe saying it
+	// would have asked.
+	KindWindow = "window"
 	// KindModel is a model call: Usage its tokens and cost (when the
 	// worker prices the model), TurnUsage the turn's so far, across its
 	// runs; Tool names the model, CallID numbers the calls (model_N).

@@ -28,8 +28,10 @@ type decision struct {
 
 // layers are the decision's layers in order: the permission engine's
 // (permission.Evaluate walks its own steps), the sandbox auto-allow,
-// the remembered approvals, the session rules, the quorum rules, then
-// the log-only rules, which only record what they would decide. The call's sandbox
+// the remembered approvals, the session rules, the quorum rules, the
+// window limits (which name the limits that count the call: the turn
+// holds the counts), then the log-only rules, which only record what
+// they would decide. The call's sandbox
 // profile follows from the verdict they give (Profile).
 func layers() []layer {
 	return []layer{
@@ -42,6 +44,7 @@ func layers() []layer {
 		{"remembered approvals", remembered},
 		{"session rules", session},
 		{"quorum rules", quorum},
+		{"window limits", windows},
 		{"log-only rules", logOnly},
 	}
 }
@@ -187,6 +190,22 @@ func logOnly(ctx context.Context, d *decision, v permission.Verdict) (permission
 		}
 		v.WouldBe = append(v.WouldBe, permission.Would{Layer: permission.LayerLogOnly + " " + permission.Layer(r.Behavior) + " rule",
 			Rule: r.String(), Behavior: nv.Behavior, Reason: nv.Reason})
+	}
+	return v, nil
+}
+
+// windows names the policy's window limits whose rule matches the call
+// (as a deny rule would match it) in Verdict.Windows: a call that runs
+// counts against each, and the turn asks when one is reached. A denied
+// call counts against none.
+func windows(ctx context.Context, d *decision, v permission.Verdict) (permission.Verdict, error) {
+	if v.Behavior == permission.Deny {
+		return v, nil
+	}
+	for _, w := range d.pc.Limits {
+		if matches(ctx, d, w.Rule) {
+			v.Windows = append(v.Windows, w)
+		}
 	}
 	return v, nil
 }

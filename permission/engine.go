@@ -82,6 +82,10 @@ type Verdict struct {
 	// WouldBe are the verdicts of log-only rules that would have
 	// changed this one (recorded, never applied).
 	WouldBe []Would `json:"would_be,omitempty"`
+	// Windows are the window limits whose rule matches the call: the
+	// turn counts it against each when it runs, and asks when one is
+	// reached (decided by the turn, which holds the counts).
+	Windows []WindowLimit `json:"windows,omitempty"`
 }
 
 // Evaluate is the permission engine: it decides whether t may run with

@@ -360,10 +360,10 @@ func TestReplayHistories(t *testing.T) {
 // workflow code again: the recorder adds files and never overwrites one,
 // so the histories of older generations keep replaying the branches
 // their code took.
-const recordGeneration = "v14"
+const recordGeneration = "v15"
 
 // recordedScenarios are the files one recording writes.
-var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store", "budget_turn", "quorum_turn", "agent_budget_turn", "budget_store", "roles_turn"}
+var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store", "budget_turn", "quorum_turn", "agent_budget_turn", "budget_store", "roles_turn", "window_turn"}
 
 // historyFile names a scenario's file of this generation.
 func historyFile(scenario string) string { return scenario + "_" + recordGeneration + ".json" }
@@ -499,6 +499,46 @@ steps:
 	recordAgentBudgetScenario(t, ctx, cl, suffix, saveHistory)
 	recordQuorumScenario(t, ctx, cl, suffix)
 	recordRolesScenario(t, ctx, saveHistory)
+	recordWindowScenario(t, ctx, cl, suffix)
+}
+
+// recordWindowScenario records a turn under two window limits of one
+// call per hour, one of the turn scope and one of the agent scope: the
+// second call of each reaches its bound and asks (an audit note, an
+// approval that counts it past the bound); the agent scope's counts go
+// through the agent's budget store (a local activity, which starts the
+// store).
+func recordWindowScenario(t *testing.T, ctx context.Context, cl *client.Client, suffix string) {
+	t.Helper()
+	ws := script(t, `
+steps:
+  - tool_calls: [{id: p1, name: Bash, input: {command: "echo push 1"}}]
+  - tool_calls: [{id: p2, name: Bash, input: {command: "echo push 2"}}]
+  - tool_calls: [{id: s1, name: Bash, input: {command: "echo ship 1"}}]
+  - tool_calls: [{id: s2, name: Bash, input: {command: "echo ship 2"}}]
+  - text: done
+`)
+	pc := policy(t, permission.Policy{Allow: []string{"Bash(echo:*)"}, Limits: []permission.WindowLimit{
+		{Rule: "Bash(echo push:*)", Max: 1, Per: time.Hour},
+		{Rule: "Bash(echo ship:*)", Max: 1, Per: time.Hour, Scope: permission.ScopeAgent}}})
+	id := "window-record" + suffix
+	if _, err := cl.Start(ctx, id, workflows.TurnInput{Model: workflows.ModelConfig{Provider: "scripted", Script: ws}, Permission: pc,
+		Agent: "window-recorder" + suffix, AgentBudget: client.NoAgentBudget}); err != nil {
+		t.Fatal(err)
+	}
+	for _, call := range []string{"p2", "s2"} {
+		waitFor(t, ctx, func() bool {
+			ps, err := cl.Pending(ctx, id)
+			return err == nil && len(ps) == 1 && ps[0].CallID == call
+		})
+		if _, err := cl.Approve(ctx, id, workflows.Approval{CallID: call, Decision: workflows.DecisionAllow, By: "recorder", Hash: hashOf(t, cl, id, call)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	saveHistory(t, id, "window_turn")
 }
 
 // recordQuorumScenario records a call under a two-person rule: a first

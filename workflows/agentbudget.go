@@ -96,6 +96,10 @@ type AgentBudgetState struct {
 	// Seen is, per turn (workflow id), its last charge: a retried charge
 	// returns the same verdict and charges nothing again.
 	Seen map[string]SeenCharge `json:"seen,omitempty"`
+	// Windows are the calls the agent's turns counted against window
+	// limits of the agent scope (UpdateWindowReserve), pruned as they
+	// leave their window.
+	Windows []WindowUse `json:"windows,omitempty"`
 	// Raises are the keys of the last raises applied (a retried raise
 	// raises once).
 	Raises []string `json:"raises,omitempty"`
@@ -185,6 +189,7 @@ func (s *AgentBudgetState) registerHandlers(ctx workflow.Context) error {
 		{UpdateBudgetSet, s.set, validateBudgetSet},
 		{UpdateBudgetCharge, s.charge, nil},
 		{UpdateBudgetRaise, s.raise, validateBudgetRaise},
+		{UpdateWindowReserve, s.reserveWindow, validateWindowReserve},
 	} {
 		if err := workflow.SetUpdateHandlerWithOptions(ctx, h.name, h.handler, workflow.UpdateHandlerOptions{Validator: h.valid}); err != nil {
 			return fmt.Errorf("budget update %s: %w", h.name, err)

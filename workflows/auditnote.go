@@ -28,13 +28,14 @@ const (
 
 // AuditNote is what a run since versionAuditNotes records for the audit
 // where it happens, as a side effect: an escalation at an approval's
-// deadline, the answer to a budget approval, or the head of the audit
-// chain as a run ends. Exactly one field is set.
+// deadline, the answer to a budget approval, the head of the audit
+// chain as a run ends, or a window limit found at its bound. Exactly one field is set.
 // The audit reads these records and guesses neither.
 type AuditNote struct {
 	Escalation *EscalationNote `json:"escalation,omitempty"`
 	Budget     *BudgetNote     `json:"budget,omitempty"`
 	Head       *HeadNote       `json:"head,omitempty"`
+	Window     *WindowNote     `json:"window,omitempty"`
 }
 
 // HeadNote is the head of the turn's audit chain as a run ends (since

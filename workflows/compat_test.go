@@ -202,6 +202,7 @@ func compatSamples() []struct {
 				ToolsRun: map[string]int{"Bash": 3}, BudgetParks: 1, BudgetWarned: []string{"cost@5"}, AgentSeq: 4, AgentCharged: sampleUsage(),
 				Notifying: []workflows.NotifyInput{sampleNotify()},
 				Team:      sampleTeam(), TeamVersion: 3, Touched: sampleTouched(),
+				WindowUses: []workflows.WindowUse{{Limit: "Bash(git push:*)/1h0m0s", Key: "turn-1/call_1_1", At: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC), Per: time.Hour}},
 				Session: workflows.SessionState{Turns: 2, TurnIter: 3, Idle: true, Paused: ptr(sampleControl()),
 					Queue: []workflows.SessionMessage{sampleMessage()}, Steers: []workflows.SessionMessage{sampleMessage()},
 					Interrupt: ptr(sampleMessage()), Cancel: ptr(sampleControl()), Usage: sampleUsage()},
@@ -255,7 +256,9 @@ func compatSamples() []struct {
 			CallID: "budget_1", Request: workflows.BudgetRequest{Kind: "tokens", Spent: "2000100", Limit: "2000000", Next: "call the model",
 				Agent: "builder", Window: workflows.WindowDaily, Store: "warden-budget-builder"},
 			Decision: workflows.DecisionAllow, Raise: ptr(sampleBudget()), By: "owner", Via: "slack", Reason: "release week",
-		}, Head: &workflows.HeadNote{RunID: "run-1", Seq: 12, Hash: "9f2c0e"}}},
+		}, Head: &workflows.HeadNote{RunID: "run-1", Seq: 12, Hash: "9f2c0e"},
+			Window: &workflows.WindowNote{CallID: "call_1_1", Tool: "Bash", Limit: permission.WindowLimit{Rule: "Bash(git push:*)", Max: 5, Per: time.Hour, Scope: permission.ScopeAgent, Enforce: ptr(false)},
+				Count: 5, Next: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), Enforced: true}}},
 		{"ToolInput", workflows.ToolInput{
 			Key: "turn-1/call_1_1", Call: sampleCall(), Env: workflows.CallEnv{Backend: "local", Workdir: "/work"}, State: sampleState(),
 			ByRef: true, Sandbox: sampleSandbox(),
@@ -416,6 +419,7 @@ func constGroups() map[string]map[string]any {
 			"UpdateBudgetSet", workflows.UpdateBudgetSet, "UpdateBudgetCharge", workflows.UpdateBudgetCharge,
 			"UpdateBudgetRaise", workflows.UpdateBudgetRaise, "ActivityBudgetCharge", workflows.ActivityBudgetCharge,
 			"ActivityBudgetRaise", workflows.ActivityBudgetRaise, "ActivityAuditHead", workflows.ActivityAuditHead, "WindowDaily", workflows.WindowDaily, "WindowTotal", workflows.WindowTotal,
+			"UpdateWindowReserve", workflows.UpdateWindowReserve, "ActivityWindowReserve", workflows.ActivityWindowReserve,
 		),
 		"workflows.tools": {
 			"ToolsWorkflow": workflows.ToolsWorkflow, "ActivityTools": workflows.ActivityTools,
@@ -445,7 +449,7 @@ func constGroups() map[string]map[string]any {
 			"ActivityTool", workflows.ActivityTool,
 			"ActivityNotify", workflows.ActivityNotify, "ActivityChatPost", workflows.ActivityChatPost, "ActivityChatUpdate", workflows.ActivityChatUpdate, "ActivityModelStep", workflows.ActivityModelStep,
 			"MetricApprovalWait", workflows.MetricApprovalWait, "MetricApprovalEscalation", workflows.MetricApprovalEscalation,
-			"MetricApprovalAnswers", workflows.MetricApprovalAnswers,
+			"MetricApprovalAnswers", workflows.MetricApprovalAnswers, "MetricWindowReached", workflows.MetricWindowReached,
 		),
 		"workflows.error_types": str(
 			"ErrTypeUnknownModel", workflows.ErrTypeUnknownModel, "ErrTypeUnknownTool", workflows.ErrTypeUnknownTool, "ErrTypeUnmatchableRule", workflows.ErrTypeUnmatchableRule,
@@ -617,6 +621,7 @@ func samplePrepared() workflows.Prepared {
 		Preview: "--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+b\n",
 		Sandbox: sampleSandbox(), PolicyVersion: 2, Team: sampleTeam(), TeamVersion: 3, Workdir: "/work",
 		Touches: sampleTouches(), Clears: permission.LegUntrusted,
+		Windows: []permission.WindowLimit{{Rule: "Bash(git push:*)", Max: 5, Per: time.Hour, Scope: permission.ScopeAgent, Enforce: ptr(true)}},
 		WouldBe: []permission.Would{{Layer: permission.LayerSession, Rule: "trifecta", Behavior: permission.Deny, Reason: "private data after untrusted input"}},
 		Remembered: &workflows.Remembered{ID: "r1", Scope: workflows.ScopeAgent, Tool: "Bash", Rule: "Bash(npm run:*)",
 			Input: json.RawMessage(`{"command":"npm run build"}`), WorkflowID: "turn-1", Agent: "builder", By: "alice", Via: "inbox",

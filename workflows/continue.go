@@ -67,6 +67,9 @@ type Resume struct {
 	// turns') touched: the session rules decide against it
 	// (permission.SessionPolicy). Calls add to it as they complete.
 	Touched *permission.Touched `json:"touched,omitempty"`
+	// WindowUses are the calls counted against the window limits of the
+	// turn scope (window.go), pruned as they leave their window.
+	WindowUses []WindowUse `json:"window_uses,omitempty"`
 }
 
 // StepState is a model step interrupted by continue-as-new.

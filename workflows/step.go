@@ -49,6 +49,9 @@ func (t *turn) runCalls(ctx workflow.Context, calls []model.ToolCall, text strin
 			continue
 		}
 		t.classify(ctx, s, now, text)
+		if err := t.countWindows(ctx, s, now, text); err != nil {
+			return nil, err
+		}
 	}
 	if t.stopped() {
 		t.interruptSlots(slots)

@@ -489,6 +489,9 @@ type Prepared struct {
 	Touches []permission.Touch `json:"touches,omitempty"`
 	Clears  permission.Leg     `json:"clears,omitempty"`
 	WouldBe []permission.Would `json:"would_be,omitempty"`
+	// Windows are the window limits the call counts against when it
+	// runs (window.go).
+	Windows []permission.WindowLimit `json:"windows,omitempty"`
 }
 
 // ToolFlags is what the workflow reads of a tool's Info.

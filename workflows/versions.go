@@ -168,6 +168,12 @@ const (
 	// AuditNote side effect with its Head); runs recorded before it end
 	// without either.
 	versionAuditHead = "audit-head"
+	// versionWindows marks runs that count the calls of the policy's
+	// window limits (permission.WindowLimit) and ask when one is
+	// reached: a side effect or a local activity (an agent scope's
+	// reservation in its budget store) before each counted call. Only
+	// runs whose verdicts name a limit ask for it.
+	versionWindows = "window-limits"
 )
 
 // Bounds that decide when commands are emitted.

@@ -249,6 +249,9 @@ func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a AnswerState) er
 	case a.Interrupted != "":
 		s.Result = interrupted(s.Call, a.Interrupted, false, "")
 	case a.Auto != "":
+		if err := t.countApproved(ctx, s); err != nil {
+			return err
+		}
 		s.Ready = true
 	case a.Approval != nil && a.Approval.Decision == DecisionDeny:
 		reason := a.Approval.Reason
@@ -263,6 +266,9 @@ func (t *turn) apply(ctx workflow.Context, s *slot, p Pending, a AnswerState) er
 			Content: fmt.Sprintf("The user denied this %s call%s: %s", p.Tool, by, reason)}
 	case a.Approval != nil:
 		t.clearLeg(s, a.Approval.By)
+		if err := t.countApproved(ctx, s); err != nil {
+			return err
+		}
 		if len(a.Approval.Input) > 0 && string(a.Approval.Input) != string(p.Input) {
 			return t.applyEdit(ctx, s, p, a.Approval)
 		}
