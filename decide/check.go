@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
@@ -68,6 +70,11 @@ type CheckOptions struct {
 	// of a file read before); nil: unknown, and those checks are left to
 	// the call.
 	State *tools.State
+	// NoLinks decides every path as named, as a worker with
+	// backend.local.sandbox_off: [links] does; otherwise the links of
+	// the working directories are resolved on the local file system, as
+	// the worker's local backend resolves them (Call.Links).
+	NoLinks bool
 }
 
 // CheckResult is the verdict of Verdict (through VerdictOrAsk, as the
@@ -99,6 +106,9 @@ type CheckResult struct {
 	Quorum        int    `json:"quorum,omitempty"`
 	QuorumRule    string `json:"quorum_rule,omitempty"`
 	RequireReason bool   `json:"require_reason,omitempty"`
+	// Links are the symbolic links the call's paths lead through and
+	// where they lead (Call.Links), as the decision saw them.
+	Links permission.Links `json:"links,omitempty"`
 
 	// toolDecision is the tool's own check, for Explain.
 	toolDecision permission.Decision
@@ -147,6 +157,12 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 	if o.ToolNetwork != nil {
 		call.ToolNetwork = o.ToolNetwork(t.Info().Name)
 	}
+	if !o.NoLinks {
+		// Resolved here, outside the decision, on the local file system
+		// (as the worker's local backend does); the parse is shared.
+		call.Memo = &tools.Memo{}
+		call.Links = backend.LocalLinks(call.Dirs(), LinkPaths(ctx, call))
+	}
 	v, invalid := VerdictOrAsk(ctx, call)
 	if invalid != "" {
 		return CheckResult{Tool: t.Info().Name, Behavior: "invalid", Invalid: invalid, Message: invalid,
@@ -166,6 +182,7 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 		WorkingDirs:  v.WorkingDirs,
 		toolDecision: v.Tool,
 		Remembered:   v.Remembered, Quorum: v.Quorum, QuorumRule: v.QuorumRule, RequireReason: v.RequireReason,
+		Links: call.Links,
 	}
 	prof := Profile(ctx, call, v)
 	prof.Off = o.Unsandboxed
@@ -309,6 +326,13 @@ func (r CheckResult) Explain(w io.Writer) {
 	}
 	if r.RequireReason && (r.Behavior == string(permission.Ask) || r.Behavior == string(permission.Passthrough)) {
 		fmt.Fprintf(w, "Reason:      every answer must give a reason\n")
+	}
+	for _, p := range slices.Sorted(maps.Keys(r.Links)) {
+		to := r.Links[p]
+		if to == "" {
+			to = "? (cannot be followed)"
+		}
+		fmt.Fprintf(w, "Link:        %s -> %s\n", p, to)
 	}
 	fmt.Fprintf(w, "Tool:        %s (mode %s)\n", r.Tool, r.Mode)
 	if len(r.WorkingDirs) > 0 {

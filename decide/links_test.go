@@ -3,6 +3,8 @@ package decide
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -138,5 +140,48 @@ func TestLinkPaths(t *testing.T) {
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s %s: %q, want %q", c.tool.Info().Name, c.input, got, c.want)
 		}
+	}
+}
+
+// TestCheckResolvesLocalLinks: "permission check" resolves the links of
+// its working directories on the local file system, as the worker's
+// local backend does, and with NoLinks (the worker's sandbox_off:
+// [links]) decides the link as itself.
+func TestCheckResolvesLocalLinks(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	ws, outside := filepath.Join(root, "ws"), filepath.Join(root, "outside")
+	for _, d := range []string{filepath.Join(ws, "notes"), outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := filepath.Join(outside, "authorized_keys")
+	if err := os.WriteFile(keys, []byte("ssh-ed25519 AAAA owner\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(keys, filepath.Join(ws, "notes", "key")); err != nil {
+		t.Fatal(err)
+	}
+	pc, err := permission.Policy{Mode: permission.ModeAcceptEdits}.Context()
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _ := json.Marshal(tools.WriteInput{FilePath: filepath.Join(ws, "notes", "key"), Content: "ssh-ed25519 AAAA attacker\n"})
+	req := CheckRequest{Tool: "Write", Input: in}
+	res, err := Check(context.Background(), req, CheckOptions{Base: pc, Workdirs: []string{ws}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := filepath.Join(ws, "notes", "key") + " -> " + keys
+	if res.Behavior != string(permission.Ask) || !strings.Contains(res.Message, shown) || res.Links[filepath.Join(ws, "notes", "key")] != keys {
+		t.Errorf("a Write through a link out of the workspace: %s (%s), links %v; want an ask showing %q", res.Behavior, res.Message, res.Links, shown)
+	}
+	res, err = Check(context.Background(), req, CheckOptions{Base: pc, Workdirs: []string{ws}, NoLinks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Behavior != string(permission.Allow) || len(res.Links) != 0 {
+		t.Errorf("with NoLinks: %s (%s), links %v; want allowed as a workspace write", res.Behavior, res.Message, res.Links)
 	}
 }
