@@ -46,6 +46,11 @@ func LinkPaths(ctx context.Context, c Call) []string {
 		if c.Memo == nil {
 			c.Memo = &tools.Memo{}
 		}
+		// Bound as Verdict binds it, so that the memo's analysis is the
+		// one the decision makes.
+		if c.Workdir != "" && !slices.Contains(pc.WorkingDirs, c.Workdir) {
+			pc.WorkingDirs = append(slices.Clone(pc.WorkingDirs), c.Workdir)
+		}
 		a, err := tools.BashAnalysis(c.bind(&pc).env, c.Input)
 		if err != nil {
 			return nil
