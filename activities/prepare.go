@@ -55,6 +55,13 @@ func (a *Activities) Prepare(ctx context.Context, in workflows.PrepareInput) (wo
 	call.Turn = decide.Turn{WorkflowID: in.WorkflowID, Agent: in.Agent, CallID: in.Call.ID}
 	call.Session = in.Session
 	call.Memo = &tools.Memo{}
+	// Where the call's paths lead through the workspace's symbolic
+	// links, read through its backend outside the decision (the local
+	// backend reads its file system; Docker and E2B resolve none) and
+	// recorded with the verdict, so what-if and the approvers' role check
+	// decide them as this decision did.
+	call.Links = backend.ResolveLinks(ctx, env.Backend, call.Dirs(), decide.LinkPaths(ctx, call))
+	out.Links = call.Links
 	v, invalid := decide.VerdictOrAsk(ctx, call)
 	if invalid != "" {
 		out.Invalid = invalid

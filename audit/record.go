@@ -234,4 +234,8 @@ type Decided struct {
 	// worker read it from the policy store; Agent the turn's agent label.
 	Remembered *calls.Remembered `json:"remembered,omitempty"`
 	Agent      string            `json:"agent,omitempty"`
+	// Links are where the call's paths led through symbolic links of
+	// its workspace when the worker decided it (workflows.Prepared.Links):
+	// what-if decides those paths through them, as the worker did.
+	Links permission.Links `json:"links,omitempty"`
 }

@@ -178,7 +178,7 @@ func (x *extractor) verdictOf(t time.Time, c *call, p workflows.Prepared, kind s
 func (x *extractor) decide(c *call, r Record, input json.RawMessage, p workflows.Prepared, in *workflows.PrepareInput) {
 	r.WorkflowID, r.RunID = x.wf, x.run
 	d := &Decided{Verdict: r, Input: input, Policy: x.turn.Permission, Session: slices.Clone(x.session),
-		Workdir: x.turn.Workdir, Backend: x.turn.Backend, Tools: x.turn.Tools, Remembered: p.Remembered, Agent: x.turn.Agent}
+		Workdir: x.turn.Workdir, Backend: x.turn.Backend, Tools: x.turn.Tools, Remembered: p.Remembered, Agent: x.turn.Agent, Links: p.Links}
 	if in != nil {
 		d.Policy, d.Workdir, d.Backend, d.Tools = in.Permission, in.Env.Workdir, in.Env.Backend, in.Allowed
 	}

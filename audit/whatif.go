@@ -265,7 +265,8 @@ const (
 )
 
 // Redecide re-decides each recorded call with decide.Verdict (through
-// decide.VerdictOrAsk, as the worker does) under the proposed policy, on
+// decide.VerdictOrAsk, as the worker does) under the proposed policy,
+// its paths through the workspace links the worker recorded (Links), on
 // o.Workers goroutines (the Bash analysis is most of the cost), and
 // reports those decided differently. A call a remembered approval
 // allowed is decided with that approval, as the worker decided it, and a
@@ -501,7 +502,7 @@ func (r *redecider) decide(ctx context.Context, t tools.Tool, d *Decided, touche
 		wd = r.o.Workdir
 	}
 	call = decide.Call{Tool: t, Input: d.Input, Workdir: wd, Home: r.o.Home, Policy: &pc,
-		Validator: r.val, Sandboxed: d.Sandboxed, Now: d.Verdict.Time,
+		Validator: r.val, Sandboxed: d.Sandboxed, Now: d.Verdict.Time, Links: d.Links,
 		Turn: decide.Turn{WorkflowID: d.Verdict.WorkflowID, Agent: d.Agent, CallID: d.Verdict.CallID}, Session: touched}
 	if d.Remembered != nil {
 		// The remembered approval that allowed the call, as the worker

@@ -429,6 +429,7 @@ func LocalLayers() map[string]string {
 		"unix_sockets":   "every call may create unix sockets and connect to any socket it can reach",
 		"keyring":        "tool processes keep the worker's session keyring and the keyring system calls",
 		"file_tools":     "the file tools (Read, Write, Edit, Glob, Grep) act on any path the worker may, outside the call's sandbox profile",
+		"links":          "the decision resolves no symbolic link of the working directories: a call naming one is decided, and shown to its approver, as the link's own path, not where it leads",
 		"git_guard":      "the repository guard: .git directories, bare repositories, hooks directories, included git configuration, the dangerous and sensitive files of the working directories are neither protected, hidden nor checked after a call",
 	}
 }

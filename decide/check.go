@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/permission"
 	"github.com/wardenhq/warden/tools"
@@ -72,6 +74,11 @@ type CheckOptions struct {
 	// session rules ("permission check --session", PlaySession); nil:
 	// nothing yet.
 	Session *permission.Touched
+	// NoLinks decides every path as named, as a worker with
+	// backend.local.sandbox_off: [links] does; otherwise the links of
+	// the working directories are resolved on the local file system, as
+	// the worker's local backend resolves them (Call.Links).
+	NoLinks bool
 }
 
 // CheckResult is the verdict of Verdict (through VerdictOrAsk, as the
@@ -109,6 +116,9 @@ type CheckResult struct {
 	Touches []permission.Touch `json:"touches,omitempty"`
 	Clears  permission.Leg     `json:"clears,omitempty"`
 	WouldBe []permission.Would `json:"would_be,omitempty"`
+	// Links are the symbolic links the call's paths lead through and
+	// where they lead (Call.Links), as the decision saw them.
+	Links permission.Links `json:"links,omitempty"`
 
 	// toolDecision is the tool's own check, for Explain.
 	toolDecision permission.Decision
@@ -157,6 +167,12 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 	if o.ToolNetwork != nil {
 		call.ToolNetwork = o.ToolNetwork(t.Info().Name)
 	}
+	if !o.NoLinks {
+		// Resolved here, outside the decision, on the local file system
+		// (as the worker's local backend does); the parse is shared.
+		call.Memo = &tools.Memo{}
+		call.Links = backend.LocalLinks(call.Dirs(), LinkPaths(ctx, call))
+	}
 	v, invalid := VerdictOrAsk(ctx, call)
 	if invalid != "" {
 		return CheckResult{Tool: t.Info().Name, Behavior: "invalid", Invalid: invalid, Message: invalid,
@@ -177,6 +193,7 @@ func Check(ctx context.Context, req CheckRequest, o CheckOptions) (CheckResult, 
 		toolDecision: v.Tool,
 		Remembered:   v.Remembered, Quorum: v.Quorum, QuorumRule: v.QuorumRule, RequireReason: v.RequireReason,
 		Touches: v.Touches, Clears: v.Clears, WouldBe: v.WouldBe,
+		Links: call.Links,
 	}
 	prof := Profile(ctx, call, v)
 	prof.Off = o.Unsandboxed
@@ -329,6 +346,13 @@ func (r CheckResult) Explain(w io.Writer) {
 	}
 	for _, t := range r.Touches {
 		fmt.Fprintf(w, "Touches:     %s: %s\n", t.Leg, t.What)
+	}
+	for _, p := range slices.Sorted(maps.Keys(r.Links)) {
+		to := r.Links[p]
+		if to == "" {
+			to = "? (cannot be followed)"
+		}
+		fmt.Fprintf(w, "Link:        %s -> %s\n", p, to)
 	}
 	fmt.Fprintf(w, "Tool:        %s (mode %s)\n", r.Tool, r.Mode)
 	if len(r.WorkingDirs) > 0 {

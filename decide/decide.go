@@ -70,6 +70,14 @@ type Call struct {
 	// the layers and rules. nil: a fresh one per Verdict. Pass the same
 	// memo to decide the same call again (a spent approval tried next).
 	Memo *tools.Memo
+	// Links are where the call's paths inside its working directories
+	// (LinkPaths) lead through symbolic links, resolved beforehand like
+	// Home (backend.ResolveLinks: the worker's Prepare through the
+	// call's backend, "permission check" on the local file system,
+	// what-if from the verdict's record): each such path is decided as
+	// its target and as itself, the stricter winning, and the verdict's
+	// message names both. nil: every path is decided as named.
+	Links permission.Links
 }
 
 // Turn names the turn a call belongs to and the call.
@@ -177,8 +185,8 @@ func (c Call) policy() permission.Context {
 // bind binds the call's tool to its workspace under pc for one
 // decision: the environment the tool's checker methods see holds the
 // backend's home (cleaned; "" or a relative home is unknown), the
-// tool's settings network and the call's parse memo (a fresh one
-// without), so that the methods called through the binding, in every
+// call's links, the tool's settings network and the call's parse memo
+// (a fresh one without), so that the methods called through the binding, in every
 // layer, share the analysis of a Bash command.
 func (c Call) bind(pc *permission.Context) bound {
 	m := c.Memo
@@ -186,7 +194,7 @@ func (c Call) bind(pc *permission.Context) bound {
 		m = &tools.Memo{}
 	}
 	return bind(c.Tool, &tools.Env{Workdir: c.Workdir, Permission: pc, Home: cleanHome(c.Home),
-		ToolNetwork: c.ToolNetwork, Memo: m})
+		ToolNetwork: c.ToolNetwork, Memo: m, Links: c.Links})
 }
 
 func cleanHome(h string) string {

@@ -113,7 +113,7 @@ func (s *Server) authorize(r *http.Request, wf, callID string, edited json.RawMe
 		return p, statusErr(http.StatusBadRequest, "call %s waits for %s, not %s", callID, p.Kind, kinds[0])
 	}
 	user := userFrom(r)
-	if !s.may(user, p.Tool, p.Input, edited, p.Workdir) {
+	if !s.may(user, p.Tool, p.Input, edited, p.Workdir, p.Links) {
 		s.unauthorized.Inc()
 		return p, statusErr(http.StatusForbidden, "user %s may not answer this %s call", user, p.Tool)
 	}

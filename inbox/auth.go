@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/wardenhq/warden/config"
+	"github.com/wardenhq/warden/permission"
+	"github.com/wardenhq/warden/workflows"
 )
 
 // cookieName holds a token set by a ?token= link.
@@ -123,11 +125,11 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (string, b
 }
 
 // may reports whether user may answer a call of tool with input in the
-// workspace workdir (and, when edited is set, run it with that input
-// instead): the check the turn makes of the answer
-// (workflows.Approvers.MayAnswer).
-func (s *Server) may(user, tool string, input, edited json.RawMessage, workdir string) bool {
-	return s.approvers.MayAnswer(s.roles, user, tool, input, edited, workdir) == nil
+// workspace workdir, its paths leading through links (and, when edited
+// is set, run it with that input instead): the check the turn makes of
+// the answer (workflows.Approvers.MayAnswer).
+func (s *Server) may(user, tool string, input, edited json.RawMessage, workdir string, links permission.Links) bool {
+	return s.approvers.MayAnswer(workflows.WithLinks(s.roles, links), user, tool, input, edited, workdir) == nil
 }
 
 // restricted reports whether user's answers are limited by roles (or the

@@ -43,7 +43,7 @@ func TestMayAnswerBudget(t *testing.T) {
 	s := budgetServer(t)
 	in := budgetEntry(workflows.BudgetRequest{Kind: "cost", Spent: "5.01", Limit: "5"}).Input
 	for user, want := range map[string]bool{"alice": true, "fin": true, "kube": false, "mallory": false} {
-		if got := s.may(user, workflows.BudgetTool, in, nil, ""); got != want {
+		if got := s.may(user, workflows.BudgetTool, in, nil, "", nil); got != want {
 			t.Errorf("may(%s, Budget) = %v, want %v", user, got, want)
 		}
 	}

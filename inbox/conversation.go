@@ -26,7 +26,7 @@ func (s *Server) handleConversation(w http.ResponseWriter, r *http.Request) {
 		ps, err := s.cfg.Client.Pending(r.Context(), wf)
 		covered := false
 		for _, p := range ps {
-			if s.may(user, p.Tool, p.Input, nil, p.Workdir) {
+			if s.may(user, p.Tool, p.Input, nil, p.Workdir, p.Links) {
 				covered = true
 				break
 			}

@@ -60,18 +60,18 @@ func TestCovers(t *testing.T) {
 		{"Read", `{"file_path":"/srv/app/main.go"}`, false},
 	}
 	for _, tt := range tests {
-		if got := s.may("r", tt.tool, json.RawMessage(tt.input), nil, ""); got != tt.want {
+		if got := s.may("r", tt.tool, json.RawMessage(tt.input), nil, "", nil); got != tt.want {
 			t.Errorf("may(r, %s %s) = %v, want %v", tt.tool, tt.input, got, tt.want)
 		}
-		if !s.may("admin", tt.tool, json.RawMessage(tt.input), nil, "") {
+		if !s.may("admin", tt.tool, json.RawMessage(tt.input), nil, "", nil) {
 			t.Errorf("may(admin, %s %s) = false: a user without roles answers everything", tt.tool, tt.input)
 		}
 	}
 	// An edit is checked too: the role must cover what would run.
-	if s.may("r", "Bash", json.RawMessage(`{"command":"kubectl get pods"}`), json.RawMessage(`{"command":"rm -rf /"}`), "") {
+	if s.may("r", "Bash", json.RawMessage(`{"command":"kubectl get pods"}`), json.RawMessage(`{"command":"rm -rf /"}`), "", nil) {
 		t.Error("r may edit a kubectl call into rm")
 	}
-	if s.may("mallory", "Bash", json.RawMessage(`{"command":"kubectl get pods"}`), nil, "") {
+	if s.may("mallory", "Bash", json.RawMessage(`{"command":"kubectl get pods"}`), nil, "", nil) {
 		t.Error("a stranger may answer")
 	}
 }
@@ -96,7 +96,7 @@ func TestRolePathsCleaned(t *testing.T) {
 		"/work/src/../src/../../x.go": false,
 		"src/a.go":                    false,
 	} {
-		if got := s.may("r", "Edit", edit(p), nil, ""); got != want {
+		if got := s.may("r", "Edit", edit(p), nil, "", nil); got != want {
 			t.Errorf("Edit(/work/src/**) covers %q = %v, want %v", p, got, want)
 		}
 	}

@@ -37,7 +37,7 @@ func TestMayAnswer(t *testing.T) {
 		{"mallory", "Bash", bash("ls"), false},
 	}
 	for _, c := range cases {
-		if got := s.may(c.user, c.tool, c.input, nil, ""); got != c.want {
+		if got := s.may(c.user, c.tool, c.input, nil, "", nil); got != c.want {
 			t.Errorf("may(%s, %s, %s) = %v, want %v", c.user, c.tool, c.input, got, c.want)
 		}
 	}

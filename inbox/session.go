@@ -207,7 +207,7 @@ func (s *Server) mayRead(user, id string, waiting []workflows.Pending) string {
 		return ""
 	}
 	for _, p := range waiting {
-		if s.may(user, p.Tool, p.Input, nil, p.Workdir) {
+		if s.may(user, p.Tool, p.Input, nil, p.Workdir, p.Links) {
 			return ""
 		}
 	}

@@ -112,7 +112,7 @@ func fmtAge(d time.Duration) string {
 // view prepares an entry for display: a Bash command, a Write or Edit as
 // a diff, AskUser questions, anything else as indented JSON.
 func (s *Server) view(user string, e client.PendingEntry) entryView {
-	v := entryView{PendingEntry: e, Key: e.WorkflowID + "\x1f" + e.CallID, Allowed: s.may(user, e.Tool, e.Input, nil, e.Workdir)}
+	v := entryView{PendingEntry: e, Key: e.WorkflowID + "\x1f" + e.CallID, Allowed: s.may(user, e.Tool, e.Input, nil, e.Workdir, e.Links)}
 	var b bytes.Buffer
 	if json.Indent(&b, e.Input, "", "  ") == nil {
 		v.Pretty = b.String()

@@ -27,7 +27,9 @@ import (
 //  8. outside them: ask.
 //
 // The asks are bypass-immune: an allow rule for a command (Bash(echo:*))
-// allows the command, not a write to /etc/cron.d.
+// allows the command, not a write to /etc/cron.d. A path that leads
+// through a symbolic link (Paths.Links) goes through them as its target
+// and as itself, and the stricter outcome wins.
 
 // Access is one file a call reads or writes, found statically: for a
 // Bash command, the operands and path options of read-only commands (and
@@ -58,6 +60,10 @@ type Paths struct {
 	Workdir string
 	Home    string
 	Policy  *Context
+	// Links are where the call's paths lead through symbolic links,
+	// resolved beforehand; a path that leads through one is decided as
+	// its target and as itself (checkLink). nil: none.
+	Links Links
 }
 
 // Abs resolves p against the workdir and cleans it. A relative path
@@ -223,6 +229,9 @@ func (ps Paths) Rule(rules []Rule, names []string, p string) (*Rule, error) {
 
 // check applies the path rules to one access.
 func (ps Paths) check(acc Access) (pathCheck, error) {
+	if t, ok := ps.linked(acc); ok {
+		return ps.checkLink(acc, t)
+	}
 	a := describeAccess(acc)
 	verb, names, where := a.verb, a.names, a.where
 	if !acc.Resolved {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -49,6 +50,10 @@ func agreeCalls() []agreeCall {
 		{"Edit", `{"file_path":"{{WS}}/src.txt","old_string":"a","new_string":"b"}`, "{{WS}}/src.txt"},
 		{"Bash", `{"command":"cat .env"}`, ""},
 		{"Read", `{"file_path":"/etc/hosts"}`, ""},
+		// notes/key is a link to a file outside the workspace: decided
+		// as its target by each decider.
+		{"Write", `{"file_path":"{{WS}}/notes/key","content":"x"}`, ""},
+		{"Bash", `{"command":"cat notes/key"}`, ""},
 	}
 }
 
@@ -90,8 +95,9 @@ func agreeCorpus() []agreeCase {
 // makes (decide.Check, with the store's remembered approvals as
 // --live-policy reads them) and (c) by what-if over the recorded turn
 // under the same policy (audit.Redecide) and (d) by the approvers' role
-// check (roles.Cover, a role holding the policy's allow rules, in the
-// workspace the worker's waiting entry names); (a), (b) and (c) agree on
+// check (roles.CoverLinks, a role holding the policy's allow rules, in
+// the workspace the worker's waiting entry names, through the links its
+// verdict recorded); (a), (b) and (c) agree on
 // the behaviour, and (a) and (b) on the layer, the rule, the remembered
 // approval and the quorum rule; (d) covers every call the worker allowed
 // by an allow rule, and covers no call the worker decided by a layer the
@@ -102,6 +108,12 @@ func agreeCorpus() []agreeCase {
 func TestVerdictsAgree(t *testing.T) {
 	workdir := t.TempDir()
 	writeFile(t, filepath.Join(workdir, "src.txt"), "a\n", 0o644)
+	keys := filepath.Join(t.TempDir(), "authorized_keys")
+	writeFile(t, keys, "ssh-ed25519 AAAA owner\n", 0o600)
+	writeFile(t, filepath.Join(workdir, "notes", "readme"), "notes\n", 0o644)
+	if err := os.Symlink(keys, filepath.Join(workdir, "notes", "key")); err != nil {
+		t.Fatal(err)
+	}
 	queue := "tq-" + t.Name()
 	cl := startWorkerOn(t, queue, warden.Options{Workdir: workdir, Client: env.c})
 	ctx := ctxT(t, 8*time.Minute)
@@ -263,7 +275,7 @@ func agreeOne(t *testing.T, ctx context.Context, cl *client.Client, cs agreeCase
 		}
 		role = append(role, r)
 	}
-	covers := roles.Cover(role, tool, json.RawMessage(input), wd)
+	covers := roles.CoverLinks(role, tool, json.RawMessage(input), wd, w.Links)
 	switch permission.Layer(w.Verdict.Layer) {
 	case permission.LayerAllowRule:
 		if !covers {

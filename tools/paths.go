@@ -28,7 +28,7 @@ func (m *Memo) Parses() int { return m.parses }
 func paths(env *Env, pc *permission.Context) permission.Paths {
 	ps := permission.Paths{Workdir: workdir(env), Policy: pc}
 	if env != nil {
-		ps.Home = env.Home
+		ps.Home, ps.Links = env.Home, env.Links
 	}
 	return ps
 }

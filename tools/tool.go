@@ -105,6 +105,11 @@ type Env struct {
 	// methods (the analysis of a Bash command); nil: each method
 	// computes it again.
 	Memo *Memo
+	// Links are where the call's paths inside the working directories
+	// lead through symbolic links, resolved outside the decision
+	// (backend.ResolveLinks): the path rules decide such a path as its
+	// target and as itself. nil: none known.
+	Links permission.Links
 }
 
 // Single returns a stream of one chunk.

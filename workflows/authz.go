@@ -170,5 +170,36 @@ type RoleChecker interface {
 	RuleWithin(r permission.Rule, roles []permission.Rule) bool
 }
 
+// LinkChecker is a RoleChecker that also decides a call's paths through
+// the symbolic links its verdict resolved (Pending.Links), as the
+// verdict did: a role covering Write(notes/**) does not cover a write
+// of notes/key when notes/key leads to ~/.ssh/authorized_keys.
+// roles.Checker is one. Like RoleChecker, it runs in workflow code.
+type LinkChecker interface {
+	RulesCoverLinks(rules []permission.Rule, tool string, input json.RawMessage, workdir string, links permission.Links) bool
+}
+
+// WithLinks is rc checking calls whose paths lead through links: its
+// RulesCover decides them through links when rc is a LinkChecker. It
+// is rc itself without links or a LinkChecker (nil stays nil).
+func WithLinks(rc RoleChecker, links permission.Links) RoleChecker {
+	lc, ok := rc.(LinkChecker)
+	if !ok || len(links) == 0 {
+		return rc
+	}
+	return linkedChecker{RoleChecker: rc, lc: lc, links: links}
+}
+
+// linkedChecker is a RoleChecker bound to one call's links (WithLinks).
+type linkedChecker struct {
+	RoleChecker
+	lc    LinkChecker
+	links permission.Links
+}
+
+func (c linkedChecker) RulesCover(rules []permission.Rule, tool string, input json.RawMessage, workdir string) bool {
+	return c.lc.RulesCoverLinks(rules, tool, input, workdir, c.links)
+}
+
 // errNoRoleChecker refuses answers a worker without a RoleChecker cannot check.
 var errNoRoleChecker = errors.New("this worker has no role checker: answers by approvers with roles are refused")

@@ -26,7 +26,7 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time, text strin
 	switch d.Behavior {
 	case permission.Allow:
 		if p.ToolFlags().External {
-			t.park(ctx, Pending{Kind: PendingExternal, CallID: c.ID, Tool: c.Name, Input: s.Call.Input, Workdir: p.Workdir,
+			t.park(ctx, Pending{Kind: PendingExternal, CallID: c.ID, Tool: c.Name, Input: s.Call.Input, Workdir: p.Workdir, Links: p.Links,
 				Message: "waiting for an external result", Notify: p.Policy.Notify,
 				Context: clipTo(text, ContextBytes), Prompt: clipTo(t.in.Prompt, ContextBytes)}, now, -1)
 			return
@@ -38,7 +38,7 @@ func (t *turn) classify(ctx workflow.Context, s *slot, now time.Time, text strin
 		pend := Pending{Kind: PendingApproval, CallID: c.ID, Tool: c.Name, Input: s.Call.Input,
 			Message: d.Message, Reason: d.Reason, BypassImmune: d.BypassImmune, Diff: p.Preview,
 			Context: clipTo(text, ContextBytes), Prompt: clipTo(t.in.Prompt, ContextBytes), LiveVersion: p.PolicyVersion,
-			Workdir: p.Workdir}
+			Workdir: p.Workdir, Links: p.Links}
 		for _, r := range d.Suggestions {
 			pend.Suggestions = append(pend.Suggestions, r.String())
 		}

@@ -214,7 +214,7 @@ func (t *turn) checkApprover(p Pending, a Approval) error {
 	if a.Decision != DecisionDeny {
 		edited = a.Input
 	}
-	if err := t.approvers().MayAnswer(t.roles, a.By, p.Tool, p.Input, edited, p.Workdir); err != nil {
+	if err := t.approvers().MayAnswer(WithLinks(t.roles, p.Links), a.By, p.Tool, p.Input, edited, p.Workdir); err != nil {
 		return fmt.Errorf("approver refused for call %s: %w", a.CallID, err)
 	}
 	if a.Scope != "" {
@@ -356,7 +356,7 @@ func (t *turn) checkExternal(r ExternalResult, strict bool) error {
 	case r.Hash != p.Hash:
 		return fmt.Errorf("stale hash for call %s: the call or the policy changed since it was listed; %s", r.CallID, errListAgain)
 	}
-	if err := t.approvers().MayAnswer(t.roles, r.By, p.Tool, p.Input, nil, p.Workdir); err != nil {
+	if err := t.approvers().MayAnswer(WithLinks(t.roles, p.Links), r.By, p.Tool, p.Input, nil, p.Workdir); err != nil {
 		return fmt.Errorf("answer refused for call %s: %w", r.CallID, err)
 	}
 	return nil

@@ -232,7 +232,7 @@ func (t *turn) checkRememberedRules(p Pending, a Approval) error {
 		if r.Tool != p.Tool {
 			return fmt.Errorf("rule %s is not a rule of the approved %s call", r, p.Tool)
 		}
-		if !t.roles.RulesCover([]permission.Rule{r}, p.Tool, p.Input, p.Workdir) {
+		if !WithLinks(t.roles, p.Links).RulesCover([]permission.Rule{r}, p.Tool, p.Input, p.Workdir) {
 			return fmt.Errorf("rule %s does not cover the approved call", r)
 		}
 		if !t.roles.RuleWithin(r, sugg) {

@@ -55,7 +55,7 @@ func (t *turn) routeRoles(ctx workflow.Context, p Pending) []string {
 	}
 	var roles []string
 	if err := workflow.SideEffect(ctx, func(workflow.Context) any {
-		return a.RolesFor(t.roles, p.Tool, p.Input, p.Workdir)
+		return a.RolesFor(WithLinks(t.roles, p.Links), p.Tool, p.Input, p.Workdir)
 	}).Get(&roles); err != nil {
 		// A recorded value that does not decode: route by the rest, and say so.
 		workflow.GetLogger(ctx).Warn("approver roles for routing unreadable; routing without them", "call", p.CallID, "error", err)

@@ -492,6 +492,11 @@ type Prepared struct {
 	// Windows are the window limits the call counts against when it
 	// runs (window.go).
 	Windows []permission.WindowLimit `json:"windows,omitempty"`
+	// Links are where the call's paths inside its working directories
+	// lead through symbolic links, as the worker resolved them before
+	// deciding (decide.Call.Links): the role check of its approvers and
+	// what-if decide those paths through them, as the decision did.
+	Links permission.Links `json:"links,omitempty"`
 }
 
 // ToolFlags is what the workflow reads of a tool's Info.
@@ -671,6 +676,10 @@ type Pending struct {
 	// the role check of an answer, in the turn, the inbox and the CLI,
 	// resolves the call's paths there.
 	Workdir string `json:"workdir,omitempty"`
+	// Links are the symbolic links the call's paths lead through and
+	// where they lead (Prepared.Links): the role check decides those
+	// paths through them, and the approver sees them.
+	Links permission.Links `json:"links,omitempty"`
 	// Quorum is how many distinct approvers must allow the call (0 or 1:
 	// one), from the policy's quorum rules (CallPolicy.Quorum).
 	// Approvals are the allows recorded so far, while fewer than Quorum

@@ -136,6 +136,7 @@ func (f permFlags) options(ctx context.Context, cn *conn) (decide.CheckOptions, 
 		return decide.CheckOptions{}, fmt.Errorf("backend.local.limits: %w", err)
 	}
 	o := decide.CheckOptions{Base: base, Workdirs: f.workdirs, Unsandboxed: cfg.Backend.Local.SandboxOff(), ToolNetwork: toolNetwork(cfg),
+		NoLinks:    cfg.Backend.Local.LayerOff(local.LinksLayer),
 		Remembered: live.Remembered, Turn: decide.Turn{WorkflowID: f.workflow, Agent: f.agent, CallID: f.call}, Now: time.Now()}
 	if limits != (calls.Limits{}) {
 		o.Limits = &limits

@@ -32,6 +32,11 @@ func (Checker) RulesCover(rules []permission.Rule, tool string, input json.RawMe
 	return Cover(rules, tool, input, workdir)
 }
 
+// RulesCoverLinks is CoverLinks (workflows.LinkChecker).
+func (Checker) RulesCoverLinks(rules []permission.Rule, tool string, input json.RawMessage, workdir string, links permission.Links) bool {
+	return CoverLinks(rules, tool, input, workdir, links)
+}
+
 // RuleWithin is Within.
 func (Checker) RuleWithin(r permission.Rule, roles []permission.Rule) bool {
 	return Within(r, roles)
@@ -54,6 +59,14 @@ const roleRoot = "/.warden-role-check"
 // patterns resolve against workdir, the turn's workspace, as the worker's
 // decision resolves them ("" resolves against none, see roleRoot).
 func Cover(rules []permission.Rule, tool string, input json.RawMessage, workdir string) bool {
+	return CoverLinks(rules, tool, input, workdir, nil)
+}
+
+// CoverLinks is Cover of a call whose paths lead through links, as its
+// verdict resolved them (decide.Call.Links, workflows.Pending.Links):
+// those paths are decided as their targets too, so a role's rules
+// cover a path that is a link only when they cover where it leads.
+func CoverLinks(rules []permission.Rule, tool string, input json.RawMessage, workdir string, links permission.Links) bool {
 	var t tools.Tool
 	for _, b := range tools.Builtins() {
 		if b.Info().Name == tool {
@@ -65,7 +78,7 @@ func Cover(rules []permission.Rule, tool string, input json.RawMessage, workdir 
 		return slices.ContainsFunc(rules, func(r permission.Rule) bool { return r.Tool == tool && r.Content == "" })
 	}
 	pc := permission.Context{Mode: permission.ModeDontAsk, Allow: rules, RulesOnly: true}
-	v, err := decide.Verdict(context.Background(), decide.Call{Tool: t, Input: input, Workdir: cmp.Or(workdir, roleRoot), Policy: &pc})
+	v, err := decide.Verdict(context.Background(), decide.Call{Tool: t, Input: input, Workdir: cmp.Or(workdir, roleRoot), Policy: &pc, Links: links})
 	return err == nil && v.Behavior == permission.Allow
 }
 

@@ -19,7 +19,7 @@ func AnswerCheck(a *workflows.Approvers, rc workflows.RoleChecker) func(by strin
 		if _, ok := a.Users[by]; !ok {
 			return fmt.Errorf("%q is not an approver: answers to turns with inbox users come from an inbox user (inbox.users in the config) or the operator key, and the answer names %q (--by, or the key's name)", by, by)
 		}
-		if a.MayAnswer(rc, by, p.Tool, p.Input, nil, p.Workdir) != nil {
+		if a.MayAnswer(workflows.WithLinks(rc, p.Links), by, p.Tool, p.Input, nil, p.Workdir) != nil {
 			return fmt.Errorf("%q may not answer %s calls like this one: the roles of inbox user %q (inbox.users.%s.roles) do not cover it", by, p.Tool, by, by)
 		}
 		return nil
