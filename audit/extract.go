@@ -193,6 +193,10 @@ type extractor struct {
 	noted bool
 	// heads are the chain heads the runs recorded as they ended.
 	heads []workflows.HeadNote
+	// windowAsks are the calls an enforced window limit made ask
+	// (workflows.WindowNote), by call id, until their verdict is read:
+	// the call then waits for an approval as an ask does.
+	windowAsks []string
 	// budgetPaths are the paths of budget approvals' answers, by call
 	// id; budgetOpen the answers accepted in the last workflow task
 	// (checkBudgetNotes); escalatedIDs the calls whose escalation was

@@ -90,6 +90,14 @@ func (x *extractor) windowed(t time.Time, n workflows.WindowNote) {
 	if !n.Enforced {
 		r.Decision, r.Reason = "allow", "log-only window limit: "+why
 		r.WouldBe = []string{"would ask (window " + l.Rule + "): " + why}
+	} else if c := x.calls[n.CallID]; c != nil && c.prepared {
+		// The call waits for an approval from here (its verdict was
+		// read first: a reservation in a later workflow task).
+		c.asked, c.timeout = true, workflows.DefaultApprovalTimeout
+	} else {
+		// Its verdict, read next (in the same workflow task), is read
+		// as an ask.
+		x.windowAsks = append(x.windowAsks, n.CallID)
 	}
 	x.record(r)
 }

@@ -141,9 +141,14 @@ func (x *extractor) verdictOf(t time.Time, c *call, p workflows.Prepared, kind s
 			c.suggestions = append(c.suggestions, s.String())
 		}
 		x.decide(c, r, c.proposed, p, in)
+		windowAsk := false
+		if i := slices.Index(x.windowAsks, c.id); i >= 0 {
+			x.windowAsks = slices.Delete(x.windowAsks, i, i+1)
+			windowAsk = true
+		}
 		switch {
 		case p.Invalid != "" || p.Decision.Behavior == permission.Deny:
-		case p.Decision.Behavior == permission.Allow:
+		case p.Decision.Behavior == permission.Allow && !windowAsk:
 			if p.ToolFlags().External {
 				c.external = true
 			}
