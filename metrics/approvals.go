@@ -24,6 +24,7 @@ type Approvals struct {
 	escalations *prometheus.CounterVec
 	answers     *prometheus.CounterVec
 	pollErrors  prometheus.Counter
+	windows     *prometheus.CounterVec
 }
 
 // NewApprovals registers the approval metrics on reg. Every series
@@ -53,6 +54,10 @@ func NewApprovals(reg prometheus.Registerer) *Approvals {
 			Name: "warden_approvals_poll_errors_total",
 			Help: "Failed counts of pending approvals (the gauge keeps its last value).",
 		}),
+		windows: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "warden_window_limits_reached_total",
+			Help: "Calls a window limit (permission.limits) found at its bound, by scope (turn, agent) and whether the limit is enforced (the call asked) or log-only (it ran).",
+		}, []string{"scope", "enforced"}),
 	}
 	for _, act := range []string{ActionDeny, ActionAllow, ActionNotify} {
 		a.escalations.WithLabelValues(act)
@@ -127,4 +132,12 @@ func (a *Approvals) Poll(ctx context.Context, count func(ctx context.Context) (i
 		case <-tick.C:
 		}
 	}
+}
+
+// WindowReached counts n calls a window limit found at its bound.
+func (a *Approvals) WindowReached(scope, enforced string, n int64) {
+	if a == nil {
+		return
+	}
+	a.windows.WithLabelValues(scope, enforced).Add(float64(n))
 }

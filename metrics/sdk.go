@@ -65,6 +65,9 @@ func ApprovalRoutes(a *Approvals) []Route {
 		{Counter: workflows.MetricApprovalAnswers, Add: func(tags map[string]string, n int64) {
 			a.Answered(tags["kind"], tags["how"], tags["decision"], n)
 		}},
+		{Counter: workflows.MetricWindowReached, Add: func(tags map[string]string, n int64) {
+			a.WindowReached(tags["scope"], tags["enforced"], n)
+		}},
 	}
 }
 
