@@ -14,7 +14,7 @@ import (
 // sessionTools are the built-in tools and three MCP-like tools the
 // session policy labels: a web fetch (untrusted), a CRM lookup (private)
 // and a mail sender (out).
-func sessionTools(t *testing.T) map[string]tools.Tool {
+func sessionTools(t testing.TB) map[string]tools.Tool {
 	t.Helper()
 	out := map[string]tools.Tool{}
 	for _, tl := range tools.Builtins() {
@@ -39,7 +39,7 @@ func sessionTools(t *testing.T) map[string]tools.Tool {
 // sessionPolicy allows every call of the chains and of the benign
 // session on its own: the network for the commands that fetch and send,
 // the private files by name, the outside folders by rule.
-func sessionPolicy(t *testing.T, sp *permission.SessionPolicy) *permission.Context {
+func sessionPolicy(t testing.TB, sp *permission.SessionPolicy) *permission.Context {
 	t.Helper()
 	hosts := []string{"example.com", "docs.example.org", "api.github.com", "uploads.example.com", "backup.example.com", "pkg.go.dev", "github.com"}
 	var nf []permission.NetworkRule
