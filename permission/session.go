@@ -126,10 +126,10 @@ type Touch struct {
 	Network bool `json:"network,omitempty"`
 }
 
-// String is "read of /w/.env in call c3".
+// String is "read of /w/.env in call c3", with "(turn 2)" in a session.
 func (t Touch) String() string {
 	s := t.What + " in call " + t.CallID
-	if t.Turn > 1 {
+	if t.Turn > 0 {
 		s += fmt.Sprintf(" (turn %d)", t.Turn)
 	}
 	return s
