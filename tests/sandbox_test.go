@@ -248,7 +248,10 @@ func runEscapesID(t *testing.T, l *escapeLab, mode permission.Mode, rules []stri
 	b.WriteString("  - text: done\n")
 	protected := []string{l.data + "{,/**}", l.cfg}
 	cl := startWorker(t, warden.Options{Workdir: l.ws, Protected: protected, Backends: map[string]backend.Backend{
-		"local": &local.Backend{Workdir: l.ws, Hide: []string{l.data, l.cfg}, Unsandboxed: !sandboxed}}})
+		// Link resolution is a layer of the decision with its own test
+		// (TestRealWorkerLinks); it is off here so that the kernel, not
+		// the engine, is what meets the planted links.
+		"local": &local.Backend{Workdir: l.ws, Hide: []string{l.data, l.cfg}, Unsandboxed: !sandboxed, Off: []string{local.LinksLayer}}}})
 	ctx := ctxT(t, 2*time.Minute)
 	id := fmt.Sprintf("escape-%s-%v-%d", mode, sandboxed, time.Now().UnixNano())
 	pc := policy(t, permission.Policy{Mode: mode, Allow: rules})
