@@ -623,24 +623,24 @@ func (l *limiter) finish(ctx context.Context, res *backend.ExecResult, err error
 		}()
 	}
 	s := l.limited()
-	// A file stopped at the size bound is what stopped its writer, even
-	// when the watcher then found the disk grown past the bound by that
-	// file's blocks.
-	// The watcher may see the file's blocks (and the file system's own
-	// writes for them) before its writer gets SIGXFSZ: a file of the
-	// call's at the bound says the same.
-	if strings.HasPrefix(s, writeGrew) {
-		if a := l.after(res, tmp); strings.HasPrefix(a, "write: ") {
-			s = a
-		} else if l.fileAtBound() {
-			s = l.fileReached()
-		}
-	}
 	// A call that ended well is not blamed on a limit it came near.
 	if s == "" && ctx.Err() == nil && res.ExitCode != 0 {
 		s = l.check(true)
 		if s == "" {
 			s = l.after(res, tmp)
+		}
+	}
+	// A file stopped at the size bound is what stopped its writer, even
+	// when the watcher (or the last check above) then found the disk
+	// grown past the bound by that file's blocks. The watcher may see the
+	// file's blocks (and the file system's own writes for them) before
+	// its writer gets SIGXFSZ: a file of the call's at the bound says the
+	// same.
+	if strings.HasPrefix(s, writeGrew) {
+		if a := l.after(res, tmp); strings.HasPrefix(a, "write: ") {
+			s = a
+		} else if l.fileAtBound() {
+			s = l.fileReached()
 		}
 	}
 	// A disk below its reserve gets back what the call allocated past its

@@ -425,6 +425,34 @@ func addLocal(t *testing.T, name string, cidrs ...string) {
 	if err := run("link", "set", name, "up"); err != nil {
 		t.Fatal(err)
 	}
+	// The kernel installs an address's local route once it has seen the
+	// link's carrier (the veth peer's), which under load can come a while
+	// after "up": wait until each address takes a connection.
+	for _, c := range cidrs {
+		waitReachable(t, strings.Split(c, "/")[0])
+	}
+}
+
+// waitReachable waits (up to 10 s) until a listener on ip takes a
+// connection made to it.
+func waitReachable(t *testing.T, ip string) {
+	t.Helper()
+	var last error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		ln, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+		if err != nil {
+			last = err
+			continue
+		}
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second)
+		ln.Close()
+		if err == nil {
+			c.Close()
+			return
+		}
+		last = err
+	}
+	t.Fatalf("%s never took a connection: %v", ip, last)
 }
 
 // TestHostAddresses: an address of the machine itself that is public
