@@ -97,7 +97,7 @@ func (s *Server) authorize(r *http.Request, wf, callID string, edited json.RawMe
 	if wf == "" || callID == "" {
 		return workflows.Pending{}, statusErr(http.StatusBadRequest, "workflow_id and call_id are required")
 	}
-	ps, err := s.cfg.Client.Pending(r.Context(), wf)
+	ps, err := s.waiting(r.Context(), wf)
 	if err != nil {
 		return workflows.Pending{}, statusErr(http.StatusNotFound, "turn %s: %w", wf, err)
 	}
