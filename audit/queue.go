@@ -8,8 +8,10 @@ package audit
 import (
 	"context"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
+	"text/tabwriter"
 
 	tclient "go.temporal.io/sdk/client"
 	"golang.org/x/sync/errgroup"
@@ -50,7 +52,8 @@ func IsAnswer(r Record) bool {
 
 // Channel names the channel an answer came by (ChannelInbox, ...): an
 // escalation's is the deadline, a live-policy decision's the policy; an
-// answer whose reason says Slack came from a Slack button; one whose by
+// answer the inbox sent with a reason that says Slack came from a Slack
+// button (fromSlack); one whose by
 // differs from the key it was sent with came from a delegate, the
 // inbox (any other key answers only as itself).
 func Channel(r Record) string {
@@ -59,7 +62,7 @@ func Channel(r Record) string {
 		return ChannelDeadline
 	case r.Kind == KindLivePolicy:
 		return ChannelPolicy
-	case strings.HasPrefix(r.Reason, "from Slack"):
+	case fromSlack(r):
 		return ChannelSlack
 	case r.Identity == "":
 		return ChannelUnsigned
@@ -67,6 +70,17 @@ func Channel(r Record) string {
 		return ChannelInbox
 	}
 	return ChannelKey
+}
+
+// fromSlack reports whether r came from a Slack button: the inbox (a
+// delegate, or a server without keys) sends its clicks with a reason
+// that starts "from Slack", which a budget answer's reason quotes after
+// what it raised.
+func fromSlack(r Record) bool {
+	if r.Identity != "" && r.By == r.Identity {
+		return false
+	}
+	return strings.HasPrefix(r.Reason, "from Slack") || strings.Contains(r.Reason, ": from Slack")
 }
 
 // Answers reads the turns q selects (q.Parallel at a time) and returns
@@ -123,4 +137,44 @@ func AnswersOf(recs []Record, q Query) []Record {
 		}
 	}
 	return out
+}
+
+// AnswerFilter selects answers: each field set must equal the record's
+// (case aside; Via the record's Channel).
+type AnswerFilter struct {
+	By, Via, Decision, Tool, Kind string
+}
+
+// Keeps reports whether r passes the filter.
+func (f AnswerFilter) Keeps(r Record) bool {
+	eq := func(want, got string) bool { return want == "" || strings.EqualFold(want, got) }
+	return eq(f.By, r.By) && eq(f.Via, Channel(r)) && eq(f.Decision, r.Decision) && eq(f.Tool, r.Tool) && eq(f.Kind, r.Kind)
+}
+
+// WriteAnswers writes answers as an aligned table, one line per answer
+// (local times with their zone; the reason, which for a budget answer
+// says what it raised, cut to 80 bytes), and "no answers found" when there are none.
+func WriteAnswers(w io.Writer, recs []Record) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TIME\tDECISION\tBY\tVIA\tTOOL\tWORKFLOW\tCALL\tREASON")
+	for _, r := range recs {
+		d := r.Decision
+		if r.Kind != KindApproval {
+			d += " (" + r.Kind + ")"
+		}
+		via := Channel(r)
+		if r.Identity != "" && via != ChannelKey {
+			via += " (" + r.Identity + ")"
+		}
+		why := r.Reason
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format(TimeLayout), d, r.By, via, r.Tool,
+			r.WorkflowID, r.CallID, cut(strings.ReplaceAll(why, "\n", " "), 80))
+	}
+	if err := tw.Flush(); err != nil {
+		return fmt.Errorf("write table: %w", err)
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(w, "no answers found")
+	}
+	return nil
 }

@@ -16,6 +16,8 @@ func TestChannel(t *testing.T) {
 	}{
 		{"inbox", Record{Kind: KindApproval, Decision: "allow", By: "alice", Identity: "inbox", Path: PathUpdate}, true, ChannelInbox},
 		{"slack", Record{Kind: KindApproval, Decision: "deny", By: "bob", Identity: "inbox", Reason: "from Slack: no"}, true, ChannelSlack},
+		{"slack budget raise", Record{Kind: KindBudget, Decision: "raise", By: "bob", Identity: "inbox", Reason: "budget cost reached (2 of 2); raised by cost 2: from Slack"}, true, ChannelSlack},
+		{"own key says slack", Record{Kind: KindApproval, Decision: "allow", By: "carol", Identity: "carol", Reason: "from Slack"}, true, ChannelKey},
 		{"own key", Record{Kind: KindApproval, Decision: "allow", By: "carol", Identity: "carol"}, true, ChannelKey},
 		{"no keys", Record{Kind: KindApproval, Decision: "allow", By: "carol"}, true, ChannelUnsigned},
 		{"budget raise", Record{Kind: KindBudget, Decision: "raise", By: "alice", Identity: "alice"}, true, ChannelKey},
