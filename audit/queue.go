@@ -163,7 +163,7 @@ func WriteAnswers(w io.Writer, recs []Record) error {
 			d += " (" + r.Kind + ")"
 		}
 		via := Channel(r)
-		if r.Identity != "" && via != ChannelKey {
+		if r.Identity != "" && r.Identity != via && via != ChannelKey {
 			via += " (" + r.Identity + ")"
 		}
 		why := r.Reason
