@@ -350,6 +350,7 @@ func (s *Server) handleBulk(r *http.Request) (any, error) {
 		res := BulkResult{WorkflowID: it.WorkflowID, CallID: it.CallID, OK: err == nil}
 		if err != nil {
 			res.Error = err.Error()
+			s.refusals.WithLabelValues("inbox").Inc()
 		}
 		out = append(out, res)
 	}

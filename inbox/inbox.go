@@ -99,6 +99,8 @@ type Server struct {
 	unauthorized prometheus.Counter
 	// signinFailures counts refused credentials (see auth.go).
 	signinFailures *prometheus.CounterVec
+	// refusals counts answers not taken, by channel (inbox, slack).
+	refusals *prometheus.CounterVec
 	// lister reads a listing (list; tests count the reads).
 	lister func(context.Context, query) ([]client.PendingEntry, error)
 	// waiting reads a turn's open entries (Config.Client.Pending;
@@ -167,7 +169,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.page = page
 	m := metrics.NewInbox(cfg.Registerer)
-	s.unauthorized, s.signinFailures = m.Unauthorized, m.SigninFailures
+	s.unauthorized, s.signinFailures, s.refusals = m.Unauthorized, m.SigninFailures, m.Refusals
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, fmt.Errorf("inbox: %w", err)
@@ -176,10 +178,10 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /{$}", s.handleIndex)
 	s.mux.HandleFunc("GET /api/pending", s.handlePending)
 	s.mux.HandleFunc("GET /api/stream", s.handleStream)
-	s.mux.HandleFunc("POST /api/approve", s.api(s.handleApprove))
-	s.mux.HandleFunc("POST /api/deny", s.api(s.handleDeny))
-	s.mux.HandleFunc("POST /api/budget", s.api(s.handleBudget))
-	s.mux.HandleFunc("POST /api/answer", s.api(s.handleAnswer))
+	s.mux.HandleFunc("POST /api/approve", s.api(s.counted(s.handleApprove)))
+	s.mux.HandleFunc("POST /api/deny", s.api(s.counted(s.handleDeny)))
+	s.mux.HandleFunc("POST /api/budget", s.api(s.counted(s.handleBudget)))
+	s.mux.HandleFunc("POST /api/answer", s.api(s.counted(s.handleAnswer)))
 	s.mux.HandleFunc("POST /api/bulk", s.api(s.handleBulk))
 	s.mux.HandleFunc("POST /api/claim", s.api(s.handleClaim))
 	s.mux.HandleFunc("POST /api/snooze", s.api(s.handleSnooze))

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
 	"github.com/wardenhq/warden/workflows"
@@ -252,5 +254,26 @@ func TestHistory(t *testing.T) {
 	s.cfg.History = nil
 	if w := do(s, "GET", "/api/history", "tok-a", nil); w.Code != http.StatusNotImplemented {
 		t.Errorf("no reader: %d %s", w.Code, w.Body.String())
+	}
+}
+
+// TestRefusalsCounted: an answer the inbox refuses counts in
+// warden_inbox_refusals_total{channel="inbox"} (a claim refused does
+// not: it answers nothing).
+func TestRefusalsCounted(t *testing.T) {
+	s := marksServer(t, "")
+	refused := func() float64 { return testutil.ToFloat64(s.refusals.WithLabelValues("inbox")) }
+	if w := do(s, "POST", "/api/approve", "tok-c", ApproveRequest{WorkflowID: "t1", CallID: "c2", Hash: "h2", Decision: workflows.DecisionAllow}); w.Code != http.StatusForbidden {
+		t.Fatalf("carol allows a Bash call: %d %s", w.Code, w.Body.String())
+	}
+	if w := do(s, "POST", "/api/deny", "tok-a", DenyRequest{WorkflowID: "t1", CallID: "c9"}); w.Code != http.StatusNotFound {
+		t.Fatalf("deny of no call: %d %s", w.Code, w.Body.String())
+	}
+	if got := refused(); got != 2 {
+		t.Errorf("refusals = %v, want 2", got)
+	}
+	do(s, "POST", "/api/claim", "tok-c", ClaimRequest{WorkflowID: "t1", CallID: "c1", Action: "claim"})
+	if got := refused(); got != 2 {
+		t.Errorf("refusals after a refused claim = %v, want 2", got)
 	}
 }
