@@ -183,7 +183,7 @@ func (s *Server) handleClaim(r *http.Request) (any, error) {
 	if req.Action != "claim" && req.Action != "take" && req.Action != "release" {
 		return nil, statusErr(http.StatusBadRequest, "action %q: want claim, take or release", req.Action)
 	}
-	if _, err := s.authorize(r, req.WorkflowID, req.CallID, nil, allKinds()...); err != nil {
+	if _, err := s.authorize(r.Context(), userFrom(r), req.WorkflowID, req.CallID, nil, allKinds()...); err != nil {
 		return nil, err
 	}
 	user, now := userFrom(r), time.Now()

@@ -93,8 +93,7 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 	if err != nil {
 		return "Refused: " + err.Error(), false
 	}
-	req := (&http.Request{}).WithContext(context.WithValue(ctx, userKey{}, user))
-	p, err := s.authorize(req, wf, callID, nil, workflows.PendingApproval, workflows.PendingBudget)
+	p, err := s.authorize(ctx, user, wf, callID, nil, workflows.PendingApproval, workflows.PendingBudget)
 	if err != nil {
 		return "Refused: " + err.Error() + ". Nothing was answered.", false
 	}
