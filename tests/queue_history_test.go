@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // queueItem is what the test reads of a listed entry or an answer.
@@ -57,14 +60,16 @@ func itemIDs(items []queueItem) string {
 
 // TestQueueHistoryAndClaims, on the built worker with its inbox (its
 // delegate key) and an approver's key: alice claims one waiting call
-// and snoozes another in the inbox; carol sees the claim and cannot
+// and snoozes another on the inbox page (Chromium, 390 px); carol sees the claim and cannot
 // claim it; the claim and the snooze survive a SIGKILL of the worker and
 // its inbox (server.data_dir/inbox-marks.json). Alice then allows her
 // claimed call in the inbox and carol denies the other with her key from
 // the CLI: the inbox's history and starter approvals history list both,
 // who answered, by which channel (inbox, key) and why, and filter them
-// by channel. Control: before the answers the history lists nothing.
+// by channel; the history page shows them without overflowing a phone.
+// Control: before the answers the history lists nothing.
 func TestQueueHistoryAndClaims(t *testing.T) {
+	needChromium(t)
 	port := freePort(t)
 	r := newSessionRig(t, fmt.Sprintf("inbox: {enabled: true, listen: \"127.0.0.1:%d\", users: {alice: {token: alice-token}, carol: {token: carol-token}}}\n", port))
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -104,11 +109,22 @@ func TestQueueHistoryAndClaims(t *testing.T) {
 		t.Fatalf("control: the history before any answer: %v %+v", err, h)
 	}
 
-	if code, out := apiPost(t, base+"/api/claim", "alice-token", map[string]string{"workflow_id": a, "call_id": "c1", "action": "claim"}); code != http.StatusOK {
-		t.Fatalf("alice claims %s: %d %s", a, code, out)
-	}
-	if code, out := apiPost(t, base+"/api/snooze", "alice-token", map[string]string{"workflow_id": b, "call_id": "c1", "for": "1h"}); code != http.StatusOK {
-		t.Fatalf("alice snoozes %s: %d %s", b, code, out)
+	// Alice claims one and snoozes the other on the page, at phone width.
+	bctx := browser(t, ctx)
+	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
+	entry := func(id string) string { return fmt.Sprintf(`li.entry[data-wf=%q][data-call="c1"]`, id) }
+	if err := chromedp.Do(bctx,
+		chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate(base+"/?token=alice-token&workflow=queue-"),
+		chromedp.WaitReady(css(`body[data-live="sse"]`)),
+		chromedp.WaitVisible(css(entry(a))),
+		chromedp.WaitVisible(css(entry(b))),
+		chromedp.Click(css(entry(a)+` button[data-act="claim"]`)),
+		chromedp.WaitVisible(css(entry(a)+` .badge.claimed.mine`)),
+		chromedp.Click(css(entry(b)+` button[data-act="snooze"]`)),
+		chromedp.WaitNotPresent(css(entry(b))),
+	); err != nil {
+		t.Fatalf("claim and snooze on the page: %v", err)
 	}
 	if code, out := apiPost(t, base+"/api/claim", "carol-token", map[string]string{"workflow_id": a, "call_id": "c1", "action": "claim"}); code != http.StatusConflict || !strings.Contains(out, "claimed by alice") {
 		t.Errorf("carol claims alice's: %d %s", code, out)
@@ -175,4 +191,22 @@ func TestQueueHistoryAndClaims(t *testing.T) {
 		t.Errorf("starter approvals history --json: %v\n%s", err, out)
 	}
 	t.Logf("starter approvals history:\n%s", r.must("approvals", "history", "--workflow", "queue-"))
+
+	// The history page, at phone width, without overflowing it.
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(base+"/history?workflow=queue-"),
+		chromedp.WaitVisible(css(fmt.Sprintf(`tr.answer[data-wf=%q][data-via="inbox"]`, a))),
+		chromedp.WaitVisible(css(fmt.Sprintf(`tr.answer[data-wf=%q][data-via="key"]`, b))),
+	); err != nil {
+		t.Fatalf("history page: %v", err)
+	}
+	if fits, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`document.documentElement.scrollWidth <= window.innerWidth`)); err != nil || !fits {
+		t.Errorf("the history page overflows 390 px (%v)", err)
+	}
+	if png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)); err == nil {
+		p := filepath.Join(os.TempDir(), "warden-queue-history.png")
+		if os.WriteFile(p, png, 0o644) == nil {
+			t.Logf("screenshot %s", p)
+		}
+	}
 }
