@@ -266,6 +266,9 @@ func NewActivities(o Options) (*activities.Activities, error) {
 		if o.Chat != nil {
 			a.ChatMetrics = metrics.NewChat(o.Registerer)
 		}
+		if o.Notifier != nil {
+			a.NotifyMetrics = metrics.NewNotify(o.Registerer)
+		}
 	}
 	return a, nil
 }

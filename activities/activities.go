@@ -63,9 +63,11 @@ type Activities struct {
 	ToolDefaults config.ToolSettings
 	ToolSettings map[string]config.ToolSettings
 	// Notifier posts webhook notifications about waiting calls; nil sends
-	// none. InboxURL links notifications to the inbox.
-	Notifier *notify.Sender
-	InboxURL string
+	// none. InboxURL links notifications to the inbox. NotifyMetrics
+	// counts failed deliveries (nil: not counted).
+	Notifier      *notify.Sender
+	InboxURL      string
+	NotifyMetrics *metrics.Notify
 	// RemindBefore asks turns to send an approval_reminder this long
 	// before a waiting call's deadline (0: no reminders).
 	RemindBefore time.Duration

@@ -23,7 +23,7 @@ func (a *Activities) AuditHead(ctx context.Context, workflowID string) (workflow
 	if err != nil {
 		return workflows.HeadNote{}, err
 	}
-	h := workflows.HeadNote{RunID: activity.GetInfo(ctx).WorkflowExecution.RunID}
+	h := workflows.HeadNote{RunID: activity.GetInfo(ctx).WorkflowExecution.RunID, Format: audit.HeadFormat}
 	if n := len(recs); n > 0 {
 		h.Seq, h.Hash = recs[n-1].Seq, recs[n-1].Hash
 	}

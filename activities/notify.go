@@ -76,6 +76,9 @@ func (a *Activities) Notify(ctx context.Context, in workflows.NotifyInput) error
 	d := &notify.Delivery{ID: ev.ID(), Event: ev, Delivered: prog.Delivered,
 		OnDelivered: func(urls []string) { activity.RecordHeartbeat(ctx, notifyProgress{Delivered: urls}) }}
 	err := a.Notifier.Send(ctx, d)
+	if err != nil {
+		a.NotifyMetrics.Failed()
+	}
 	if errors.Is(err, notify.ErrEmptySecret) || errors.Is(err, notify.ErrBadSecret) {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("notify %s: %v", ev.CallID, err), ErrTypeWebhookSecret, err)
 	}

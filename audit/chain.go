@@ -168,6 +168,37 @@ func MarshalLine(r Record) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// HeadFormat numbers how the audit reads a history, recorded with each
+// chain head (workflows.HeadNote.Format): 2 reads a tool attempt cut
+// off mid-run (cut_off) or run again (retried); heads without it were
+// computed before, and the runs up to the last of them are read as then,
+// so the heads they recorded still hold.
+const HeadFormat = 2
+
+// oldHeads says, for each run, whether it or a later run recorded a
+// chain head without HeadFormat (computed by an audit that read the
+// runs up to it without cut_off and retried records).
+func (x *extractor) oldHeads(runs []Run) []bool {
+	old := make([]bool, len(runs))
+	last := -1
+	for i, run := range runs {
+		for _, e := range run.Events {
+			a := e.GetMarkerRecordedEventAttributes()
+			if a.GetMarkerName() != "SideEffect" {
+				continue
+			}
+			var n workflows.AuditNote
+			if x.decode(a.GetDetails()["data"], &n) == nil && n.Head != nil && n.Head.Format < HeadFormat {
+				last = i
+			}
+		}
+	}
+	for i := 0; i <= last; i++ {
+		old[i] = true
+	}
+	return old
+}
+
 // ErrHeadMismatch is the error of a history that no longer gives the
 // audit chain head one of its runs recorded as it ended
 // (workflows.HeadNote): an event before that point was changed, removed

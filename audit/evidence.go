@@ -6,7 +6,11 @@ package audit
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	failurepb "go.temporal.io/api/failure/v1"
 
 	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/model"
@@ -44,6 +48,39 @@ func (x *extractor) toolEnded(t time.Time, scheduledID int64, decision, why stri
 	}
 	x.record(Record{Time: t, CallID: in.Call.ID, Tool: in.Call.Name, Kind: KindExecution, Decision: decision, By: "worker",
 		Layer: "activity", Reason: why, EffectiveInput: in.Call.Input})
+}
+
+// Decisions of execution records beyond ran, failed, timed_out and
+// interrupted.
+const (
+	// ExecutionCutOff: the tool activity stopped heartbeating while it
+	// ran (its worker was killed or lost): its processes may have done
+	// part of the work. Recorded for the last attempt, or for an
+	// attempt another one ran again.
+	ExecutionCutOff = "cut_off"
+	// ExecutionRetried: an attempt failed and another ran the call
+	// again.
+	ExecutionRetried = "retried"
+)
+
+// cutOff is the decision and reason of an activity that timed out
+// because it stopped heartbeating ("" for other failures).
+func cutOff(f *failurepb.Failure) (string, string) {
+	if f.GetTimeoutFailureInfo().GetTimeoutType() != enumspb.TIMEOUT_TYPE_HEARTBEAT {
+		return "", ""
+	}
+	return ExecutionCutOff, "cut off while it ran: no heartbeat (its worker was killed or lost), so it may have done part of its work"
+}
+
+// toolRetried records that a tool activity's earlier attempt ended with
+// failure f and attempt ran the call again: cut_off when the attempt
+// stopped heartbeating (a worker killed mid-run), else retried.
+func (x *extractor) toolRetried(t time.Time, scheduledID int64, attempt int32, f *failurepb.Failure) {
+	d, why := cutOff(f)
+	if d == "" {
+		d, why = ExecutionRetried, "failed: "+f.GetMessage()
+	}
+	x.toolEnded(t, scheduledID, d, fmt.Sprintf("attempt %d %s; attempt %d ran it again", attempt-1, why, attempt))
 }
 
 // evidence records what a call's result says its processes did beyond

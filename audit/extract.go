@@ -90,8 +90,10 @@ func ExtractCalls(workflowID string, runs []Run) ([]Decided, error) {
 
 func extract(workflowID string, runs []Run) (*extractor, error) {
 	x := &extractor{wf: workflowID, dc: converter.GetDefaultDataConverter(), calls: map[string]*call{}}
-	for _, run := range runs {
+	old := x.oldHeads(runs)
+	for ri, run := range runs {
 		x.run = run.ID
+		x.oldExec = old[ri]
 		x.noted, x.budgetOpen = false, nil
 		x.sched = map[int64]scheduled{}
 		x.notes = map[int64]workflows.NotifyInput{}
@@ -193,6 +195,10 @@ type extractor struct {
 	noted bool
 	// heads are the chain heads the runs recorded as they ended.
 	heads []workflows.HeadNote
+	// oldExec: the run is read as the audit before HeadFormat 2 read
+	// it (no cut_off or retried records), because it or a later run
+	// recorded a chain head that audit computed (oldHeads).
+	oldExec bool
 	// windowAsks are the calls an enforced window limit made ask
 	// (workflows.WindowNote), by call id, until their verdict is read:
 	// the call then waits for an approval as an ask does.
@@ -275,7 +281,18 @@ func (x *extractor) event(e *historypb.HistoryEvent) error {
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT:
 		a := e.GetActivityTaskTimedOutEventAttributes()
 		x.notifyFailed(t, a.GetScheduledEventId(), "timed out: "+a.GetFailure().GetMessage())
-		x.toolEnded(t, a.GetScheduledEventId(), "timed_out", a.GetFailure().GetMessage())
+		if d, why := cutOff(a.GetFailure()); d != "" && !x.oldExec {
+			x.toolEnded(t, a.GetScheduledEventId(), d, why)
+		} else {
+			x.toolEnded(t, a.GetScheduledEventId(), "timed_out", a.GetFailure().GetMessage())
+		}
+	case enumspb.EVENT_TYPE_ACTIVITY_TASK_STARTED:
+		// Written when the last attempt ends: an attempt after the
+		// first says how the one before it ended.
+		a := e.GetActivityTaskStartedEventAttributes()
+		if a.GetAttempt() > 1 && a.GetLastFailure() != nil && !x.oldExec {
+			x.toolRetried(t, a.GetScheduledEventId(), a.GetAttempt(), a.GetLastFailure())
+		}
 	case enumspb.EVENT_TYPE_ACTIVITY_TASK_CANCELED:
 		id := e.GetActivityTaskCanceledEventAttributes().GetScheduledEventId()
 		x.notifyFailed(t, id, "canceled")

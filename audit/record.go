@@ -106,8 +106,11 @@ type Record struct {
 	// Decision is allow, ask, deny or invalid (permission, recheck,
 	// edit), allow, always_allow or deny (approval), completed or error
 	// (external), deny, allow or notify (escalation), ran (execution),
-	// then failed, timed_out or interrupted for a regular tool activity
-	// that did not complete (its last attempt's end).
+	// then failed, timed_out, cut_off (it stopped heartbeating: its
+	// worker was killed or lost) or interrupted for a regular tool
+	// activity that did not complete (its last attempt's end), and
+	// cut_off or retried for an attempt that another attempt ran again
+	// (a worker killed mid-run whose call was retried).
 	Decision string `json:"decision"`
 	// By is "policy" for engine verdicts, the approver for answers,
 	// "deadline" for escalations and "worker" for executions.

@@ -133,6 +133,16 @@ func (c Config) StateFile() string {
 	return ""
 }
 
+// InboxMarksFile is where the inbox keeps its users' claims and snoozes:
+// server.data_dir/inbox-marks.json ("": in memory, without a data
+// directory).
+func (c Config) InboxMarksFile() string {
+	if c.Server.DataDir == "" {
+		return ""
+	}
+	return filepath.Join(c.Server.DataDir, "inbox-marks.json")
+}
+
 // Server configures the embedded Temporal server.
 type Server struct {
 	DataDir   string `yaml:"data_dir"`

@@ -7,6 +7,7 @@ package inbox
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -91,13 +92,15 @@ type BulkResult struct {
 }
 
 // authorize finds the open entry, checks that it is of one of kinds and
-// checks the user's roles against it (and against an edited input). A
-// budget approval is checked as a call of the Budget tool.
-func (s *Server) authorize(r *http.Request, wf, callID string, edited json.RawMessage, kinds ...workflows.PendingKind) (workflows.Pending, error) {
+// checks user's roles against it (and against an edited input). A
+// budget approval is checked as a call of the Budget tool. It is the
+// check every channel of the inbox makes (its endpoints, Slack), and
+// takes no request.
+func (s *Server) authorize(ctx context.Context, user, wf, callID string, edited json.RawMessage, kinds ...workflows.PendingKind) (workflows.Pending, error) {
 	if wf == "" || callID == "" {
 		return workflows.Pending{}, statusErr(http.StatusBadRequest, "workflow_id and call_id are required")
 	}
-	ps, err := s.cfg.Client.Pending(r.Context(), wf)
+	ps, err := s.waiting(ctx, wf)
 	if err != nil {
 		return workflows.Pending{}, statusErr(http.StatusNotFound, "turn %s: %w", wf, err)
 	}
@@ -112,7 +115,6 @@ func (s *Server) authorize(r *http.Request, wf, callID string, edited json.RawMe
 		}
 		return p, statusErr(http.StatusBadRequest, "call %s waits for %s, not %s", callID, p.Kind, kinds[0])
 	}
-	user := userFrom(r)
 	if !s.may(user, p.Tool, p.Input, edited, p.Workdir, p.Links) {
 		s.unauthorized.Inc()
 		return p, statusErr(http.StatusForbidden, "user %s may not answer this %s call", user, p.Tool)
@@ -145,7 +147,7 @@ func (s *Server) handleApprove(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := s.authorize(r, req.WorkflowID, req.CallID, req.Input, workflows.PendingApproval)
+	p, err := s.authorize(r.Context(), userFrom(r), req.WorkflowID, req.CallID, req.Input, workflows.PendingApproval)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +247,7 @@ func (s *Server) handleDeny(r *http.Request) (any, error) {
 
 // deny denies an approval, or a budget approval (which ends its turn).
 func (s *Server) deny(r *http.Request, req DenyRequest) (workflows.Ack, error) {
-	p, err := s.authorize(r, req.WorkflowID, req.CallID, nil, workflows.PendingApproval, workflows.PendingBudget)
+	p, err := s.authorize(r.Context(), userFrom(r), req.WorkflowID, req.CallID, nil, workflows.PendingApproval, workflows.PendingBudget)
 	if err != nil {
 		return workflows.Ack{}, err
 	}
@@ -285,7 +287,7 @@ func (s *Server) handleBudget(r *http.Request) (any, error) {
 	default:
 		return nil, statusErr(http.StatusBadRequest, "decision %q: want allow (with a raise) or deny", req.Decision)
 	}
-	if _, err := s.authorize(r, req.WorkflowID, req.CallID, nil, workflows.PendingBudget); err != nil {
+	if _, err := s.authorize(r.Context(), userFrom(r), req.WorkflowID, req.CallID, nil, workflows.PendingBudget); err != nil {
 		return nil, err
 	}
 	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, a)
@@ -300,7 +302,7 @@ func (s *Server) handleAnswer(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	p, err := s.authorize(r, req.WorkflowID, req.CallID, nil, workflows.PendingExternal)
+	p, err := s.authorize(r.Context(), userFrom(r), req.WorkflowID, req.CallID, nil, workflows.PendingExternal)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +341,7 @@ func (s *Server) handleBulk(r *http.Request) (any, error) {
 			_, err = s.deny(r, it)
 		} else {
 			var p workflows.Pending
-			if p, err = s.authorize(r, it.WorkflowID, it.CallID, nil, workflows.PendingApproval); err == nil {
+			if p, err = s.authorize(r.Context(), userFrom(r), it.WorkflowID, it.CallID, nil, workflows.PendingApproval); err == nil {
 				a := workflows.Approval{CallID: it.CallID, Decision: workflows.DecisionAllow, Hash: it.Hash, By: userFrom(r),
 					Reason: strings.TrimSpace(req.Reason)}
 				if err = workflows.CheckAnswerable(p, a); err == nil {
@@ -350,6 +352,7 @@ func (s *Server) handleBulk(r *http.Request) (any, error) {
 		res := BulkResult{WorkflowID: it.WorkflowID, CallID: it.CallID, OK: err == nil}
 		if err != nil {
 			res.Error = err.Error()
+			s.refusals.WithLabelValues("inbox").Inc()
 		}
 		out = append(out, res)
 	}

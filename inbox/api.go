@@ -29,6 +29,18 @@ func (s *Server) api(h func(r *http.Request) (any, error)) http.HandlerFunc {
 	}
 }
 
+// counted counts an answer handler's errors as the inbox channel's
+// refusals.
+func (s *Server) counted(h func(r *http.Request) (any, error)) func(r *http.Request) (any, error) {
+	return func(r *http.Request) (any, error) {
+		out, err := h(r)
+		if err != nil {
+			s.refusals.WithLabelValues("inbox").Inc()
+		}
+		return out, err
+	}
+}
+
 // writeResult writes out, or err with its status: an httpError's own,
 // else 502 (the server behind the inbox failed).
 func writeResult(w http.ResponseWriter, out any, err error) {

@@ -69,7 +69,7 @@ func TestBudgetEntryRendered(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, user := range []string{"alice", "fin"} {
-			out, err := s.render([]client.PendingEntry{budgetEntry(c.req)}, user)
+			out, err := s.render([]client.PendingEntry{budgetEntry(c.req)}, user, query{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +89,7 @@ func TestBudgetEntryRendered(t *testing.T) {
 			}
 		}
 	}
-	out, err := s.render([]client.PendingEntry{budgetEntry(cases[0].req)}, "kube")
+	out, err := s.render([]client.PendingEntry{budgetEntry(cases[0].req)}, "kube", query{})
 	if err != nil {
 		t.Fatal(err)
 	}

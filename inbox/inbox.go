@@ -76,6 +76,13 @@ type Config struct {
 	// PublicURL is the inbox's public address, linked from the Slack
 	// messages it refreshes ("": no link).
 	PublicURL string
+	// MarksFile keeps the users' claims and snoozes across restarts
+	// ("": in memory only). The worker's is
+	// server.data_dir/inbox-marks.json.
+	MarksFile string
+	// History reads the queue's history, the answered entries (GET
+	// /history, /api/history); nil: the history is not served.
+	History HistoryReader
 }
 
 // Server is the inbox web server. It is an http.Handler.
@@ -92,8 +99,13 @@ type Server struct {
 	unauthorized prometheus.Counter
 	// signinFailures counts refused credentials (see auth.go).
 	signinFailures *prometheus.CounterVec
+	// refusals counts answers not taken, by channel (inbox, slack).
+	refusals *prometheus.CounterVec
 	// lister reads a listing (list; tests count the reads).
 	lister func(context.Context, query) ([]client.PendingEntry, error)
+	// waiting reads a turn's open entries (Config.Client.Pending;
+	// tests replace it).
+	waiting func(ctx context.Context, workflowID string) ([]workflows.Pending, error)
 	// sess is what the session view asks of warden (Config.Client).
 	sess sessionClient
 	// hub shares a visibility poller per query among the open streams.
@@ -102,6 +114,8 @@ type Server struct {
 	// the window (replays are refused).
 	slackMu   sync.Mutex
 	slackSeen map[string]time.Time
+	// marks are the users' claims and snoozes (marks.go).
+	marks *marks
 	// usageSeen is the turn usage of the waits last listed (withUsage).
 	usageMu   sync.Mutex
 	usageSeen map[string]*model.Usage
@@ -134,6 +148,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), slackSeen: map[string]time.Time{}}
 	s.lister = s.list
+	s.waiting = cfg.Client.Pending
 	s.sess = cfg.Client
 	s.hub = newStreamHub(func(ctx context.Context, q query) ([]client.PendingEntry, error) { return s.lister(ctx, q) }, streamEvery)
 	users, err := buildUsers(cfg.Users, cfg.Roles)
@@ -145,13 +160,16 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.roles = roles.Checker{}
+	if s.marks, err = loadMarks(cfg.MarksFile); err != nil {
+		return nil, err
+	}
 	page, err := template.New("index.html").Funcs(funcs).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("inbox: parse templates: %w", err)
 	}
 	s.page = page
 	m := metrics.NewInbox(cfg.Registerer)
-	s.unauthorized, s.signinFailures = m.Unauthorized, m.SigninFailures
+	s.unauthorized, s.signinFailures, s.refusals = m.Unauthorized, m.SigninFailures, m.Refusals
 	static, err := fs.Sub(assets, "assets")
 	if err != nil {
 		return nil, fmt.Errorf("inbox: %w", err)
@@ -160,11 +178,15 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /{$}", s.handleIndex)
 	s.mux.HandleFunc("GET /api/pending", s.handlePending)
 	s.mux.HandleFunc("GET /api/stream", s.handleStream)
-	s.mux.HandleFunc("POST /api/approve", s.api(s.handleApprove))
-	s.mux.HandleFunc("POST /api/deny", s.api(s.handleDeny))
-	s.mux.HandleFunc("POST /api/budget", s.api(s.handleBudget))
-	s.mux.HandleFunc("POST /api/answer", s.api(s.handleAnswer))
+	s.mux.HandleFunc("POST /api/approve", s.api(s.counted(s.handleApprove)))
+	s.mux.HandleFunc("POST /api/deny", s.api(s.counted(s.handleDeny)))
+	s.mux.HandleFunc("POST /api/budget", s.api(s.counted(s.handleBudget)))
+	s.mux.HandleFunc("POST /api/answer", s.api(s.counted(s.handleAnswer)))
 	s.mux.HandleFunc("POST /api/bulk", s.api(s.handleBulk))
+	s.mux.HandleFunc("POST /api/claim", s.api(s.handleClaim))
+	s.mux.HandleFunc("POST /api/snooze", s.api(s.handleSnooze))
+	s.mux.HandleFunc("GET /history", s.handleHistoryPage)
+	s.mux.HandleFunc("GET /api/history", s.handleHistory)
 	s.mux.HandleFunc("GET /conversation", s.handleConversation)
 	s.mux.HandleFunc("GET /sessions", s.handleSessionsPage)
 	s.mux.HandleFunc("GET /session", s.handleSessionPage)

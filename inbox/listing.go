@@ -27,6 +27,12 @@ type query struct {
 	MinAge   string
 	Risk     string // "bypass": bypass-immune asks only
 	Kind     string
+	// Snoozed shows the entries the user snoozed ("show") or only them
+	// ("only"); by default they are hidden until their snooze ends.
+	Snoozed string
+	// Claimed keeps the entries claimed by the user ("me"), by others
+	// ("others") or by nobody ("none").
+	Claimed string
 	// Limit bounds the entries shown (default defaultLimit). In newest
 	// order the first visibility page is all that is read.
 	Limit  int
@@ -43,7 +49,18 @@ const resolveConcurrency = 16
 func parseQuery(r *http.Request) (query, error) {
 	v := r.URL.Query()
 	q := query{Order: v.Get("order"), Tool: v.Get("tool"), Workflow: v.Get("workflow"),
-		MinAge: v.Get("min_age"), Risk: v.Get("risk"), Kind: v.Get("kind")}
+		MinAge: v.Get("min_age"), Risk: v.Get("risk"), Kind: v.Get("kind"),
+		Snoozed: v.Get("snoozed"), Claimed: v.Get("claimed")}
+	switch q.Snoozed {
+	case "", "show", "only":
+	default:
+		return q, fmt.Errorf("snoozed %q: want show or only", q.Snoozed)
+	}
+	switch q.Claimed {
+	case "", "me", "others", "none":
+	default:
+		return q, fmt.Errorf("claimed %q: want me, others or none", q.Claimed)
+	}
 	if q.Order != "newest" {
 		q.Order = "oldest"
 	}
@@ -150,7 +167,9 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 		var es []client.PendingEntry
 		es, err = s.list(r.Context(), q)
 		for _, e := range es {
-			d.Items = append(d.Items, s.view(user, e))
+			if v, ok := s.viewFor(q, user, e, d.Now); ok {
+				d.Items = append(d.Items, v)
+			}
 		}
 	}
 	if err != nil {
@@ -171,6 +190,7 @@ func (s *Server) handleIndex(w http.ResponseWriter, r *http.Request) {
 type pendingItem struct {
 	Key string `json:"key"`
 	client.PendingEntry
+	MarkState
 	HTML string `json:"html"`
 }
 
@@ -197,19 +217,39 @@ func (s *Server) pending(ctx context.Context, q query, user string) (pendingList
 	if err != nil {
 		return pendingList{}, err
 	}
-	return s.render(es, user)
+	return s.render(es, user, q)
 }
 
-// render is the listing of es for user.
-func (s *Server) render(es []client.PendingEntry, user string) (pendingList, error) {
-	out := pendingList{User: user, Count: len(es), Items: []pendingItem{}}
+// render is the listing of es for user, as q shows it to them (their
+// snoozed entries and the claim filter).
+func (s *Server) render(es []client.PendingEntry, user string, q query) (pendingList, error) {
+	out := pendingList{User: user, Items: []pendingItem{}}
+	now := time.Now()
 	for _, e := range es {
-		v := s.view(user, e)
+		v, ok := s.viewFor(q, user, e, now)
+		if !ok {
+			continue
+		}
 		var b bytes.Buffer
 		if err := s.page.ExecuteTemplate(&b, "entry", v); err != nil {
 			return pendingList{}, &httpError{status: http.StatusInternalServerError, err: err}
 		}
-		out.Items = append(out.Items, pendingItem{Key: v.Key, PendingEntry: e, HTML: b.String()})
+		out.Items = append(out.Items, pendingItem{Key: v.Key, PendingEntry: e, MarkState: v.Mark, HTML: b.String()})
 	}
+	out.Count = len(out.Items)
 	return out, nil
+}
+
+// viewFor is the view of e for user, and whether q shows it to them.
+func (s *Server) viewFor(q query, user string, e client.PendingEntry, now time.Time) (entryView, bool) {
+	mk := s.marks.get(entryKey(e.WorkflowID, e.CallID))
+	if !shown(q, mk, user, now) {
+		return entryView{}, false
+	}
+	v := s.view(user, e)
+	v.Mark = markView(mk, user)
+	if !v.Mark.SnoozedUntil.After(now) {
+		v.Mark.SnoozedUntil = time.Time{}
+	}
+	return v, true
 }

@@ -65,7 +65,10 @@ func (s *Server) handleSlack(w http.ResponseWriter, r *http.Request) {
 	if act.ActionID == chat.ActionOpen {
 		return // a link: Slack opens it
 	}
-	msg := s.slackAnswer(r.Context(), cb.User.ID, act, chat.Reason(cb), cb.ResponseURL)
+	msg, ok := s.slackAnswer(r.Context(), cb.User.ID, act, chat.Reason(cb), cb.ResponseURL)
+	if !ok {
+		s.refusals.WithLabelValues("slack").Inc()
+	}
 	s.slackReply(r.Context(), cb.ResponseURL, msg)
 }
 
@@ -73,8 +76,9 @@ func (s *Server) handleSlack(w http.ResponseWriter, r *http.Request) {
 // click on a message whose call was decided again since it was posted
 // (a policy change re-hashed it) answers nothing and replaces the
 // message, through responseURL, with the call as it is now, whose
-// buttons carry the new hash.
-func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.BlockAction, reason, responseURL string) string {
+// buttons carry the new hash. It reports whether the answer was taken
+// (false: refused).
+func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.BlockAction, reason, responseURL string) (string, bool) {
 	user := ""
 	for _, u := range s.users {
 		if slackID != "" && u.u.Slack == slackID {
@@ -83,23 +87,22 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 	}
 	if user == "" {
 		s.unauthorized.Inc()
-		return "You are not a warden approver: ask an admin to set inbox.users.NAME.slack to your member id. Nothing was answered."
+		return "You are not a warden approver: ask an admin to set inbox.users.NAME.slack to your member id. Nothing was answered.", false
 	}
 	wf, callID, hash, err := chat.ParseValue(act.Value)
 	if err != nil {
-		return "Refused: " + err.Error()
+		return "Refused: " + err.Error(), false
 	}
-	req := (&http.Request{}).WithContext(context.WithValue(ctx, userKey{}, user))
-	p, err := s.authorize(req, wf, callID, nil, workflows.PendingApproval, workflows.PendingBudget)
+	p, err := s.authorize(ctx, user, wf, callID, nil, workflows.PendingApproval, workflows.PendingBudget)
 	if err != nil {
-		return "Refused: " + err.Error() + ". Nothing was answered."
+		return "Refused: " + err.Error() + ". Nothing was answered.", false
 	}
 	if p.Hash != hash {
 		s.slackRefresh(ctx, responseURL, wf, p)
-		return "Refused: this call was decided again since the message was posted (the policy changed); the message now shows it as it is: check it and click again. Nothing was answered."
+		return "Refused: this call was decided again since the message was posted (the policy changed); the message now shows it as it is: check it and click again. Nothing was answered.", false
 	}
 	if p.ReasonRequired && reason == "" {
-		return "Refused: this call needs a reason: type it in the message's Reason field, then click again. Nothing was answered."
+		return "Refused: this call needs a reason: type it in the message's Reason field, then click again. Nothing was answered.", false
 	}
 	// The reason says it came from Slack; the person's own words follow.
 	from := "from Slack"
@@ -111,11 +114,11 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 	switch act.ActionID {
 	case chat.ActionAllow:
 		if p.Kind == workflows.PendingBudget {
-			return "Refused: " + callID + " is a budget approval: raise or deny it. Nothing was answered."
+			return "Refused: " + callID + " is a budget approval: raise or deny it. Nothing was answered.", false
 		}
 		if why := chat.StepUp(p, s.cfg.SlackStepUp); why != "" {
 			s.unauthorized.Inc()
-			return "Refused: this call needs review in the inbox (" + why + "). Nothing was answered."
+			return "Refused: this call needs review in the inbox (" + why + "). Nothing was answered.", false
 		}
 		a.Decision = workflows.DecisionAllow
 	case chat.ActionRaise:
@@ -123,11 +126,11 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 		// entry: a click cannot name another amount.
 		raise, ok := chat.LimitAgain(p)
 		if !ok {
-			return "Refused: " + callID + " offers no raise from Slack: raise it in the inbox. Nothing was answered."
+			return "Refused: " + callID + " offers no raise from Slack: raise it in the inbox. Nothing was answered.", false
 		}
 		if why := chat.StepUp(p, s.cfg.SlackStepUp); why != "" {
 			s.unauthorized.Inc()
-			return "Refused: this budget approval needs review in the inbox (" + why + "). Nothing was answered."
+			return "Refused: this budget approval needs review in the inbox (" + why + "). Nothing was answered.", false
 		}
 		a.Decision, a.Raise = workflows.DecisionAllow, &raise
 		raised = ", raising the budget by " + chat.RaiseText(raise)
@@ -137,15 +140,15 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 			a.Reason = "denied from Slack"
 		}
 	default:
-		return "Refused: unknown action " + act.ActionID
+		return "Refused: unknown action " + act.ActionID, false
 	}
 	ack, err := s.cfg.Client.Approve(ctx, wf, a)
 	if err != nil {
-		return "Refused: " + err.Error()
+		return "Refused: " + err.Error(), false
 	}
 	// The status says how many of a two-person rule's approvers have
 	// allowed ("allow (1 of 2 approvals)").
-	return ack.Status + " recorded for " + p.Tool + " " + callID + " as " + user + raised + "."
+	return ack.Status + " recorded for " + p.Tool + " " + callID + " as " + user + raised + ".", true
 }
 
 // slackRefresh replaces the message a click came from (its

@@ -52,7 +52,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		out, err := l.es, l.err
 		var list pendingList
 		if err == nil {
-			list, err = s.render(out, user)
+			list, err = s.render(out, user, q)
 		}
 		switch {
 		case err != nil && r.Context().Err() == nil:
@@ -80,6 +80,10 @@ func signature(l pendingList) string {
 		b.WriteString(it.Key)
 		b.WriteByte(' ')
 		b.WriteString(it.Hash)
+		b.WriteByte(' ')
+		b.WriteString(it.ClaimedBy)
+		b.WriteByte(' ')
+		b.WriteString(it.SnoozedUntil.String())
 		b.WriteByte('\n')
 	}
 	return b.String()

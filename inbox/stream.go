@@ -122,6 +122,21 @@ func (h *streamHub) poll(ctx context.Context, q query, f *feed) {
 	}
 }
 
+// poke tells every stream to render its latest listing again (a claim
+// or a snooze changed what it shows).
+func (h *streamHub) poke() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, f := range h.feeds {
+		for s := range f.subs {
+			select {
+			case s.ch <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
 // running counts the pollers (one per query with a stream open).
 func (h *streamHub) running() int {
 	h.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,6 +30,13 @@ type entryView struct {
 	Ask      []tools.AskUserQuestion
 	// Budget is a budget approval's request and its raise form.
 	Budget *budgetView
+	// User is who the entry is shown to.
+	User string
+	// Mark is who claimed the entry and until when the user snoozed it.
+	Mark MarkState
+	// YouAllowed: the user gave one of the allows of a quorum that is
+	// not met yet (the turn takes no second one from them).
+	YouAllowed bool
 }
 
 // budgetView is what a budget approval shows: the bound reached, what
@@ -94,6 +102,8 @@ var funcs = template.FuncMap{
 	},
 	"ts":  func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"inc": func(i int) int { return i + 1 },
+	// list is its arguments as a slice (a select's options).
+	"list": func(v ...string) []string { return v },
 }
 
 func fmtAge(d time.Duration) string {
@@ -112,7 +122,9 @@ func fmtAge(d time.Duration) string {
 // view prepares an entry for display: a Bash command, a Write or Edit as
 // a diff, AskUser questions, anything else as indented JSON.
 func (s *Server) view(user string, e client.PendingEntry) entryView {
-	v := entryView{PendingEntry: e, Key: e.WorkflowID + "\x1f" + e.CallID, Allowed: s.may(user, e.Tool, e.Input, nil, e.Workdir, e.Links)}
+	v := entryView{PendingEntry: e, Key: entryKey(e.WorkflowID, e.CallID), Allowed: s.may(user, e.Tool, e.Input, nil, e.Workdir, e.Links)}
+	v.User = user
+	v.YouAllowed = slices.ContainsFunc(e.Approvals, func(a workflows.Approval) bool { return a.By == user })
 	var b bytes.Buffer
 	if json.Indent(&b, e.Input, "", "  ") == nil {
 		v.Pretty = b.String()

@@ -53,6 +53,8 @@ func TestDashboardReferencesRegisteredMetrics(t *testing.T) {
 	metrics.NewEgress(known)
 	metrics.NewModels(known)
 	metrics.NewChat(known)
+	metrics.NewInbox(known)
+	metrics.NewNotify(known)
 	// The live audit stream's metrics are its own package's (the worker
 	// registers them on the same registry when audit.stream is set).
 	stream.NewMetrics(known)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	tclient "go.temporal.io/sdk/client"
 
+	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/auth"
 	"github.com/wardenhq/warden/chat"
 	"github.com/wardenhq/warden/client"
@@ -69,7 +70,8 @@ func (n *node) startInbox(ctx context.Context) (string, error) {
 	}
 	srv, err := inbox.New(inbox.Config{Client: cl, Content: n.store, Listen: cfg.Listen, TLSCert: cfg.TLSCert, TLSKey: cfg.TLSKey,
 		Users: users, Roles: cfg.Roles, Registerer: n.reg,
-		SlackSecret: os.Getenv(chat.EnvSigningSecret), SlackStepUp: n.cfg.Chat.Slack.StepUp, PublicURL: cfg.PublicURL()})
+		SlackSecret: os.Getenv(chat.EnvSigningSecret), SlackStepUp: n.cfg.Chat.Slack.StepUp, PublicURL: cfg.PublicURL(),
+		MarksFile: n.cfg.InboxMarksFile(), History: auditHistory{c: ic}})
 	if err != nil {
 		return "", fmt.Errorf("inbox: %w", err)
 	}
@@ -79,6 +81,24 @@ func (n *node) startInbox(ctx context.Context) (string, error) {
 		}
 	}()
 	return cfg.PublicURL() + login, nil
+}
+
+// auditHistory reads the inbox's history from the turns' histories
+// (audit.Answers), on the inbox's own connection.
+type auditHistory struct{ c tclient.Client }
+
+// Answered implements inbox.HistoryReader.
+func (h auditHistory) Answered(ctx context.Context, since time.Time, prefix string) ([]inbox.Answer, error) {
+	recs, err := audit.Answers(ctx, h.c, audit.Query{Since: since, Prefix: prefix})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]inbox.Answer, len(recs))
+	for i, r := range recs {
+		out[i] = inbox.Answer{Time: r.Time, WorkflowID: r.WorkflowID, CallID: r.CallID, Tool: r.Tool, Kind: r.Kind,
+			Decision: r.Decision, By: r.By, Via: audit.Channel(r), Identity: r.Identity, Reason: r.Reason}
+	}
+	return out, nil
 }
 
 // serveMetrics serves /metrics (and pprof when asked) on addr until the

@@ -23,6 +23,7 @@ import (
 
 	"github.com/wardenhq/warden"
 	"github.com/wardenhq/warden/activities"
+	"github.com/wardenhq/warden/audit"
 	"github.com/wardenhq/warden/chat"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
@@ -192,8 +193,9 @@ func TestToolRetriesThroughRetryPolicy(t *testing.T) {
 
 // killMidTurn runs a turn on a worker process, SIGKILLs the process while
 // the second (slow, side-effecting) call runs, starts a new worker and
-// waits for the turn. It returns the result and the side-effect log.
-func killMidTurn(t *testing.T, configYAML string) (workflows.TurnResult, string) {
+// waits for the turn. It returns the result, the side-effect log and the
+// audit's execution records of the slow call ("decision: reason").
+func killMidTurn(t *testing.T, configYAML string) (workflows.TurnResult, string, []string) {
 	bin := buildWorker(t)
 	queue := "tq-kill-" + fmt.Sprint(time.Now().UnixNano())
 	workdir := t.TempDir()
@@ -265,7 +267,18 @@ steps:
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res, string(data)
+	recs, err := audit.Workflow(ctx, env.c, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var execs []string
+	for _, r := range recs {
+		if r.CallID == slow && r.Kind == audit.KindExecution {
+			execs = append(execs, r.Decision+": "+r.Reason)
+		}
+	}
+	t.Logf("the killed call's execution records: %q", execs)
+	return res, string(data), execs
 }
 
 // toolAttemptStarted reports whether the tool activity of a call is
@@ -285,11 +298,17 @@ func toolAttemptStarted(ctx context.Context, id, callID string) bool {
 
 // TestWorkerKilledMidTurnAtMostOnce: a side-effecting call interrupted by
 // a worker crash is not run again (at-most-once by default); the turn goes
-// on and the model is told the call failed.
+// on and the model is told the call failed; the audit says it was cut off
+// mid-run.
 func TestWorkerKilledMidTurnAtMostOnce(t *testing.T) {
-	res, log := killMidTurn(t, "")
+	res, log, execs := killMidTurn(t, "")
 	if log != "one\n" {
 		t.Errorf("log.txt = %q, want only the first call's effect", log)
+	}
+	// The audit says the call was cut off mid-run (it said ran, then
+	// timed_out as if the call had run too long).
+	if len(execs) != 2 || execs[0] != "ran: " || !strings.HasPrefix(execs[1], "cut_off: cut off while it ran") {
+		t.Errorf("the killed call's execution records %q, want ran then cut_off", execs)
 	}
 	rs := toolResults(res)
 	if len(rs) != 2 || rs[0].IsError || !rs[1].IsError || !strings.Contains(rs[1].Content, "not retried") {
@@ -298,11 +317,18 @@ func TestWorkerKilledMidTurnAtMostOnce(t *testing.T) {
 }
 
 // TestWorkerKilledMidTurnRetried: with retries configured for Bash, the
-// interrupted call runs again on the new worker and completes once.
+// interrupted call runs again on the new worker and completes once; the
+// audit says its first attempt was cut off and the second ran it again.
 func TestWorkerKilledMidTurnRetried(t *testing.T) {
-	res, log := killMidTurn(t, "tools:\n  per_tool:\n    Bash: {retry: {max_attempts: 3, initial_interval: 100ms}}\n")
+	res, log, execs := killMidTurn(t, "tools:\n  per_tool:\n    Bash: {retry: {max_attempts: 3, initial_interval: 100ms}}\n")
 	if log != "one\ntwo\n" {
 		t.Errorf("log.txt = %q, want each call's effect exactly once", log)
+	}
+	// The audit says the first attempt was cut off and the second ran
+	// the call again (it said only ran).
+	if len(execs) != 2 || execs[0] != "ran: " || !strings.HasPrefix(execs[1], "cut_off: attempt 1 cut off while it ran") ||
+		!strings.HasSuffix(execs[1], "attempt 2 ran it again") {
+		t.Errorf("the killed call's execution records %q, want ran then cut_off naming attempts 1 and 2", execs)
 	}
 	if rs := toolResults(res); len(rs) != 2 || rs[0].IsError || rs[1].IsError {
 		t.Errorf("tool results = %+v", rs)

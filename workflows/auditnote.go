@@ -48,6 +48,9 @@ type HeadNote struct {
 	RunID string `json:"run_id"`
 	Seq   int    `json:"seq"`
 	Hash  string `json:"hash"`
+	// Format is how the audit that computed the head reads a history
+	// (audit.HeadFormat; 0 before it was recorded).
+	Format int `json:"format,omitempty"`
 }
 
 // ActivityAuditHead reads a turn's settled history and returns the head

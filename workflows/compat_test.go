@@ -256,7 +256,7 @@ func compatSamples() []struct {
 			CallID: "budget_1", Request: workflows.BudgetRequest{Kind: "tokens", Spent: "2000100", Limit: "2000000", Next: "call the model",
 				Agent: "builder", Window: workflows.WindowDaily, Store: "warden-budget-builder"},
 			Decision: workflows.DecisionAllow, Raise: ptr(sampleBudget()), By: "owner", Via: "slack", Reason: "release week",
-		}, Head: &workflows.HeadNote{RunID: "run-1", Seq: 12, Hash: "9f2c0e"},
+		}, Head: &workflows.HeadNote{RunID: "run-1", Seq: 12, Hash: "9f2c0e", Format: 2},
 			Window: &workflows.WindowNote{CallID: "call_1_1", Tool: "Bash", Limit: permission.WindowLimit{Rule: "Bash(git push:*)", Max: 5, Per: time.Hour, Scope: permission.ScopeAgent, Enforce: ptr(false)},
 				Count: 5, Next: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC), Enforced: true}}},
 		{"ToolInput", workflows.ToolInput{

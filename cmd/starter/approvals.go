@@ -15,7 +15,7 @@ import (
 
 func newApprovalsCmd(cn *conn) *cobra.Command {
 	root := &cobra.Command{Use: "approvals", Short: "List and answer pending permission approvals"}
-	root.AddCommand(newApprovalsListCmd(cn), newDecideCmd(cn, true), newDecideCmd(cn, false))
+	root.AddCommand(newApprovalsListCmd(cn), newDecideCmd(cn, true), newDecideCmd(cn, false), newApprovalsHistoryCmd(cn))
 	return root
 }
 

@@ -87,6 +87,14 @@
       });
       p = post("api/answer", { workflow_id: r.workflow_id, call_id: r.call_id, hash: r.hash, answers: answers })
         .then(function () { done(li, "answered"); });
+    } else if (kind === "claim" || kind === "take" || kind === "release") {
+      p = post("api/claim", { workflow_id: r.workflow_id, call_id: r.call_id, action: kind })
+        .then(function () { say((kind === "release" ? "released " : "claimed ") + r.call_id); refresh(); });
+    } else if (kind === "snooze" || kind === "wake") {
+      var body = { workflow_id: r.workflow_id, call_id: r.call_id };
+      if (kind === "snooze") { body["for"] = li.querySelector(".snooze-for").value; }
+      p = post("api/snooze", body)
+        .then(function () { say((kind === "wake" ? "woke " : "snoozed ") + r.call_id); refresh(); });
     } else if (kind === "complete") {
       p = post("api/answer", { workflow_id: r.workflow_id, call_id: r.call_id, hash: r.hash,
         content: li.querySelector(".ext-content").value, is_error: li.querySelector(".ext-error").checked })
@@ -155,6 +163,11 @@
         fresh.innerHTML = it.html.trim();
         var age = fresh.content.querySelector(".age");
         if (age) { li.querySelector(".age").replaceWith(age); }
+        // Claims and snoozes change without the entry changing.
+        [".claim", ".marks", ".you-allowed"].forEach(function (sel) {
+          var n = fresh.content.querySelector(sel), o = li.querySelector(sel);
+          if (n && o) { o.replaceWith(n); }
+        });
       }
       if (prev ? prev.nextElementSibling !== li : list.firstElementChild !== li) {
         list.insertBefore(li, prev ? prev.nextElementSibling : list.firstElementChild);
