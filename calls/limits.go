@@ -80,6 +80,12 @@ type Connection struct {
 	Addr string `json:"addr,omitempty"`
 	// Method is CONNECT for a tunnel, else the HTTP request's method.
 	Method string `json:"method,omitempty"`
+	// Path is the request's path, for a request the proxy saw (one
+	// through a tunnel it terminated to broker a secret).
+	Path string `json:"path,omitempty"`
+	// Secrets name the brokered secrets whose values the proxy put in
+	// the request's headers (never the values).
+	Secrets []string `json:"secrets,omitempty"`
 	// Allowed says the proxy let it through; By names what allowed it
 	// (the host entry and what granted the network) or why it was
 	// refused.
@@ -100,6 +106,9 @@ func (c Connection) String() string {
 		verb = "allowed"
 	}
 	s := fmt.Sprintf("%s %s %s:%d", verb, c.Method, c.Host, c.Port)
+	if c.Path != "" {
+		s += " " + c.Path
+	}
 	if c.Addr != "" {
 		s += " (" + c.Addr + ")"
 	}
@@ -108,6 +117,9 @@ func (c Connection) String() string {
 	}
 	if c.By != "" {
 		s += ": " + c.By
+	}
+	if len(c.Secrets) > 0 {
+		s += "; secret " + strings.Join(c.Secrets, ", ") + " used for " + c.Host
 	}
 	if c.Error != "" {
 		s += " (" + c.Error + ")"

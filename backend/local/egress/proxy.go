@@ -88,6 +88,11 @@ type Options struct {
 	// reachable. The zero value refuses them unless an address or range
 	// entry names them.
 	HostAddresses bool
+	// Broker, when not nil, holds the brokered secrets: a CONNECT to a
+	// host one of them is bound to (by name) is terminated with the
+	// broker's CA and its requests sent on with the secrets' values in
+	// their headers (mitm). Every other tunnel stays a plain one.
+	Broker *Broker
 }
 
 // Serve serves the egress proxy of one call on ln with the policy p
@@ -326,6 +331,10 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	a.c.Allowed, a.c.By = true, s.allowedBy(e)
 	r = r.WithContext(context.WithValue(r.Context(), attemptKey{}, a))
+	if connect && s.o.Broker.binds(host, port) {
+		s.mitm(w, a, host, port)
+		return
+	}
 	if connect {
 		r.URL.Host = net.JoinHostPort(host, strconv.Itoa(port))
 	}
