@@ -412,4 +412,3 @@ func (b *Broker) scrub(h http.Header) {
 func (b *Broker) tlsConfig(host string) *tls.Config {
 	return &tls.Config{ServerName: host, RootCAs: b.roots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12}
 }
-

@@ -312,4 +312,3 @@ func TestBrokerConfig(t *testing.T) {
 		t.Errorf("printed: %s", s)
 	}
 }
-
