@@ -50,7 +50,7 @@ func (b *Backend) proxyFor(ctx context.Context, p *egress.Policy) (context.Conte
 	ctx, cancel := context.WithCancelCause(ctx)
 	px := &callProxy{policy: *p, recs: recs, cancel: cancel}
 	px.opts = egress.Options{Limits: lim, Shared: b.egressShared(), Record: recs.Record, Over: px.passed,
-		HostAddresses: b.HostAddressesOff}
+		HostAddresses: b.HostAddressesOff, Broker: b.Broker}
 	return ctx, px
 }
 

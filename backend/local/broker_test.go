@@ -1,0 +1,184 @@
+package local_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wardenhq/warden/backend/local"
+	"github.com/wardenhq/warden/backend/local/egress"
+)
+
+// testTLS is a CA of the test's, PEM-encoded and as a pool, and a
+// certificate it signed for names and 127.0.0.1.
+func testTLS(t *testing.T, names ...string) (caPEM []byte, pool *x509.CertPool, cert tls.Certificate) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "broker test hosts CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: names,
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature}
+	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool = x509.NewCertPool()
+	pool.AddCert(ca)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), pool,
+		tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// headerLog is what a test host received in its requests' headers.
+type headerLog struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (l *headerLog) all() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.seen, "\n")
+}
+
+// httpsHost serves HTTPS on 127.0.0.1 with cert, logging each request's
+// method, path and headers; it answers "REACHED <name>".
+func httpsHost(t *testing.T, cert tls.Certificate, name string) (int, *headerLog) {
+	t.Helper()
+	l := &headerLog{}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		l.mu.Lock()
+		l.seen = append(l.seen, r.Method+" "+r.URL.String())
+		for k, vs := range r.Header {
+			l.seen = append(l.seen, k+": "+strings.Join(vs, ","))
+		}
+		l.mu.Unlock()
+		fmt.Fprintf(w, "REACHED %s\n", name)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().(*net.TCPAddr).Port, l
+}
+
+// loopbackName is this machine's host name when it resolves to
+// 127.0.0.1 (/etc/hosts), the test's bound host.
+func loopbackName(t *testing.T) string {
+	t.Helper()
+	name, err := os.Hostname()
+	if err != nil {
+		t.Skip(err)
+	}
+	addrs, err := net.LookupHost(name)
+	if err != nil || len(addrs) == 0 || addrs[0] != "127.0.0.1" || name == "localhost" {
+		t.Skipf("the host name %q does not resolve to 127.0.0.1 (%v %v)", name, addrs, err)
+	}
+	return name
+}
+
+// TestBrokeredSecretCurl: a sandboxed curl sends the placeholder it was
+// given in GH_TOKEN; the bound host (this machine's name) receives the
+// real value in Authorization, a second allowed host (localhost)
+// receives the placeholder unchanged, and neither env, /proc/self/environ
+// nor the output show the value. Control: the same value given as
+// backend.env is in the environment.
+func TestBrokeredSecretCurl(t *testing.T) {
+	bound := loopbackName(t)
+	caPEM, pool, cert := testTLS(t, bound, "localhost")
+	bp, bLog := httpsHost(t, cert, "bound")
+	op, oLog := httpsHost(t, cert, "other")
+	// The test's "system roots": the machine's and the test hosts' CA.
+	sysPEM, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+	if err != nil {
+		t.Skip(err)
+	}
+	sys := filepath.Join(t.TempDir(), "system.pem")
+	if err := os.WriteFile(sys, append(append(sysPEM, '\n'), caPEM...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const value = "ghp_brokeredREALvalue0123456789abcdef"
+	br, err := egress.NewBroker(egress.BrokerConfig{Dir: t.TempDir(), Roots: pool, SystemBundle: sys, Secrets: []egress.Secret{
+		{Name: "GH_TOKEN", Value: value, Hosts: []string{bound}, Header: "Authorization"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &local.Backend{Broker: br}
+	defer b.Close()
+	hosts := []string{bound, "localhost", "127.0.0.1"}
+	script := fmt.Sprintf(`echo "ENV: $(env | grep -c %[1]s) $(cat /proc/self/environ | tr '\0' '\n' | grep -c %[1]s)"
+echo "TOKEN: $GH_TOKEN"
+echo "BOUND: $(curl -sS --max-time 10 -H "Authorization: Bearer $GH_TOKEN" https://%[2]s:%[3]d/x 2>&1)"
+echo "OTHER: $(curl -sS --max-time 10 -H "Authorization: Bearer $GH_TOKEN" https://localhost:%[4]d/y 2>&1)"
+echo "ADDR: $(curl -sS --max-time 10 -H "Authorization: Bearer $GH_TOKEN" https://127.0.0.1:%[3]d/z 2>&1)"
+`, value[:12], bound, bp, op)
+	res, out := execNetwork(t, b, "test grant", hosts, []string{"bash", "-c", script}, func(string) []string { return nil })
+	if res.ExitCode != 0 {
+		t.Fatalf("exit %d", res.ExitCode)
+	}
+	if strings.Contains(out, value) {
+		t.Errorf("the value reached the process's output:\n%s", out)
+	}
+	if l := lineOf(out, "ENV:"); l != "ENV: 0 0" {
+		t.Errorf("environment: %q, want the value nowhere", l)
+	}
+	ph := strings.TrimPrefix(lineOf(out, "TOKEN: "), "TOKEN: ")
+	if !strings.HasPrefix(ph, "warden-secret-GH_TOKEN-") {
+		t.Errorf("GH_TOKEN is %q, want the placeholder", ph)
+	}
+	if !strings.Contains(lineOf(out, "BOUND:"), "REACHED bound") || !strings.Contains(lineOf(out, "OTHER:"), "REACHED other") {
+		t.Errorf("not reached:\n%s", out)
+	}
+	bl, ol := bLog.all(), oLog.all()
+	t.Logf("bound host saw:\n%s\nother host saw:\n%s", bl, ol)
+	if !strings.Contains(bl, "Authorization: Bearer "+value) || strings.Count(bl, value) != 1 {
+		t.Errorf("the bound host got the value %d times, want once (in the request by name)", strings.Count(bl, value))
+	}
+	if !strings.Contains(bl, "Authorization: Bearer "+ph) {
+		t.Errorf("the request by address did not arrive with the placeholder")
+	}
+	if strings.Contains(ol, value) || !strings.Contains(ol, "Authorization: Bearer "+ph) {
+		t.Errorf("the other host did not get the placeholder unchanged")
+	}
+	var used bool
+	for _, c := range res.Connections {
+		if strings.Contains(c.String(), value) {
+			t.Errorf("the value is in a record: %s", c)
+		}
+		used = used || len(c.Secrets) == 1 && c.Secrets[0] == "GH_TOKEN" && c.Host == bound
+	}
+	if !used {
+		t.Errorf("no record says GH_TOKEN was used for %s", bound)
+	}
+
+	// Control: given as backend.env, the value is the process's.
+	ctl := &local.Backend{Env: []string{"GH_TOKEN=" + value}}
+	defer ctl.Close()
+	_, out = execNetwork(t, ctl, "test grant", hosts, []string{"bash", "-c", script}, func(string) []string { return nil })
+	if l := lineOf(out, "ENV:"); l != "ENV: 1 1" {
+		t.Errorf("control: environment %q, want the value in both", l)
+	}
+}
+
