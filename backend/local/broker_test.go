@@ -181,4 +181,3 @@ echo "ADDR: $(curl -sS --max-time 10 -H "Authorization: Bearer $GH_TOKEN" https:
 		t.Errorf("control: environment %q, want the value in both", l)
 	}
 }
-
