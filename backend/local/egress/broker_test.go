@@ -114,7 +114,7 @@ func tlsHost(t testing.TB, th *testHosts, sn *seen, to *string) *httptest.Server
 }
 
 // loopbackResolver resolves every name to 127.0.0.1.
-func loopbackResolver(t *testing.T) *net.Resolver {
+func loopbackResolver(t testing.TB) *net.Resolver {
 	dns := dnsServer(t, [4]byte{127, 0, 0, 1})
 	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		var d net.Dialer
