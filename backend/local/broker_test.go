@@ -20,8 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/backend/local/egress"
+	"github.com/wardenhq/warden/calls"
 )
 
 // testTLS is a CA of the test's, PEM-encoded and as a pool, and a
@@ -179,5 +181,72 @@ echo "ADDR: $(curl -sS --max-time 10 -H "Authorization: Bearer $GH_TOKEN" https:
 	_, out = execNetwork(t, ctl, "test grant", hosts, []string{"bash", "-c", script}, func(string) []string { return nil })
 	if l := lineOf(out, "ENV:"); l != "ENV: 1 1" {
 		t.Errorf("control: environment %q, want the value in both", l)
+	}
+}
+
+// TestHTTPRulesCurl: a sandboxed curl whose call's rule holds the host
+// to GET under /repos/** gets a GET through (over https, TLS terminated
+// with the backend's own CA, made at the first such call) and its POST
+// refused with a 403 the tool prints, naming the rule, and recorded
+// with its method and path. Control: without the rule the POST passes.
+func TestHTTPRulesCurl(t *testing.T) {
+	bound := loopbackName(t)
+	caPEM, pool, cert := testTLS(t, bound)
+	bp, bLog := httpsHost(t, cert, "api")
+	sysPEM, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+	if err != nil {
+		t.Skip(err)
+	}
+	sys := filepath.Join(t.TempDir(), "system.pem")
+	if err := os.WriteFile(sys, append(append(sysPEM, '\n'), caPEM...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// No secrets: the broker is the CA the rules need; the test gives it
+	// roots that trust its host.
+	br, err := egress.NewBroker(egress.BrokerConfig{Dir: t.TempDir(), Roots: pool, SystemBundle: sys})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const by = "sandbox.network_for rule Bash(curl:*)"
+	script := fmt.Sprintf(`echo "GET: $(curl -sS --max-time 10 https://%[1]s:%[2]d/repos/a/b 2>&1)"
+echo "POST: $(curl -sS --max-time 10 -X POST -d x https://%[1]s:%[2]d/repos/a/b 2>&1)"
+`, bound, bp)
+	for _, withRule := range []bool{true, false} {
+		b := &local.Backend{Broker: br}
+		ws := t.TempDir()
+		prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Network: true, NetworkBy: by, Hosts: []string{bound, "127.0.0.1"}}
+		if withRule {
+			prof.HTTP = []calls.HTTPRule{{Hosts: []string{bound}, Methods: []string{"GET", "HEAD"}, Paths: []string{"/repos/**"}, By: by}}
+		}
+		res, err := b.Exec(backend.WithSandbox(t.Context(), prof), backend.ExecRequest{Argv: []string{"bash", "-c", script}, Dir: ws, Timeout: time.Minute})
+		b.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := string(res.Stdout) + string(res.Stderr)
+		t.Logf("rule %v: exit %d:\n%s", withRule, res.ExitCode, out)
+		refused := 0
+		for _, c := range res.Connections {
+			t.Logf("  %s", c)
+			if !c.Allowed {
+				refused++
+				if c.Method != "POST" || c.Path != "/repos/a/b" || !strings.Contains(c.By, by) {
+					t.Errorf("refusal record %s", c)
+				}
+			}
+		}
+		if !strings.Contains(lineOf(out, "GET:"), "REACHED api") {
+			t.Errorf("rule %v: GET not reached", withRule)
+		}
+		post := lineOf(out, "POST:")
+		if withRule && (!strings.Contains(post, "is refused") || !strings.Contains(post, by) || strings.Contains(post, "REACHED") || refused != 1) {
+			t.Errorf("with the rule: POST %q, %d refusals recorded, want refused naming the rule, once", post, refused)
+		}
+		if !withRule && !strings.Contains(post, "REACHED api") {
+			t.Errorf("control: POST %q, want reached", post)
+		}
+	}
+	if n := strings.Count(bLog.all(), "POST "); n != 1 {
+		t.Errorf("the host saw %d POSTs, want 1 (the control's)", n)
 	}
 }

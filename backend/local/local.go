@@ -91,6 +91,9 @@ type Backend struct {
 	// that puts the values in the headers of the requests to the
 	// secrets' hosts. The values never enter a tool process.
 	Broker *egress.Broker
+	// brokerDir is the bundle directory of a broker the backend made
+	// itself (broker), removed at Close.
+	brokerDir string
 	// Limits bound each sandboxed call whose profile names no Limits of
 	// its own (backend.local.limits; DefaultLimits): its processes,
 	// memory and CPU through cgroups where the worker can make them, its
@@ -414,13 +417,18 @@ func (b *Backend) confine(ctx context.Context, dir string, env []string) (confin
 	if cache != "" {
 		c.write, c.cache = append(c.write, cache), cache
 	}
-	c.env = b.Broker.Env(append(env, "TMPDIR="+tmp), prof.Network)
+	br, err := b.broker(prof)
+	if err != nil {
+		cleanup()
+		return confinement{}, nil, err
+	}
+	c.env = br.Env(append(env, "TMPDIR="+tmp), prof.Network)
 	reads := append([]string{dir}, prof.Dirs...)
 	if prof.Network {
 		p := egressPolicy(prof)
 		c.proxy, c.env = &p, egress.Env(c.env)
-		if b.Broker != nil {
-			reads = append(reads, filepath.Dir(b.Broker.Bundle()))
+		if br != nil {
+			reads = append(reads, filepath.Dir(br.Bundle()))
 		}
 	}
 	if c.hide, c.pin, c.protect, c.guard, err = b.guard(prof, c.write, c.protect); err != nil {

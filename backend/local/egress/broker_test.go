@@ -20,6 +20,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/wardenhq/warden/calls"
 )
 
 // testHosts is a CA of the test's and a certificate it signed for the
@@ -310,5 +312,85 @@ func TestBrokerConfig(t *testing.T) {
 	}
 	if s := fmt.Sprintf("%v %+v %#v", Secret{Name: "A", Value: "SECRETV"}, Secret{Name: "A", Value: "SECRETV"}, Secret{Name: "A", Value: "SECRETV"}); strings.Contains(s, "SECRETV") {
 		t.Errorf("printed: %s", s)
+	}
+}
+
+// TestHTTPRules: a rule holding a host to GET and HEAD under /repos/**
+// lets those through, by plain HTTP and through a terminated tunnel,
+// and refuses a POST, another path and a path with dot segments with a
+// 403 naming the rule; each is recorded with its method and path. A
+// host no rule names is not held. Control: without the rule the POST
+// passes.
+func TestHTTPRules(t *testing.T) {
+	th := newTestHosts(t, "api.test", "free.test")
+	var sn seen
+	to := ""
+	tlsSrv := tlsHost(t, th, &sn, &to)
+	_, tp := hostPort(t, tlsSrv.URL)
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "REACHED plain") }))
+	t.Cleanup(plain.Close)
+	_, pp := hostPort(t, plain.URL)
+	br := testBroker(t, th, "nothing.test")
+	roots := th.pool.Clone()
+	roots.AppendCertsFromPEM(br.CAPEM())
+	const by = "sandbox.network_for rule Bash(curl:*)"
+	rule := calls.HTTPRule{Hosts: []string{"api.test"}, Methods: []string{"GET", "HEAD"}, Paths: []string{"/repos/**"}, By: by}
+	for _, withRule := range []bool{true, false} {
+		p := Policy{Hosts: []string{"api.test", "free.test", "127.0.0.1"}, By: by}
+		if withRule {
+			p.HTTP = []calls.HTTPRule{rule}
+		}
+		px := startProxyWith(t, p, Options{Broker: br}, loopbackResolver(t))
+		c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{Proxy: http.ProxyURL(px.url), DisableKeepAlives: true,
+			TLSClientConfig: &tls.Config{RootCAs: roots}}}
+		for _, tc := range []struct {
+			method, url string
+			ok          bool // with the rule
+		}{
+			{"GET", fmt.Sprintf("https://api.test:%d/repos/a/b", tp), true},
+			{"HEAD", fmt.Sprintf("https://api.test:%d/repos/a", tp), true},
+			{"POST", fmt.Sprintf("https://api.test:%d/repos/a/b", tp), false},
+			{"GET", fmt.Sprintf("https://api.test:%d/admin", tp), false},
+			{"GET", fmt.Sprintf("https://api.test:%d/repos/../admin", tp), false},
+			{"GET", fmt.Sprintf("http://api.test:%d/repos/x", pp), true},
+			{"DELETE", fmt.Sprintf("http://api.test:%d/repos/x", pp), false},
+			{"POST", fmt.Sprintf("https://free.test:%d/anything", tp), true},
+		} {
+			req, _ := http.NewRequest(tc.method, tc.url, strings.NewReader("x"))
+			if strings.Contains(tc.url, "..") {
+				req.URL.Opaque = "//" + req.URL.Host + "/repos/../admin" // sent as is
+			}
+			resp, err := c.Do(req)
+			if err != nil {
+				t.Fatalf("%s %s: %v", tc.method, tc.url, err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			want := 200
+			if withRule && !tc.ok {
+				want = 403
+			}
+			if resp.StatusCode != want {
+				t.Errorf("rule %v: %s %s: %s %s, want %d", withRule, tc.method, tc.url, resp.Status, body, want)
+			}
+			if want == 403 && tc.method != "HEAD" && !strings.Contains(string(body), by) && !strings.Contains(string(body), "dot segments") {
+				t.Errorf("%s %s: the refusal does not name the rule: %s", tc.method, tc.url, body)
+			}
+			if want == 403 {
+				t.Logf("%s %s: %s", tc.method, tc.url, strings.TrimSpace(string(body)))
+			}
+		}
+		refused := 0
+		for _, r := range px.records() {
+			if !r.Allowed {
+				refused++
+				if r.Path == "" || r.Method == "CONNECT" {
+					t.Errorf("refusal recorded without its method and path: %s", r)
+				}
+			}
+		}
+		if want := map[bool]int{true: 4, false: 0}[withRule]; refused != want {
+			t.Errorf("rule %v: %d refusals recorded, want %d", withRule, refused, want)
+		}
 	}
 }

@@ -112,6 +112,13 @@ func (s *server) mitmRequest(c net.Conn, req *http.Request, host string, port in
 		writeResponse(c, req.Method, http.StatusBadRequest, "X-Warden-Error", "warden: only origin-form request targets in a tunnel")
 		return false
 	}
+	if held := s.held(host, port); len(held) > 0 {
+		if ref := checkHTTP(held, host, port, req.Method, req.URL); ref != nil {
+			a.refused(ref)
+			writeResponse(c, req.Method, http.StatusForbidden, "X-Warden-Refused", ref.Error())
+			return false
+		}
+	}
 	a.mu.Lock()
 	a.c.Allowed, a.c.By = true, s.allowedByName(host, port)
 	a.mu.Unlock()

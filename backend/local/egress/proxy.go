@@ -56,6 +56,11 @@ type Policy struct {
 	// By says what granted the network ("sandbox.network_for rule
 	// Bash(npm install:*)"), for the records and the refusals.
 	By string
+	// HTTP hold the requests to the hosts they name to methods and
+	// paths (calls.Sandbox.HTTP): the proxy sees plain HTTP requests, and
+	// terminates TLS for those hosts (Options.Broker's CA) to see the
+	// others; without a broker a CONNECT to them is refused.
+	HTTP []calls.HTTPRule
 }
 
 // Observer sees every connection once it ended, as recorded (metrics).
@@ -110,6 +115,7 @@ type server struct {
 	o        Options
 	lim      Limits
 	hosts    Hosts
+	http     []httpRule
 	resolver *net.Resolver // nil: the default
 	gp       *goproxy.ProxyHttpServer
 
@@ -137,7 +143,7 @@ type server struct {
 
 func newServer(p Policy, o Options, resolver *net.Resolver) *server {
 	hosts, _ := Compile(p.Hosts) // a bad entry allows nothing
-	s := &server{p: p, o: o, lim: o.Limits.withDefaults(), hosts: hosts, resolver: resolver,
+	s := &server{p: p, o: o, lim: o.Limits.withDefaults(), hosts: hosts, http: compileHTTP(p.HTTP), resolver: resolver,
 		clients: map[net.Conn]struct{}{}, upstream: map[*upConn]struct{}{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	gp := goproxy.NewProxyHttpServer()
@@ -330,8 +336,25 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.c.Allowed, a.c.By = true, s.allowedBy(e)
+	held := s.held(host, port)
+	if len(held) > 0 && !connect {
+		a.c.Path = r.URL.Path
+		if ref := checkHTTP(held, host, port, r.Method, r.URL); ref != nil {
+			a.refused(ref)
+			a.end()
+			writeRefusal(w, r.Method, ref.Error())
+			return
+		}
+	}
 	r = r.WithContext(context.WithValue(r.Context(), attemptKey{}, a))
-	if connect && s.o.Broker.binds(host, port) {
+	if connect && (len(held) > 0 || s.o.Broker.binds(host, port)) {
+		if s.o.Broker == nil {
+			ref := &Refusal{Host: host, Port: port, Why: fmt.Sprintf("warden: %s is refused: its requests are held to methods and paths, and this worker has no CA to see them with", net.JoinHostPort(host, strconv.Itoa(port)))}
+			a.refused(ref)
+			a.end()
+			writeRefusal(w, r.Method, ref.Error())
+			return
+		}
 		s.mitm(w, a, host, port)
 		return
 	}
