@@ -29,7 +29,9 @@ type NetworkRule struct {
 }
 
 // plain reports whether n is written as its rule alone.
-func (n NetworkRule) plain() bool { return len(n.Hosts) == 0 && len(n.Methods) == 0 && len(n.Paths) == 0 }
+func (n NetworkRule) plain() bool {
+	return len(n.Hosts) == 0 && len(n.Methods) == 0 && len(n.Paths) == 0
+}
 
 // NetworkRules makes string rules NetworkRules without hosts.
 func NetworkRules(rules ...string) []NetworkRule {
