@@ -119,6 +119,9 @@ func (s *Sandbox) String() string {
 		if s.NetworkBy != "" {
 			b.WriteString(" (" + s.NetworkBy + ")")
 		}
+		for _, r := range s.HTTP {
+			b.WriteString(", requests to " + strings.Join(r.Hosts, ", ") + " held to " + r.String())
+		}
 	} else {
 		b.WriteString(", network off")
 	}
@@ -181,4 +184,17 @@ type HTTPRule struct {
 	Methods []string `json:"methods,omitempty"`
 	Paths   []string `json:"paths,omitempty"`
 	By      string   `json:"by,omitempty"`
+}
+
+// String says what the rule lets through: "methods GET, HEAD, paths
+// /repos/**".
+func (r HTTPRule) String() string {
+	var out []string
+	if len(r.Methods) > 0 {
+		out = append(out, "methods "+strings.Join(r.Methods, ", "))
+	}
+	if len(r.Paths) > 0 {
+		out = append(out, "paths "+strings.Join(r.Paths, ", "))
+	}
+	return strings.Join(out, "; ")
 }
