@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -12,6 +13,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
 	"net/http"
 	"net/netip"
@@ -412,3 +414,56 @@ func (b *Broker) scrub(h http.Header) {
 func (b *Broker) tlsConfig(host string) *tls.Config {
 	return &tls.Config{ServerName: host, RootCAs: b.roots, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12}
 }
+
+// scrubBody is body with the secrets' values replaced by their
+// placeholders as it streams.
+func (b *Broker) scrubBody(body io.ReadCloser) io.ReadCloser {
+	sr := &scrubReader{rc: body}
+	for _, s := range b.secrets {
+		sr.pairs = append(sr.pairs, [2][]byte{[]byte(s.Value), []byte(s.placeholder)})
+		sr.keep = max(sr.keep, len(s.Value)-1)
+	}
+	return sr
+}
+
+// scrubReader replaces each pair's first with its second in what it
+// reads, holding back the last keep bytes until more come (a value cut
+// across two reads is still found).
+type scrubReader struct {
+	rc    io.ReadCloser
+	pairs [][2][]byte
+	keep  int
+	buf   []byte // read, replaced, not yet returned
+	eof   bool
+	err   error
+}
+
+func (r *scrubReader) Read(p []byte) (int, error) {
+	for {
+		ready := len(r.buf) - r.keep
+		if r.eof {
+			ready = len(r.buf)
+		}
+		if ready > 0 {
+			n := copy(p, r.buf[:ready])
+			r.buf = r.buf[n:]
+			return n, nil
+		}
+		if r.eof {
+			return 0, r.err
+		}
+		chunk := make([]byte, 32<<10)
+		n, err := r.rc.Read(chunk)
+		if n > 0 {
+			r.buf = append(r.buf, chunk[:n]...)
+			for _, pr := range r.pairs {
+				r.buf = bytes.ReplaceAll(r.buf, pr[0], pr[1])
+			}
+		}
+		if err != nil {
+			r.eof, r.err = true, err
+		}
+	}
+}
+
+func (r *scrubReader) Close() error { return r.rc.Close() }

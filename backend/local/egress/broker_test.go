@@ -16,9 +16,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/wardenhq/warden/calls"
@@ -106,6 +108,10 @@ func tlsHost(t testing.TB, th *testHosts, sn *seen, to *string) *httptest.Server
 			return
 		case "/echo":
 			w.Header().Set("X-Echo", r.Header.Get("Authorization"))
+		case "/echobody":
+			w.Header().Set("Content-Length", strconv.Itoa(len(r.Header.Get("Authorization"))))
+			io.WriteString(w, r.Header.Get("Authorization"))
+			return
 		}
 		fmt.Fprintf(w, "REACHED %s %s", r.Host, r.Proto)
 	}))
@@ -199,6 +205,7 @@ func TestBrokerTricks(t *testing.T) {
 		{name: "followed by hand", url: otherURL, code: 200},
 		{name: "placeholder in the URL and the body", method: "POST", url: fmt.Sprintf("https://bound.test:%d/?token=%s", bp, ph), body: "token=" + ph, code: 200, valueAtBound: true},
 		{name: "echoed header", url: fmt.Sprintf("https://bound.test:%d/echo", bp), code: 200, valueAtBound: true},
+		{name: "echoed body", url: fmt.Sprintf("https://bound.test:%d/echobody", bp), code: 200, want: "Bearer " + ph, valueAtBound: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sBound.reset()
@@ -391,6 +398,27 @@ func TestHTTPRules(t *testing.T) {
 		}
 		if want := map[bool]int{true: 4, false: 0}[withRule]; refused != want {
 			t.Errorf("rule %v: %d refusals recorded, want %d", withRule, refused, want)
+		}
+	}
+}
+
+// TestScrubReader: a value cut across reads of any size is replaced.
+func TestScrubReader(t *testing.T) {
+	b := &Broker{secrets: []brokered{{Secret: Secret{Value: "SECRET"}, placeholder: "warden-ph"}}}
+	in := "aSECRETbSECRETSECRETc" + strings.Repeat("x", 100) + "SECRET"
+	for _, n := range []int{1, 2, 3, 5, 7, 64} {
+		r := b.scrubBody(io.NopCloser(iotest.OneByteReader(strings.NewReader(in))))
+		var out strings.Builder
+		buf := make([]byte, n)
+		for {
+			k, err := r.Read(buf)
+			out.Write(buf[:k])
+			if err != nil {
+				break
+			}
+		}
+		if want := strings.ReplaceAll(in, "SECRET", "warden-ph"); out.String() != want {
+			t.Errorf("reads of %d: %q", n, out.String())
 		}
 	}
 }

@@ -127,10 +127,13 @@ func (s *server) mitmRequest(c net.Conn, req *http.Request, host string, port in
 	out.URL.Scheme, out.URL.Host, out.Host = "https", target, req.Host
 	out.Header.Del("Proxy-Connection")
 	out.Header.Del("Proxy-Authorization")
-	if used := s.o.Broker.apply(out.Header, host, port); len(used) > 0 {
+	used := s.o.Broker.apply(out.Header, host, port)
+	if len(used) > 0 {
 		a.mu.Lock()
 		a.c.Secrets = used
 		a.mu.Unlock()
+		// An identity body, which scrub can read for the values.
+		out.Header.Del("Accept-Encoding")
 	}
 	resp, err := s.hostTransport(host).RoundTrip(out)
 	if err != nil {
@@ -146,6 +149,13 @@ func (s *server) mitmRequest(c net.Conn, req *http.Request, host string, port in
 	}
 	defer resp.Body.Close()
 	s.o.Broker.scrub(resp.Header)
+	if len(used) > 0 && resp.Body != http.NoBody && resp.Header.Get("Content-Encoding") == "" {
+		// A host that echoes the value in its body hands the process the
+		// placeholder instead (the length changes: chunked).
+		resp.Body = s.o.Broker.scrubBody(resp.Body)
+		resp.ContentLength, resp.TransferEncoding = -1, []string{"chunked"}
+		resp.Header.Del("Content-Length")
+	}
 	keep := !req.Close && !resp.Close
 	if err := resp.Write(c); err != nil {
 		return false
