@@ -129,7 +129,9 @@ func broker(secrets map[string]config.Secret, getenv func(string) string) (*egre
 		_ = os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("backend.secrets: %w", err)
 	}
-	br, err := egress.NewBroker(egress.BrokerConfig{Secrets: list, Dir: dir})
+	// The worker's own roots (SSL_CERT_FILE, when it names a file) are
+	// the ones the bundle extends: the hosts the worker trusts.
+	br, err := egress.NewBroker(egress.BrokerConfig{Secrets: list, Dir: dir, SystemBundle: getenv("SSL_CERT_FILE")})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("backend.secrets: %w", err)
