@@ -422,3 +422,29 @@ func TestScrubReader(t *testing.T) {
 		}
 	}
 }
+
+// TestBrokerPlainHTTP: over plain HTTP the placeholder reaches even the
+// bound host unchanged (the value only ever goes over TLS), whether the
+// request comes as an absolute URI or through a CONNECT tunnel.
+func TestBrokerPlainHTTP(t *testing.T) {
+	th := newTestHosts(t, "bound.test")
+	var sn seen
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { sn.add(r); fmt.Fprint(w, "REACHED") }))
+	t.Cleanup(srv.Close)
+	_, port := hostPort(t, srv.URL)
+	br := testBroker(t, th, "bound.test")
+	ph := placeholderOf(t, br, "GH_TOKEN")
+	px := startProxyWith(t, Policy{Hosts: []string{"bound.test", "127.0.0.1"}}, Options{Broker: br}, loopbackResolver(t))
+	req, _ := http.NewRequest("GET", fmt.Sprintf("http://bound.test:%d/", port), nil)
+	req.Header.Set("Authorization", "Bearer "+ph)
+	resp, err := px.client(nil).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	inH, _ := sn.holds(testSecret)
+	phH, _ := sn.holds(ph)
+	if resp.StatusCode != 200 || inH || !phH {
+		t.Errorf("plain HTTP: %s, value %v, placeholder %v: %v", resp.Status, inH, phH, sn.headers)
+	}
+}
