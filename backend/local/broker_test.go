@@ -250,3 +250,36 @@ echo "POST: $(curl -sS --max-time 10 -X POST -d x https://%[1]s:%[2]d/repos/a/b 
 		t.Errorf("the host saw %d POSTs, want 1 (the control's)", n)
 	}
 }
+
+// TestHTTPRulesOwnCA: on a backend with no broker, the first call whose
+// requests are held to methods makes the backend's own CA: the call
+// gets the bundle (SSL_CERT_FILE), curl trusts the terminated tunnel,
+// and a POST the rule does not allow is refused before anything is
+// sent to the host.
+func TestHTTPRulesOwnCA(t *testing.T) {
+	bound := loopbackName(t)
+	_, _, cert := testTLS(t, bound)
+	bp, bLog := httpsHost(t, cert, "api")
+	const by = "sandbox.network_for rule Bash(curl:*)"
+	b := &local.Backend{}
+	defer b.Close()
+	ws := t.TempDir()
+	prof := &calls.Sandbox{Write: []string{ws}, Dirs: []string{ws}, Network: true, NetworkBy: by, Hosts: []string{bound, "127.0.0.1"},
+		HTTP: []calls.HTTPRule{{Hosts: []string{bound}, Methods: []string{"GET"}, By: by}}}
+	script := fmt.Sprintf(`echo "CA: $SSL_CERT_FILE $GIT_SSL_CAINFO"; echo "POST: $(curl -sS --max-time 10 -X POST -d x https://%s:%d/x 2>&1)"`, bound, bp)
+	res, err := b.Exec(backend.WithSandbox(t.Context(), prof), backend.ExecRequest{Argv: []string{"bash", "-c", script}, Dir: ws, Timeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := string(res.Stdout) + string(res.Stderr)
+	t.Logf("exit %d:\n%s", res.ExitCode, out)
+	if !strings.Contains(lineOf(out, "CA:"), "ca-bundle.pem") {
+		t.Errorf("no bundle in the environment: %q", lineOf(out, "CA:"))
+	}
+	if p := lineOf(out, "POST:"); !strings.Contains(p, "is refused") || !strings.Contains(p, by) {
+		t.Errorf("POST: %q, want refused naming the rule", p)
+	}
+	if s := bLog.all(); s != "" {
+		t.Errorf("the host saw: %s", s)
+	}
+}
