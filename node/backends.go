@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/docker"
@@ -137,4 +138,14 @@ func broker(secrets map[string]config.Secret, getenv func(string) string) (*egre
 		return nil, "", fmt.Errorf("backend.secrets: %w", err)
 	}
 	return br, dir, nil
+}
+
+// secretsLine says which secrets the worker brokers and for which hosts
+// (names only, never a value); "" for none.
+func secretsLine(secrets map[string]config.Secret) string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(secrets)) {
+		out = append(out, name+" brokered for "+strings.Join(secrets[name].Hosts, ", "))
+	}
+	return strings.Join(out, "; ")
 }
