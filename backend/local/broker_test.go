@@ -283,3 +283,64 @@ func TestHTTPRulesOwnCA(t *testing.T) {
 		t.Errorf("the host saw: %s", s)
 	}
 }
+
+// TestBrokeredSecretGit: git with the placeholder in the URL's user
+// information (https://x-access-token:$GH_TOKEN@host/...) sends Basic
+// credentials after the host's 401; the proxy decodes them, puts the
+// value in and encodes them again, so the host receives the real token
+// while git, its config and its output only ever hold the placeholder.
+func TestBrokeredSecretGit(t *testing.T) {
+	bound := loopbackName(t)
+	caPEM, pool, cert := testTLS(t, bound)
+	var mu sync.Mutex
+	var creds []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+			http.Error(w, "auth", http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		creds = append(creds, u+":"+p)
+		mu.Unlock()
+		http.NotFound(w, r)
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	sysPEM, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+	if err != nil {
+		t.Skip(err)
+	}
+	sys := filepath.Join(t.TempDir(), "system.pem")
+	if err := os.WriteFile(sys, append(append(sysPEM, '\n'), caPEM...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const value = "ghs_gitBrokeredValue0123456789"
+	br, err := egress.NewBroker(egress.BrokerConfig{Dir: t.TempDir(), Roots: pool, SystemBundle: sys, Secrets: []egress.Secret{
+		{Name: "GH_TOKEN", Value: value, Hosts: []string{bound}, Header: "Authorization"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &local.Backend{Broker: br}
+	defer b.Close()
+	script := fmt.Sprintf(`git ls-remote "https://x-access-token:$GH_TOKEN@%s:%d/o/r.git" 2>&1; echo "EXIT: $?"`, bound, port)
+	res, out := execNetwork(t, b, "test grant", []string{bound, "127.0.0.1"}, []string{"bash", "-c", script}, func(string) []string { return nil })
+	mu.Lock()
+	got := strings.Join(creds, "\n")
+	mu.Unlock()
+	t.Logf("the host saw: %s", got)
+	if got != "x-access-token:"+value {
+		t.Errorf("the host's credentials: %q, want the value", got)
+	}
+	if strings.Contains(out, value) {
+		t.Errorf("the value is in git's output")
+	}
+	for _, c := range res.Connections {
+		if strings.Contains(c.String(), value) {
+			t.Errorf("the value is in a record: %s", c)
+		}
+	}
+}
