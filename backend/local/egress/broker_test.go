@@ -199,7 +199,7 @@ func TestBrokerTricks(t *testing.T) {
 		{name: "address of the bound host", url: fmt.Sprintf("https://127.0.0.1:%d/", bp), code: 200},
 		{name: "another name for the bound host", url: fmt.Sprintf("https://alias.test:%d/", bp), code: 200, want: "REACHED alias.test"},
 		{name: "handshake names another host", url: fmt.Sprintf("https://bound.test:%d/", bp), sni: "other.test"},
-		{name: "Host header names another host", url: fmt.Sprintf("https://bound.test:%d/", bp), host: fmt.Sprintf("other.test:%d", op), code: 403, want: "another host"},
+		{name: "Host header names another host", url: fmt.Sprintf("https://bound.test:%d/", bp), host: fmt.Sprintf("other.test:%d", op), code: 403, want: "takes only those for the host itself"},
 		{name: "HTTP/2 offered", url: fmt.Sprintf("https://bound.test:%d/", bp), h2: true, code: 200, want: "HTTP/1.1", valueAtBound: true},
 		{name: "redirect to another host", url: fmt.Sprintf("https://bound.test:%d/redirect", bp), code: 302, valueAtBound: true},
 		{name: "followed by hand", url: otherURL, code: 200},

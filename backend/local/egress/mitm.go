@@ -102,7 +102,7 @@ func (s *server) mitmRequest(c net.Conn, req *http.Request, host string, port in
 	defer a.end()
 	target := net.JoinHostPort(host, strconv.Itoa(port))
 	if h, p, err := splitHostPort(req.Host, strconv.Itoa(port)); err != nil || h != host || p != port {
-		ref := &Refusal{Host: host, Port: port, Kind: fmt.Sprintf("the tunnel's, and the request through it names another host (Host: %q), which the proxy refuses for a host a secret is bound to", req.Host)}
+		ref := &Refusal{Host: host, Port: port, Why: fmt.Sprintf("warden: a request for Host %q through a tunnel to %s is refused: the proxy sees this tunnel's requests (a secret or a method and path rule names the host), and takes only those for the host itself", req.Host, target)}
 		a.refused(ref)
 		writeResponse(c, req.Method, http.StatusForbidden, "X-Warden-Refused", ref.Error())
 		return false
