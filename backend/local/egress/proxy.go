@@ -18,6 +18,16 @@
 // machine's public address. Every connection, allowed or refused, is
 // recorded once it ends (calls.Connection).
 //
+// Two kinds of host are seen into rather than tunnelled (mitm.go): the
+// hosts a brokered secret is bound to by name (Broker: the process holds
+// a placeholder, and the proxy puts the value in the headers of the
+// requests it sends on over TLS to that host, and nowhere else), and
+// the hosts whose requests a rule holds to methods and paths
+// (Policy.HTTP, rules.go). For those the proxy terminates the tunnel's
+// TLS with the broker's CA, which only sandboxed processes trust, and
+// sends each request on over TLS of its own. Every other tunnel stays a
+// plain one.
+//
 // What the proxy spends on a call is charged to it (Limits): the
 // connections it holds open (each a worker descriptor), the time an idle
 // one is kept, the size of a request's header and host, the bytes of
