@@ -130,9 +130,9 @@ func broker(secrets map[string]config.Secret, getenv func(string) string) (*egre
 		_ = os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("backend.secrets: %w", err)
 	}
-	// The worker's own roots (SSL_CERT_FILE, when it names a file) are
-	// the ones the bundle extends: the hosts the worker trusts.
-	br, err := egress.NewBroker(egress.BrokerConfig{Secrets: list, Dir: dir, SystemBundle: getenv("SSL_CERT_FILE")})
+	// The bundle extends the worker's own roots (SSL_CERT_FILE, when it
+	// names a file; else the system's).
+	br, err := egress.NewBroker(egress.BrokerConfig{Secrets: list, Dir: dir})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return nil, "", fmt.Errorf("backend.secrets: %w", err)

@@ -148,3 +148,83 @@ func realTestTLS(t *testing.T, names ...string) ([]byte, tls.Certificate) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
+
+// TestRealWorkerMethodRules: a worker with no brokered secret runs a
+// turn whose network_for rule holds this machine's name to GET under
+// /repos/**: a sandboxed curl's GET over https reaches the host (TLS
+// terminated with the CA the worker makes at the first such call), its
+// POST is answered 403 naming the rule, which the tool prints, and the
+// audit records the refusal with its method and path; the host never
+// sees the POST. Control: the same rule without methods lets it
+// through.
+func TestRealWorkerMethodRules(t *testing.T) {
+	name, err := os.Hostname()
+	if err != nil {
+		t.Skip(err)
+	}
+	if addrs, err := net.LookupHost(name); err != nil || len(addrs) == 0 || addrs[0] != "127.0.0.1" || name == "localhost" {
+		t.Skipf("the host name %q does not resolve to 127.0.0.1", name)
+	}
+	caPEM, cert := realTestTLS(t, name)
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		fmt.Fprintln(w, "REACHED-API")
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	sys, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
+	if err != nil {
+		t.Skip(err)
+	}
+	roots := filepath.Join(t.TempDir(), "roots.pem")
+	writeFile(t, roots, string(sys)+"\n"+string(caPEM), 0o644)
+	t.Setenv("SSL_CERT_FILE", roots)
+	w := startRealWorker(t, outside, false, "")
+	get := bash(fmt.Sprintf("curl -sS --max-time 10 https://%s:%d/repos/o/r", name, port))
+	post := bash(fmt.Sprintf("curl -sS --max-time 10 -X POST -d x https://%s:%d/repos/o/r", name, port))
+	for _, held := range []bool{true, false} {
+		methods := ""
+		if held {
+			methods = `, methods: [GET, HEAD], paths: ["/repos/**"]`
+		}
+		m := modeRun{w: w, mode: permission.ModeBypass, rules: []string{"Bash(curl:*)"},
+			sandbox: sandboxPolicy(t, fmt.Sprintf("network_for:\n  - {rule: \"Bash(curl:*)\", hosts: [%q, 127.0.0.1]%s}\n", name, methods))}
+		rs, id := m.turnID(t, fmt.Sprintf("methods-%v", held), "", 3*time.Minute,
+			[]attempt{{tool: "Bash", input: get}}, []attempt{{tool: "Bash", input: post}})
+		t.Logf("held %v:\nGET: %s\nPOST: %s", held, rs[0].Content, rs[1].Content)
+		if !strings.Contains(rs[0].Content, "REACHED-API") {
+			t.Errorf("held %v: GET not reached", held)
+		}
+		refused := strings.Contains(rs[1].Content, "is refused") && strings.Contains(rs[1].Content, "sandbox.network_for rule Bash(curl:*)")
+		if refused != held || held == strings.Contains(rs[1].Content, "REACHED-API") {
+			t.Errorf("held %v: POST answered %q", held, rs[1].Content)
+		}
+		if held {
+			recs, err := audit.Workflow(ctxT(t, time.Minute), env.c, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, r := range recs {
+				if r.Kind == audit.KindConnection {
+					t.Logf("audit: %s %s", r.Decision, r.Reason)
+					found = found || r.Decision == audit.ConnectionRefused && strings.Contains(r.Reason, "POST "+name) && strings.Contains(r.Reason, "/repos/o/r")
+				}
+			}
+			if !found {
+				t.Errorf("the audit has no refused POST with its path")
+			}
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(seen, "\n"); strings.Count(got, "POST") != 1 {
+		t.Errorf("the host saw %q, want one POST (the control's)", got)
+	}
+}

@@ -110,7 +110,8 @@ type BrokerConfig struct {
 	// supplies its own HTTPS host's.
 	Roots *x509.CertPool
 	// SystemBundle is the PEM file of the system's roots put in the
-	// bundle; empty: the first of the usual places that exists.
+	// bundle; empty: the worker's SSL_CERT_FILE when it names a file,
+	// else the first of the usual places that exists.
 	SystemBundle string
 }
 
@@ -177,6 +178,11 @@ func NewBroker(c BrokerConfig) (*Broker, error) {
 		return nil, err
 	}
 	sys := c.SystemBundle
+	if f := os.Getenv("SSL_CERT_FILE"); sys == "" && f != "" {
+		if _, err := os.Stat(f); err == nil {
+			sys = f
+		}
+	}
 	if sys == "" {
 		for _, p := range systemBundles {
 			if _, err := os.Stat(p); err == nil {
