@@ -84,8 +84,9 @@ type Connection struct {
 	// through a tunnel it terminated to broker a secret).
 	Path string `json:"path,omitempty"`
 	// Secrets name the brokered secrets whose values the proxy put in
-	// the request's headers (never the values).
-	Secrets []string `json:"secrets,omitempty"`
+	// the request's headers, comma-separated (never the values; a string
+	// keeps Connection comparable).
+	Secrets string `json:"secrets,omitempty"`
 	// Allowed says the proxy let it through; By names what allowed it
 	// (the host entry and what granted the network) or why it was
 	// refused.
@@ -118,8 +119,8 @@ func (c Connection) String() string {
 	if c.By != "" {
 		s += ": " + c.By
 	}
-	if len(c.Secrets) > 0 {
-		s += "; secret " + strings.Join(c.Secrets, ", ") + " used for " + c.Host
+	if c.Secrets != "" {
+		s += "; secret " + c.Secrets + " used for " + c.Host
 	}
 	if c.Error != "" {
 		s += " (" + c.Error + ")"

@@ -130,7 +130,7 @@ func (s *server) mitmRequest(c net.Conn, req *http.Request, host string, port in
 	used := s.o.Broker.apply(out.Header, host, port)
 	if len(used) > 0 {
 		a.mu.Lock()
-		a.c.Secrets = used
+		a.c.Secrets = strings.Join(used, ", ")
 		a.mu.Unlock()
 		// An identity body, which scrub can read for the values.
 		out.Header.Del("Accept-Encoding")
