@@ -80,6 +80,13 @@ type Connection struct {
 	Addr string `json:"addr,omitempty"`
 	// Method is CONNECT for a tunnel, else the HTTP request's method.
 	Method string `json:"method,omitempty"`
+	// Path is the request's path, for a request the proxy saw (one
+	// through a tunnel it terminated to broker a secret).
+	Path string `json:"path,omitempty"`
+	// Secrets name the brokered secrets whose values the proxy put in
+	// the request's headers, comma-separated (never the values; a string
+	// keeps Connection comparable).
+	Secrets string `json:"secrets,omitempty"`
 	// Allowed says the proxy let it through; By names what allowed it
 	// (the host entry and what granted the network) or why it was
 	// refused.
@@ -100,6 +107,9 @@ func (c Connection) String() string {
 		verb = "allowed"
 	}
 	s := fmt.Sprintf("%s %s %s:%d", verb, c.Method, c.Host, c.Port)
+	if c.Path != "" {
+		s += " " + c.Path
+	}
 	if c.Addr != "" {
 		s += " (" + c.Addr + ")"
 	}
@@ -108,6 +118,9 @@ func (c Connection) String() string {
 	}
 	if c.By != "" {
 		s += ": " + c.By
+	}
+	if c.Secrets != "" {
+		s += "; secret " + c.Secrets + " used for " + c.Host
 	}
 	if c.Error != "" {
 		s += " (" + c.Error + ")"

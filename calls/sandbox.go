@@ -58,6 +58,10 @@ type Sandbox struct {
 	// only when an entry names it (an address or a range). Empty with
 	// Network on (profiles recorded before hosts existed) means "*".
 	Hosts []string `json:"hosts,omitempty"`
+	// HTTP hold the HTTP(S) requests to some hosts to methods and paths
+	// (sandbox.network_for rules with methods or paths): a request to a
+	// host one of them names must pass one of those that name it.
+	HTTP []HTTPRule `json:"http,omitempty"`
 	// UnixSockets lets the call's processes create unix sockets, so
 	// connect to any pathname socket they can reach (an ssh-agent, a
 	// docker socket, not hidden); UnixSocketsBy says what granted them
@@ -115,6 +119,9 @@ func (s *Sandbox) String() string {
 		if s.NetworkBy != "" {
 			b.WriteString(" (" + s.NetworkBy + ")")
 		}
+		for _, r := range s.HTTP {
+			b.WriteString(", requests to " + strings.Join(r.Hosts, ", ") + " held to " + r.String())
+		}
 	} else {
 		b.WriteString(", network off")
 	}
@@ -166,4 +173,28 @@ func Rebased(s *Sandbox, wd string) *Sandbox {
 	r.Dirs, r.Write, r.Protect = move(s.Dirs), move(s.Write), move(s.Protect)
 	r.Read, r.Granted = move(s.Read), move(s.Granted)
 	return &r
+}
+
+// HTTPRule holds the HTTP(S) requests a call sends to Hosts (host
+// entries, as Sandbox.Hosts) to Methods (none: any) and Paths (none:
+// any; "*" is any run of characters but "/", "**" any run). By names
+// the rule.
+type HTTPRule struct {
+	Hosts   []string `json:"hosts"`
+	Methods []string `json:"methods,omitempty"`
+	Paths   []string `json:"paths,omitempty"`
+	By      string   `json:"by,omitempty"`
+}
+
+// String says what the rule lets through: "methods GET, HEAD, paths
+// /repos/**".
+func (r HTTPRule) String() string {
+	var out []string
+	if len(r.Methods) > 0 {
+		out = append(out, "methods "+strings.Join(r.Methods, ", "))
+	}
+	if len(r.Paths) > 0 {
+		out = append(out, "paths "+strings.Join(r.Paths, ", "))
+	}
+	return strings.Join(out, "; ")
 }

@@ -371,10 +371,34 @@ type Backend struct {
 	// HOME, LANG, ...): "NAME" passes the worker's value through,
 	// "NAME=value" sets a value. Nothing else the worker holds (API keys,
 	// tokens, secrets) reaches a tool.
-	Env    []string `yaml:"env"`
-	Local  Local    `yaml:"local"`
-	Docker Docker   `yaml:"docker"`
-	E2B    E2B      `yaml:"e2b"`
+	Env []string `yaml:"env"`
+	// Secrets are brokered secrets, by the environment variable a tool
+	// process finds a placeholder in (GH_TOKEN): the worker reads the
+	// value from its own environment, and the local backend's egress
+	// proxy puts it in the headers of the requests sent over TLS to the
+	// secret's hosts, and nowhere else. Local backend only, sandboxed: a
+	// worker with secrets refuses to start with the sandbox off or the
+	// docker or e2b backend enabled.
+	Secrets map[string]Secret `yaml:"secrets"`
+	Local   Local             `yaml:"local"`
+	Docker  Docker            `yaml:"docker"`
+	E2B     E2B               `yaml:"e2b"`
+}
+
+// Secret is one brokered secret (backend.secrets).
+type Secret struct {
+	// FromEnv names the worker's environment variable holding the value
+	// (the file never holds it).
+	FromEnv string `yaml:"from_env"`
+	// Hosts are the host names (an optional ":port") whose requests get
+	// the value; no addresses, patterns or "*".
+	Hosts []string `yaml:"hosts"`
+	// Header, when set, is the only request header the placeholder is
+	// replaced in; else any header holding it.
+	Header string `yaml:"header"`
+	// Format, with Header, is what that header becomes when it holds the
+	// placeholder, %s standing for the value ("Bearer %s").
+	Format string `yaml:"format"`
 }
 
 // Local configures the local backend.

@@ -279,3 +279,29 @@ func TestAuditStreamFilesAreOwn(t *testing.T) {
 		t.Errorf("own patterns %q hold %s, past the 2 rotations kept", own, sink+".3")
 	}
 }
+
+// TestParseSecrets: backend.secrets parses, and is refused with the
+// sandbox off, with docker enabled, without from_env or hosts, and when
+// backend.env names the same variable.
+func TestParseSecrets(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte("backend:\n  secrets:\n    GH_TOKEN: {from_env: GH_TOKEN, hosts: [api.github.com], header: Authorization, format: \"Bearer %s\"}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Backend.Secrets["GH_TOKEN"]; s.FromEnv != "GH_TOKEN" || len(s.Hosts) != 1 || s.Format != "Bearer %s" {
+		t.Errorf("secrets = %+v", c.Backend.Secrets)
+	}
+	for in, want := range map[string]string{
+		"backend:\n  local: {sandbox: off}\n  secrets:\n    T: {from_env: T, hosts: [h]}\n":             "sandbox is off",
+		"backend:\n  docker: {enabled: true, image: x}\n  secrets:\n    T: {from_env: T, hosts: [h]}\n": "only by the local backend",
+		"backend:\n  secrets:\n    T: {hosts: [h]}\n":                                                   "backend.secrets.T.from_env",
+		"backend:\n  secrets:\n    T: {from_env: T}\n":                                                  "backend.secrets.T.hosts",
+		"backend:\n  env: [T]\n  secrets:\n    T: {from_env: T, hosts: [h]}\n":                          "also in backend.env",
+		"backend:\n  secrets:\n    T: {from_env: T, hosts: [h], format: \"Bearer %s\"}\n":               "needs header",
+	} {
+		if _, err := Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) error = %v, want mention of %q", in, err, want)
+		}
+	}
+}

@@ -113,8 +113,44 @@ func (c Config) validateBackend() []error {
 	if n := b.Local.Network; n.Connections < 0 || n.ConnectionsTotal < 0 || n.Refusals < 0 || n.HeaderTimeout < 0 || n.IdleTimeout < 0 {
 		errs = append(errs, errors.New("backend.local.network: a bound is negative (0 or left out keeps the default)"))
 	}
+	errs = append(errs, b.validateSecrets()...)
 	if b.Docker.Enabled && b.Docker.Image == "" {
 		errs = append(errs, errors.New("backend.docker.image: required when docker is enabled"))
+	}
+	return errs
+}
+
+// validateSecrets checks backend.secrets: brokered on the sandboxed
+// local backend only, so the others refuse them rather than pass the
+// placeholder to a tool no proxy stands in front of.
+func (b Backend) validateSecrets() []error {
+	if len(b.Secrets) == 0 {
+		return nil
+	}
+	var errs []error
+	switch {
+	case b.Local.SandboxOff():
+		errs = append(errs, errors.New("backend.secrets: brokered only by the sandboxed local backend; backend.local.sandbox is off (a tool process could read the worker's memory and environment)"))
+	case b.Docker.Enabled, b.E2B.Enabled:
+		errs = append(errs, errors.New("backend.secrets: brokered only by the local backend; turn backend.docker and backend.e2b off, or leave the secrets out (their tools would get neither the value nor a working placeholder)"))
+	}
+	for _, name := range slices.Sorted(maps.Keys(b.Secrets)) {
+		s := b.Secrets[name]
+		key := "backend.secrets." + name
+		if s.FromEnv == "" {
+			errs = append(errs, fmt.Errorf("%s.from_env: required (the worker's environment variable holding the value)", key))
+		}
+		if len(s.Hosts) == 0 {
+			errs = append(errs, fmt.Errorf("%s.hosts: required (the host names whose requests get the value)", key))
+		}
+		if s.Format != "" && s.Header == "" {
+			errs = append(errs, fmt.Errorf("%s.format: needs header", key))
+		}
+		for _, e := range b.Env {
+			if n, _, _ := strings.Cut(e, "="); n == name {
+				errs = append(errs, fmt.Errorf("%s: also in backend.env, which would give tools the value", key))
+			}
+		}
 	}
 	return errs
 }

@@ -60,6 +60,8 @@ func TestProfileHosts(t *testing.T) {
 		{"tool network", nil, permission.SettingsNetwork("Bash", true, nil), "go mod download", []string{"*"}, "tools.Bash.network", "network to any public host"},
 		{"rule and tool", &permission.Sandbox{NetworkFor: []permission.NetworkRule{{Rule: "Bash(go:*)", Hosts: []string{"sum.golang.org"}}}}, permission.SettingsNetwork("Bash", true, []string{"proxy.golang.org"}),
 			"go mod download", []string{"sum.golang.org", "proxy.golang.org"}, "rule Bash(go:*); tools.Bash.network_hosts", ""},
+		{"rule with methods and paths", &permission.Sandbox{NetworkFor: []permission.NetworkRule{{Rule: "Bash(gh api:*)", Hosts: []string{"api.github.com"}, Methods: []string{"GET"}, Paths: []string{"/repos/**"}}}}, nil,
+			"gh api repos/o/r", []string{"api.github.com"}, "sandbox.network_for rule Bash(gh api:*)", "requests to api.github.com held to methods GET; paths /repos/**"},
 	}
 	for _, c := range cases {
 		call := netCall(t, c.cmd, nil, &permission.Context{Mode: permission.ModeDefault, Sandbox: c.sb, Allow: allowAll})
@@ -70,6 +72,9 @@ func TestProfileHosts(t *testing.T) {
 		}
 		if !slices.Equal(p.Hosts, c.hosts) || p.Network != (c.hosts != nil) || !strings.Contains(p.NetworkBy, c.by) {
 			t.Errorf("%s: network %v hosts %q by %q, want %q by %q", c.name, p.Network, p.Hosts, p.NetworkBy, c.hosts, c.by)
+		}
+		if held := strings.Contains(c.string, "held to"); held != (len(p.HTTP) == 1) || held && (p.HTTP[0].By != c.by || !slices.Equal(p.HTTP[0].Methods, []string{"GET"})) {
+			t.Errorf("%s: HTTP rules %+v", c.name, p.HTTP)
 		}
 		if !strings.Contains(p.String(), c.string) {
 			t.Errorf("%s: String() = %q, want %q in it", c.name, p.String(), c.string)

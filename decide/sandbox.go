@@ -94,7 +94,7 @@ func profile(ctx context.Context, b bound, c Call, pc *permission.Context, v per
 		}
 	}
 	fileGrants(&s, b, c, pc, dirs, human, v.ReadOnly)
-	s.Network, s.Hosts, s.NetworkBy = callNetwork(ctx, b, c, pc, human)
+	s.Network, s.Hosts, s.NetworkBy, s.HTTP = callNetwork(ctx, b, c, pc, human)
 	if r := permission.UnixSocketsRule(toolName(c), pc, func(content string) bool {
 		ok, err := b.MatchRule(permission.WithRuleBehavior(ctx, permission.Allow), content, c.Input)
 		return err == nil && ok
@@ -113,18 +113,22 @@ func toolName(c Call) string {
 }
 
 // callNetwork is the network of a call: the hosts its grants name
-// (callGrants) and what granted them.
-func callNetwork(ctx context.Context, b bound, c Call, pc *permission.Context, human bool) (on bool, hosts []string, by string) {
+// (callGrants), what granted them, and the grants that hold requests to
+// methods and paths.
+func callNetwork(ctx context.Context, b bound, c Call, pc *permission.Context, human bool) (on bool, hosts []string, by string, http []calls.HTTPRule) {
 	grants := callGrants(ctx, b, c, pc, human)
 	hosts = permission.GrantHosts(grants)
 	if len(hosts) == 0 {
-		return false, nil, ""
+		return false, nil, "", nil
 	}
 	var bys []string
 	for _, g := range grants {
 		bys = append(bys, g.By)
+		if len(g.Methods) > 0 || len(g.Paths) > 0 {
+			http = append(http, calls.HTTPRule{Hosts: g.Hosts, Methods: g.Methods, Paths: g.Paths, By: g.By})
+		}
 	}
-	return true, hosts, strings.Join(bys, "; ")
+	return true, hosts, strings.Join(bys, "; "), http
 }
 
 // callGrants are the grants of the network of a call (permission.NetworkGrants)
@@ -238,7 +242,7 @@ func autoAllow(ctx context.Context, b bound, c Call, pc *permission.Context, v p
 	if v.Behavior != permission.Ask || v.Layer != permission.LayerMode || v.Rule != nil || v.Tool.Behavior != permission.Passthrough {
 		return v
 	}
-	if on, _, _ := callNetwork(ctx, b, c, pc, false); on || len(tools.RequestedHosts("Bash", c.Input)) > 0 {
+	if on, _, _, _ := callNetwork(ctx, b, c, pc, false); on || len(tools.RequestedHosts("Bash", c.Input)) > 0 {
 		return v // the network (granted or asked for) is not confined
 	}
 	a, err := tools.BashAnalysis(b.env, c.Input) // the decision's analysis, from the memo

@@ -158,7 +158,7 @@ func callTouches(ctx context.Context, d *decision, v permission.Verdict) []permi
 	dirs := callDirs(c.Workdir, d.pc.WorkingDirs)
 	ps := permission.Paths{Workdir: c.Workdir, Home: c.Home, Policy: d.pc}
 	if processTool(name) {
-		if on, hosts, _ := callNetwork(ctx, d.b, c, d.pc, v.Behavior != permission.Allow); on {
+		if on, hosts, _, _ := callNetwork(ctx, d.b, c, d.pc, v.Behavior != permission.Allow); on {
 			h := hostsText(c.Input, hosts)
 			add(permission.LegOut, "network to "+h, true)
 			add(permission.LegUntrusted, "response from "+h, true)

@@ -3,7 +3,10 @@ package node
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/wardenhq/warden/backend"
 	"github.com/wardenhq/warden/backend/docker"
@@ -48,6 +51,15 @@ func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own
 	out := map[string]backend.Backend{"local": lb}
 	var closers []func()
 	closers = append(closers, func() { _ = lb.Close() })
+	if len(cfg.Secrets) > 0 {
+		br, dir, err := broker(cfg.Secrets, os.Getenv)
+		if err != nil {
+			_ = lb.Close()
+			return nil, func() {}, err
+		}
+		lb.Broker = br
+		closers = append(closers, func() { _ = os.RemoveAll(dir) })
+	}
 	closeAll := func() {
 		for _, c := range closers {
 			c()
@@ -95,4 +107,45 @@ func checkSandbox(cfg config.Backend) (string, error) {
 		return "", fmt.Errorf("the local backend cannot sandbox tool processes here (%w); set backend.local.sandbox: off to run them unconfined as the worker's user", err)
 	}
 	return sandbox.Describe(abi), nil
+}
+
+// broker makes the broker of backend.secrets, their values read through
+// getenv, and the directory of its CA bundle, which the caller removes
+// when the worker stops.
+func broker(secrets map[string]config.Secret, getenv func(string) string) (*egress.Broker, string, error) {
+	var list []egress.Secret
+	for _, name := range slices.Sorted(maps.Keys(secrets)) {
+		s := secrets[name]
+		v := getenv(s.FromEnv)
+		if v == "" {
+			return nil, "", fmt.Errorf("backend.secrets.%s: the worker's environment has no %s", name, s.FromEnv)
+		}
+		list = append(list, egress.Secret{Name: name, Value: v, Hosts: s.Hosts, Header: s.Header, Format: s.Format})
+	}
+	dir, err := os.MkdirTemp("", "warden-broker-")
+	if err != nil {
+		return nil, "", fmt.Errorf("backend.secrets: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("backend.secrets: %w", err)
+	}
+	// The bundle extends the worker's own roots (SSL_CERT_FILE, when it
+	// names a file; else the system's).
+	br, err := egress.NewBroker(egress.BrokerConfig{Secrets: list, Dir: dir})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, "", fmt.Errorf("backend.secrets: %w", err)
+	}
+	return br, dir, nil
+}
+
+// secretsLine says which secrets the worker brokers and for which hosts
+// (names only, never a value); "" for none.
+func secretsLine(secrets map[string]config.Secret) string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(secrets)) {
+		out = append(out, name+" brokered for "+strings.Join(secrets[name].Hosts, ", "))
+	}
+	return strings.Join(out, "; ")
 }

@@ -58,6 +58,9 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
+	if line := secretsLine(cfg.Backend.Secrets); line != "" {
+		fmt.Printf("secrets          %s\n", line)
+	}
 	if lb, ok := extra["local"].(*local.Backend); ok {
 		lb.Egress = metrics.NewEgress(n.reg) // the sandbox's egress connections
 	}

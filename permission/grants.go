@@ -11,6 +11,10 @@ import (
 type NetworkGrant struct {
 	Hosts []string `json:"hosts,omitempty"`
 	By    string   `json:"by,omitempty"`
+	// Methods and Paths, when set, hold the HTTP(S) requests to Hosts
+	// to them (NetworkRule.Methods, Paths).
+	Methods []string `json:"methods,omitempty"`
+	Paths   []string `json:"paths,omitempty"`
 }
 
 // NetworkGrants are the grants of the network a call of the tool name
@@ -34,7 +38,7 @@ func NetworkGrants(name string, pc *Context, tool *NetworkGrant, match func(cont
 			out = append(out, NetworkGrant{Hosts: h, By: by})
 		}
 		if r, ok := networkRuleFor(name, sb.NetworkFor, match); ok {
-			out = append(out, NetworkGrant{Hosts: r.AllowedHosts(), By: "sandbox.network_for rule " + r.Rule})
+			out = append(out, NetworkGrant{Hosts: r.AllowedHosts(), By: "sandbox.network_for rule " + r.Rule, Methods: r.Methods, Paths: r.Paths})
 		}
 	}
 	if tool != nil {
@@ -56,7 +60,7 @@ func networkRuleFor(name string, rules []NetworkRule, match func(content string)
 			continue
 		}
 		if r.Content == "" || match != nil && match(r.Content) {
-			return NetworkRule{Rule: r.String(), Hosts: n.Hosts}, true
+			return NetworkRule{Rule: r.String(), Hosts: n.Hosts, Methods: n.Methods, Paths: n.Paths}, true
 		}
 	}
 	return NetworkRule{}, false

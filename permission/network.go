@@ -13,12 +13,24 @@ import (
 // NetworkRule is one entry of Sandbox.NetworkFor: the calls Rule
 // matches get the network, to Hosts (none: any public host, "*").
 // It is written as the rule alone ("Bash(npm install:*)") or as
-// {rule, hosts}; a rule without hosts is written back as the plain
-// string, so policies and recorded histories of the string form keep
-// their bytes.
+// {rule, hosts, methods, paths}; a rule without hosts, methods or paths
+// is written back as the plain string, so policies and recorded
+// histories of the string form keep their bytes.
 type NetworkRule struct {
 	Rule  string   `json:"rule" yaml:"rule"`
 	Hosts []string `json:"hosts,omitempty" yaml:"hosts,omitempty"`
+	// Methods and Paths, when set, hold the HTTP(S) requests the rule's
+	// calls send to its hosts to those methods (GET, HEAD) and those
+	// paths ("/repos/**": "*" is any run of characters but "/", "**" any
+	// run); the egress proxy sees each request (it terminates TLS for
+	// those hosts) and refuses the others with a 403 naming the rule.
+	Methods []string `json:"methods,omitempty" yaml:"methods,omitempty"`
+	Paths   []string `json:"paths,omitempty" yaml:"paths,omitempty"`
+}
+
+// plain reports whether n is written as its rule alone.
+func (n NetworkRule) plain() bool {
+	return len(n.Hosts) == 0 && len(n.Methods) == 0 && len(n.Paths) == 0
 }
 
 // NetworkRules makes string rules NetworkRules without hosts.
@@ -49,6 +61,16 @@ func (n NetworkRule) Check() error {
 			return fmt.Errorf("rule %s: %w", n.Rule, err)
 		}
 	}
+	for _, m := range n.Methods {
+		if m == "" || strings.ContainsFunc(m, func(r rune) bool { return r < 'A' || r > 'Z' }) {
+			return fmt.Errorf("rule %s: method %q: an HTTP method in capitals (GET, HEAD, POST)", n.Rule, m)
+		}
+	}
+	for _, p := range n.Paths {
+		if !strings.HasPrefix(p, "/") {
+			return fmt.Errorf("rule %s: path %q: must start with /", n.Rule, p)
+		}
+	}
 	return nil
 }
 
@@ -57,7 +79,7 @@ type networkRuleFields NetworkRule
 
 // MarshalJSON writes a rule without hosts as its string.
 func (n NetworkRule) MarshalJSON() ([]byte, error) {
-	if len(n.Hosts) == 0 {
+	if n.plain() {
 		return json.Marshal(n.Rule)
 	}
 	return json.Marshal(networkRuleFields(n))
@@ -75,7 +97,7 @@ func (n *NetworkRule) UnmarshalJSON(b []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return fmt.Errorf("network_for: a rule is a string or {rule, hosts}: %w", err)
+		return fmt.Errorf("network_for: a rule is a string or {rule, hosts, methods, paths}: %w", err)
 	}
 	if strings.TrimSpace(f.Rule) == "" {
 		return errors.New("network_for: {rule, hosts} needs its rule")
@@ -86,7 +108,7 @@ func (n *NetworkRule) UnmarshalJSON(b []byte) error {
 
 // MarshalYAML writes a rule without hosts as its string.
 func (n NetworkRule) MarshalYAML() (any, error) {
-	if len(n.Hosts) == 0 {
+	if n.plain() {
 		return n.Rule, nil
 	}
 	return networkRuleFields(n), nil
@@ -103,8 +125,8 @@ func (n *NetworkRule) UnmarshalYAML(v *yaml.Node) error {
 		return fmt.Errorf("line %d: a network_for rule is a string or {rule, hosts}", v.Line)
 	}
 	for i := 0; i+1 < len(v.Content); i += 2 {
-		if k := v.Content[i].Value; k != "rule" && k != "hosts" {
-			return fmt.Errorf("line %d: unknown key %q in a network_for rule (want rule, hosts)", v.Content[i].Line, k)
+		if k := v.Content[i].Value; k != "rule" && k != "hosts" && k != "methods" && k != "paths" {
+			return fmt.Errorf("line %d: unknown key %q in a network_for rule (want rule, hosts, methods, paths)", v.Content[i].Line, k)
 		}
 	}
 	var f networkRuleFields

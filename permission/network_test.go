@@ -170,3 +170,49 @@ func TestHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestNetworkForMethodsPaths: {rule, hosts, methods, paths} is read in
+// YAML and JSON, written back with them, carried into the rule's grant,
+// and a lower-case method or a path without its leading slash is
+// refused by Check.
+func TestNetworkForMethodsPaths(t *testing.T) {
+	t.Parallel()
+	y := `
+sandbox:
+  network_for:
+    - rule: "Bash(gh api:*)"
+      hosts: [api.github.com]
+      methods: [GET, HEAD]
+      paths: ["/repos/**"]
+`
+	var p Policy
+	if err := yaml.Unmarshal([]byte(y), &p); err != nil {
+		t.Fatal(err)
+	}
+	n := p.Sandbox.NetworkFor
+	if len(n) != 1 || !slices.Equal(n[0].Methods, []string{"GET", "HEAD"}) || !slices.Equal(n[0].Paths, []string{"/repos/**"}) {
+		t.Fatalf("YAML: %+v", n)
+	}
+	out, _ := json.Marshal(n[0])
+	if string(out) != `{"rule":"Bash(gh api:*)","hosts":["api.github.com"],"methods":["GET","HEAD"],"paths":["/repos/**"]}` {
+		t.Errorf("JSON: %s", out)
+	}
+	var back NetworkRule
+	if err := json.Unmarshal(out, &back); err != nil || !slices.Equal(back.Methods, n[0].Methods) {
+		t.Errorf("JSON back: %+v %v", back, err)
+	}
+	only := NetworkRule{Rule: "Bash(curl:*)", Methods: []string{"GET"}}
+	if out, _ := json.Marshal(only); string(out) != `{"rule":"Bash(curl:*)","methods":["GET"]}` {
+		t.Errorf("methods alone: %s", out)
+	}
+	pc := &Context{Sandbox: p.Sandbox}
+	g := NetworkGrants("Bash", pc, nil, func(string) bool { return true })
+	if len(g) != 1 || !slices.Equal(g[0].Methods, []string{"GET", "HEAD"}) || !slices.Equal(g[0].Paths, []string{"/repos/**"}) {
+		t.Errorf("grants: %+v", g)
+	}
+	for _, bad := range []NetworkRule{{Rule: "Bash(curl:*)", Methods: []string{"get"}}, {Rule: "Bash(curl:*)", Paths: []string{"repos/**"}}} {
+		if bad.Check() == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+}

@@ -119,3 +119,19 @@ func TestNetworkNoteDropped(t *testing.T) {
 		t.Error("control: metadata counts drops")
 	}
 }
+
+// TestNetworkNoteRequestRefused: a request the proxy refused by its
+// method or path (recorded with its path) is listed without the hint to
+// ask for the host with network_hosts, which would not allow it; a host
+// refused keeps the hint.
+func TestNetworkNoteRequestRefused(t *testing.T) {
+	req := calls.Connection{Host: "api.example", Port: 443, Method: "POST", Path: "/x", By: "warden: POST api.example:443/x is refused: ..."}
+	note := networkNote(backend.ExecResult{Connections: []calls.Connection{req}})
+	if !strings.Contains(note, "POST api.example:443/x is refused") || strings.Contains(note, "network_hosts") {
+		t.Errorf("request refused: %q", note)
+	}
+	host := calls.Connection{Host: "evil.example", Port: 443, Method: "CONNECT", By: "warden: refused"}
+	if note := networkNote(backend.ExecResult{Connections: []calls.Connection{req, host}}); !strings.Contains(note, "network_hosts") {
+		t.Errorf("host refused: %q", note)
+	}
+}

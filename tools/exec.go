@@ -89,10 +89,14 @@ const maxNoteLines = 20
 func networkNote(res backend.ExecResult) string {
 	var lines []string
 	count := map[string]int{}
+	// hostRefused: a refusal of a host (not of a request the proxy saw,
+	// which has a path), which network_hosts can ask for.
+	hostRefused := res.RefusalsDropped != ""
 	for _, c := range res.Connections {
 		if c.Allowed {
 			continue
 		}
+		hostRefused = hostRefused || c.Path == ""
 		line := c.By
 		if line == "" {
 			line = c.String()
@@ -128,7 +132,9 @@ func networkNote(res backend.ExecResult) string {
 	if res.ConnectionsDropped > 0 {
 		fmt.Fprintf(&b, "(%d more connections were not recorded: a result keeps %d, refusals first.)\n", res.ConnectionsDropped, len(res.Connections))
 	}
-	b.WriteString("A command can ask for a host it needs with the input network_hosts: [\"host\"] (a person is asked).\n")
+	if hostRefused {
+		b.WriteString("A command can ask for a host it needs with the input network_hosts: [\"host\"] (a person is asked).\n")
+	}
 	return b.String()
 }
 

@@ -84,6 +84,16 @@ type Backend struct {
 	// [host_addresses]); the zero value refuses them unless a host entry
 	// names the address.
 	HostAddressesOff bool
+	// Broker, when not nil, holds the brokered secrets (backend.secrets):
+	// every sandboxed process gets each secret's placeholder under its
+	// name, and a call with the network the broker's CA bundle (its
+	// directory readable, the TLS clients pointed at it) and a proxy
+	// that puts the values in the headers of the requests to the
+	// secrets' hosts. The values never enter a tool process.
+	Broker *egress.Broker
+	// brokerDir is the bundle directory of a broker the backend made
+	// itself (broker), removed at Close.
+	brokerDir string
 	// Limits bound each sandboxed call whose profile names no Limits of
 	// its own (backend.local.limits; DefaultLimits): its processes,
 	// memory and CPU through cgroups where the worker can make them, its
@@ -407,16 +417,25 @@ func (b *Backend) confine(ctx context.Context, dir string, env []string) (confin
 	if cache != "" {
 		c.write, c.cache = append(c.write, cache), cache
 	}
-	c.env = append(env, "TMPDIR="+tmp)
+	br, err := b.broker(prof)
+	if err != nil {
+		cleanup()
+		return confinement{}, nil, err
+	}
+	c.env = br.Env(append(env, "TMPDIR="+tmp), prof.Network)
+	reads := append([]string{dir}, prof.Dirs...)
 	if prof.Network {
 		p := egressPolicy(prof)
 		c.proxy, c.env = &p, egress.Env(c.env)
+		if br != nil {
+			reads = append(reads, filepath.Dir(br.Bundle()))
+		}
 	}
 	if c.hide, c.pin, c.protect, c.guard, err = b.guard(prof, c.write, c.protect); err != nil {
 		cleanup()
 		return confinement{}, nil, err
 	}
-	c.read = b.reads(append([]string{dir}, prof.Dirs...), c.env)
+	c.read = b.reads(reads, c.env)
 	return c, cleanup, nil
 }
 

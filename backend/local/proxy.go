@@ -3,7 +3,9 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
 	"sync"
 
 	"github.com/wardenhq/warden/backend"
@@ -19,7 +21,34 @@ func egressPolicy(prof *calls.Sandbox) egress.Policy {
 	if len(hosts) == 0 {
 		hosts = []string{"*"}
 	}
-	return egress.Policy{Hosts: hosts, By: prof.NetworkBy}
+	return egress.Policy{Hosts: hosts, By: prof.NetworkBy, HTTP: prof.HTTP}
+}
+
+// broker is the backend's broker: Broker, or, for a call whose requests
+// are held to methods and paths on a worker with no brokered secrets,
+// one with none (its CA alone), made at the first such call and its
+// bundle removed at Close.
+func (b *Backend) broker(prof *calls.Sandbox) (*egress.Broker, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.Broker != nil || !prof.Network || len(prof.HTTP) == 0 {
+		return b.Broker, nil
+	}
+	dir, err := os.MkdirTemp("", "warden-broker-")
+	if err != nil {
+		return nil, fmt.Errorf("local exec: CA for the method and path rules: %w", err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("local exec: CA for the method and path rules: %w", err)
+	}
+	br, err := egress.NewBroker(egress.BrokerConfig{Dir: dir})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("local exec: CA for the method and path rules: %w", err)
+	}
+	b.Broker, b.brokerDir = br, dir
+	return br, nil
 }
 
 // callProxy is the egress proxy of one call: its records, kept within
@@ -50,8 +79,15 @@ func (b *Backend) proxyFor(ctx context.Context, p *egress.Policy) (context.Conte
 	ctx, cancel := context.WithCancelCause(ctx)
 	px := &callProxy{policy: *p, recs: recs, cancel: cancel}
 	px.opts = egress.Options{Limits: lim, Shared: b.egressShared(), Record: recs.Record, Over: px.passed,
-		HostAddresses: b.HostAddressesOff}
+		HostAddresses: b.HostAddressesOff, Broker: b.currentBroker()}
 	return ctx, px
+}
+
+// currentBroker is Broker, read under the lock broker writes it with.
+func (b *Backend) currentBroker() *egress.Broker {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.Broker
 }
 
 // egressShared is the budget of every call's proxy (NetworkShared, or a

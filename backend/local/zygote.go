@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/wardenhq/warden/backend"
@@ -19,6 +20,10 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	z, idx := b.zygote, b.idx
 	b.zygote, b.idx = nil, nil
+	if b.brokerDir != "" {
+		_ = os.RemoveAll(b.brokerDir)
+		b.Broker, b.brokerDir = nil, ""
+	}
 	b.mu.Unlock()
 	if idx != nil {
 		idx.close() // a later call indexes its directories afresh

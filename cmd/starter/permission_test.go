@@ -154,3 +154,29 @@ sandbox:
 		t.Errorf("asked hosts:\n%s", out)
 	}
 }
+
+// TestPermissionCheckMethodsPaths: a network_for rule with methods and
+// paths shows them with the verdict's sandbox.
+func TestPermissionCheckMethodsPaths(t *testing.T) {
+	wd := t.TempDir()
+	rules := filepath.Join(wd, "rules.yaml")
+	if err := os.WriteFile(rules, []byte(`mode: default
+allow: ["Bash(gh api:*)"]
+sandbox:
+  network_for:
+    - {rule: "Bash(gh api:*)", hosts: [api.github.com], methods: [GET, HEAD], paths: ["/repos/**"]}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(wd, "empty.yaml")
+	if err := os.WriteFile(empty, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runPerm(t, "", "check", "--tool", "Bash", "--input", `{"command":"gh api repos/o/r"}`, "--workdir", wd, "--rules", rules, "--worker-config", empty)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "network to api.github.com (sandbox.network_for rule Bash(gh api:*)), requests to api.github.com held to methods GET, HEAD; paths /repos/**") {
+		t.Errorf("methods and paths:\n%s", out)
+	}
+}

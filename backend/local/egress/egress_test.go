@@ -280,7 +280,7 @@ func TestNonPublic(t *testing.T) {
 
 // dnsServer answers A queries for every name with addr, on a loopback
 // UDP socket.
-func dnsServer(t *testing.T, addr [4]byte) string {
+func dnsServer(t testing.TB, addr [4]byte) string {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {

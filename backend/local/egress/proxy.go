@@ -18,6 +18,16 @@
 // machine's public address. Every connection, allowed or refused, is
 // recorded once it ends (calls.Connection).
 //
+// Two kinds of host are seen into rather than tunnelled (mitm.go): the
+// hosts a brokered secret is bound to by name (Broker: the process holds
+// a placeholder, and the proxy puts the value in the headers of the
+// requests it sends on over TLS to that host, and nowhere else), and
+// the hosts whose requests a rule holds to methods and paths
+// (Policy.HTTP, rules.go). For those the proxy terminates the tunnel's
+// TLS with the broker's CA, which only sandboxed processes trust, and
+// sends each request on over TLS of its own. Every other tunnel stays a
+// plain one.
+//
 // What the proxy spends on a call is charged to it (Limits): the
 // connections it holds open (each a worker descriptor), the time an idle
 // one is kept, the size of a request's header and host, the bytes of
@@ -56,6 +66,11 @@ type Policy struct {
 	// By says what granted the network ("sandbox.network_for rule
 	// Bash(npm install:*)"), for the records and the refusals.
 	By string
+	// HTTP hold the requests to the hosts they name to methods and
+	// paths (calls.Sandbox.HTTP): the proxy sees plain HTTP requests, and
+	// terminates TLS for those hosts (Options.Broker's CA) to see the
+	// others; without a broker a CONNECT to them is refused.
+	HTTP []calls.HTTPRule
 }
 
 // Observer sees every connection once it ended, as recorded (metrics).
@@ -88,6 +103,11 @@ type Options struct {
 	// reachable. The zero value refuses them unless an address or range
 	// entry names them.
 	HostAddresses bool
+	// Broker, when not nil, holds the brokered secrets: a CONNECT to a
+	// host one of them is bound to (by name) is terminated with the
+	// broker's CA and its requests sent on with the secrets' values in
+	// their headers (mitm). Every other tunnel stays a plain one.
+	Broker *Broker
 }
 
 // Serve serves the egress proxy of one call on ln with the policy p
@@ -105,6 +125,7 @@ type server struct {
 	o        Options
 	lim      Limits
 	hosts    Hosts
+	http     []httpRule
 	resolver *net.Resolver // nil: the default
 	gp       *goproxy.ProxyHttpServer
 
@@ -132,7 +153,7 @@ type server struct {
 
 func newServer(p Policy, o Options, resolver *net.Resolver) *server {
 	hosts, _ := Compile(p.Hosts) // a bad entry allows nothing
-	s := &server{p: p, o: o, lim: o.Limits.withDefaults(), hosts: hosts, resolver: resolver,
+	s := &server{p: p, o: o, lim: o.Limits.withDefaults(), hosts: hosts, http: compileHTTP(p.HTTP), resolver: resolver,
 		clients: map[net.Conn]struct{}{}, upstream: map[*upConn]struct{}{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	gp := goproxy.NewProxyHttpServer()
@@ -325,7 +346,28 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.c.Allowed, a.c.By = true, s.allowedBy(e)
+	held := s.held(host, port)
+	if len(held) > 0 && !connect {
+		a.c.Path = r.URL.Path
+		if ref := checkHTTP(held, host, port, r.Method, r.URL); ref != nil {
+			a.refused(ref)
+			a.end()
+			writeRefusal(w, r.Method, ref.Error())
+			return
+		}
+	}
 	r = r.WithContext(context.WithValue(r.Context(), attemptKey{}, a))
+	if connect && (len(held) > 0 || s.o.Broker.binds(host, port)) {
+		if s.o.Broker == nil {
+			ref := &Refusal{Host: host, Port: port, Why: fmt.Sprintf("warden: %s is refused: its requests are held to methods and paths, and this worker has no CA to see them with", net.JoinHostPort(host, strconv.Itoa(port)))}
+			a.refused(ref)
+			a.end()
+			writeRefusal(w, r.Method, ref.Error())
+			return
+		}
+		s.mitm(w, a, host, port)
+		return
+	}
 	if connect {
 		r.URL.Host = net.JoinHostPort(host, strconv.Itoa(port))
 	}

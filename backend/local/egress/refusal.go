@@ -24,6 +24,9 @@ type Refusal struct {
 	// Hosts and By are the policy's entries and what granted the
 	// network.
 	Hosts, By string
+	// Why, when set, is the whole sentence (a request the method and
+	// path rules refuse).
+	Why string
 }
 
 func (r *Refusal) target() string { return net.JoinHostPort(r.Host, strconv.Itoa(r.Port)) }
@@ -44,6 +47,9 @@ func (r *Refusal) where() string {
 
 // Error says what was refused and what would allow it.
 func (r *Refusal) Error() string {
+	if r.Why != "" {
+		return r.Why
+	}
 	if r.Kind == "" {
 		return fmt.Sprintf("warden: %s is not among the hosts this call may reach (%s); add it to %s to allow it",
 			r.target(), r.grant(), r.where())
