@@ -46,6 +46,13 @@ func (t *turn) touch(s *slot) {
 		x.CallID, x.Turn = s.Call.ID, turn
 		add = append(add, x)
 	}
+	// A brokered secret the proxy put into a request is private data the
+	// session now holds, though the process never saw its value.
+	if reported {
+		for _, u := range secretUses(s.Result.Metadata) {
+			add = append(add, permission.Touch{Leg: permission.LegPrivate, CallID: s.Call.ID, Tool: s.Call.Name, What: u, Turn: turn})
+		}
+	}
 	if len(add) == 0 {
 		return
 	}
@@ -67,9 +74,9 @@ func (t *turn) clearLeg(s *slot, by string) {
 	t.Touched.Clear(s.Prep.Clears, s.Call.ID, by)
 }
 
-// reachedHosts are the hosts of the connections the egress proxy let
-// through for a call (its result's Metadata["connections"]), in order.
-func reachedHosts(md map[string]any) []string {
+// connectionsOf are the connections the egress proxy recorded for a
+// call (its result's Metadata["connections"]).
+func connectionsOf(md map[string]any) []calls.Connection {
 	v, ok := md["connections"]
 	if !ok {
 		return nil
@@ -80,10 +87,32 @@ func reachedHosts(md map[string]any) []string {
 	} else if b, err := json.Marshal(v); err != nil || json.Unmarshal(b, &conns) != nil {
 		return nil
 	}
+	return conns
+}
+
+// reachedHosts are the hosts of the connections the egress proxy let
+// through for a call, in order.
+func reachedHosts(md map[string]any) []string {
 	var out []string
-	for _, c := range conns {
+	for _, c := range connectionsOf(md) {
 		if c.Allowed && !slices.Contains(out, c.Host) {
 			out = append(out, c.Host)
+		}
+	}
+	return out
+}
+
+// secretUses say which brokered secrets the proxy put into a call's
+// requests, and for which host ("secret GH_TOKEN used for
+// api.github.com"), in order.
+func secretUses(md map[string]any) []string {
+	var out []string
+	for _, c := range connectionsOf(md) {
+		if !c.Allowed || c.Secrets == "" {
+			continue
+		}
+		if u := "secret " + c.Secrets + " used for " + c.Host; !slices.Contains(out, u) {
+			out = append(out, u)
 		}
 	}
 	return out
