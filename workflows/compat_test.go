@@ -95,7 +95,8 @@ func samplePermission() permission.Context {
 		DangerousFiles: &files, DangerousDirs: &dirs, SensitivePaths: []string{"**/secrets/**"},
 		Protected: []string{"/work/.warden{,/**}"}, DangerousCommands: []string{"terraform destroy:*"},
 		Sandbox: &permission.Sandbox{Network: true, Hosts: []string{"*.corp.example"},
-			NetworkFor: []permission.NetworkRule{{Rule: "Bash(npm install:*)", Hosts: []string{"registry.npmjs.org", "*.example.org"}}}, AutoAllow: true, UnixSocketsFor: []string{"Bash(docker:*)"}},
+			NetworkFor: []permission.NetworkRule{{Rule: "Bash(npm install:*)", Hosts: []string{"registry.npmjs.org", "*.example.org"},
+				Methods: []string{"GET", "HEAD"}, Paths: []string{"/repos/**"}}}, AutoAllow: true, UnixSocketsFor: []string{"Bash(docker:*)"}},
 		Quorum:        []permission.QuorumRule{{Rule: "Bash(kubectl delete:*)", Approvals: 2, RequireReason: true}},
 		RequireReason: true,
 		Session: &permission.SessionPolicy{Trifecta: permission.Ask, RuleOfTwo: permission.Deny, Enforce: ptr(false),
@@ -119,6 +120,7 @@ func sampleSandbox() *calls.Sandbox {
 		Network: true, NetworkBy: "sandbox.network_for rule Bash(npm install:*)", UnixSockets: true, UnixSocketsBy: "sandbox.unix_sockets_for rule Bash(docker:*)", Off: true, Backend: "docker",
 		Git: true, Read: []string{"/work/.env"}, Granted: []string{"/work/.vscode"},
 		Hosts:  []string{"registry.npmjs.org", "10.0.0.5:8080"},
+		HTTP:   []calls.HTTPRule{{Hosts: []string{"registry.npmjs.org"}, Methods: []string{"GET"}, Paths: []string{"/pkg/**"}, By: "sandbox.network_for rule Bash(npm install:*)"}},
 		Limits: &calls.Limits{Processes: 512, Memory: 2 << 30, CPUTime: 10 * time.Minute, CPUs: 1.5, Tmp: 1 << 30, Write: 4 << 30}}
 }
 
