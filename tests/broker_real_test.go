@@ -2,20 +2,11 @@ package tests
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/wardenhq/warden/audit"
+	"github.com/wardenhq/warden/internal/testhosts"
 	"github.com/wardenhq/warden/permission"
 )
 
@@ -36,8 +28,8 @@ import (
 // history or the worker's output; the audit records the secret's use.
 // The worker's roots (SSL_CERT_FILE) trust the test's hosts.
 func TestRealWorkerBrokeredSecret(t *testing.T) {
-	name := loopbackName(t)
-	caPEM, cert := realTestTLS(t, name, "localhost")
+	name := testhosts.LoopbackName(t)
+	ca := testhosts.New(t, name, "localhost")
 	var mu sync.Mutex
 	var seen []string
 	serve := func(label string) int {
@@ -47,18 +39,13 @@ func TestRealWorkerBrokeredSecret(t *testing.T) {
 			mu.Unlock()
 			fmt.Fprintf(w, "REACHED-%s\n", label)
 		}))
-		srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+		srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Cert}}
 		srv.StartTLS()
 		t.Cleanup(srv.Close)
 		return srv.Listener.Addr().(*net.TCPAddr).Port
 	}
 	bp, op := serve("BOUND"), serve("OTHER")
-	sys, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
-	if err != nil {
-		t.Skip(err)
-	}
-	roots := filepath.Join(t.TempDir(), "roots.pem")
-	writeFile(t, roots, string(sys)+"\n"+string(caPEM), 0o644)
+	roots := ca.Bundle(t)
 	const value = "ghp_realWorkerBrokered0123456789XYZ"
 	t.Setenv("SSL_CERT_FILE", roots)
 	t.Setenv("BROKER_REAL_TOKEN", value)
@@ -118,31 +105,6 @@ func TestRealWorkerBrokeredSecret(t *testing.T) {
 	}
 }
 
-// realTestTLS is a CA of the test's (PEM) and a certificate it signed
-// for names and 127.0.0.1.
-func realTestTLS(t *testing.T, names ...string) ([]byte, tls.Certificate) {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "broker real test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(2 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(2 * time.Hour), DNSNames: names,
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
 // TestRealWorkerMethodRules: a worker with no brokered secret runs a
 // turn whose network_for rule holds this machine's name to GET under
 // /repos/**: a sandboxed curl's GET over https reaches the host (TLS
@@ -152,8 +114,8 @@ func realTestTLS(t *testing.T, names ...string) ([]byte, tls.Certificate) {
 // sees the POST. Control: the same rule without methods lets it
 // through.
 func TestRealWorkerMethodRules(t *testing.T) {
-	name := loopbackName(t)
-	caPEM, cert := realTestTLS(t, name)
+	name := testhosts.LoopbackName(t)
+	ca := testhosts.New(t, name)
 	var mu sync.Mutex
 	var seen []string
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -162,16 +124,11 @@ func TestRealWorkerMethodRules(t *testing.T) {
 		mu.Unlock()
 		fmt.Fprintln(w, "REACHED-API")
 	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Cert}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	sys, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
-	if err != nil {
-		t.Skip(err)
-	}
-	roots := filepath.Join(t.TempDir(), "roots.pem")
-	writeFile(t, roots, string(sys)+"\n"+string(caPEM), 0o644)
+	roots := ca.Bundle(t)
 	t.Setenv("SSL_CERT_FILE", roots)
 	w := startRealWorker(t, outside, false, "")
 	get := bash(fmt.Sprintf("curl -sS --max-time 10 https://%s:%d/repos/o/r", name, port))
@@ -215,28 +172,4 @@ func TestRealWorkerMethodRules(t *testing.T) {
 	if got := strings.Join(seen, "\n"); strings.Count(got, "POST") != 1 {
 		t.Errorf("the host saw %q, want one POST (the control's)", got)
 	}
-}
-
-// loopbackName is this machine's host name, which the tests' hosts bind
-// to: it must resolve to 127.0.0.1 (/etc/hosts) and not be localhost.
-// Elsewhere the test is skipped, said loudly; with WARDEN_REQUIRE_TOOLS=1
-// (scripts/test.sh) it fails instead.
-func loopbackName(t *testing.T) string {
-	t.Helper()
-	name, err := os.Hostname()
-	if err == nil {
-		var addrs []string
-		addrs, err = net.LookupHost(name)
-		if err == nil && (len(addrs) == 0 || addrs[0] != "127.0.0.1" || name == "localhost") {
-			err = fmt.Errorf("it resolves to %v", addrs)
-		}
-	}
-	if err != nil {
-		msg := fmt.Sprintf("the host name %q is no name of 127.0.0.1 (%v): add it to /etc/hosts", name, err)
-		if os.Getenv("WARDEN_REQUIRE_TOOLS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return name
 }

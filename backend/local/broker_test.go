@@ -1,20 +1,11 @@
 package local_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -24,35 +15,8 @@ import (
 	"github.com/wardenhq/warden/backend/local"
 	"github.com/wardenhq/warden/backend/local/egress"
 	"github.com/wardenhq/warden/calls"
+	"github.com/wardenhq/warden/internal/testhosts"
 )
-
-// testTLS is a CA of the test's, PEM-encoded and as a pool, and a
-// certificate it signed for names and 127.0.0.1.
-func testTLS(t *testing.T, names ...string) (caPEM []byte, pool *x509.CertPool, cert tls.Certificate) {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "broker test hosts CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: names,
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool = x509.NewCertPool()
-	pool.AddCert(ca)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), pool,
-		tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
 
 // headerLog is what a test host received in its requests' headers.
 type headerLog struct {
@@ -86,27 +50,6 @@ func httpsHost(t *testing.T, cert tls.Certificate, name string) (int, *headerLog
 	return srv.Listener.Addr().(*net.TCPAddr).Port, l
 }
 
-// loopbackName is this machine's host name when it resolves to
-// 127.0.0.1 (/etc/hosts), the test's bound host.
-func loopbackName(t *testing.T) string {
-	t.Helper()
-	name, err := os.Hostname()
-	if err != nil {
-		t.Fatal(err)
-	}
-	addrs, err := net.LookupHost(name)
-	if err != nil || len(addrs) == 0 || addrs[0] != "127.0.0.1" || name == "localhost" {
-		// Said loudly, and a failure where the tools are required
-		// (scripts/test.sh sets WARDEN_REQUIRE_TOOLS=1).
-		msg := fmt.Sprintf("the host name %q does not resolve to 127.0.0.1 (%v %v): add it to /etc/hosts", name, addrs, err)
-		if os.Getenv("WARDEN_REQUIRE_TOOLS") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return name
-}
-
 // TestBrokeredSecretCurl: a sandboxed curl sends the placeholder it was
 // given in GH_TOKEN; the bound host (this machine's name) receives the
 // real value in Authorization, a second allowed host (localhost)
@@ -114,21 +57,14 @@ func loopbackName(t *testing.T) string {
 // nor the output show the value. Control: the same value given as
 // backend.env is in the environment.
 func TestBrokeredSecretCurl(t *testing.T) {
-	bound := loopbackName(t)
-	caPEM, pool, cert := testTLS(t, bound, "localhost")
-	bp, bLog := httpsHost(t, cert, "bound")
-	op, oLog := httpsHost(t, cert, "other")
+	bound := testhosts.LoopbackName(t)
+	ca := testhosts.New(t, bound, "localhost")
+	bp, bLog := httpsHost(t, ca.Cert, "bound")
+	op, oLog := httpsHost(t, ca.Cert, "other")
 	// The test's "system roots": the machine's and the test hosts' CA.
-	sysPEM, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
-	if err != nil {
-		t.Skip(err)
-	}
-	sys := filepath.Join(t.TempDir(), "system.pem")
-	if err := os.WriteFile(sys, append(append(sysPEM, '\n'), caPEM...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	sys := ca.Bundle(t)
 	const value = "ghp_brokeredREALvalue0123456789abcdef"
-	br, err := egress.NewBroker(egress.BrokerConfig{Dir: t.TempDir(), Roots: pool, SystemBundle: sys, Secrets: []egress.Secret{
+	br, err := egress.NewBroker(egress.BrokerConfig{Dir: t.TempDir(), Roots: ca.Pool, SystemBundle: sys, Secrets: []egress.Secret{
 		{Name: "GH_TOKEN", Value: value, Hosts: []string{bound}, Header: "Authorization"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -196,20 +132,13 @@ echo "ADDR: $(curl -sS --max-time 10 -H "Authorization: Bearer $GH_TOKEN" https:
 // refused with a 403 the tool prints, naming the rule, and recorded
 // with its method and path. Control: without the rule the POST passes.
 func TestHTTPRulesCurl(t *testing.T) {
-	bound := loopbackName(t)
-	caPEM, pool, cert := testTLS(t, bound)
-	bp, bLog := httpsHost(t, cert, "api")
-	sysPEM, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
-	if err != nil {
-		t.Skip(err)
-	}
-	sys := filepath.Join(t.TempDir(), "system.pem")
-	if err := os.WriteFile(sys, append(append(sysPEM, '\n'), caPEM...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	bound := testhosts.LoopbackName(t)
+	ca := testhosts.New(t, bound)
+	bp, bLog := httpsHost(t, ca.Cert, "api")
+	sys := ca.Bundle(t)
 	// No secrets: the broker is the CA the rules need; the test gives it
 	// roots that trust its host.
-	br, err := egress.NewBroker(egress.BrokerConfig{Dir: t.TempDir(), Roots: pool, SystemBundle: sys})
+	br, err := egress.NewBroker(egress.BrokerConfig{Dir: t.TempDir(), Roots: ca.Pool, SystemBundle: sys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,9 +192,9 @@ echo "POST: $(curl -sS --max-time 10 -X POST -d x https://%[1]s:%[2]d/repos/a/b 
 // and a POST the rule does not allow is refused before anything is
 // sent to the host.
 func TestHTTPRulesOwnCA(t *testing.T) {
-	bound := loopbackName(t)
-	_, _, cert := testTLS(t, bound)
-	bp, bLog := httpsHost(t, cert, "api")
+	bound := testhosts.LoopbackName(t)
+	ca := testhosts.New(t, bound)
+	bp, bLog := httpsHost(t, ca.Cert, "api")
 	const by = "sandbox.network_for rule Bash(curl:*)"
 	b := &local.Backend{}
 	defer b.Close()
@@ -296,8 +225,8 @@ func TestHTTPRulesOwnCA(t *testing.T) {
 // value in and encodes them again, so the host receives the real token
 // while git, its config and its output only ever hold the placeholder.
 func TestBrokeredSecretGit(t *testing.T) {
-	bound := loopbackName(t)
-	caPEM, pool, cert := testTLS(t, bound)
+	bound := testhosts.LoopbackName(t)
+	ca := testhosts.New(t, bound)
 	var mu sync.Mutex
 	var creds []string
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -312,20 +241,13 @@ func TestBrokeredSecretGit(t *testing.T) {
 		mu.Unlock()
 		http.NotFound(w, r)
 	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.Cert}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	sysPEM, err := os.ReadFile("/etc/ssl/certs/ca-certificates.crt")
-	if err != nil {
-		t.Skip(err)
-	}
-	sys := filepath.Join(t.TempDir(), "system.pem")
-	if err := os.WriteFile(sys, append(append(sysPEM, '\n'), caPEM...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	sys := ca.Bundle(t)
 	const value = "ghs_gitBrokeredValue0123456789"
-	br, err := egress.NewBroker(egress.BrokerConfig{Dir: t.TempDir(), Roots: pool, SystemBundle: sys, Secrets: []egress.Secret{
+	br, err := egress.NewBroker(egress.BrokerConfig{Dir: t.TempDir(), Roots: ca.Pool, SystemBundle: sys, Secrets: []egress.Secret{
 		{Name: "GH_TOKEN", Value: value, Hosts: []string{bound}, Header: "Authorization"}}})
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package egress
 import (
 	"crypto/tls"
 	"fmt"
+	"github.com/wardenhq/warden/internal/testhosts"
 	"io"
 	"net"
 	"net/http"
@@ -23,14 +24,14 @@ import (
 // alike. It reports each one's median and the medians' differences to
 // direct.
 func BenchmarkBrokerLatency(b *testing.B) {
-	th := newTestHosts(b, "bound.test", "plain.test")
+	th := testhosts.New(b, "bound.test", "plain.test")
 	var sn seen
 	to := ""
 	srv := tlsHost(b, th, &sn, &to)
 	_, ps, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "https://"))
 	br := testBroker(b, th, "bound.test")
 	ph := placeholderOf(b, br, "GH_TOKEN")
-	roots := th.pool.Clone()
+	roots := th.Pool.Clone()
 	roots.AppendCertsFromPEM(br.CAPEM())
 	res := loopbackResolver(b)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

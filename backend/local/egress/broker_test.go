@@ -2,15 +2,9 @@ package egress
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -24,39 +18,8 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/calls"
+	"github.com/wardenhq/warden/internal/testhosts"
 )
-
-// testHosts is a CA of the test's and a certificate it signed for the
-// test's host names and 127.0.0.1: the "real" hosts' TLS.
-type testHosts struct {
-	pool *x509.CertPool
-	cert tls.Certificate
-}
-
-func newTestHosts(t testing.TB, names ...string) *testHosts {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test hosts CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ca, _ = x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), DNSNames: names,
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(ca)
-	return &testHosts{pool: pool, cert: tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}}
-}
 
 // seen is what a test host received: every header value, URL and body.
 type seen struct {
@@ -99,7 +62,7 @@ func (s *seen) reset() {
 // tlsHost serves HTTPS with th's certificate on 127.0.0.1, recording what
 // it receives in sn; /redirect redirects to to, /echo echoes the
 // Authorization header in a response header.
-func tlsHost(t testing.TB, th *testHosts, sn *seen, to *string) *httptest.Server {
+func tlsHost(t testing.TB, th testhosts.CA, sn *seen, to *string) *httptest.Server {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		sn.add(r)
 		switch r.URL.Path {
@@ -115,7 +78,7 @@ func tlsHost(t testing.TB, th *testHosts, sn *seen, to *string) *httptest.Server
 		}
 		fmt.Fprintf(w, "REACHED %s %s", r.Host, r.Proto)
 	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{th.cert}}
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{th.Cert}}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	return srv
@@ -132,13 +95,13 @@ func loopbackResolver(t testing.TB) *net.Resolver {
 
 const testSecret = "ghp_REALVALUE0123456789"
 
-func testBroker(t testing.TB, th *testHosts, hosts ...string) *Broker {
+func testBroker(t testing.TB, th testhosts.CA, hosts ...string) *Broker {
 	t.Helper()
 	sys := filepath.Join(t.TempDir(), "sys.pem")
 	if err := os.WriteFile(sys, []byte("# no system roots in this test\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	br, err := NewBroker(BrokerConfig{Dir: t.TempDir(), Roots: th.pool, SystemBundle: sys, Secrets: []Secret{
+	br, err := NewBroker(BrokerConfig{Dir: t.TempDir(), Roots: th.Pool, SystemBundle: sys, Secrets: []Secret{
 		{Name: "GH_TOKEN", Value: testSecret, Hosts: hosts, Header: "Authorization"}}})
 	if err != nil {
 		t.Fatal(err)
@@ -164,7 +127,7 @@ func placeholderOf(t testing.TB, br *Broker, name string) string {
 // another host, not a redirect's target, not the URL or the body; HTTP/2
 // is not offered, and a header echoed back holds the placeholder again.
 func TestBrokerTricks(t *testing.T) {
-	th := newTestHosts(t, "bound.test", "other.test", "alias.test")
+	th := testhosts.New(t, "bound.test", "other.test", "alias.test")
 	var sBound, sOther seen
 	otherURL := ""
 	bound := tlsHost(t, th, &sBound, &otherURL)
@@ -176,7 +139,7 @@ func TestBrokerTricks(t *testing.T) {
 	ph := placeholderOf(t, br, "GH_TOKEN")
 	// The process trusts the system's roots and the broker's CA (the
 	// bundle); here: the test hosts' CA and the broker's.
-	clientRoots := th.pool.Clone()
+	clientRoots := th.Pool.Clone()
 	clientRoots.AppendCertsFromPEM(br.CAPEM())
 	px := startProxyWith(t, Policy{Hosts: []string{"bound.test", "other.test", "alias.test", "127.0.0.1"}}, Options{Broker: br}, loopbackResolver(t))
 	client := func(h2 bool, sni string) *http.Client {
@@ -329,7 +292,7 @@ func TestBrokerConfig(t *testing.T) {
 // host no rule names is not held. Control: without the rule the POST
 // passes.
 func TestHTTPRules(t *testing.T) {
-	th := newTestHosts(t, "api.test", "free.test")
+	th := testhosts.New(t, "api.test", "free.test")
 	var sn seen
 	to := ""
 	tlsSrv := tlsHost(t, th, &sn, &to)
@@ -338,7 +301,7 @@ func TestHTTPRules(t *testing.T) {
 	t.Cleanup(plain.Close)
 	_, pp := hostPort(t, plain.URL)
 	br := testBroker(t, th, "nothing.test")
-	roots := th.pool.Clone()
+	roots := th.Pool.Clone()
 	roots.AppendCertsFromPEM(br.CAPEM())
 	const by = "sandbox.network_for rule Bash(curl:*)"
 	rule := calls.HTTPRule{Hosts: []string{"api.test"}, Methods: []string{"GET", "HEAD"}, Paths: []string{"/repos/**"}, By: by}
@@ -427,7 +390,7 @@ func TestScrubReader(t *testing.T) {
 // bound host unchanged (the value only ever goes over TLS), whether the
 // request comes as an absolute URI or through a CONNECT tunnel.
 func TestBrokerPlainHTTP(t *testing.T) {
-	th := newTestHosts(t, "bound.test")
+	th := testhosts.New(t, "bound.test")
 	var sn seen
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { sn.add(r); fmt.Fprint(w, "REACHED") }))
 	t.Cleanup(srv.Close)
