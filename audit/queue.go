@@ -14,7 +14,6 @@ import (
 	"text/tabwriter"
 
 	tclient "go.temporal.io/sdk/client"
-	"golang.org/x/sync/errgroup"
 )
 
 // Channels an answer came by (Channel).
@@ -86,38 +85,15 @@ func fromSlack(r Record) bool {
 // Answers reads the turns q selects (q.Parallel at a time) and returns
 // their answers (IsAnswer) not older than q.Since, newest first.
 func Answers(ctx context.Context, c tclient.Client, q Query) ([]Record, error) {
-	ids, err := turnIDs(ctx, c, q)
+	per, err := readTurns(ctx, c, q, func(ctx context.Context, id string) ([]Record, error) {
+		recs, _, err := WorkflowFrom(ctx, c, id)
+		if err != nil {
+			return nil, err
+		}
+		return AnswersOf(recs, q), nil
+	})
 	if err != nil {
 		return nil, err
-	}
-	n := q.Parallel
-	if n <= 0 {
-		n = 8
-	}
-	per := make([][]Record, len(ids))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(n)
-	for i, id := range ids {
-		if gctx.Err() != nil {
-			break
-		}
-		g.Go(func() error {
-			if err := gctx.Err(); err != nil {
-				return err
-			}
-			recs, _, err := WorkflowFrom(gctx, c, id)
-			if err != nil {
-				return err
-			}
-			per[i] = AnswersOf(recs, q)
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("read histories: %w", err)
 	}
 	var out []Record
 	for _, rs := range per {

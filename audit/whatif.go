@@ -96,38 +96,15 @@ func turnIDs(ctx context.Context, c tclient.Client, q Query) ([]string, error) {
 // verdicts on their calls (ExtractCalls), oldest first, and the number
 // of turns read.
 func RecordedCalls(ctx context.Context, c tclient.Client, q Query) ([]Decided, int, error) {
-	ids, err := turnIDs(ctx, c, q)
+	per, err := readTurns(ctx, c, q, func(ctx context.Context, id string) ([]Decided, error) {
+		runs, err := Chain(ctx, c, id)
+		if err != nil {
+			return nil, err
+		}
+		return ExtractCalls(id, runs)
+	})
 	if err != nil {
 		return nil, 0, err
-	}
-	n := q.Parallel
-	if n <= 0 {
-		n = 8
-	}
-	per := make([][]Decided, len(ids))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(n)
-	for i, id := range ids {
-		if gctx.Err() != nil {
-			break // a history failed, or ctx is done
-		}
-		g.Go(func() error {
-			if err := gctx.Err(); err != nil {
-				return err // started as another failed
-			}
-			runs, err := Chain(gctx, c, id)
-			if err != nil {
-				return err
-			}
-			per[i], err = ExtractCalls(id, runs)
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, 0, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, 0, fmt.Errorf("read histories: %w", err)
 	}
 	var out []Decided
 	for _, ds := range per {
@@ -138,7 +115,44 @@ func RecordedCalls(ctx context.Context, c tclient.Client, q Query) ([]Decided, i
 		}
 	}
 	slices.SortStableFunc(out, func(a, b Decided) int { return a.Verdict.Time.Compare(b.Verdict.Time) })
-	return out, len(ids), nil
+	return out, len(per), nil
+}
+
+// readTurns lists the turns q selects and reads each with read,
+// q.Parallel at a time (8 by default), stopping at the first that
+// fails; it returns what each turn gave, in the list's order.
+func readTurns[T any](ctx context.Context, c tclient.Client, q Query, read func(context.Context, string) ([]T, error)) ([][]T, error) {
+	ids, err := turnIDs(ctx, c, q)
+	if err != nil {
+		return nil, err
+	}
+	n := q.Parallel
+	if n <= 0 {
+		n = 8
+	}
+	per := make([][]T, len(ids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(n)
+	for i, id := range ids {
+		if gctx.Err() != nil {
+			break // a history failed, or ctx is done
+		}
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err // started as another failed
+			}
+			var err error
+			per[i], err = read(gctx, id)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("read histories: %w", err)
+	}
+	return per, nil
 }
 
 // WhatIfOptions are how recorded calls are re-decided.
