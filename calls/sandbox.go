@@ -177,8 +177,8 @@ func Rebased(s *Sandbox, wd string) *Sandbox {
 
 // HTTPRule holds the HTTP(S) requests a call sends to Hosts (host
 // entries, as Sandbox.Hosts) to Methods (none: any) and Paths (none:
-// any; "*" is any run of characters but "/", "**" any run). By names
-// the rule.
+// any; path globs as the file rules': "*" within a segment, "**" any
+// number of segments). By names the rule.
 type HTTPRule struct {
 	Hosts   []string `json:"hosts"`
 	Methods []string `json:"methods,omitempty"`

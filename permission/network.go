@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/bmatcuk/doublestar/v4"
 	"gopkg.in/yaml.v3"
 )
 
@@ -21,9 +22,10 @@ type NetworkRule struct {
 	Hosts []string `json:"hosts,omitempty" yaml:"hosts,omitempty"`
 	// Methods and Paths, when set, hold the HTTP(S) requests the rule's
 	// calls send to its hosts to those methods (GET, HEAD) and those
-	// paths ("/repos/**": "*" is any run of characters but "/", "**" any
-	// run); the egress proxy sees each request (it terminates TLS for
-	// those hosts) and refuses the others with a 403 naming the rule.
+	// paths ("/repos/**": the path globs of the file rules, "*" within a
+	// segment, "**" any number of segments); the egress proxy sees each
+	// request (it terminates TLS for those hosts) and refuses the others
+	// with a 403 naming the rule.
 	Methods []string `json:"methods,omitempty" yaml:"methods,omitempty"`
 	Paths   []string `json:"paths,omitempty" yaml:"paths,omitempty"`
 }
@@ -69,6 +71,9 @@ func (n NetworkRule) Check() error {
 	for _, p := range n.Paths {
 		if !strings.HasPrefix(p, "/") {
 			return fmt.Errorf("rule %s: path %q: must start with /", n.Rule, p)
+		}
+		if !doublestar.ValidatePattern(p) {
+			return fmt.Errorf("rule %s: path %q: not a path pattern (*, **, ?, [class], {a,b})", n.Rule, p)
 		}
 	}
 	return nil

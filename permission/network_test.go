@@ -210,7 +210,7 @@ sandbox:
 	if len(g) != 1 || !slices.Equal(g[0].Methods, []string{"GET", "HEAD"}) || !slices.Equal(g[0].Paths, []string{"/repos/**"}) {
 		t.Errorf("grants: %+v", g)
 	}
-	for _, bad := range []NetworkRule{{Rule: "Bash(curl:*)", Methods: []string{"get"}}, {Rule: "Bash(curl:*)", Paths: []string{"repos/**"}}} {
+	for _, bad := range []NetworkRule{{Rule: "Bash(curl:*)", Methods: []string{"get"}}, {Rule: "Bash(curl:*)", Paths: []string{"repos/**"}}, {Rule: "Bash(curl:*)", Paths: []string{"/repos/[a"}}} {
 		if bad.Check() == nil {
 			t.Errorf("%+v: no error", bad)
 		}

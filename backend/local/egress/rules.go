@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"net/url"
 	"path"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/bmatcuk/doublestar/v4"
 
 	"github.com/wardenhq/warden/calls"
 )
@@ -16,42 +17,18 @@ import (
 type httpRule struct {
 	calls.HTTPRule
 	hosts Hosts
-	paths []*regexp.Regexp
 }
 
-// compileHTTP compiles a policy's HTTP rules; a rule whose hosts or
-// paths do not parse holds its hosts to nothing.
+// compileHTTP compiles a policy's HTTP rules; a rule whose hosts do
+// not parse holds its hosts to nothing.
 func compileHTTP(rules []calls.HTTPRule) []httpRule {
 	out := make([]httpRule, 0, len(rules))
 	for _, r := range rules {
 		hr := httpRule{HTTPRule: r}
 		hr.hosts, _ = Compile(r.Hosts)
-		for _, p := range r.Paths {
-			hr.paths = append(hr.paths, pathPattern(p))
-		}
 		out = append(out, hr)
 	}
 	return out
-}
-
-// pathPattern is the expression of a path pattern: "**" is any run of
-// characters, "*" any run but "/", the rest literal.
-func pathPattern(p string) *regexp.Regexp {
-	var b strings.Builder
-	b.WriteString("^")
-	for i := 0; i < len(p); i++ {
-		switch {
-		case strings.HasPrefix(p[i:], "**"):
-			b.WriteString(".*")
-			i++
-		case p[i] == '*':
-			b.WriteString("[^/]*")
-		default:
-			b.WriteString(regexp.QuoteMeta(p[i : i+1]))
-		}
-	}
-	b.WriteString("$")
-	return regexp.MustCompile(b.String())
 }
 
 // held are the rules that hold the requests to host:port (their hosts
@@ -71,15 +48,15 @@ func (r httpRule) allows(method, p string) bool {
 	if len(r.Methods) > 0 && !slices.Contains(r.Methods, method) {
 		return false
 	}
-	if len(r.paths) == 0 {
+	if len(r.Paths) == 0 {
 		return true
 	}
-	for _, re := range r.paths {
-		if re.MatchString(p) {
-			return true
-		}
-	}
-	return false
+	// The path globs of the file rules: "*" within a segment, "**" any
+	// number of segments (a pattern that does not parse matches nothing).
+	return slices.ContainsFunc(r.Paths, func(pat string) bool {
+		ok, _ := doublestar.Match(pat, p)
+		return ok
+	})
 }
 
 // checkHTTP returns nil when one of the rules held lets the request
