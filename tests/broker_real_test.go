@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -26,7 +28,9 @@ import (
 // bound host receives "Bearer <value>", localhost the placeholder, and
 // the value is nowhere in the tool's output, the audit, the workflow's
 // history or the worker's output; the audit records the secret's use.
-// The worker's roots (SSL_CERT_FILE) trust the test's hosts.
+// The worker's roots (SSL_CERT_FILE) trust the test's hosts. Control: a
+// worker given the same token as backend.env hands the process the
+// value, which reaches both hosts.
 func TestRealWorkerBrokeredSecret(t *testing.T) {
 	name := testhosts.LoopbackName(t)
 	ca := testhosts.New(t, name, "localhost")
@@ -102,6 +106,33 @@ func TestRealWorkerBrokeredSecret(t *testing.T) {
 	}
 	if strings.Contains(w.stdout.String(), value) {
 		t.Errorf("the value is in the worker's output")
+	}
+
+	// Control: the same token passed through as backend.env is the
+	// process's own, and goes out as it sends it, to every host.
+	t.Setenv("GH_TOKEN", value)
+	// Its tools trust the test's hosts through a bundle in their
+	// workspace (the worker's temporary directories are not theirs;
+	// a .pem there would be hidden as a sensitive file).
+	cw := startRealWorker(t, outside, false, "backend:\n  env: [GH_TOKEN, CURL_CA_BUNDLE=test-hosts.crt]\n")
+	b, err := os.ReadFile(roots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(cw.ws, "test-hosts.crt"), string(b), 0o644)
+	mu.Lock()
+	seen = nil
+	mu.Unlock()
+	cm := modeRun{w: cw, mode: m.mode, sandbox: m.sandbox}
+	crs := cm.turn(t, "broker-control", cw.ws, 3*time.Minute, []attempt{{tool: "Bash", input: bash(cmd)}})
+	mu.Lock()
+	got = strings.Join(seen, "\n")
+	mu.Unlock()
+	if cout := crs[0].Content; !strings.Contains(cout, "ENV: 1") || !strings.Contains(cout, "TOKEN: "+value) {
+		t.Errorf("control: the token given as backend.env is not the process's:\n%s", cout)
+	}
+	if !strings.Contains(got, "BOUND token "+value) || !strings.Contains(got, "OTHER token "+value) {
+		t.Errorf("control: the hosts saw:\n%s", got)
 	}
 }
 
