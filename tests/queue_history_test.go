@@ -113,15 +113,23 @@ func TestQueueHistoryAndClaims(t *testing.T) {
 	bctx := browser(t, ctx)
 	css := func(s string) chromedp.CSS { return chromedp.CSS(s) }
 	entry := func(id string) string { return fmt.Sprintf(`li.entry[data-wf=%q][data-call="c1"]`, id) }
+	// The live list re-renders its entries as events come: a button is
+	// found and clicked in one step in the page, never through a node
+	// id a re-render may have dropped.
+	click := func(sel string) chromedp.Action[chromedp.Void] {
+		return chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`document.querySelector(%q).click()`, sel))
+	}
 	if err := chromedp.Do(bctx,
 		chromedp.EmulateViewport(390, 844),
 		chromedp.Navigate(base+"/?token=alice-token&workflow=queue-"),
 		chromedp.WaitReady(css(`body[data-live="sse"]`)),
 		chromedp.WaitVisible(css(entry(a))),
 		chromedp.WaitVisible(css(entry(b))),
-		chromedp.Click(css(entry(a)+` button[data-act="claim"]`)),
+		chromedp.WaitVisible(css(entry(a)+` button[data-act="claim"]`)),
+		click(entry(a)+` button[data-act="claim"]`),
 		chromedp.WaitVisible(css(entry(a)+` .badge.claimed.mine`)),
-		chromedp.Click(css(entry(b)+` button[data-act="snooze"]`)),
+		chromedp.WaitVisible(css(entry(b)+` button[data-act="snooze"]`)),
+		click(entry(b)+` button[data-act="snooze"]`),
 		chromedp.WaitNotPresent(css(entry(b))),
 	); err != nil {
 		t.Fatalf("claim and snooze on the page: %v", err)
