@@ -38,7 +38,7 @@ func (a *Activities) Notify(ctx context.Context, in workflows.NotifyInput) error
 	}
 	p := in.Pending
 	ev := notify.Event{Type: in.Type, WorkflowID: in.WorkflowID, CallID: p.CallID, Tool: p.Tool, Input: p.Input,
-		Message: p.Message, Reason: p.Reason, RequestedAt: p.RequestedAt, Deadline: p.Deadline,
+		Message: p.Message, Reason: p.Reason, Hash: p.Hash, RequestedAt: p.RequestedAt, Deadline: p.Deadline,
 		Namespace: in.Namespace, Agent: in.Agent, Roles: in.Roles}
 	if n := in.Answer; n != nil {
 		ev.Answer = &notify.Answer{By: n.By, Via: n.Via, Decision: n.Decision, Reason: n.Reason, Scope: n.Scope,

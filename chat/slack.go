@@ -436,7 +436,10 @@ func (s *Slack) Post(ctx context.Context, channel, workflowID string, p workflow
 // (p.Approvals holds it): the message as posted, its buttons live, saying
 // who allowed so far.
 func (s *Slack) Progress(ctx context.Context, ref workflows.ChatRef, workflowID string, p workflows.Pending, inboxURL, stepUp string) error {
-	text := fmt.Sprintf("%s (%s): %s approvals", p.Tool, p.CallID, workflows.QuorumText(p, len(p.Approvals)))
+	text := fmt.Sprintf("%s (%s): waiting: %s", p.Tool, p.CallID, p.Reason)
+	if q := workflows.QuorumText(p, len(p.Approvals)); q != "" {
+		text = fmt.Sprintf("%s (%s): %s approvals", p.Tool, p.CallID, q)
+	}
 	if _, _, _, err := s.api.UpdateMessageContext(ctx, ref.Channel, ref.TS,
 		slack.MsgOptionText(text, false), slack.MsgOptionBlocks(Blocks(workflowID, p, inboxURL, stepUp)...)); err != nil {
 		return wrap("chat.update", err)

@@ -53,6 +53,10 @@ const (
 	// TypeApprovalProgress: an allow short of a call's quorum; Answer
 	// says who allowed so far (Approvers) and how far (Progress).
 	TypeApprovalProgress = "approval_progress"
+	// TypeApprovalUpdated: a policy change re-decided a waiting call and
+	// it still waits, under a new Hash (answers must send it) and the
+	// verdict's Reason now.
+	TypeApprovalUpdated = "approval_updated"
 	// TypeSessionMessage: a session took a message (Session says its
 	// mode, text and sender); TypeSessionPaused, TypeSessionResumed and
 	// TypeSessionCancelled: a session was paused, resumed or cancelled;
@@ -104,6 +108,10 @@ type Event struct {
 	RequestedAt time.Time `json:"requested_at"`
 	Deadline    time.Time `json:"deadline"`
 	InboxURL    string    `json:"inbox_url,omitempty"`
+	// Hash binds an answer to the call as the event shows it (the
+	// pending entry's hash, which an answer sends back); a policy change
+	// replaces it (approval_updated).
+	Hash string `json:"hash,omitempty"`
 	// Answer is the answer of an approval_answered event.
 	Answer *Answer `json:"answer,omitempty"`
 	// Namespace, Agent (the turn's label) and Roles (the approver roles
@@ -209,6 +217,13 @@ func (e Event) ID() string {
 	}
 	if e.Session != nil {
 		fmt.Fprintf(h, "session %d", e.Session.Seq)
+	}
+	// A call's updates and quorum steps are each news of their own.
+	switch {
+	case e.Type == TypeApprovalUpdated:
+		fmt.Fprintf(h, "hash %s", e.Hash)
+	case e.Type == TypeApprovalProgress && e.Answer != nil:
+		fmt.Fprintf(h, "approvers %d", len(e.Answer.Approvers))
 	}
 	return "msg_" + hex.EncodeToString(h.Sum(nil))[:32]
 }

@@ -531,6 +531,102 @@ func TestSlackStaleMessageRefreshed(t *testing.T) {
 	}
 }
 
+// TestSlackMessageFollowsPolicyChange: a call waits in a turn that
+// follows a policy store; its Slack message (posted by the worker to the
+// Slack stand-in) carries the call's hash. A policy apply decides the
+// call again and it still waits, with a new hash: without any click the
+// worker updates that message (same channel and ts) with buttons that
+// carry the new hash, and webhooks get approval_updated with that hash.
+// A click on the updated message's button runs the call. The control is
+// the message as posted: its value is the old hash, which the server no
+// longer takes.
+func TestSlackMessageFollowsPolicyChange(t *testing.T) {
+	const secret = "slack-signing-secret-follow"
+	si := &slackStandIn{}
+	slackSrv := httptest.NewServer(si)
+	defer slackSrv.Close()
+	hook := &hookEndpoint{rcv: &notify.Receiver{Secret: hookSecret}}
+	hookSrv := httptest.NewServer(hook)
+	defer hookSrv.Close()
+	workdir := t.TempDir()
+	cl := startWorker(t, warden.Options{Workdir: workdir, Client: env.c,
+		Chat:     &activities.Chat{Slack: chat.New("xoxb-tests", slackSrv.URL, nil), Channel: "C0F"},
+		Notifier: &notify.Sender{URLs: []string{hookSrv.URL}, Secret: hookSecret}})
+	ctx := ctxT(t, 90*time.Second)
+	store := "policy-follow-" + tag()
+	if _, err := cl.StartPolicyStore(ctx, store); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := inbox.New(inbox.Config{Client: cl, Registerer: prometheus.NewRegistry(), SlackSecret: secret,
+		Users: map[string]config.InboxUser{"bob": {Token: "tb", Slack: "U0BOB"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	rs, _ := replyRecorder(t)
+	defer rs.Close()
+
+	id := "slack-follow-" + tag()
+	liveTurn(t, ctx, cl, id, store, "", "steps:\n  - tool_calls: [{id: f1, name: Bash, input: {command: \"touch followed\"}}]\n  - text: ok\n", nil)
+	old := waitPending(t, cl, id, 1)[0]
+	oldVal := chat.Value(id, old)
+	waitFor(t, ctx, func() bool { ps, _, _ := si.snapshot(); return len(ps) == 1 })
+	posts, _, _ := si.snapshot()
+	if !strings.Contains(posts[0].blocks, oldVal) {
+		t.Fatalf("the posted message does not carry the call's hash %s:\n%s", oldVal, posts[0].blocks)
+	}
+
+	if _, err := cl.SetPolicy(ctx, store, workflows.LiveRules{Allow: []string{"Bash(echo:*)"}}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	var cur workflows.Pending
+	waitFor(t, ctx, func() bool {
+		ps, err := cl.Pending(ctx, id)
+		if err == nil && len(ps) == 1 && ps[0].Hash != old.Hash {
+			cur = ps[0]
+			return true
+		}
+		return false
+	})
+	newVal := chat.Value(id, cur)
+	var upd slackCall
+	waitFor(t, ctx, func() bool {
+		_, us, _ := si.snapshot()
+		for _, u := range us {
+			if strings.Contains(u.blocks, newVal) {
+				upd = u
+				return true
+			}
+		}
+		return false
+	})
+	if upd.channel != "C0F" || upd.ts != "1700000000.000001" {
+		t.Errorf("the update went to %s/%s, not the posted message", upd.channel, upd.ts)
+	}
+	if strings.Contains(upd.blocks, oldVal) || !strings.Contains(upd.blocks, chat.ActionAllow) {
+		t.Fatalf("the updated message still carries the old hash, or lost its buttons:\n%s", upd.blocks)
+	}
+	waitFor(t, ctx, func() bool {
+		hook.mu.Lock()
+		defer hook.mu.Unlock()
+		return slices.ContainsFunc(hook.events, func(e notify.Event) bool {
+			return e.Type == notify.TypeApprovalUpdated && e.CallID == "f1" && e.Hash == cur.Hash
+		})
+	})
+	if _, err := os.Stat(filepath.Join(workdir, "followed")); err == nil {
+		t.Fatal("the call ran before anyone answered")
+	}
+	// The value as the updated message carries it, clicked.
+	slackClick(t, hs.URL, secret, time.Now(), "U0BOB", chat.ActionAllow, newVal, rs.URL)
+	if _, err := cl.Result(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(workdir, "followed")); err != nil {
+		t.Errorf("the click on the updated message did not run the call: %v", err)
+	}
+}
+
 // TestSlackWithdrawnOnInterrupt: an interrupt sent to a turn whose call
 // waits for an approval withdraws the call, and its Slack message is
 // updated to say so (who interrupted, no buttons left); the call never

@@ -356,7 +356,9 @@ func waitFor(t testing.TB, ctx context.Context, cond func() bool) {
 // only the tool's flags, v9 with answered events, reminders, Slack
 // messages, two-person rules and budgets, v12 with verdict kinds and
 // audit notes: escalations and budget answers, v13 with budget approvals
-// posted to chat). Run with -update to record
+// posted to chat, v15 with session rules and window limits, v16 with
+// chat messages and approval_updated notifications that follow a
+// re-hashed call). Run with -update to record
 // the current scenarios as a new generation (recordGeneration).
 // TestVersionsRecorded (workflows) checks that every change ID of the
 // code is in one of them.
@@ -386,7 +388,7 @@ func TestReplayHistories(t *testing.T) {
 // workflow code again: the recorder adds files and never overwrites one,
 // so the histories of older generations keep replaying the branches
 // their code took.
-const recordGeneration = "v15"
+const recordGeneration = "v16"
 
 // recordedScenarios are the files one recording writes.
 var recordedScenarios = []string{"demo_turn", "approvals_turn", "can_turn_run1", "can_turn_run2", "notify_turn", "flood_turn_run1", "flood_turn_run2", "live_turn", "policy_store", "budget_turn", "quorum_turn", "agent_budget_turn", "budget_store", "roles_turn", "window_turn"}

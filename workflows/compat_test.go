@@ -476,7 +476,7 @@ func constGroups() map[string]map[string]any {
 			"NotifySessionAnswered", workflows.NotifySessionAnswered,
 			"NotifyExternalRequested", workflows.NotifyExternalRequested, "NotifyBudgetWarning", workflows.NotifyBudgetWarning,
 			"NotifyApprovalAnswered", workflows.NotifyApprovalAnswered,
-			"NotifyApprovalReminder", workflows.NotifyApprovalReminder, "NotifyApprovalProgress", workflows.NotifyApprovalProgress,
+			"NotifyApprovalReminder", workflows.NotifyApprovalReminder, "NotifyApprovalProgress", workflows.NotifyApprovalProgress, "NotifyApprovalUpdated", workflows.NotifyApprovalUpdated,
 		),
 		"workflows.pending_kinds": str(
 			"PendingApproval", string(workflows.PendingApproval), "PendingExternal", string(workflows.PendingExternal),

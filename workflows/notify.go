@@ -125,6 +125,27 @@ func (t *turn) notifyProgress(ctx workflow.Context, p Pending) {
 	}
 }
 
+// refreshWaiting tells the channels of every entry still open after a
+// recheck (policyBumped gave each a new hash): its chat message is drawn
+// again, its buttons carrying the new hash, and an approval_updated
+// notification carries the hash and the verdict's reason now. Runs
+// recorded before versionChatRefresh told nobody.
+func (t *turn) refreshWaiting(ctx workflow.Context) {
+	open := t.open()
+	if len(open) == 0 || workflow.GetVersion(ctx, versionChatRefresh, workflow.DefaultVersion, 1) < 1 {
+		return
+	}
+	for _, p := range open {
+		if p.ChatOn && len(p.Chat) > 0 {
+			// Partial: the message keeps its buttons (Slack.Progress).
+			t.chatUpdate(ctx, p, AnswerNote{Partial: true, At: workflow.Now(ctx)})
+		}
+		if p.Notify {
+			t.sendNotification(ctx, t.notifyInput(ctx, NotifyApprovalUpdated, p))
+		}
+	}
+}
+
 // remindDue sends the reminders of the open entries whose reminder time
 // (RemindBefore their deadline) passed by now, and returns the earliest
 // reminder time still ahead (zero: none). Entries without RemindBefore

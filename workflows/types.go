@@ -355,6 +355,10 @@ const (
 	// call still waits (AnswerNote.Approvers and Progress say who allowed
 	// and how many more are needed).
 	NotifyApprovalProgress = "approval_progress"
+	// NotifyApprovalUpdated: a waiting call got a new hash (a policy
+	// change re-decided it and it still waits); answers must send the
+	// new one.
+	NotifyApprovalUpdated = "approval_updated"
 )
 
 // AnswerNote is what an approval_answered notification says of the

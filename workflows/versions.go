@@ -174,6 +174,14 @@ const (
 	// reservation in its budget store) before each counted call. Only
 	// runs whose verdicts name a limit ask for it.
 	versionWindows = "window-limits"
+	// versionChatRefresh marks runs that tell the channels of the calls
+	// still waiting after a policy change re-hashed them (a policy
+	// apply, a remembered approval made, used or revoked, a rule added
+	// in the turn): the chat message is drawn again with buttons that
+	// carry the new hash, and an approval_updated notification carries
+	// it to webhook consumers. Runs recorded before it told nobody, and
+	// every click on the old buttons was refused as stale.
+	versionChatRefresh = "chat-refresh"
 )
 
 // Bounds that decide when commands are emitted.

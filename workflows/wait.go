@@ -113,7 +113,10 @@ func (t *turn) awaitChange(ctx workflow.Context, n int, now, next time.Time, wat
 	}
 	if t.recheck {
 		t.recheck = false
-		return t.recheckPending(ctx)
+		if err := t.recheckPending(ctx); err != nil {
+			return err
+		}
+		t.refreshWaiting(ctx)
 	}
 	return nil
 }
