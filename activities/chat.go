@@ -29,7 +29,9 @@ const (
 
 // Chat posts waiting calls to Slack.
 type Chat struct {
-	Slack *chat.Slack
+	// Service posts the messages: Slack (chat.Slack) today; another
+	// chat service is one Messenger away.
+	Service Messenger
 	// Channel receives the calls no route matches.
 	Channel string
 	// Routes send the calls they match to their channel instead.
@@ -38,6 +40,20 @@ type Chat struct {
 	// (chat.StepUp).
 	StepUp []string
 }
+
+// Messenger is the one interface a chat service implements for the
+// worker's side of a channel: post a waiting call to a channel, keep the
+// message in step while it waits (an allow short of its quorum, a new
+// hash after a policy change: the message as it is now, its buttons
+// live), and say how it was answered (no buttons left). The answers
+// come back through the inbox's answer core (inbox.Answerer).
+type Messenger interface {
+	Post(ctx context.Context, channel, workflowID string, p workflows.Pending, inboxURL, stepUp string) (workflows.ChatRef, error)
+	Progress(ctx context.Context, ref workflows.ChatRef, workflowID string, p workflows.Pending, inboxURL, stepUp string) error
+	Answered(ctx context.Context, ref workflows.ChatRef, workflowID string, p workflows.Pending, a workflows.AnswerNote) error
+}
+
+var _ Messenger = (*chat.Slack)(nil)
 
 // ChatRoute sends the calls it matches to Channel.
 type ChatRoute struct {
@@ -74,7 +90,7 @@ type chatProgress struct {
 // case.
 func (a *Activities) ChatPost(ctx context.Context, in workflows.ChatInput) ([]workflows.ChatRef, error) {
 	c := a.Chat
-	if c == nil || c.Slack == nil {
+	if c == nil || c.Service == nil {
 		return nil, nil
 	}
 	var prog chatProgress
@@ -86,7 +102,7 @@ func (a *Activities) ChatPost(ctx context.Context, in workflows.ChatInput) ([]wo
 		if slices.ContainsFunc(prog.Refs, func(r workflows.ChatRef) bool { return r.Channel == ch }) {
 			continue
 		}
-		ref, err := c.Slack.Post(ctx, ch, in.WorkflowID, in.Pending, chat.InboxLink(a.InboxURL, in.WorkflowID, in.Pending.CallID), why)
+		ref, err := c.Service.Post(ctx, ch, in.WorkflowID, in.Pending, chat.InboxLink(a.InboxURL, in.WorkflowID, in.Pending.CallID), why)
 		if err != nil {
 			return nil, a.chatFailed(ctx, metrics.ChatPost, fmt.Sprintf("slack: call %s of turn %s not posted to %s", in.Pending.CallID, in.WorkflowID, ch), err)
 		}
@@ -101,20 +117,20 @@ func (a *Activities) ChatPost(ctx context.Context, in workflows.ChatInput) ([]wo
 // ChatUpdate updates a call's messages once it is answered.
 func (a *Activities) ChatUpdate(ctx context.Context, in workflows.ChatInput) error {
 	c := a.Chat
-	if c == nil || c.Slack == nil || in.Answer == nil {
+	if c == nil || c.Service == nil || in.Answer == nil {
 		return nil
 	}
 	var errs []error
 	for _, r := range in.Refs {
 		if in.Answer.Partial {
 			// An allow short of the quorum: the call still waits.
-			err := c.Slack.Progress(ctx, r, in.WorkflowID, in.Pending, chat.InboxLink(a.InboxURL, in.WorkflowID, in.Pending.CallID), chat.StepUp(in.Pending, c.StepUp))
+			err := c.Service.Progress(ctx, r, in.WorkflowID, in.Pending, chat.InboxLink(a.InboxURL, in.WorkflowID, in.Pending.CallID), chat.StepUp(in.Pending, c.StepUp))
 			if err != nil {
 				errs = append(errs, a.chatFailed(ctx, metrics.ChatUpdate, fmt.Sprintf("slack: message of call %s of turn %s in %s not updated", in.Pending.CallID, in.WorkflowID, r.Channel), err))
 			}
 			continue
 		}
-		if err := c.Slack.Answered(ctx, r, in.WorkflowID, in.Pending, *in.Answer); err != nil {
+		if err := c.Service.Answered(ctx, r, in.WorkflowID, in.Pending, *in.Answer); err != nil {
 			errs = append(errs, a.chatFailed(ctx, metrics.ChatUpdate, fmt.Sprintf("slack: message of call %s of turn %s in %s not updated", in.Pending.CallID, in.WorkflowID, r.Channel), err))
 		}
 	}

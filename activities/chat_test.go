@@ -59,7 +59,7 @@ func TestChatOutage(t *testing.T) {
 	in := workflows.ChatInput{WorkflowID: "wf", Pending: workflows.Pending{CallID: "c1", Tool: "Bash"}}
 	var s testsuite.WorkflowTestSuite
 
-	a := &Activities{Chat: &Chat{Slack: chat.New("xoxb-test", downURL, nil), Channel: "C1"}, ChatMetrics: metrics.NewChat(reg), Logger: logger}
+	a := &Activities{Chat: &Chat{Service: chat.New("xoxb-test", downURL, nil), Channel: "C1"}, ChatMetrics: metrics.NewChat(reg), Logger: logger}
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(a.ChatPost)
 	_, err := env.ExecuteActivity(a.ChatPost, in)
@@ -69,7 +69,7 @@ func TestChatOutage(t *testing.T) {
 		t.Fatalf("post error %v, want %s %q", err, ErrTypeChatFailed, want)
 	}
 
-	a.Chat.Slack = chat.New("xoxb-test", refusing.URL, nil)
+	a.Chat.Service = chat.New("xoxb-test", refusing.URL, nil)
 	in.Answer = &workflows.AnswerNote{Decision: "allow", By: "alice"}
 	in.Refs = []workflows.ChatRef{{Channel: "C1", TS: "1.2"}}
 	env = s.NewTestActivityEnvironment()

@@ -158,7 +158,7 @@ func (a *Activities) record(ctx context.Context, out *workflows.Prepared, in wor
 	out.ReadOnly = v.ReadOnly
 	out.Policy = a.policy(info, out.ReadOnly, backendName)
 	out.Policy.Notify = a.Notifier.Enabled()
-	out.Policy.Chat = a.Chat != nil && a.Chat.Slack != nil
+	out.Policy.Chat = a.Chat != nil && a.Chat.Service != nil
 	if out.Policy.Notify {
 		out.Policy.RemindBefore = a.RemindBefore
 	}

@@ -203,6 +203,10 @@ type InboxUser struct {
 	// Slack is the user's Slack member id (U0123): their clicks on a
 	// Slack message answer as this user, under these roles.
 	Slack string `json:"slack,omitempty" yaml:"slack"`
+	// Accounts are the user's accounts on other chat channels, by the
+	// channel's name (inbox.Channel): their answers from that channel
+	// are this user's, under these roles.
+	Accounts map[string]string `json:"accounts,omitempty" yaml:"accounts"`
 }
 
 // InboxRole lists allow-rule patterns ("Bash(kubectl:*)", "Write") of

@@ -1,6 +1,10 @@
-// The answer handlers (POST /api/approve, /api/deny, /api/budget,
-// /api/answer, /api/bulk): their request bodies, and the checks of the
-// approver's roles and of always-allow rules before a decision is sent.
+// The answer core (Approve, Deny, AnswerBudget, Complete: the checks of
+// the open entry, the approver's roles and always-allow rules before a
+// decision is sent) and the HTTP handlers that call it (POST
+// /api/approve, /api/deny, /api/budget, /api/answer, /api/bulk), with
+// their request bodies. The core takes the user a channel authenticated,
+// never a request: the inbox's endpoints, Slack's callbacks and any
+// Channel call it alike.
 
 package inbox
 
@@ -129,53 +133,76 @@ func rejected(err error) error {
 	return err
 }
 
+// Answerer is the answer core every channel calls with the user it
+// authenticated its own way (a session or token for the inbox's pages
+// and API, a signed callback mapped to inbox.users.NAME for Slack or a
+// Channel). Each method finds the open entry, checks its kind, the
+// user's roles over the call (and over an edited input or an
+// always-allow's rules), the answer's own rules (a reason the policy
+// requires, what may be remembered), then sends it to the turn, which
+// checks it again against the approvers in force.
+type Answerer interface {
+	Approve(ctx context.Context, user string, req ApproveRequest) (workflows.Ack, error)
+	Deny(ctx context.Context, user string, req DenyRequest) (workflows.Ack, error)
+	AnswerBudget(ctx context.Context, user string, req BudgetAnswerRequest) (workflows.Ack, error)
+	Complete(ctx context.Context, user string, req AnswerRequest) (workflows.Ack, error)
+}
+
+var _ Answerer = (*Server)(nil)
+
 func (s *Server) handleApprove(r *http.Request) (any, error) {
 	var req ApproveRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
+	return s.Approve(r.Context(), userFrom(r), req)
+}
+
+// Approve allows a waiting call as user: once, or always (with rules or
+// a remembered scope), possibly with an edited input.
+func (s *Server) Approve(ctx context.Context, user string, req ApproveRequest) (workflows.Ack, error) {
 	if req.Decision == "" {
 		req.Decision = workflows.DecisionAllow
 	}
 	if req.Decision != workflows.DecisionAllow && req.Decision != workflows.DecisionAlwaysAllow {
-		return nil, statusErr(http.StatusBadRequest, "decision %q: want allow or always_allow", req.Decision)
+		return workflows.Ack{}, statusErr(http.StatusBadRequest, "decision %q: want allow or always_allow", req.Decision)
 	}
 	if len(req.Input) > 0 && !json.Valid(req.Input) {
-		return nil, statusErr(http.StatusBadRequest, "edited input is not valid JSON")
+		return workflows.Ack{}, statusErr(http.StatusBadRequest, "edited input is not valid JSON")
 	}
 	ttl, err := rememberOptions(req)
 	if err != nil {
-		return nil, err
+		return workflows.Ack{}, err
 	}
-	p, err := s.authorize(r.Context(), userFrom(r), req.WorkflowID, req.CallID, req.Input, workflows.PendingApproval)
+	p, err := s.authorize(ctx, user, req.WorkflowID, req.CallID, req.Input, workflows.PendingApproval)
 	if err != nil {
-		return nil, err
+		return workflows.Ack{}, err
 	}
 	rules := trimRules(req.Rules)
 	// The input scope adds no rule: it remembers the exact call, which
 	// authorize found the user may answer.
 	if req.Decision == workflows.DecisionAlwaysAllow && req.Scope != workflows.ScopeInput {
-		if err := s.mayAlwaysAllow(r, rules, p); err != nil {
-			return nil, err
+		if err := s.mayAlwaysAllow(user, rules, p); err != nil {
+			return workflows.Ack{}, err
 		}
 	}
 	var input json.RawMessage
 	if len(req.Input) > 0 {
 		var b bytes.Buffer
 		if err := json.Compact(&b, req.Input); err != nil {
-			return nil, statusErr(http.StatusBadRequest, "edited input: %w", err)
+			return workflows.Ack{}, statusErr(http.StatusBadRequest, "edited input: %w", err)
 		}
 		input = b.Bytes()
 	}
 	a := workflows.Approval{
-		CallID: req.CallID, Decision: req.Decision, Hash: req.Hash, Rules: rules, Input: input, By: userFrom(r),
+		CallID: req.CallID, Decision: req.Decision, Hash: req.Hash, Rules: rules, Input: input, By: user,
 		Reason: strings.TrimSpace(req.Reason), Scope: req.Scope, TTL: ttl, SingleUse: req.SingleUse}
 	if err := workflows.CheckAnswerable(p, a); err != nil {
-		return nil, statusErr(http.StatusBadRequest, "%w", err)
+		return workflows.Ack{}, statusErr(http.StatusBadRequest, "%w", err)
 	}
-	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, a)
+	ack, err := s.cfg.Client.Approve(ctx, req.WorkflowID, a)
 	if err != nil {
-		return nil, rejected(err)
+		return workflows.Ack{}, rejected(err)
 	}
 	return ack, nil
 }
@@ -195,7 +222,7 @@ func trimRules(in []string) []string {
 // mayAlwaysAllow checks an always-allow of p: it needs a rule (the typed
 // rules, else p's suggestions), and no rule may be wider than the
 // approver's roles.
-func (s *Server) mayAlwaysAllow(r *http.Request, rules []string, p workflows.Pending) error {
+func (s *Server) mayAlwaysAllow(user string, rules []string, p workflows.Pending) error {
 	if len(rules) == 0 && len(p.Suggestions) == 0 {
 		return statusErr(http.StatusBadRequest, "always allow needs a rule")
 	}
@@ -204,9 +231,9 @@ func (s *Server) mayAlwaysAllow(r *http.Request, rules []string, p workflows.Pen
 		added = p.Suggestions
 	}
 	for _, rl := range added {
-		if err := s.approvers.MayAddRule(s.roles, userFrom(r), rl); err != nil {
+		if err := s.approvers.MayAddRule(s.roles, user, rl); err != nil {
 			s.unauthorized.Inc()
-			return statusErr(http.StatusForbidden, "user %s may not add this rule: %w", userFrom(r), err)
+			return statusErr(http.StatusForbidden, "user %s may not add this rule: %w", user, err)
 		}
 	}
 	return nil
@@ -242,57 +269,67 @@ func (s *Server) handleDeny(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	return s.deny(r, req)
+	return s.Deny(r.Context(), userFrom(r), req)
 }
 
-// deny denies an approval, or a budget approval (which ends its turn).
-func (s *Server) deny(r *http.Request, req DenyRequest) (workflows.Ack, error) {
-	p, err := s.authorize(r.Context(), userFrom(r), req.WorkflowID, req.CallID, nil, workflows.PendingApproval, workflows.PendingBudget)
+// Deny denies an approval, or a budget approval (which ends its turn),
+// as user.
+func (s *Server) Deny(ctx context.Context, user string, req DenyRequest) (workflows.Ack, error) {
+	p, err := s.authorize(ctx, user, req.WorkflowID, req.CallID, nil, workflows.PendingApproval, workflows.PendingBudget)
 	if err != nil {
 		return workflows.Ack{}, err
 	}
 	a := workflows.Approval{
-		CallID: req.CallID, Decision: workflows.DecisionDeny, Hash: req.Hash, Reason: strings.TrimSpace(req.Reason), By: userFrom(r)}
+		CallID: req.CallID, Decision: workflows.DecisionDeny, Hash: req.Hash, Reason: strings.TrimSpace(req.Reason), By: user}
 	if err := workflows.CheckAnswerable(p, a); err != nil {
 		return workflows.Ack{}, statusErr(http.StatusBadRequest, "%w", err)
 	}
-	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, a)
+	ack, err := s.cfg.Client.Approve(ctx, req.WorkflowID, a)
 	return ack, rejected(err)
 }
 
-// handleBudget answers a budget approval: an allow with the raise the
-// approver typed, or a deny with a reason. The user's roles must cover
-// the Budget tool (workflows.BudgetTool), as the turn checks again.
 func (s *Server) handleBudget(r *http.Request) (any, error) {
 	var req BudgetAnswerRequest
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	a := workflows.Approval{CallID: req.CallID, Decision: req.Decision, Hash: req.Hash, By: userFrom(r),
+	return s.AnswerBudget(r.Context(), userFrom(r), req)
+}
+
+// AnswerBudget answers a budget approval as user: an allow with the
+// raise the approver typed, or a deny with a reason. The user's roles
+// must cover the Budget tool (workflows.BudgetTool), as the turn checks
+// again.
+func (s *Server) AnswerBudget(ctx context.Context, user string, req BudgetAnswerRequest) (workflows.Ack, error) {
+	a := workflows.Approval{CallID: req.CallID, Decision: req.Decision, Hash: req.Hash, By: user,
 		Reason: strings.TrimSpace(req.Reason)}
 	switch req.Decision {
 	case workflows.DecisionAllow:
 		if strings.TrimSpace(req.Raise) == "" {
-			return nil, statusErr(http.StatusBadRequest, "an allow of a budget approval needs a raise, such as cost=+2 or tokens=+1M")
+			return workflows.Ack{}, statusErr(http.StatusBadRequest, "an allow of a budget approval needs a raise, such as cost=+2 or tokens=+1M")
 		}
 		raise, err := client.ParseBudget(req.Raise, true)
 		if err != nil {
-			return nil, statusErr(http.StatusBadRequest, "raise: %w", err)
+			return workflows.Ack{}, statusErr(http.StatusBadRequest, "raise: %w", err)
 		}
 		a.Raise = &raise
 	case workflows.DecisionDeny:
 		if req.Raise != "" {
-			return nil, statusErr(http.StatusBadRequest, "a deny raises nothing: leave out the raise")
+			return workflows.Ack{}, statusErr(http.StatusBadRequest, "a deny raises nothing: leave out the raise")
 		}
 	default:
-		return nil, statusErr(http.StatusBadRequest, "decision %q: want allow (with a raise) or deny", req.Decision)
+		return workflows.Ack{}, statusErr(http.StatusBadRequest, "decision %q: want allow (with a raise) or deny", req.Decision)
 	}
-	if _, err := s.authorize(r.Context(), userFrom(r), req.WorkflowID, req.CallID, nil, workflows.PendingBudget); err != nil {
-		return nil, err
-	}
-	ack, err := s.cfg.Client.Approve(r.Context(), req.WorkflowID, a)
+	p, err := s.authorize(ctx, user, req.WorkflowID, req.CallID, nil, workflows.PendingBudget)
 	if err != nil {
-		return nil, rejected(err)
+		return workflows.Ack{}, err
+	}
+	if err := workflows.CheckAnswerable(p, a); err != nil {
+		return workflows.Ack{}, statusErr(http.StatusBadRequest, "%w", err)
+	}
+	ack, err := s.cfg.Client.Approve(ctx, req.WorkflowID, a)
+	if err != nil {
+		return workflows.Ack{}, rejected(err)
 	}
 	return ack, nil
 }
@@ -302,25 +339,31 @@ func (s *Server) handleAnswer(r *http.Request) (any, error) {
 	if err := decode(r, &req); err != nil {
 		return nil, err
 	}
-	p, err := s.authorize(r.Context(), userFrom(r), req.WorkflowID, req.CallID, nil, workflows.PendingExternal)
+	return s.Complete(r.Context(), userFrom(r), req)
+}
+
+// Complete answers an external call as user: an AskUser call with its
+// answers (checked against its questions), any other with its content.
+func (s *Server) Complete(ctx context.Context, user string, req AnswerRequest) (workflows.Ack, error) {
+	p, err := s.authorize(ctx, user, req.WorkflowID, req.CallID, nil, workflows.PendingExternal)
 	if err != nil {
-		return nil, err
+		return workflows.Ack{}, err
 	}
-	res := workflows.ExternalResult{CallID: req.CallID, Content: req.Content, IsError: req.IsError, By: userFrom(r)}
+	res := workflows.ExternalResult{CallID: req.CallID, Content: req.Content, IsError: req.IsError, By: user}
 	if p.Tool == "AskUser" {
 		ans := tools.AskUserAnswer{Answers: req.Answers}
 		if err := tools.ValidateAskUserAnswer(p.Input, ans); err != nil {
-			return nil, statusErr(http.StatusBadRequest, "%w", err)
+			return workflows.Ack{}, statusErr(http.StatusBadRequest, "%w", err)
 		}
 		var err error
-		if res, err = client.AskUserResult(req.CallID, ans, userFrom(r)); err != nil {
-			return nil, err
+		if res, err = client.AskUserResult(req.CallID, ans, user); err != nil {
+			return workflows.Ack{}, err
 		}
 	}
 	res.Hash = cmp.Or(req.Hash, p.Hash)
-	ack, err := s.cfg.Client.CompleteExternal(r.Context(), req.WorkflowID, res)
+	ack, err := s.cfg.Client.CompleteExternal(ctx, req.WorkflowID, res)
 	if err != nil {
-		return nil, rejected(err)
+		return workflows.Ack{}, rejected(err)
 	}
 	return ack, nil
 }
@@ -333,21 +376,16 @@ func (s *Server) handleBulk(r *http.Request) (any, error) {
 	if req.Action != "allow" && req.Action != "deny" {
 		return nil, statusErr(http.StatusBadRequest, "action %q: want allow or deny", req.Action)
 	}
+	ctx, user := r.Context(), userFrom(r)
 	out := make([]BulkResult, 0, len(req.Items))
 	for _, it := range req.Items {
 		var err error
 		if req.Action == "deny" {
 			it.Reason = req.Reason
-			_, err = s.deny(r, it)
+			_, err = s.Deny(ctx, user, it)
 		} else {
-			var p workflows.Pending
-			if p, err = s.authorize(r.Context(), userFrom(r), it.WorkflowID, it.CallID, nil, workflows.PendingApproval); err == nil {
-				a := workflows.Approval{CallID: it.CallID, Decision: workflows.DecisionAllow, Hash: it.Hash, By: userFrom(r),
-					Reason: strings.TrimSpace(req.Reason)}
-				if err = workflows.CheckAnswerable(p, a); err == nil {
-					_, err = s.cfg.Client.Approve(r.Context(), it.WorkflowID, a)
-				}
-			}
+			_, err = s.Approve(ctx, user, ApproveRequest{WorkflowID: it.WorkflowID, CallID: it.CallID, Hash: it.Hash,
+				Decision: workflows.DecisionAllow, Reason: req.Reason})
 		}
 		res := BulkResult{WorkflowID: it.WorkflowID, CallID: it.CallID, OK: err == nil}
 		if err != nil {

@@ -76,6 +76,9 @@ type Config struct {
 	// PublicURL is the inbox's public address, linked from the Slack
 	// messages it refreshes ("": no link).
 	PublicURL string
+	// Channels are the chat services approvers answer from besides
+	// Slack, each served at /channels/NAME (Channel).
+	Channels []Channel
 	// MarksFile keeps the users' claims and snoozes across restarts
 	// ("": in memory only). The worker's is
 	// server.data_dir/inbox-marks.json.
@@ -116,6 +119,8 @@ type Server struct {
 	slackSeen map[string]time.Time
 	// marks are the users' claims and snoozes (marks.go).
 	marks *marks
+	// channels serves Config.Channels' callbacks (channel.go).
+	channels *http.ServeMux
 	// usageSeen is the turn usage of the waits last listed (withUsage).
 	usageMu   sync.Mutex
 	usageSeen map[string]*model.Usage
@@ -163,6 +168,9 @@ func New(cfg Config) (*Server, error) {
 	if s.marks, err = loadMarks(cfg.MarksFile); err != nil {
 		return nil, err
 	}
+	if err := s.mountChannels(); err != nil {
+		return nil, err
+	}
 	page, err := template.New("index.html").Funcs(funcs).ParseFS(assets, "assets/*.html")
 	if err != nil {
 		return nil, fmt.Errorf("inbox: parse templates: %w", err)
@@ -205,6 +213,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.URL.Path == slackPath && s.cfg.SlackSecret != "" {
 		// Slack signs its callbacks instead of signing in.
 		s.handleSlack(w, r)
+		return
+	}
+	if isChannelPath(r.URL.Path) {
+		// A channel verifies its own callbacks (Channel.Handler).
+		s.channels.ServeHTTP(w, r)
 		return
 	}
 	name, ok := s.authenticate(w, r)

@@ -79,13 +79,8 @@ func (s *Server) handleSlack(w http.ResponseWriter, r *http.Request) {
 // buttons carry the new hash. It reports whether the answer was taken
 // (false: refused).
 func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.BlockAction, reason, responseURL string) (string, bool) {
-	user := ""
-	for _, u := range s.users {
-		if slackID != "" && u.u.Slack == slackID {
-			user = u.name
-		}
-	}
-	if user == "" {
+	user, ok := s.User("slack", slackID)
+	if !ok {
 		s.unauthorized.Inc()
 		return "You are not a warden approver: ask an admin to set inbox.users.NAME.slack to your member id. Nothing was answered.", false
 	}
@@ -109,8 +104,11 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 	if reason != "" {
 		from += ": " + reason
 	}
-	a := workflows.Approval{CallID: callID, Hash: hash, By: user, Reason: from}
-	raised := ""
+	var (
+		ack    workflows.Ack
+		raised string
+	)
+	// The answer goes through the core, as the inbox's own endpoints do.
 	switch act.ActionID {
 	case chat.ActionAllow:
 		if p.Kind == workflows.PendingBudget {
@@ -120,7 +118,7 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 			s.unauthorized.Inc()
 			return "Refused: this call needs review in the inbox (" + why + "). Nothing was answered.", false
 		}
-		a.Decision = workflows.DecisionAllow
+		ack, err = s.Approve(ctx, user, ApproveRequest{WorkflowID: wf, CallID: callID, Hash: hash, Decision: workflows.DecisionAllow, Reason: from})
 	case chat.ActionRaise:
 		// The raise is the one the message states, read again from the
 		// entry: a click cannot name another amount.
@@ -132,17 +130,17 @@ func (s *Server) slackAnswer(ctx context.Context, slackID string, act *slack.Blo
 			s.unauthorized.Inc()
 			return "Refused: this budget approval needs review in the inbox (" + why + "). Nothing was answered.", false
 		}
-		a.Decision, a.Raise = workflows.DecisionAllow, &raise
 		raised = ", raising the budget by " + chat.RaiseText(raise)
+		ack, err = s.AnswerBudget(ctx, user, BudgetAnswerRequest{WorkflowID: wf, CallID: callID, Hash: hash,
+			Decision: workflows.DecisionAllow, Raise: raise.RaiseText(), Reason: from})
 	case chat.ActionDeny:
-		a.Decision = workflows.DecisionDeny
 		if reason == "" {
-			a.Reason = "denied from Slack"
+			from = "denied from Slack"
 		}
+		ack, err = s.Deny(ctx, user, DenyRequest{WorkflowID: wf, CallID: callID, Hash: hash, Reason: from})
 	default:
 		return "Refused: unknown action " + act.ActionID, false
 	}
-	ack, err := s.cfg.Client.Approve(ctx, wf, a)
 	if err != nil {
 		return "Refused: " + err.Error(), false
 	}

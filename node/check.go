@@ -126,7 +126,7 @@ func slackChat(s config.Slack, getenv func(string) string) *activities.Chat {
 	if token == "" || (s.Channel == "" && len(s.Routes) == 0) {
 		return nil
 	}
-	c := &activities.Chat{Slack: chat.New(token, s.APIURL, nil), Channel: s.Channel, StepUp: s.StepUp}
+	c := &activities.Chat{Service: chat.New(token, s.APIURL, nil), Channel: s.Channel, StepUp: s.StepUp}
 	for _, r := range s.Routes {
 		m := r.Match
 		c.Routes = append(c.Routes, activities.ChatRoute{Match: notify.Match{Namespace: m.Namespace, Agent: m.Agent, Tool: m.Tool, Role: m.Role},

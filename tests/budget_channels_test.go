@@ -204,7 +204,7 @@ func TestSlackBudgetRaiseAndDeny(t *testing.T) {
 	hookSrv := httptest.NewServer(hook)
 	defer hookSrv.Close()
 	workdir := t.TempDir()
-	cl := startWorker(t, warden.Options{Workdir: workdir, Chat: &activities.Chat{Slack: chat.New("xoxb-tests", slackSrv.URL, nil), Channel: "C0BUDGET"},
+	cl := startWorker(t, warden.Options{Workdir: workdir, Chat: &activities.Chat{Service: chat.New("xoxb-tests", slackSrv.URL, nil), Channel: "C0BUDGET"},
 		Notifier: &notify.Sender{URLs: []string{hookSrv.URL}, Secret: hookSecret}})
 	ctx := ctxT(t, 120*time.Second)
 	users, roles := budgetTeam()

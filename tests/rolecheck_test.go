@@ -43,7 +43,7 @@ func recordRolesScenario(t *testing.T, ctx context.Context, save func(*testing.T
 	cl := startWorkerOn(t, "tq-"+t.Name()+"-roles", warden.Options{Workdir: t.TempDir(),
 		Notifier: &notify.Sender{URLs: []string{ds.URL}, Secret: hookSecret,
 			Routes: []notify.Route{{Match: notify.Match{Role: "k8s"}, Webhooks: []string{ks.URL}}}},
-		Chat: &activities.Chat{Slack: chat.New("xoxb-record", slack.URL, nil), Channel: "C0RECORD"}})
+		Chat: &activities.Chat{Service: chat.New("xoxb-record", slack.URL, nil), Channel: "C0RECORD"}})
 	s := script(t, `
 steps:
   - tool_calls:

@@ -33,7 +33,7 @@ func BenchmarkSlackApproval(b *testing.B) {
 	srv := httptest.NewServer(si)
 	defer srv.Close()
 	workdir := b.TempDir()
-	cl := startWorker(b, warden.Options{Workdir: workdir, Chat: &activities.Chat{Slack: chat.New("xoxb-tests", srv.URL, nil), Channel: "C0BENCH"}})
+	cl := startWorker(b, warden.Options{Workdir: workdir, Chat: &activities.Chat{Service: chat.New("xoxb-tests", srv.URL, nil), Channel: "C0BENCH"}})
 	ib, err := inbox.New(inbox.Config{Client: cl, Registerer: prometheus.NewRegistry(), SlackSecret: secret,
 		Users: map[string]config.InboxUser{"bob": {Token: "tb", Slack: "U0BOB"}}})
 	if err != nil {

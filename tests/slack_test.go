@@ -99,7 +99,7 @@ func TestSlackMessagePerCallUpdatedOnAnswer(t *testing.T) {
 	si := &slackStandIn{limit: true}
 	srv := httptest.NewServer(si)
 	defer srv.Close()
-	cl := startWorker(t, warden.Options{Chat: &activities.Chat{Slack: chat.New("xoxb-tests", srv.URL, nil), Channel: "C0DEFAULT",
+	cl := startWorker(t, warden.Options{Chat: &activities.Chat{Service: chat.New("xoxb-tests", srv.URL, nil), Channel: "C0DEFAULT",
 		Routes: []activities.ChatRoute{{Match: notify.Match{Agent: "ops-*"}, Channel: "C0OPS"}}}})
 	ctx := ctxT(t, 90*time.Second)
 	s := script(t, "steps:\n  - tool_calls: [{id: s1, name: Bash, input: {command: \"touch from-slack\"}}]\n  - text: ok\n")
@@ -550,7 +550,7 @@ func TestSlackMessageFollowsPolicyChange(t *testing.T) {
 	defer hookSrv.Close()
 	workdir := t.TempDir()
 	cl := startWorker(t, warden.Options{Workdir: workdir, Client: env.c,
-		Chat:     &activities.Chat{Slack: chat.New("xoxb-tests", slackSrv.URL, nil), Channel: "C0F"},
+		Chat:     &activities.Chat{Service: chat.New("xoxb-tests", slackSrv.URL, nil), Channel: "C0F"},
 		Notifier: &notify.Sender{URLs: []string{hookSrv.URL}, Secret: hookSecret}})
 	ctx := ctxT(t, 90*time.Second)
 	store := "policy-follow-" + tag()
@@ -635,7 +635,7 @@ func TestSlackWithdrawnOnInterrupt(t *testing.T) {
 	si := &slackStandIn{}
 	srv := httptest.NewServer(si)
 	defer srv.Close()
-	cl := startWorker(t, warden.Options{Chat: &activities.Chat{Slack: chat.New("xoxb-tests", srv.URL, nil), Channel: "C0DEFAULT"}})
+	cl := startWorker(t, warden.Options{Chat: &activities.Chat{Service: chat.New("xoxb-tests", srv.URL, nil), Channel: "C0DEFAULT"}})
 	ctx := ctxT(t, 90*time.Second)
 	s := script(t, "steps:\n  - tool_calls: [{id: w1, name: Bash, input: {command: \"touch withdrawn-by-slack\"}}]\n  - text: ok\n")
 	id := "slack-withdraw-" + tag()
@@ -676,7 +676,7 @@ func TestQuorumProgressInChannels(t *testing.T) {
 	hook := &hookEndpoint{rcv: &notify.Receiver{Secret: hookSecret}}
 	hookSrv := httptest.NewServer(hook)
 	defer hookSrv.Close()
-	cl := startWorker(t, warden.Options{Chat: &activities.Chat{Slack: chat.New("xoxb-tests", slackSrv.URL, nil), Channel: "C0Q"},
+	cl := startWorker(t, warden.Options{Chat: &activities.Chat{Service: chat.New("xoxb-tests", slackSrv.URL, nil), Channel: "C0Q"},
 		Notifier: &notify.Sender{URLs: []string{hookSrv.URL}, Secret: hookSecret}})
 	ctx := ctxT(t, 90*time.Second)
 	pc, err := permission.Policy{Quorum: []permission.QuorumRule{{Rule: "Bash(touch:*)", Approvals: 2}}}.Context()

@@ -732,7 +732,7 @@ func recordNotifyScenario(t *testing.T, ctx context.Context) {
 	t.Cleanup(slack.Close)
 	cl := startWorkerOn(t, "tq-"+t.Name()+"-notify", warden.Options{Workdir: t.TempDir(),
 		Notifier: &notify.Sender{URLs: []string{hs.URL}, Secret: hookSecret}, RemindBefore: 2 * time.Second,
-		Chat: &activities.Chat{Slack: chat.New("xoxb-record", slack.URL, nil), Channel: "C0RECORD"}})
+		Chat: &activities.Chat{Service: chat.New("xoxb-record", slack.URL, nil), Channel: "C0RECORD"}})
 	ns := script(t, `
 steps:
   - text: two commands

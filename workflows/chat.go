@@ -43,6 +43,7 @@ func (t *turn) chatPost(ctx workflow.Context, p Pending) {
 			t.emit(gctx, Event{Type: EventCustom, CallID: p.CallID, Tool: p.Tool, Text: "chat message not posted: " + chatFailure(err)})
 			return
 		}
+		posted := p
 		if i := t.pendingIndex(p.CallID); i >= 0 {
 			t.pending[i].Chat = refs
 			p = t.pending[i]
@@ -50,6 +51,13 @@ func (t *turn) chatPost(ctx workflow.Context, p Pending) {
 		if a, ok := t.chatNotes[p.CallID]; ok {
 			p.Chat = refs
 			t.chatUpdate(gctx, p, a)
+			return
+		}
+		// The call changed while its post was in flight (a new hash, an
+		// allow short of its quorum): the message is drawn again.
+		if _, open := t.findOpen(p.CallID); open == nil && (p.Hash != posted.Hash || len(p.Approvals) != len(posted.Approvals)) &&
+			workflow.GetVersion(gctx, versionChatRefresh, workflow.DefaultVersion, 1) >= 1 {
+			t.chatUpdate(gctx, p, AnswerNote{Partial: true, At: workflow.Now(gctx)})
 		}
 	})
 }
