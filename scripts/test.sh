@@ -45,6 +45,12 @@ started_dockerd=""
 cleanup() {
   [ -n "$jaeger_pid" ] && kill "$jaeger_pid" 2>/dev/null || true
   [ -n "${cli_pid:-}" ] && kill "$cli_pid" 2>/dev/null || true
+  # The background checks run in subshells: stop what they started too.
+  for p in ${static_pid:-} ${race_pid:-}; do
+    pkill -P "$p" 2>/dev/null || true
+    kill "$p" 2>/dev/null || true
+  done
+  rm -rf "${bg_dir:-}" "${bins:-}"
   if [ -n "$started_dockerd" ] && [ -f "$started_dockerd" ]; then
     kill "$(cat "$started_dockerd")" 2>/dev/null || true
   fi
@@ -105,15 +111,13 @@ fi
 
 cli_pid=""
 cli_out=$(mktemp -d)
+stock=""
 if [ "${WARDEN_SKIP_STOCK:-}" != "1" ]; then
   # The stock-server tests run the Temporal CLI's dev server and use the
-  # CLI as a client; once it is installed here, they fail rather than skip.
-  # Cold, it builds (a Temporal server of its own version) in the
-  # background at low priority, as Jaeger does, beside the checks and the
-  # tests, whose waits leave cores idle; the stock tests wait for it.
-  phase "temporal CLI (stock-server tests; built once in the background, then cached)"
-  nice -n 19 .ci/temporal-cli.sh >"$cli_out/path" 2>"$cli_out/log" &
-  cli_pid=$!
+  # CLI as a client; once it is installed here, they fail rather than
+  # skip. It is built after go vet (below), beside warden's own build
+  # cache.
+  stock=1
   export WARDEN_REQUIRE_STOCK=1
 else
   skip "the stock-server tests (Temporal CLI)" WARDEN_SKIP_STOCK
@@ -129,10 +133,23 @@ go mod tidy -diff
 phase "go vet"
 go vet ./...
 
+# What the tests link is compiled now. The CPU work below that does not
+# run a test goes to the background at the lowest priority, where it
+# takes the cores the integration tests leave idle while they wait on
+# servers, processes and timers (about half of them): staticcheck, the
+# race build of the unit tests' packages, and the Temporal CLI.
+bg_dir=$(mktemp -d)
+static_pid=""
 # Linters run at pinned versions with go run pkg@version: they build from
 # the Go module proxy into the build cache and stay out of go.mod.
-phase "staticcheck"
-go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+phase "staticcheck (in the background; its result is checked before the unit tests)"
+(nice -n 19 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... >"$bg_dir/staticcheck" 2>&1; echo $? >"$bg_dir/staticcheck.rc") &
+static_pid=$!
+if [ -n "$stock" ]; then
+  phase "temporal CLI (stock-server tests; built once in the background, then cached)"
+  nice -n 19 .ci/temporal-cli.sh >"$cli_out/path" 2>"$cli_out/log" &
+  cli_pid=$!
+fi
 
 phase "workflowcheck (Temporal's determinism check of workflow code)"
 go run go.temporal.io/sdk/contrib/tools/workflowcheck@v0.6.0 -config scripts/workflowcheck.yaml ./workflows/...
@@ -150,13 +167,33 @@ scripts/workflow-deps.sh
 embed=$(go list -test -f '{{.ImportPath}}{{range .Deps}} {{.}}{{end}}' ./... |
   awk '/ go\.temporal\.io\/server\// {sub(/\.test$/, "", $1); print $1}' | sort -u)
 unit=$(go list ./... | grep -vxF -f <(echo "$embed"))
+phase "race build of the unit tests' packages (in the background)"
+(nice -n 19 go build -race $unit >"$bg_dir/race" 2>&1; echo $? >"$bg_dir/race.rc") &
+race_pid=$!
+
+# The worker and starter the tests run, linked once for every go test
+# process below (each would link its own).
+phase "worker and starter binaries for the tests"
+bins=$(mktemp -d)
+go build -o "$bins/worker" ./cmd/worker
+go build -o "$bins/starter" ./cmd/starter
+export WARDEN_TEST_BINS="$bins"
+
+phase "integration tests (real Temporal server, processes, files)"
+go test -count=1 -timeout 30m -skip '^(TestClusterProfile$|TestStock|TestTrace)' ./tests/...
+
+phase "staticcheck: waiting for its result"
+wait "$static_pid" || true
+static_pid=""
+cat "$bg_dir/staticcheck"
+if [ "$(cat "$bg_dir/staticcheck.rc" 2>/dev/null)" != "0" ]; then echo "staticcheck failed" >&2; exit 1; fi
+wait "$race_pid" || true
+race_pid=""
+
 phase "unit tests (-race)"
 go test -race -count=1 $unit
 phase "unit tests of the packages that embed the server (node, devserver, worker)"
 go test -count=1 $(echo "$embed" | grep -v '/tests$')
-
-phase "integration tests (real Temporal server, processes, files)"
-go test -count=1 -timeout 30m -skip '^(TestClusterProfile$|TestStock|TestTrace)' ./tests/...
 
 phase "cluster profile (PostgreSQL, Temporal server process, two worker processes, starter)"
 go test -count=1 -timeout 15m -v -run '^TestClusterProfile$' ./tests/

@@ -29,6 +29,9 @@ import (
 // link the server, so this is quick).
 func buildStarter(t testing.TB) string {
 	t.Helper()
+	if bin := prebuiltBin("starter"); bin != "" {
+		return bin
+	}
 	bin := filepath.Join(env.binDir, "starter")
 	if _, err := os.Stat(bin); err == nil {
 		return bin

@@ -31,6 +31,10 @@ var env struct {
 	srv    *devserver.Server
 	c      tclient.Client
 	binDir string
+	// prebuilt is $WARDEN_TEST_BINS: a directory where scripts/test.sh
+	// built cmd/worker and cmd/starter from this tree once for every go
+	// test process of the run ("": each process links its own).
+	prebuilt string
 	// store is the content store every worker of the tests shares
 	// (in-process ones directly, worker processes through contentDir).
 	store      *content.FS
@@ -67,6 +71,7 @@ func run(m *testing.M) int {
 	}
 	defer os.RemoveAll(dir)
 	env.binDir = dir
+	env.prebuilt = os.Getenv("WARDEN_TEST_BINS")
 	env.contentDir = filepath.Join(dir, "content")
 	if env.store, err = content.NewFS(env.contentDir); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -125,6 +130,9 @@ func startWorkerOn(t testing.TB, queue string, o warden.Options) *client.Client 
 // buildWorker compiles cmd/worker once per test binary.
 func buildWorker(t testing.TB) string {
 	t.Helper()
+	if bin := prebuiltBin("worker"); bin != "" {
+		return bin
+	}
 	bin := filepath.Join(env.binDir, "worker")
 	if _, err := os.Stat(bin); err == nil {
 		return bin
@@ -133,6 +141,19 @@ func buildWorker(t testing.TB) string {
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("build worker: %v", err)
+	}
+	return bin
+}
+
+// prebuiltBin is $WARDEN_TEST_BINS/name when the run built it ("":
+// build it here).
+func prebuiltBin(name string) string {
+	if env.prebuilt == "" {
+		return ""
+	}
+	bin := filepath.Join(env.prebuilt, name)
+	if _, err := os.Stat(bin); err != nil {
+		return ""
 	}
 	return bin
 }
