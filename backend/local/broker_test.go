@@ -1,11 +1,14 @@
 package local_test
 
 import (
+	"bytes"
 	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -270,5 +273,85 @@ func TestBrokeredSecretGit(t *testing.T) {
 		if strings.Contains(c.String(), value) {
 			t.Errorf("the value is in a record: %s", c)
 		}
+	}
+}
+
+// TestBrokeredSecretNotInMemory: a sandboxed python3 sends the
+// placeholder it was given in GH_TOKEN to the bound host (which gets the
+// real value), then dumps its whole address space, every readable
+// mapping read through /proc/self/mem, as a core dump holds it. The dump
+// holds the placeholder and not the value. Control: with the same value
+// given as backend.env, the same dump holds the value, so the dump is
+// one the value would be seen in.
+func TestBrokeredSecretNotInMemory(t *testing.T) {
+	bound := testhosts.LoopbackName(t)
+	ca := testhosts.New(t, bound)
+	bp, bLog := httpsHost(t, ca.Cert, "bound")
+	const value = "ghp_brokeredMEMORYvalue0123456789abcdef"
+	br, err := egress.NewBroker(egress.BrokerConfig{Dir: t.TempDir(), Roots: ca.Pool, SystemBundle: ca.Bundle(t), Secrets: []egress.Secret{
+		{Name: "GH_TOKEN", Value: value, Hosts: []string{bound}, Header: "Authorization"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The script names neither the value nor a part of it: the dump is
+	// searched by the test.
+	script := fmt.Sprintf(`import os, urllib.request
+req = urllib.request.Request("https://%s:%d/mem", headers={"Authorization": "Bearer " + os.environ["GH_TOKEN"]})
+try:
+    print("REQ", urllib.request.urlopen(req, timeout=10).read().decode().strip())
+except Exception as e:
+    print("REQ error", e)
+dump = bytearray()
+with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+    for line in maps:
+        span, perms = line.split()[:2]
+        if "r" not in perms:
+            continue
+        lo, hi = (int(x, 16) for x in span.split("-"))
+        try:
+            mem.seek(lo)
+            dump += mem.read(hi - lo)
+        except (OSError, ValueError, OverflowError):
+            pass
+open("core.dump", "wb").write(dump)
+print("DUMPED", len(dump))
+`, bound, bp)
+	dumpOf := func(b *local.Backend) ([]byte, string) {
+		t.Helper()
+		var ws string
+		_, out := execNetwork(t, b, "test grant", []string{bound, "127.0.0.1"}, []string{"python3", "-c", script},
+			func(dir string) []string { ws = dir; return nil })
+		if !strings.Contains(out, "DUMPED") {
+			t.Fatalf("no dump:\n%s", out)
+		}
+		dump, err := os.ReadFile(filepath.Join(ws, "core.dump"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dump, out
+	}
+	b := &local.Backend{Broker: br}
+	defer b.Close()
+	dump, out := dumpOf(b)
+	if !strings.Contains(lineOf(out, "REQ"), "REACHED bound") {
+		t.Fatalf("the request did not reach the bound host:\n%s", out)
+	}
+	if !strings.Contains(bLog.all(), "Authorization: Bearer "+value) {
+		t.Fatal("the bound host did not get the value: the dump would prove nothing")
+	}
+	t.Logf("dump: %d bytes, value %d times, placeholder %d times", len(dump), bytes.Count(dump, []byte(value)), bytes.Count(dump, []byte("warden-secret-GH_TOKEN-")))
+	if n := bytes.Count(dump, []byte(value)); n != 0 {
+		t.Errorf("the tool's memory holds the value %d times", n)
+	}
+	if bytes.Count(dump, []byte("warden-secret-GH_TOKEN-")) == 0 {
+		t.Error("the dump does not hold the placeholder either: it is not a dump of the process's memory")
+	}
+
+	// Control: given as backend.env, the value is in the same dump.
+	ctl := &local.Backend{Env: []string{"GH_TOKEN=" + value}}
+	defer ctl.Close()
+	dump, _ = dumpOf(ctl)
+	if n := bytes.Count(dump, []byte(value)); n == 0 {
+		t.Errorf("control: the dump (%d bytes) does not hold the value given as backend.env", len(dump))
 	}
 }
