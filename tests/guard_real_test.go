@@ -186,26 +186,48 @@ func guardFlood(t *testing.T, m modeRun, guardOff bool) {
 // advisory's agent wrote, created new, and the others over existing
 // ones. With the guard on none holds what the call wrote (an existing
 // one is read-only, a new one is moved aside after the call); with it
-// off (the control) every one does.
+// off (the control) every one does. The workspace's .venv is a real
+// virtual environment, and the planted .pth is a line of Python: the
+// host's next use of the environment (its interpreter, which runs every
+// .pth line that starts with import) is where the effect is looked for.
 func guardRunLater(t *testing.T, m modeRun, guardOff bool) {
 	w := m.w
 	d := filepath.Join(w.root, "guard", "later")
 	initRepo(t, d)
+	if out, err := exec.Command("python3", "-m", "venv", "--without-pip", filepath.Join(d, ".venv")).CombinedOutput(); err != nil {
+		t.Fatalf("python3 -m venv: %v\n%s", err, out)
+	}
+	ver, err := exec.Command("python3", "-c", "import sys; print('python%d.%d' % sys.version_info[:2])").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pth := ".venv/lib/" + strings.TrimSpace(string(ver)) + "/site-packages/zz_evil.pth"
 	created := []string{"pyvenv.cfg", ".claude/settings.json", ".mcp.json", ".github/workflows/ci.yml",
-		".husky/pre-commit", ".pre-commit-config.yaml", ".venv/lib/python3.12/site-packages/zz_evil.pth"}
+		".husky/pre-commit", ".pre-commit-config.yaml", pth}
 	existing := []string{".venv/bin/activate", "tests/conftest.py", ".cargo/config.toml", ".yarnrc.yml",
 		".gitattributes", ".codex/config.toml", ".cursor/mcp.json", ".devcontainer/devcontainer.json"}
 	for _, p := range existing {
 		writeFile(t, filepath.Join(d, p), "ORIGINAL\n", 0o644)
 	}
 	planted := "PLANTED-" + w.tag
+	venvMark := filepath.Join(w.out, "guard-venv")
 	var b strings.Builder
 	for _, p := range append(slices.Clone(created), existing...) {
-		fmt.Fprintf(&b, "show(%q, lambda: (os.makedirs(os.path.dirname(%q) or '.', exist_ok=True), open(%q,'w').write(%q))[1])\n", "WRITE "+p, p, p, planted)
+		text := planted
+		if p == pth {
+			text = fmt.Sprintf("import os; open(%q, 'w').write(%q) # %s\n", venvMark, planted, planted)
+		}
+		fmt.Fprintf(&b, "show(%q, lambda: (os.makedirs(os.path.dirname(%q) or '.', exist_ok=True), open(%q,'w').write(%q))[1])\n", "WRITE "+p, p, p, text)
 	}
 	rs := m.turn(t, "guard-later", d, 3*time.Minute, []attempt{{tool: "Bash", input: pyCall(b.String())}})
 	for _, p := range append(slices.Clone(created), existing...) {
 		got, _ := os.ReadFile(filepath.Join(d, p))
 		guardExpect(t, m, guardOff, "python3 writes "+p, rs[0], strings.Contains(string(got), planted))
 	}
+	// The host's next use of the virtual environment.
+	if out, err := exec.Command(filepath.Join(d, ".venv", "bin", "python"), "-c", "pass").CombinedOutput(); err != nil {
+		t.Errorf("the host's .venv/bin/python: %v\n%s", err, out)
+	}
+	_, err = os.Stat(venvMark)
+	guardExpect(t, m, guardOff, "the host's next .venv/bin/python runs the planted "+pth, rs[0], err == nil)
 }
