@@ -2,6 +2,7 @@ package tests
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -447,6 +448,26 @@ func replyRecorder(t *testing.T) (srv *httptest.Server, last func() string) {
 	}
 }
 
+// rehash applies a policy to store that leaves turn id's one waiting
+// call (old) waiting, which re-hashes it, and returns the call as it
+// waits then.
+func rehash(t *testing.T, ctx context.Context, cl *client.Client, store, id string, old workflows.Pending) workflows.Pending {
+	t.Helper()
+	if _, err := cl.SetPolicy(ctx, store, workflows.LiveRules{Allow: []string{"Bash(echo:*)"}}, "ops"); err != nil {
+		t.Fatal(err)
+	}
+	var cur workflows.Pending
+	waitFor(t, ctx, func() bool {
+		ps, err := cl.Pending(ctx, id)
+		if err == nil && len(ps) == 1 && ps[0].Hash != old.Hash {
+			cur = ps[0]
+			return true
+		}
+		return false
+	})
+	return cur
+}
+
 // TestSlackStaleMessageRefreshed: a call waits in a turn that follows a
 // policy store, and its Slack message carries the call's hash. A policy
 // change decides the call again (it still waits, with a new hash). A
@@ -485,19 +506,7 @@ func TestSlackStaleMessageRefreshed(t *testing.T) {
 	liveTurn(t, ctx, cl, id, store, "", "steps:\n  - tool_calls: [{id: s1, name: Bash, input: {command: \"touch after-refresh\"}}]\n  - text: ok\n", nil)
 	old := waitPending(t, cl, id, 1)[0]
 	oldVal := chat.Value(id, old)
-	// A policy change that leaves the call waiting re-hashes it.
-	if _, err := cl.SetPolicy(ctx, store, workflows.LiveRules{Allow: []string{"Bash(echo:*)"}}, "ops"); err != nil {
-		t.Fatal(err)
-	}
-	var cur workflows.Pending
-	waitFor(t, ctx, func() bool {
-		ps, err := cl.Pending(ctx, id)
-		if err == nil && len(ps) == 1 && ps[0].Hash != old.Hash {
-			cur = ps[0]
-			return true
-		}
-		return false
-	})
+	cur := rehash(t, ctx, cl, store, id, old)
 	now := time.Now()
 	slackClick(t, hs.URL, secret, now, "U0BOB", chat.ActionAllow, oldVal, rs.URL)
 	mu.Lock()
@@ -577,18 +586,7 @@ func TestSlackMessageFollowsPolicyChange(t *testing.T) {
 		t.Fatalf("the posted message does not carry the call's hash %s:\n%s", oldVal, posts[0].blocks)
 	}
 
-	if _, err := cl.SetPolicy(ctx, store, workflows.LiveRules{Allow: []string{"Bash(echo:*)"}}, "ops"); err != nil {
-		t.Fatal(err)
-	}
-	var cur workflows.Pending
-	waitFor(t, ctx, func() bool {
-		ps, err := cl.Pending(ctx, id)
-		if err == nil && len(ps) == 1 && ps[0].Hash != old.Hash {
-			cur = ps[0]
-			return true
-		}
-		return false
-	})
+	cur := rehash(t, ctx, cl, store, id, old)
 	newVal := chat.Value(id, cur)
 	var upd slackCall
 	waitFor(t, ctx, func() bool {

@@ -55,7 +55,8 @@ func (t *turn) chatPost(ctx workflow.Context, p Pending) {
 		}
 		// The call changed while its post was in flight (a new hash, an
 		// allow short of its quorum): the message is drawn again.
-		if _, open := t.findOpen(p.CallID); open == nil && (p.Hash != posted.Hash || len(p.Approvals) != len(posted.Approvals)) &&
+		changed := p.Hash != posted.Hash || len(p.Approvals) != len(posted.Approvals)
+		if _, err := t.findOpen(p.CallID); err == nil && changed &&
 			workflow.GetVersion(gctx, versionChatRefresh, workflow.DefaultVersion, 1) >= 1 {
 			t.chatUpdate(gctx, p, AnswerNote{Partial: true, At: workflow.Now(gctx)})
 		}
