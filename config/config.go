@@ -426,6 +426,13 @@ type Local struct {
 	// Network bounds what the egress proxy spends on the calls with the
 	// network; see LocalNetwork.
 	Network LocalNetwork `yaml:"network"`
+	// GuardMaxDirs bounds the directories the repository guard indexes
+	// in the calls' working directories (default 250000): a call that
+	// makes them hold more is stopped and the trees it created moved
+	// out. Raise it for a larger workspace (each directory holds one of
+	// the user's inotify watches and some of the worker's memory); lower
+	// it to hold a call to less.
+	GuardMaxDirs int `yaml:"guard_max_dirs"`
 }
 
 // LocalNetwork is backend.local.network: what the egress proxy, through

@@ -113,6 +113,9 @@ func (c Config) validateBackend() []error {
 	if n := b.Local.Network; n.Connections < 0 || n.ConnectionsTotal < 0 || n.Refusals < 0 || n.HeaderTimeout < 0 || n.IdleTimeout < 0 {
 		errs = append(errs, errors.New("backend.local.network: a bound is negative (0 or left out keeps the default)"))
 	}
+	if b.Local.GuardMaxDirs < 0 {
+		errs = append(errs, errors.New("backend.local.guard_max_dirs: negative (0 or left out keeps the default, 250000)"))
+	}
 	errs = append(errs, b.validateSecrets()...)
 	if b.Docker.Enabled && b.Docker.Image == "" {
 		errs = append(errs, errors.New("backend.docker.image: required when docker is enabled"))

@@ -35,7 +35,7 @@ func backends(ctx context.Context, cfg config.Backend, workdir string, hide, own
 	}
 	lb := &local.Backend{Workdir: workdir, Env: env, Hide: hide, Sensitive: sensitive, Read: cfg.Local.Read, Unsandboxed: cfg.Local.SandboxOff(), Limits: limits,
 		NoCPUShare: noShare, DiskReserve: reserve, NoGitGuard: cfg.Local.LayerOff("git_guard"), FileToolsOff: cfg.Local.LayerOff(local.FileToolsLayer),
-		Off: cfg.Local.Off}
+		Off: cfg.Local.Off, GuardMaxDirs: cfg.Local.GuardMaxDirs}
 	n := cfg.Local.Network
 	lb.Network = egress.Limits{Conns: n.Connections, Refusals: n.Refusals, HeaderTimeout: n.HeaderTimeout, IdleTimeout: n.IdleTimeout}
 	lb.NetworkShared = egress.NewShared(n.ConnectionsTotal, 0)

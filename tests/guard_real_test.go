@@ -15,9 +15,10 @@ import (
 )
 
 // guardBound is the most directories the repository guard checks in a
-// call's working directories (backend/local's maxIndexedDirs): the flood
-// goes just past it.
-const guardBound = 250_000
+// call's working directories, as the test's workers set it
+// (backend.local.guard_max_dirs; 250,000 by default): the flood goes just
+// past it. The flood's cost grows with the bound, its path does not.
+const guardBound = 20_000
 
 // TestRealWorkerGuard: the repositories the guard must see, through the
 // worker as a deployment starts it, in default and accept_edits mode
@@ -45,9 +46,9 @@ func TestRealWorkerGuard(t *testing.T) {
 		{"git_guard_off", permission.ModeBypass, nil, true},
 	} {
 		t.Run(r.name, func(t *testing.T) {
-			extra := ""
+			extra := fmt.Sprintf("backend:\n  local:\n    guard_max_dirs: %d\n", guardBound)
 			if r.guardOff {
-				extra = "backend:\n  local:\n    sandbox_off: [git_guard]\n"
+				extra += "    sandbox_off: [git_guard]\n"
 			}
 			w := startRealWorker(t, inside, false, extra)
 			if r.guardOff && !strings.Contains(w.stdout.String(), "WARNING: sandbox layer git_guard is OFF") {

@@ -99,7 +99,7 @@ func (b *Backend) guardIndex() *index {
 	defer b.mu.Unlock()
 	if b.idx == nil {
 		b.idx = newIndex(newMatcher(b.Sensitive))
-		b.idx.maxDirs = b.maxGuardDirs
+		b.idx.maxDirs = b.GuardMaxDirs
 	}
 	return b.idx
 }

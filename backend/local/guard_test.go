@@ -692,7 +692,7 @@ func TestGuardDirectoryFlood(t *testing.T) {
 				}
 				mark := filepath.Join(t.TempDir(), "planted-command-ran")
 				b := newBackend(t, ws, guard)
-				b.maxGuardDirs = bound
+				b.GuardMaxDirs = bound
 				prof := callProfile(ws, false)
 				script := fmt.Sprintf("python3 -c \"import os,subprocess; print('ATTEMPT'); N=%d; %s; subprocess.run(['git','init','-q','sub']); open('sub/.git/config','a').write('[core]\\n\\tfsmonitor = touch %s\\n')\"", bound+1, c.mk, mark)
 				res := run(t, b, ws, prof, script)

@@ -143,11 +143,15 @@ type Backend struct {
 	// [git_guard]), never a setting for use.
 	NoGitGuard bool
 
+	// GuardMaxDirs bounds the directories the guard indexes in the
+	// working directories (backend.local.guard_max_dirs; 250,000 when
+	// 0): a call that makes them hold more is stopped and the trees it
+	// created moved out.
+	GuardMaxDirs int
+
 	// idx indexes the working directories for the guard (guard.go),
-	// made at the first call; maxGuardDirs bounds it (maxIndexedDirs
-	// when 0).
-	idx          *index
-	maxGuardDirs int
+	// made at the first call.
+	idx *index
 
 	// snap is the latest snapshot of the hidden paths (hidden).
 	idMu sync.Mutex
