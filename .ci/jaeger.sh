@@ -38,8 +38,9 @@ module wardentools/jaeger
 
 go 1.26
 MOD
-	GOFLAGS=-buildvcs=false go get -tool "github.com/jaegertracing/jaeger/cmd/all-in-one@$VERSION" &&
-	GOFLAGS=-buildvcs=false go build -o jaeger github.com/jaegertracing/jaeger/cmd/all-in-one)
+	export GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false" &&
+	go get -tool "github.com/jaegertracing/jaeger/cmd/all-in-one@$VERSION" &&
+	go build -o jaeger github.com/jaegertracing/jaeger/cmd/all-in-one)
 "$DIR.tmp/jaeger" version >/dev/null
 rm -rf "$DIR"
 mv "$DIR.tmp" "$DIR"

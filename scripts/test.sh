@@ -35,22 +35,25 @@ jaeger_pid=""
 jaeger_out=$(mktemp -d)
 if [ "${WARDEN_SKIP_JAEGER:-}" != "1" ]; then
   phase "jaeger (tracing test; built once in the background, then cached)"
-  nice -n 19 .ci/jaeger.sh >"$jaeger_out/path" 2>"$jaeger_out/log" &
+  (nice -n 19 .ci/jaeger.sh >"$jaeger_out/path" 2>"$jaeger_out/log"; echo $? >"$jaeger_out/rc") &
   jaeger_pid=$!
 else
   skip "the tracing test (Jaeger)" WARDEN_SKIP_JAEGER
 fi
 
 started_dockerd=""
+# killtree stops a background job and every process it started.
+killtree() {
+  local c
+  for c in $(pgrep -P "$1" 2>/dev/null); do killtree "$c"; done
+  kill "$1" 2>/dev/null || true
+}
 cleanup() {
-  [ -n "$jaeger_pid" ] && kill "$jaeger_pid" 2>/dev/null || true
-  [ -n "${cli_pid:-}" ] && kill "$cli_pid" 2>/dev/null || true
-  # The background checks run in subshells: stop what they started too.
-  for p in ${static_pid:-} ${race_pid:-}; do
-    pkill -P "$p" 2>/dev/null || true
-    kill "$p" 2>/dev/null || true
+  # The background jobs run in subshells: stop what they started too.
+  for p in ${jaeger_pid:-} ${cli_pid:-} ${static_pid:-} ${race_pid:-} ${servers_pid:-}; do
+    killtree "$p"
   done
-  rm -rf "${bg_dir:-}" "${bins:-}"
+  rm -rf "${bg_dir:-}" "${bins:-}" "${race_bins:-}"
   if [ -n "$started_dockerd" ] && [ -f "$started_dockerd" ]; then
     kill "$(cat "$started_dockerd")" 2>/dev/null || true
   fi
@@ -123,6 +126,12 @@ else
   skip "the stock-server tests (Temporal CLI)" WARDEN_SKIP_STOCK
 fi
 
+# Every build here, the tests' own go build runs included, leaves out
+# debug information (DWARF), which no test reads: a smaller build cache
+# and quicker compiles and links. One set of flags for all of them, so
+# they share the build cache.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-gcflags=all=-dwarf=false -ldflags=-w"
+
 phase "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt wants to reformat:"; echo "$unformatted"; exit 1; fi
@@ -147,7 +156,7 @@ phase "staticcheck (in the background; its result is checked before the unit tes
 static_pid=$!
 if [ -n "$stock" ]; then
   phase "temporal CLI (stock-server tests; built once in the background, then cached)"
-  nice -n 19 .ci/temporal-cli.sh >"$cli_out/path" 2>"$cli_out/log" &
+  (nice -n 19 .ci/temporal-cli.sh >"$cli_out/path" 2>"$cli_out/log"; echo $? >"$cli_out/rc") &
   cli_pid=$!
 fi
 
@@ -164,12 +173,35 @@ scripts/workflow-deps.sh
 # and cmd/worker, which start one in their tests) run without: a race
 # build of the server and its storage drivers is a second build of most
 # of the code the tests link, on a cold machine the longest step there is.
-embed=$(go list -test -f '{{.ImportPath}}{{range .Deps}} {{.}}{{end}}' ./... |
-  awk '/ go\.temporal\.io\/server\// {sub(/\.test$/, "", $1); print $1}' | sort -u)
-unit=$(go list ./... | grep -vxF -f <(echo "$embed"))
-phase "race build of the unit tests' packages (in the background)"
-# Its errors are the unit phase's to report: it builds the same packages.
-(nice -n 19 go build -race $unit >/dev/null 2>&1) &
+# So do the model providers' adapters (model/openai, model/anthropic),
+# which start no goroutine of their own: under -race they would rebuild
+# their SDKs, a third of the race build, for races only the SDKs' own
+# code could have. Checked here: one that starts a goroutine goes back
+# under -race.
+deps=$(go list -test -f '{{.ImportPath}}{{range .Deps}} {{.}}{{end}}' ./...)
+embed=$(echo "$deps" | awk '/ go\.temporal\.io\/server\// {sub(/\.test$/, "", $1); print $1}' | sort -u)
+sdk=$(echo "$deps" | awk '/ github\.com\/(openai\/openai-go|anthropics\/anthropic-sdk-go)/ {sub(/\.test$/, "", $1); print $1}' |
+  sort -u | grep -vxF -f <(echo "$embed") || true)
+for p in $sdk; do
+  if grep -lE '^[[:space:]]*go[[:space:]]+[A-Za-z_(]' $(go list -f '{{range .GoFiles}}{{$.Dir}}/{{.}} {{end}}' "$p") >/dev/null 2>&1; then
+    echo "$p starts goroutines: its tests must run under -race (scripts/test.sh: the SDK packages)" >&2
+    exit 1
+  fi
+done
+norace=$(printf '%s\n' $embed $sdk | sort -u)
+unit=$(go list ./... | grep -vxF -f <(echo "$norace"))
+phase "race build of the unit tests (in the background)"
+# Their test binaries, compiled and linked once (go test would link each
+# again when it runs it), one per package, named by its import path.
+race_bins=$(mktemp -d)
+(
+  renice -n 19 -p "$BASHPID" >/dev/null
+  rc=0
+  for p in $unit; do
+    go test -race -c -o "$race_bins/${p//\//_}.test" "$p" >>"$race_bins/build.log" 2>&1 || rc=1
+  done
+  echo $rc >"$race_bins/rc"
+) &
 race_pid=$!
 
 # The worker and starter the tests run, linked once for every go test
@@ -180,8 +212,49 @@ go build -o "$bins/worker" ./cmd/worker
 go build -o "$bins/starter" ./cmd/starter
 export WARDEN_TEST_BINS="$bins"
 
+# The tests with servers of their own (the cluster profile, the stock
+# servers, the tracing backend) run in the background beside the
+# integration tests, at nice 10: both mostly wait on servers, processes
+# and timers, so together they fill the cores one of them leaves idle.
+# Their output is kept and printed when they are done. They wait for
+# the tools built in the background (a *.rc file says a build ended).
+await_tool() { # name, directory of the build's path/log/rc
+  while [ ! -f "$2/rc" ]; do sleep 2; done
+  cat "$2/log" >&2
+  if [ "$(cat "$2/rc")" != "0" ]; then echo "$1 did not build" >&2; return 1; fi
+}
+servers_tests() {
+  phase "cluster profile (PostgreSQL, Temporal server process, two worker processes, starter)"
+  tests -test.timeout=15m -test.v -test.run '^TestClusterProfile$' || return 1
+  if [ -n "$stock" ]; then
+    phase "stock servers: waiting for the Temporal CLI build"
+    await_tool "the Temporal CLI" "$cli_out" || return 1
+    WARDEN_TEMPORAL_CLI=$(cat "$cli_out/path")
+    export WARDEN_TEMPORAL_CLI
+  fi
+  phase "stock servers (the Temporal CLI's dev server; the official server binary on PostgreSQL with mTLS, then JWT; the CLI against the embedded server)"
+  tests -test.timeout=20m -test.v -test.run '^TestStock' || return 1
+  if [ -n "$jaeger_pid" ]; then
+    # Once Jaeger is installed, the tracing test fails rather than skips.
+    phase "tracing (a real worker's spans in a real Jaeger): waiting for the Jaeger build"
+    await_tool "Jaeger" "$jaeger_out" || return 1
+    phase "tracing: Jaeger is there"
+    WARDEN_JAEGER=$(cat "$jaeger_out/path")
+    export WARDEN_JAEGER WARDEN_REQUIRE_JAEGER=1
+    tests -test.timeout=10m -test.v -test.run '^TestTrace' || return 1
+  fi
+}
+# The test binary of tests/ is linked once and run by the phases below
+# as go test would run it, in its package directory (go test links it
+# again at each run).
+go test -c -o "$bins/tests.test" ./tests/
+tests() { (cd tests && "$bins/tests.test" "$@"); }
+phase "cluster profile, stock servers and tracing: in the background (their output follows the unit tests)"
+(renice -n 10 -p "$BASHPID" >/dev/null; servers_tests >"$bg_dir/servers.log" 2>&1; echo $? >"$bg_dir/servers.rc") &
+servers_pid=$!
+
 phase "integration tests (real Temporal server, processes, files)"
-go test -count=1 -timeout 30m -skip '^(TestClusterProfile$|TestStock|TestTrace)' ./tests/...
+tests -test.timeout=30m -test.skip '^(TestClusterProfile$|TestStock|TestTrace)'
 
 phase "staticcheck: waiting for its result"
 wait "$static_pid" || true
@@ -192,34 +265,33 @@ wait "$race_pid" || true
 race_pid=""
 
 phase "unit tests (-race)"
-go test -race -count=1 $unit
-phase "unit tests of the packages that embed the server (node, devserver, worker)"
-go test -count=1 $(echo "$embed" | grep -v '/tests$')
+if [ "$(cat "$race_bins/rc")" != "0" ]; then cat "$race_bins/build.log"; echo "the unit tests did not build" >&2; exit 1; fi
+# race_one runs one package's test binary in its directory, as go test
+# would, two at a time; each package's output is printed in order after.
+race_one() { # import path, directory
+  local bin="$race_bins/${1//\//_}.test" out="$race_bins/${1//\//_}.out" start=$SECONDS
+  if [ ! -x "$bin" ]; then printf '?   \t%s\t[no test files]\n' "$1" >"$out"; return 0; fi
+  if (cd "$2" && "$bin" -test.count=1 -test.timeout=10m -test.paniconexit0) >"$out.log" 2>&1; then
+    printf 'ok  \t%s\t%ds\n' "$1" $((SECONDS - start)) >"$out"
+  else
+    { cat "$out.log"; printf 'FAIL\t%s\t%ds\n' "$1" $((SECONDS - start)); } >"$out"
+    return 1
+  fi
+}
+export -f race_one
+export race_bins
+unit_rc=0
+go list -f '{{.ImportPath}} {{.Dir}}' $unit | xargs -P 2 -L 1 bash -c 'race_one "$0" "$1"' || unit_rc=1
+for p in $unit; do cat "$race_bins/${p//\//_}.out"; done
+if [ "$unit_rc" != 0 ]; then echo "unit tests failed (above)" >&2; exit 1; fi
+phase "unit tests without -race: the packages that embed the server (node, devserver, worker) and the model providers' adapters"
+go test -count=1 $(echo "$norace" | grep -v '/tests$')
 
-phase "cluster profile (PostgreSQL, Temporal server process, two worker processes, starter)"
-go test -count=1 -timeout 15m -v -run '^TestClusterProfile$' ./tests/
-
-if [ -n "$cli_pid" ]; then
-  phase "stock servers: waiting for the Temporal CLI build"
-  if ! wait "$cli_pid"; then cli_pid=""; cat "$cli_out/log" >&2; echo "the Temporal CLI did not build" >&2; exit 1; fi
-  cli_pid=""
-  cat "$cli_out/log" >&2
-  WARDEN_TEMPORAL_CLI=$(cat "$cli_out/path")
-  export WARDEN_TEMPORAL_CLI
-fi
-phase "stock servers (the Temporal CLI's dev server; the official server binary on PostgreSQL with mTLS, then JWT; the CLI against the embedded server)"
-go test -count=1 -timeout 20m -v -run '^TestStock' ./tests/
-if [ -n "$jaeger_pid" ]; then
-  # Once Jaeger is installed, the tracing test fails rather than skips.
-  phase "tracing (a real worker's spans in a real Jaeger): waiting for the Jaeger build"
-  if ! wait "$jaeger_pid"; then jaeger_pid=""; cat "$jaeger_out/log" >&2; echo "jaeger did not build" >&2; exit 1; fi
-  jaeger_pid=""
-  cat "$jaeger_out/log" >&2
-  phase "tracing: Jaeger is there"
-  WARDEN_JAEGER=$(cat "$jaeger_out/path")
-  export WARDEN_JAEGER WARDEN_REQUIRE_JAEGER=1
-  go test -count=1 -timeout 10m -v -run '^TestTrace' ./tests/
-fi
+phase "cluster profile, stock servers and tracing: waiting for them"
+wait "$servers_pid" || true
+servers_pid=""
+cat "$bg_dir/servers.log"
+if [ "$(cat "$bg_dir/servers.rc" 2>/dev/null)" != "0" ]; then echo "the cluster, stock-server or tracing tests failed (above)" >&2; exit 1; fi
 if [ ${#skipped[@]} -gt 0 ]; then
   phase "all tests passed, but these parts were SKIPPED:"
   printf '   - %s\n' "${skipped[@]}"

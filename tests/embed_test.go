@@ -112,7 +112,9 @@ func buildUserModule(t *testing.T, code string) string {
 	bin := filepath.Join(dir, "readme-example")
 	build := exec.Command("go", "build", "-o", bin, ".")
 	build.Dir = dir
-	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off")
+	// GOFLAGS keeps the run's own (scripts/test.sh's build flags: with
+	// other flags the build would compile every dependency again).
+	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"), "GOPROXY=off")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("the README's library example does not build: %v\n%s", err, out)
 	}
