@@ -27,6 +27,12 @@ if ! git cat-file -e "${upgrade_from:-none}^{commit}" 2>/dev/null; then
   exit 1
 fi
 
+# Every build here, the tests' own go build runs and the tools' included, leaves out
+# debug information (DWARF), which no test reads: a smaller build cache
+# and quicker compiles and links. One set of flags for all of them, so
+# they share the build cache.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-gcflags=all=-dwarf=false -ldflags=-w"
+
 # Jaeger (the tracing test's trace backend) builds from the Go module
 # proxy: about as much code again as the tests' own build, so cold it
 # builds in the background, at low priority, beside everything below,
@@ -125,12 +131,6 @@ if [ "${WARDEN_SKIP_STOCK:-}" != "1" ]; then
 else
   skip "the stock-server tests (Temporal CLI)" WARDEN_SKIP_STOCK
 fi
-
-# Every build here, the tests' own go build runs included, leaves out
-# debug information (DWARF), which no test reads: a smaller build cache
-# and quicker compiles and links. One set of flags for all of them, so
-# they share the build cache.
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-gcflags=all=-dwarf=false -ldflags=-w"
 
 phase "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))

@@ -281,14 +281,23 @@ func TestTraceTurnInJaeger(t *testing.T) {
 	})
 	// A SIGKILLed worker loses the spans its batcher still holds: the
 	// kill waits until Jaeger has c2's decision, the last span the first
-	// worker makes.
+	// worker makes, and the parent of each of warden's spans there (a
+	// loaded machine exports a workflow task's span after its children).
 	waitFor(t, ctx, func() bool {
 		for _, tr := range j.traces(t, "warden-worker", "warden.turn", id) {
-			for _, s := range j.trace(t, tr.TraceID).Spans {
-				if s.OperationName == "warden.decision" && s.tag("warden.call_id") == "c2" {
-					return true
-				}
+			spans := j.trace(t, tr.TraceID).Spans
+			byID := map[string]bool{}
+			for _, s := range spans {
+				byID[s.SpanID] = true
 			}
+			decided := false
+			for _, s := range spans {
+				if strings.HasPrefix(s.OperationName, "warden.") && !byID[s.parent()] {
+					return false
+				}
+				decided = decided || s.OperationName == "warden.decision" && s.tag("warden.call_id") == "c2"
+			}
+			return decided
 		}
 		return false
 	})
