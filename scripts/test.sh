@@ -216,7 +216,8 @@ export WARDEN_TEST_BINS="$bins"
 # servers, the tracing backend) run in the background beside the
 # integration tests, at nice 10: both mostly wait on servers, processes
 # and timers, so together they fill the cores one of them leaves idle.
-# Their output is kept and printed when they are done. They wait for
+# Their output is kept and printed when they are done, before the unit
+# tests. They wait for
 # the tools built in the background (a *.rc file says a build ended).
 await_tool() { # name, directory of the build's path/log/rc
   while [ ! -f "$2/rc" ]; do sleep 2; done
@@ -249,12 +250,21 @@ servers_tests() {
 # again at each run).
 go test -c -o "$bins/tests.test" ./tests/
 tests() { (cd tests && "$bins/tests.test" "$@"); }
-phase "cluster profile, stock servers and tracing: in the background (their output follows the unit tests)"
+phase "cluster profile, stock servers and tracing: in the background (their output follows the integration tests)"
 (renice -n 10 -p "$BASHPID" >/dev/null; servers_tests >"$bg_dir/servers.log" 2>&1; echo $? >"$bg_dir/servers.rc") &
 servers_pid=$!
 
 phase "integration tests (real Temporal server, processes, files)"
 tests -test.timeout=30m -test.skip '^(TestClusterProfile$|TestStock|TestTrace)'
+
+# The unit tests start once these are done: the write-limit tests of
+# backend/local see a call's growth on the file system, and files another
+# test removes meanwhile would hide it.
+phase "cluster profile, stock servers and tracing: waiting for them"
+wait "$servers_pid" || true
+servers_pid=""
+cat "$bg_dir/servers.log"
+if [ "$(cat "$bg_dir/servers.rc" 2>/dev/null)" != "0" ]; then echo "the cluster, stock-server or tracing tests failed (above)" >&2; exit 1; fi
 
 phase "staticcheck: waiting for its result"
 wait "$static_pid" || true
@@ -287,11 +297,6 @@ if [ "$unit_rc" != 0 ]; then echo "unit tests failed (above)" >&2; exit 1; fi
 phase "unit tests without -race: the packages that embed the server (node, devserver, worker) and the model providers' adapters"
 go test -count=1 $(echo "$norace" | grep -v '/tests$')
 
-phase "cluster profile, stock servers and tracing: waiting for them"
-wait "$servers_pid" || true
-servers_pid=""
-cat "$bg_dir/servers.log"
-if [ "$(cat "$bg_dir/servers.rc" 2>/dev/null)" != "0" ]; then echo "the cluster, stock-server or tracing tests failed (above)" >&2; exit 1; fi
 if [ ${#skipped[@]} -gt 0 ]; then
   phase "all tests passed, but these parts were SKIPPED:"
   printf '   - %s\n' "${skipped[@]}"
