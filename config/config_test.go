@@ -227,6 +227,19 @@ func TestSandboxLayersOff(t *testing.T) {
 	}
 }
 
+// backend.local.guard_max_dirs: a number of directories, read as given;
+// a negative one is refused by its name.
+func TestGuardMaxDirs(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte("backend:\n  local:\n    guard_max_dirs: 20000\n"))
+	if err != nil || c.Backend.Local.GuardMaxDirs != 20000 {
+		t.Errorf("guard_max_dirs 20000: %+v, %v", c.Backend.Local.GuardMaxDirs, err)
+	}
+	if _, err := Parse([]byte("backend:\n  local:\n    guard_max_dirs: -1\n")); err == nil || !strings.Contains(err.Error(), "backend.local.guard_max_dirs: negative") {
+		t.Errorf("guard_max_dirs -1: %v", err)
+	}
+}
+
 func TestArchiveDir(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
