@@ -284,22 +284,23 @@ func TestTraceTurnInJaeger(t *testing.T) {
 	// worker makes, and the parent of each of warden's spans there (a
 	// loaded machine exports a workflow task's span after its children).
 	waitFor(t, ctx, func() bool {
-		for _, tr := range j.traces(t, "warden-worker", "warden.turn", id) {
-			spans := j.trace(t, tr.TraceID).Spans
-			byID := map[string]bool{}
-			for _, s := range spans {
-				byID[s.SpanID] = true
-			}
-			decided := false
-			for _, s := range spans {
-				if strings.HasPrefix(s.OperationName, "warden.") && !byID[s.parent()] {
-					return false
-				}
-				decided = decided || s.OperationName == "warden.decision" && s.tag("warden.call_id") == "c2"
-			}
-			return decided
+		trs := j.traces(t, "warden-worker", "warden.turn", id)
+		if len(trs) == 0 {
+			return false
 		}
-		return false
+		spans := j.trace(t, trs[0].TraceID).Spans
+		byID := map[string]bool{}
+		for _, s := range spans {
+			byID[s.SpanID] = true
+		}
+		decided := false
+		for _, s := range spans {
+			if strings.HasPrefix(s.OperationName, "warden.") && !byID[s.parent()] {
+				return false
+			}
+			decided = decided || s.OperationName == "warden.decision" && s.tag("warden.call_id") == "c2"
+		}
+		return decided
 	})
 	killProcess(t, w.cmd)
 	w2 := startTraceWorker(t, wbin, cfg, queue, workdir, data)
