@@ -7,7 +7,7 @@
 #
 # The CLI builds against warden's own Temporal server, API and SDK and
 # every other module at warden's version, so the whole build but the
-# CLI's own code comes from the build cache the tests filled: about 20
+# CLI's own code comes from the build cache the tests filled: about 26
 # CPU-seconds after `go vet`, where the CLI's release pins (server
 # v1.29.1) cost a second compile of a Temporal server. Its dev server is
 # then warden's server version, as the CLI releases since v1.9 (server

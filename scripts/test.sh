@@ -27,10 +27,10 @@ if ! git cat-file -e "${upgrade_from:-none}^{commit}" 2>/dev/null; then
   exit 1
 fi
 
-# Every build here, the tests' own go build runs and the tools' included, leaves out
-# debug information (DWARF), which no test reads: a smaller build cache
-# and quicker compiles and links. One set of flags for all of them, so
-# they share the build cache.
+# Every build here (the tools', and the tests' own go build runs) leaves
+# out debug information (DWARF), which no test reads: a smaller build
+# cache and quicker compiles and links. One set of flags for all of them,
+# so they share the build cache.
 export GOFLAGS="${GOFLAGS:+$GOFLAGS }-gcflags=all=-dwarf=false -ldflags=-w"
 
 # Jaeger (the tracing test's trace backend) builds from the Go module
@@ -41,7 +41,7 @@ jaeger_pid=""
 jaeger_out=$(mktemp -d)
 if [ "${WARDEN_SKIP_JAEGER:-}" != "1" ]; then
   phase "jaeger (tracing test; built once in the background, then cached)"
-  (nice -n 19 .ci/jaeger.sh >"$jaeger_out/path" 2>"$jaeger_out/log"; echo $? >"$jaeger_out/rc") &
+  (rc=0; nice -n 19 .ci/jaeger.sh >"$jaeger_out/path" 2>"$jaeger_out/log" || rc=$?; echo $rc >"$jaeger_out/rc") &
   jaeger_pid=$!
 else
   skip "the tracing test (Jaeger)" WARDEN_SKIP_JAEGER
@@ -156,7 +156,7 @@ phase "staticcheck (in the background; its result is checked before the unit tes
 static_pid=$!
 if [ -n "$stock" ]; then
   phase "temporal CLI (stock-server tests; built once in the background, then cached)"
-  (nice -n 19 .ci/temporal-cli.sh >"$cli_out/path" 2>"$cli_out/log"; echo $? >"$cli_out/rc") &
+  (rc=0; nice -n 19 .ci/temporal-cli.sh >"$cli_out/path" 2>"$cli_out/log" || rc=$?; echo $rc >"$cli_out/rc") &
   cli_pid=$!
 fi
 
@@ -217,10 +217,15 @@ export WARDEN_TEST_BINS="$bins"
 # integration tests, at nice 10: both mostly wait on servers, processes
 # and timers, so together they fill the cores one of them leaves idle.
 # Their output is kept and printed when they are done, before the unit
-# tests. They wait for
-# the tools built in the background (a *.rc file says a build ended).
-await_tool() { # name, directory of the build's path/log/rc
-  while [ ! -f "$2/rc" ]; do sleep 2; done
+# tests. They wait for the tools built in the background (a build's rc
+# file holds its exit status).
+await_tool() { # name, directory of the build's path/log/rc, its job's pid
+  while [ ! -f "$2/rc" ]; do
+    if ! kill -0 "$3" 2>/dev/null && [ ! -f "$2/rc" ]; then
+      cat "$2/log" >&2; echo "$1: its build ended without a status" >&2; return 1
+    fi
+    sleep 2
+  done
   cat "$2/log" >&2
   if [ "$(cat "$2/rc")" != "0" ]; then echo "$1 did not build" >&2; return 1; fi
 }
@@ -229,7 +234,7 @@ servers_tests() {
   tests -test.timeout=15m -test.v -test.run '^TestClusterProfile$' || return 1
   if [ -n "$stock" ]; then
     phase "stock servers: waiting for the Temporal CLI build"
-    await_tool "the Temporal CLI" "$cli_out" || return 1
+    await_tool "the Temporal CLI" "$cli_out" "$cli_pid" || return 1
     WARDEN_TEMPORAL_CLI=$(cat "$cli_out/path")
     export WARDEN_TEMPORAL_CLI
   fi
@@ -238,7 +243,7 @@ servers_tests() {
   if [ -n "$jaeger_pid" ]; then
     # Once Jaeger is installed, the tracing test fails rather than skips.
     phase "tracing (a real worker's spans in a real Jaeger): waiting for the Jaeger build"
-    await_tool "Jaeger" "$jaeger_out" || return 1
+    await_tool "Jaeger" "$jaeger_out" "$jaeger_pid" || return 1
     phase "tracing: Jaeger is there"
     WARDEN_JAEGER=$(cat "$jaeger_out/path")
     export WARDEN_JAEGER WARDEN_REQUIRE_JAEGER=1
@@ -251,7 +256,7 @@ servers_tests() {
 go test -c -o "$bins/tests.test" ./tests/
 tests() { (cd tests && "$bins/tests.test" "$@"); }
 phase "cluster profile, stock servers and tracing: in the background (their output follows the integration tests)"
-(renice -n 10 -p "$BASHPID" >/dev/null; servers_tests >"$bg_dir/servers.log" 2>&1; echo $? >"$bg_dir/servers.rc") &
+(renice -n 10 -p "$BASHPID" >/dev/null; rc=0; servers_tests >"$bg_dir/servers.log" 2>&1 || rc=$?; echo $rc >"$bg_dir/servers.rc") &
 servers_pid=$!
 
 phase "integration tests (real Temporal server, processes, files)"
