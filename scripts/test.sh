@@ -192,12 +192,23 @@ norace=$(printf '%s\n' $embed $sdk | sort -u)
 unit=$(go list ./... | grep -vxF -f <(echo "$norace"))
 phase "race build of the unit tests (in the background)"
 # Their test binaries, compiled and linked once (go test would link each
-# again when it runs it), one per package, named by its import path.
+# again when it runs it), each named by its package's import path. One
+# go test -c builds those whose last path element no other package has
+# (its binaries are named by it); the others are built one by one.
 race_bins=$(mktemp -d)
 (
   renice -n 19 -p "$BASHPID" >/dev/null
   rc=0
+  dups=$(for p in $unit; do echo "${p##*/}"; done | sort | uniq -d)
+  together=() alone=()
   for p in $unit; do
+    if grep -qxF "${p##*/}" <<<"$dups"; then alone+=("$p"); else together+=("$p"); fi
+  done
+  go test -race -c -o "$race_bins/together/" "${together[@]}" >>"$race_bins/build.log" 2>&1 || rc=1
+  for p in "${together[@]}"; do
+    if [ -f "$race_bins/together/${p##*/}.test" ]; then mv "$race_bins/together/${p##*/}.test" "$race_bins/${p//\//_}.test"; fi
+  done
+  for p in "${alone[@]}"; do
     go test -race -c -o "$race_bins/${p//\//_}.test" "$p" >>"$race_bins/build.log" 2>&1 || rc=1
   done
   echo $rc >"$race_bins/rc"
