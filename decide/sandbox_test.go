@@ -76,7 +76,9 @@ func TestAutoAllowPromptRate(t *testing.T) {
 	}
 	before := &permission.Context{Mode: permission.ModeDefault}
 	after := &permission.Context{Mode: permission.ModeDefault, Sandbox: &permission.Sandbox{AutoAllow: true}}
-	b := &local.Backend{Workdir: ws}
+	// The session's npx fetches a package the sandbox has no network
+	// for: npm's retries would wait about 70 s before the same failure.
+	b := &local.Backend{Workdir: ws, Env: []string{"npm_config_fetch_retries=0"}}
 	t.Cleanup(func() { _ = b.Close() })
 	var asksBefore, asksAfter, autoAllowed int
 	var failed []string
