@@ -99,6 +99,10 @@ type Backend struct {
 
 	sessMu sync.Mutex // serialises commands on sess
 	sess   *session
+
+	// afterHeader, for tests only, runs when a session command's result
+	// header has been read, before its output is.
+	afterHeader func()
 }
 
 var _ backend.Backend = (*Backend)(nil)

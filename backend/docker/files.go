@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -206,7 +207,7 @@ func (b *Backend) ListDir(ctx context.Context, p string) ([]backend.FileInfo, er
 	if !path.IsAbs(p) {
 		return nil, fmt.Errorf("docker list %s: path is not absolute", p)
 	}
-	res, err := b.Exec(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", listScript, "warden-ls", p}, Dir: "/"})
+	res, err := b.execReadOnly(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", listScript, "warden-ls", p}, Dir: "/"})
 	if err != nil {
 		return nil, fmt.Errorf("docker list %s: %w", p, err)
 	}
@@ -263,7 +264,7 @@ func (b *Backend) Home(ctx context.Context) (string, error) {
 	if h != "" {
 		return h, nil
 	}
-	res, err := b.Exec(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", `printf %s "${HOME:-/}"`}, Dir: "/"})
+	res, err := b.execReadOnly(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", `printf %s "${HOME:-/}"`}, Dir: "/"})
 	if err != nil {
 		return "", fmt.Errorf("docker home: %w", err)
 	}
@@ -277,6 +278,18 @@ func (b *Backend) Home(ctx context.Context) (string, error) {
 	return h, nil
 }
 
+// execReadOnly runs one of the backend's own read-only scripts, and runs
+// it once more on the recovered workspace when the container was removed
+// while it ran (its output went with the container; running it again
+// changes nothing).
+func (b *Backend) execReadOnly(ctx context.Context, req backend.ExecRequest) (backend.ExecResult, error) {
+	res, err := b.Exec(ctx, req)
+	if err != nil && errors.Is(err, errContainerGone) && ctx.Err() == nil {
+		return b.Exec(ctx, req)
+	}
+	return res, err
+}
+
 // Exec-based file access for non-root users.
 
 const (
@@ -286,7 +299,7 @@ const (
 )
 
 func (b *Backend) readExec(ctx context.Context, p string) ([]byte, error) {
-	res, err := b.Exec(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", readScript, "warden-read", p}, Dir: "/"})
+	res, err := b.execReadOnly(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", readScript, "warden-read", p}, Dir: "/"})
 	if err != nil {
 		return nil, fmt.Errorf("docker read %s: %w", p, err)
 	}
@@ -308,7 +321,7 @@ func (b *Backend) writeExec(ctx context.Context, p string, data []byte) error {
 }
 
 func (b *Backend) statExec(ctx context.Context, p string) (backend.FileInfo, error) {
-	res, err := b.Exec(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", statScript, "warden-stat", p}, Dir: "/"})
+	res, err := b.execReadOnly(ctx, backend.ExecRequest{Argv: []string{"/bin/sh", "-c", statScript, "warden-stat", p}, Dir: "/"})
 	if err != nil {
 		return backend.FileInfo{}, fmt.Errorf("docker stat %s: %w", p, err)
 	}
