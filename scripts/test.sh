@@ -31,7 +31,17 @@ fi
 # out debug information (DWARF), which no test reads: a smaller build
 # cache and quicker compiles and links. One set of flags for all of them,
 # so they share the build cache.
-export GOFLAGS="${GOFLAGS:+$GOFLAGS }-gcflags=all=-dwarf=false -ldflags=-w"
+#
+# -tags=release: the build constraint with which the server's worker
+# autoscaler (go.temporal.io/auto-scaled-workers) leaves out its
+# Kubernetes compute provider (k8s.go is //go:build !release; no other
+# file of any module here names the tag). That provider alone brings
+# client-go and the Kubernetes API types: 312
+# of the 2,026 packages the tests compile, about 270 CPU-seconds of a cold
+# go vet (BENCHMARKS.md). Nothing in warden or its tests reaches it; the
+# embedded server, the CLI's dev server and the "official" server the
+# stock tests build run without it.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-tags=release -gcflags=all=-dwarf=false -ldflags=-w"
 
 # Jaeger (the tracing test's trace backend) builds from the Go module
 # proxy: about as much code again as the tests' own build, so cold it
