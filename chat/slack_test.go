@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slack-go/slack"
+
 	"github.com/wardenhq/warden/workflows"
 )
 
@@ -281,5 +283,32 @@ func TestBudgetMessage(t *testing.T) {
 	if !strings.Contains(string(done), "*allow* by bob") || !strings.Contains(string(done), "Raised by:* cost +5") ||
 		!strings.Contains(string(done), "5.01 of 5") || strings.Contains(string(done), ActionRaise) {
 		t.Errorf("answered budget message: %s", done)
+	}
+}
+
+// TestInputShownUnescaped: a call's input reads in its message and in the
+// answered message as typed (>> and && as themselves), not as Go's
+// \u003e escapes.
+func TestInputShownUnescaped(t *testing.T) {
+	p := samplePending()
+	in, err := json.Marshal(map[string]string{"command": "echo up >> /var/log/deploy && kubectl get pods"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Input = in
+	for name, blocks := range map[string][]slack.Block{
+		"waiting":  Blocks("wf-1", p, "", ""),
+		"answered": AnsweredBlocks("wf-1", p, workflows.AnswerNote{Decision: string(workflows.DecisionAllow), By: "carol"}),
+	} {
+		var text strings.Builder
+		for _, b := range blocks {
+			if s, ok := b.(*slack.SectionBlock); ok && s.Text != nil {
+				text.WriteString(s.Text.Text + "\n")
+			}
+		}
+		got := text.String()
+		if !strings.Contains(got, `echo up >> /var/log/deploy && kubectl get pods`) || strings.Contains(got, `\u00`) {
+			t.Errorf("%s message shows the input escaped:\n%s", name, got)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/config"
@@ -137,5 +138,38 @@ func TestBudgetAnswerChecks(t *testing.T) {
 	s.ServeHTTP(w, req)
 	if w.Code != http.StatusForbidden {
 		t.Errorf("no CSRF header: %d", w.Code)
+	}
+}
+
+// TestEntryShowsDeadlineAndInput: a waiting call's entry states its
+// deadline in the page (not only in a tooltip) and shows its input as
+// typed: a Bash command with >> and && reads so (HTML-escaped once),
+// and a JSON input without Go's \u003e escapes.
+func TestEntryShowsDeadlineAndInput(t *testing.T) {
+	s := budgetServer(t)
+	bash, _ := json.Marshal(map[string]string{"command": "echo up >> /var/log/deploy && kubectl get pods"})
+	other, _ := json.Marshal(map[string]string{"query": "a > b && c < d"})
+	deadline := time.Now().Add(90 * time.Minute)
+	for _, c := range []struct {
+		tool string
+		in   json.RawMessage
+		want string
+	}{
+		{"Bash", bash, "echo up &gt;&gt; /var/log/deploy &amp;&amp; kubectl get pods"},
+		{"Query", other, "a &gt; b &amp;&amp; c &lt; d"},
+	} {
+		e := client.PendingEntry{WorkflowID: "t1", Pending: workflows.Pending{Kind: workflows.PendingApproval, CallID: "call_1",
+			Tool: c.tool, Input: c.in, Hash: "h1", Message: "Permission required for " + c.tool, Deadline: deadline}}
+		out, err := s.render([]client.PendingEntry{e}, "alice", query{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := out.Items[0].HTML
+		if !strings.Contains(h, c.want) || strings.Contains(h, `\u00`) {
+			t.Errorf("%s: the input is not shown as typed (want %q):\n%s", c.tool, c.want, h)
+		}
+		if !strings.Contains(h, `deadline in <b class="left">1h29m`) && !strings.Contains(h, `deadline in <b class="left">1h30m`) {
+			t.Errorf("%s: the deadline is not stated in the page:\n%s", c.tool, h)
+		}
 	}
 }

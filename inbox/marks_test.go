@@ -65,7 +65,7 @@ func listed(t *testing.T, s *Server, token, query string) []pendingItem {
 	return l.Items
 }
 
-func calls(items []pendingItem) string {
+func callIDs(items []pendingItem) string {
 	var ids []string
 	for _, it := range items {
 		ids = append(ids, it.CallID)
@@ -87,8 +87,8 @@ func TestClaimAndSnooze(t *testing.T) {
 	}
 	for _, tok := range []string{"tok-a", "tok-b"} {
 		items := listed(t, s, tok, "")
-		if calls(items) != "c1,c2" || items[1].ClaimedBy != "alice" || items[0].ClaimedBy != "" {
-			t.Errorf("%s sees %s claimed by %q, %q", tok, calls(items), items[0].ClaimedBy, items[1].ClaimedBy)
+		if callIDs(items) != "c1,c2" || items[1].ClaimedBy != "alice" || items[0].ClaimedBy != "" {
+			t.Errorf("%s sees %s claimed by %q, %q", tok, callIDs(items), items[0].ClaimedBy, items[1].ClaimedBy)
 		}
 	}
 	if items := listed(t, s, "tok-a", ""); !strings.Contains(items[1].HTML, "assigned to me") {
@@ -126,22 +126,22 @@ func TestClaimAndSnooze(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil || time.Until(st.SnoozedUntil) < time.Hour {
 		t.Errorf("snooze answer %s (%v)", w.Body.String(), err)
 	}
-	if got := calls(listed(t, s, "tok-b", "")); got != "c2" {
+	if got := callIDs(listed(t, s, "tok-b", "")); got != "c2" {
 		t.Errorf("bob's list after his snooze: %s", got)
 	}
-	if got := calls(listed(t, s, "tok-b", "?snoozed=only")); got != "c1" {
+	if got := callIDs(listed(t, s, "tok-b", "?snoozed=only")); got != "c1" {
 		t.Errorf("bob's snoozed: %s", got)
 	}
-	if got := calls(listed(t, s, "tok-a", "")); got != "c1,c2" {
+	if got := callIDs(listed(t, s, "tok-a", "")); got != "c1,c2" {
 		t.Errorf("alice's list after bob's snooze: %s", got)
 	}
-	if got := calls(listed(t, s, "tok-a", "?claimed=me")); got != "c2" {
+	if got := callIDs(listed(t, s, "tok-a", "?claimed=me")); got != "c2" {
 		t.Errorf("claimed=me: %s", got)
 	}
-	if got := calls(listed(t, s, "tok-b", "?claimed=others&snoozed=show")); got != "c2" {
+	if got := callIDs(listed(t, s, "tok-b", "?claimed=others&snoozed=show")); got != "c2" {
 		t.Errorf("claimed=others: %s", got)
 	}
-	if got := calls(listed(t, s, "tok-a", "?claimed=none")); got != "c1" {
+	if got := callIDs(listed(t, s, "tok-a", "?claimed=none")); got != "c1" {
 		t.Errorf("claimed=none: %s", got)
 	}
 	for _, bad := range []SnoozeRequest{{WorkflowID: "t1", CallID: "c1", For: "-1h"}, {WorkflowID: "t1", CallID: "c1", For: "1000h"},
@@ -154,8 +154,8 @@ func TestClaimAndSnooze(t *testing.T) {
 	// A restarted inbox reads its marks file.
 	s2 := marksServer(t, file)
 	items := listed(t, s2, "tok-b", "")
-	if calls(items) != "c2" || items[0].ClaimedBy != "alice" {
-		t.Errorf("after a restart bob sees %s claimed by %q", calls(items), items[0].ClaimedBy)
+	if callIDs(items) != "c2" || items[0].ClaimedBy != "alice" {
+		t.Errorf("after a restart bob sees %s claimed by %q", callIDs(items), items[0].ClaimedBy)
 	}
 	// Waking and releasing.
 	if w := do(s2, "POST", "/api/snooze", "tok-b", SnoozeRequest{WorkflowID: "t1", CallID: "c1"}); w.Code != http.StatusOK {
@@ -164,12 +164,12 @@ func TestClaimAndSnooze(t *testing.T) {
 	if w := do(s2, "POST", "/api/claim", "tok-a", ClaimRequest{WorkflowID: "t1", CallID: "c2", Action: "release"}); w.Code != http.StatusOK {
 		t.Errorf("release: %d %s", w.Code, w.Body.String())
 	}
-	if items := listed(t, s2, "tok-b", ""); calls(items) != "c1,c2" || items[1].ClaimedBy != "" {
-		t.Errorf("after wake and release: %s claimed by %q", calls(items), items[1].ClaimedBy)
+	if items := listed(t, s2, "tok-b", ""); callIDs(items) != "c1,c2" || items[1].ClaimedBy != "" {
+		t.Errorf("after wake and release: %s claimed by %q", callIDs(items), items[1].ClaimedBy)
 	}
 	// In memory only: another inbox without the file knows nothing.
 	if items := listed(t, marksServer(t, ""), "tok-a", "?claimed=me"); len(items) != 0 {
-		t.Errorf("an inbox without the file: %s", calls(items))
+		t.Errorf("an inbox without the file: %s", callIDs(items))
 	}
 }
 

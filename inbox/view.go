@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wardenhq/warden/calls"
 	"github.com/wardenhq/warden/client"
 	"github.com/wardenhq/warden/tools"
 	"github.com/wardenhq/warden/workflows"
@@ -125,8 +126,10 @@ func (s *Server) view(user string, e client.PendingEntry) entryView {
 	v := entryView{PendingEntry: e, Key: entryKey(e.WorkflowID, e.CallID), Allowed: s.may(user, e.Tool, e.Input, nil, e.Workdir, e.Links)}
 	v.User = user
 	v.YouAllowed = slices.ContainsFunc(e.Approvals, func(a workflows.Approval) bool { return a.By == user })
+	// Indented as a person reads it: <, > and & as themselves, not as
+	// Go's \u003e escapes (json.Indent keeps those).
 	var b bytes.Buffer
-	if json.Indent(&b, e.Input, "", "  ") == nil {
+	if json.Indent(&b, []byte(calls.Unescaped(string(e.Input))), "", "  ") == nil {
 		v.Pretty = b.String()
 	} else {
 		v.Pretty = string(e.Input)

@@ -52,7 +52,7 @@ func TestTurnQuorumByUpdate(t *testing.T) {
 	if len(between) != 1 || len(between[0].Approvals) != 1 || between[0].Approvals[0].By != "alice" {
 		t.Errorf("pending between the allows: %+v", between)
 	}
-	if again.rejected == nil || !strings.Contains(again.rejected.Error(), "already allowed it (1 of 2)") {
+	if again.rejected == nil || !strings.HasSuffix(again.rejected.Error(), "already allowed it (1 of 2): another approver must allow it") {
 		t.Errorf("alice again: %+v", again)
 	}
 	if renamed.rejected == nil || !strings.Contains(renamed.rejected.Error(), "under another name") {
