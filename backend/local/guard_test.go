@@ -157,6 +157,7 @@ func TestGuardRepositoryIntegrity(t *testing.T) {
 	}
 	for _, a := range attacks {
 		t.Run(a.name, func(t *testing.T) {
+			t.Parallel() // each attack has its own repositories and backends
 			// control: no guard, nothing in .git protected; old: no
 			// guard, the profile's own protection; guard: both.
 			for _, mode := range []string{"control", "old", "guard"} {
@@ -640,6 +641,7 @@ func TestGuardRepositoriesGitFinds(t *testing.T) {
 			later: func(t *testing.T, ws string) { git(t, ws, "status") }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel() // each case has its own repositories and backends
 			for _, guard := range []bool{false, true} {
 				for _, isGit := range []bool{false, true} {
 					if !guard && isGit {
