@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -448,61 +449,74 @@ func TestTraceEnv(t *testing.T) {
 
 // TestRemovedMidResult removes the container after a session command ran,
 // while its output is on the way back. A command's caller is told the
-// container went and took the output with it; the backend's own
-// read-only scripts (ListDir, Stat, Home, a non-root ReadFile) run again
-// on the recovered workspace and succeed.
+// container went and took the output with it, and the command ran once;
+// the backend's own read-only scripts (ListDir, Stat, Home, a non-root
+// ReadFile) run again on the recovered workspace and succeed. The two
+// cases run side by side, each with its own container: most of each is
+// the daemon's delay in reporting the killed container gone.
 func TestRemovedMidResult(t *testing.T) {
 	cli := dockerClient(t)
-	host := t.TempDir()
-	b := newTest(t, cli, Config{Session: true, Mounts: []string{host + ":/workspace"}})
-	ctx := t.Context()
 	const size = 50 << 20
-	armed, removals := false, 0
-	b.afterHeader = func() {
-		if !armed {
-			return
-		}
-		armed = false
-		removals++
-		// Kill first, then remove while the rest of the output is read:
-		// a daemon removing a container waits for its exec streams,
-		// which this hook holds back.
-		id := b.ContainerID()
-		if _, err := cli.ContainerKill(context.Background(), id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-			t.Errorf("kill: %v", err)
-		}
-		time.Sleep(300 * time.Millisecond)
-		go func() {
-			if _, err := cli.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true}); err != nil {
-				t.Errorf("remove: %v", err)
+	// setup starts a session backend whose next command's result loses
+	// its container once its header was read; removals counts them, ran
+	// counts the runs of the command req.
+	setup := func(t *testing.T) (b *Backend, req backend.ExecRequest, removals *int, ran func() int) {
+		host := t.TempDir()
+		b = newTest(t, cli, Config{Session: true, Mounts: []string{host + ":/workspace"}})
+		armed := false
+		removals = new(int)
+		var removing sync.WaitGroup
+		t.Cleanup(removing.Wait) // before Close, which newTest registered first
+		b.afterHeader = func() {
+			if !armed {
+				return
 			}
-		}()
+			armed = false
+			*removals++
+			// Kill first, then remove while the rest of the output is
+			// read: a daemon removing a container waits for its exec
+			// streams, which this hook holds back.
+			id := b.ContainerID()
+			if _, err := cli.ContainerKill(context.Background(), id, client.ContainerKillOptions{Signal: "KILL"}); err != nil {
+				t.Errorf("kill: %v", err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			removing.Go(func() {
+				if _, err := cli.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true}); err != nil {
+					t.Errorf("remove: %v", err)
+				}
+			})
+		}
+		run(t, b, "true") // the session is up, with the hook
+		armed = true
+		req = backend.ExecRequest{Argv: []string{"/bin/sh", "-c", fmt.Sprintf(
+			"mkdir -p /workspace/ran && mktemp /workspace/ran/XXXXXX >/dev/null && head -c %d /dev/zero", size)}}
+		ran = func() int {
+			ents, _ := os.ReadDir(filepath.Join(host, "ran"))
+			return len(ents)
+		}
+		return b, req, removals, ran
 	}
-	req := backend.ExecRequest{Argv: []string{"/bin/sh", "-c", fmt.Sprintf(
-		"mkdir -p /workspace/ran && mktemp /workspace/ran/XXXXXX >/dev/null && head -c %d /dev/zero", size)}}
-	ran := func() int {
-		ents, _ := os.ReadDir(filepath.Join(host, "ran"))
-		return len(ents)
-	}
-
-	run(t, b, "true") // the session is up
-	armed = true
-	_, err := b.Exec(ctx, req)
-	if !errors.Is(err, errContainerGone) || !strings.Contains(err.Error(), "removed while the command ran") {
-		t.Fatalf("Exec with the container removed mid-result: err = %v", err)
-	}
-	if removals != 1 || ran() != 1 {
-		t.Fatalf("removals = %d, runs = %d; want 1 and 1", removals, ran())
-	}
-
-	run(t, b, "true") // recovers the workspace, by a plain exec
-	run(t, b, "true") // and starts a session in it
-	armed = true
-	res, err := b.execReadOnly(ctx, req)
-	if err != nil || len(res.Stdout) != size || res.ExitCode != 0 {
-		t.Fatalf("execReadOnly: %d bytes, exit %d, %v", len(res.Stdout), res.ExitCode, err)
-	}
-	if removals != 2 || ran() != 3 {
-		t.Fatalf("removals = %d, runs = %d; want 2 and 3 (the second run was cut, the third answered)", removals, ran())
-	}
+	t.Run("command", func(t *testing.T) {
+		t.Parallel()
+		b, req, removals, ran := setup(t)
+		_, err := b.Exec(t.Context(), req)
+		if !errors.Is(err, errContainerGone) || !strings.Contains(err.Error(), "removed while the command ran") {
+			t.Fatalf("Exec with the container removed mid-result: err = %v", err)
+		}
+		if *removals != 1 || ran() != 1 {
+			t.Fatalf("removals = %d, runs = %d; want 1 and 1", *removals, ran())
+		}
+	})
+	t.Run("read-only", func(t *testing.T) {
+		t.Parallel()
+		b, req, removals, ran := setup(t)
+		res, err := b.execReadOnly(t.Context(), req)
+		if err != nil || len(res.Stdout) != size || res.ExitCode != 0 {
+			t.Fatalf("execReadOnly: %d bytes, exit %d, %v", len(res.Stdout), res.ExitCode, err)
+		}
+		if *removals != 1 || ran() != 2 {
+			t.Fatalf("removals = %d, runs = %d; want 1 and 2 (the first run was cut, the second answered)", *removals, ran())
+		}
+	})
 }
