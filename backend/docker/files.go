@@ -284,7 +284,7 @@ func (b *Backend) Home(ctx context.Context) (string, error) {
 // changes nothing).
 func (b *Backend) execReadOnly(ctx context.Context, req backend.ExecRequest) (backend.ExecResult, error) {
 	res, err := b.Exec(ctx, req)
-	if err != nil && errors.Is(err, errContainerGone) && ctx.Err() == nil {
+	if errors.Is(err, errContainerGone) && ctx.Err() == nil {
 		return b.Exec(ctx, req)
 	}
 	return res, err
