@@ -90,12 +90,20 @@ print('SP'+'UN')"`,
 // second call started at the same time on the same backend completes;
 // the worker's RSS stays bounded, the workspace holds no more than the
 // bound, and the call's cgroups are gone. Control: with that limit off
-// the same attempt gets further.
+// the same attempt gets further. The workspace is on a disk of its own:
+// limits.write is triggered by the file system's growth, which files
+// freed beside it (another test's, or Docker's layers) would hide.
 func TestLimits(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Fatal("the limits' tests need root (cgroups)")
 	}
-	ws, hidden := t.TempDir(), t.TempDir()
+	disk := ownDisk(t, "2G")
+	ws, hidden := filepath.Join(disk, "ws"), filepath.Join(disk, "hidden")
+	for _, d := range []string{ws, hidden} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	b := &Backend{Workdir: ws, Hide: []string{hidden}, Limits: testLimits}
 	defer b.Close()
 	m, err := b.cgroups()

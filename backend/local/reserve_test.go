@@ -22,13 +22,23 @@ import (
 // nothing of the kernel's keeps space for the worker) and returns where.
 func smallDisk(t *testing.T) string {
 	t.Helper()
+	return ownDisk(t, "64M")
+}
+
+// ownDisk mounts a fresh ext4 file system of size (truncate's units: a
+// sparse image, no root reserve) that nothing but the test writes, and
+// returns where. A test that reads a call's effect in the file system's
+// free space (limits.write's trigger, the disk reserve) runs on one: on
+// a shared disk, files another program frees meanwhile hide the growth.
+func ownDisk(t *testing.T, size string) string {
+	t.Helper()
 	if os.Getuid() != 0 {
 		t.Fatal("needs root (mount)")
 	}
 	img := filepath.Join(t.TempDir(), "disk.img")
 	dir := t.TempDir()
-	if out, err := exec.Command("sh", "-c", "truncate -s 64M "+img+" && mkfs.ext4 -q -m 0 "+img+" && mount -o loop "+img+" "+dir).CombinedOutput(); err != nil {
-		t.Fatalf("mount a small disk: %v: %s", err, out)
+	if out, err := exec.Command("sh", "-c", "truncate -s "+size+" "+img+" && mkfs.ext4 -q -m 0 "+img+" && mount -o loop "+img+" "+dir).CombinedOutput(); err != nil {
+		t.Fatalf("mount a disk of its own: %v: %s", err, out)
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
