@@ -50,6 +50,9 @@ type Options struct {
 	// GrepEngine forces the built-in Grep's engine (config
 	// tools.grep_engine; GrepAuto, the zero value, probes for rg).
 	GrepEngine tools.GrepEngine
+	// GrepTimeout bounds one search of the built-in Grep (config
+	// tools.grep_timeout; zero: tools.GrepTimeout).
+	GrepTimeout time.Duration
 	// ToolMiddleware wraps every tool call; the first is outermost.
 	ToolMiddleware []middleware.Middleware
 	// AgentMiddleware hooks into each turn (see workflows.AgentMiddleware);
@@ -206,7 +209,7 @@ func NewActivities(o Options) (*activities.Activities, error) {
 	if !o.NoBuiltins {
 		for _, t := range tools.Builtins() {
 			if g, ok := t.(tools.Grep); ok {
-				g.Engine = o.GrepEngine
+				g.Engine, g.Timeout = o.GrepEngine, o.GrepTimeout
 				t = g
 			}
 			all = append(all, t)

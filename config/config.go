@@ -251,6 +251,10 @@ type Tools struct {
 	// sandbox), the Go engine in the worker (held to the call's profile by
 	// the file_tools layer).
 	GrepEngine string `yaml:"grep_engine"`
+	// GrepTimeout bounds one Grep search (zero: tools.GrepTimeout, 30s).
+	// A search it cuts ends with a result that says so, which the model
+	// reads; the tool's activity timeout still bounds the whole call.
+	GrepTimeout time.Duration `yaml:"grep_timeout"`
 }
 
 // Model configures one model provider: kind "openai" (any OpenAI-

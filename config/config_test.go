@@ -42,6 +42,20 @@ func TestParseToolSettings(t *testing.T) {
 	}
 }
 
+func TestGrepTimeout(t *testing.T) {
+	t.Parallel()
+	c, err := Parse([]byte("tools:\n  grep_timeout: 5s\n"))
+	if err != nil || c.Tools.GrepTimeout != 5*time.Second {
+		t.Errorf("grep_timeout 5s: %v, %v", c.Tools.GrepTimeout, err)
+	}
+	if c, err := Parse(nil); err != nil || c.Tools.GrepTimeout != 0 {
+		t.Errorf("no grep_timeout: %v, %v (want 0, the tool's default)", c.Tools.GrepTimeout, err)
+	}
+	if _, err := Parse([]byte("tools:\n  grep_timeout: -1s\n")); err == nil || !strings.Contains(err.Error(), "tools.grep_timeout: -1s is negative") {
+		t.Errorf("grep_timeout -1s: %v", err)
+	}
+}
+
 func TestParseErrorsNameTheKey(t *testing.T) {
 	t.Parallel()
 	cases := map[string]string{

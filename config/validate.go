@@ -187,6 +187,9 @@ func (c Config) validateTools() []error {
 	default:
 		errs = append(errs, fmt.Errorf("tools.grep_engine: %q is not one of auto, rg, go", c.Tools.GrepEngine))
 	}
+	if c.Tools.GrepTimeout < 0 {
+		errs = append(errs, fmt.Errorf("tools.grep_timeout: %s is negative (0 or unset: the default, 30s)", c.Tools.GrepTimeout))
+	}
 	for _, name := range slices.Sorted(maps.Keys(c.Tools.PerTool)) {
 		errs = append(errs, c.Tools.PerTool[name].validate("tools.per_tool."+name)...)
 	}

@@ -98,7 +98,7 @@ func (n *node) worker(ctx context.Context) (worker.Worker, string, error) {
 		DefaultBackend: cfg.Backend.Default, Backends: extra, Workdir: workdir, Registerer: n.reg, Logger: n.logger,
 		Protected:    cfg.OwnPatterns(),
 		ToolDefaults: cfg.Tools.Defaults, ToolSettings: cfg.Tools.PerTool, GrepEngine: grepEngine(cfg.Tools.GrepEngine),
-		Notifier: sender(cfg.Notify), InboxURL: cfg.Inbox.PublicURL(), RemindBefore: cfg.Notify.RemindBefore, Chat: slackChat(cfg.Chat.Slack, os.Getenv),
+		GrepTimeout: cfg.Tools.GrepTimeout, Notifier: sender(cfg.Notify), InboxURL: cfg.Inbox.PublicURL(), RemindBefore: cfg.Notify.RemindBefore, Chat: slackChat(cfg.Chat.Slack, os.Getenv),
 		Content: store, ContentCacheBytes: int64(cfg.Content.CacheMB) << 20, Compaction: compactions(cfg.Content.Compaction),
 		MaxResultBytes: cfg.Content.MaxResultBytes, MaxCallInputBytes: cfg.Content.MaxCallInputBytes,
 		Client: n.c,

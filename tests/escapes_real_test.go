@@ -46,7 +46,8 @@ func TestRealWorkerEscapes(t *testing.T) {
 		{"sandbox_off", permission.ModeBypass, nil, true},
 	} {
 		t.Run(r.name, func(t *testing.T) {
-			w := startRealWorker(t, inside, r.off, streamConfig(inside))
+			// Grep's bound is set low: class 8 greps an 8 GiB file until it.
+			w := startRealWorker(t, inside, r.off, streamConfig(inside)+"tools:\n  grep_timeout: "+hugeGrepTimeout.String()+"\n")
 			m := modeRun{w: w, mode: r.mode, rules: append(slices.Clone(r.rules), grantRules(w)...)}
 			t.Run("concurrent", func(t *testing.T) {
 				t.Run("2_lifetime", func(t *testing.T) { t.Parallel(); classLifetime(t, m) })
@@ -659,6 +660,10 @@ print('DETACHED',flush=True)
 	killMarked("DAEMON-" + w.tag)
 }
 
+// hugeGrepTimeout is tools.grep_timeout of TestRealWorkerEscapes's
+// workers: class 8's Grep of the 8 GiB file runs until it.
+const hugeGrepTimeout = 5 * time.Second
+
 // classHuge (8): an 8 GiB sparse file (under limits.write, which stops a larger one) and a FIFO made by an allowed
 // call, then read by the file tools: the worker survives, each read ends
 // with an error result, and the next call of the turn works.
@@ -670,10 +675,11 @@ func classHuge(t *testing.T, m modeRun) {
 		{{tool: "Read", input: map[string]any{"file_path": big}}},
 		{{tool: "Read", input: map[string]any{"file_path": fifo}}},
 	}
-	// Grep of the huge file (bounded by its timeout, 30 s with ripgrep)
-	// in bypass mode and with the sandbox off only: the file tools do
-	// not depend on the mode, and the suite stays short.
-	if m.mode == permission.ModeBypass {
+	// Grep of the huge file (bounded by the worker's tools.grep_timeout,
+	// hugeGrepTimeout) in bypass mode and with the sandbox off only: the
+	// file tools do not depend on the mode, and the suite stays short.
+	grepped := m.mode == permission.ModeBypass
+	if grepped {
 		steps = append(steps, []attempt{{tool: "Grep", input: map[string]any{"pattern": "needle", "path": big}}})
 	}
 	steps = append(steps, []attempt{{tool: "Bash", input: pyCall("print('real-'+str(40+2))\n")}})
@@ -717,6 +723,10 @@ func classHuge(t *testing.T, m modeRun) {
 		if !rs[i].IsError {
 			t.Errorf("%s: the %s is no error result: %.300q", m.name(), what, rs[i].Content)
 		}
+	}
+	// The search ends at the configured bound, and its result says so.
+	if want := fmt.Sprintf("timed out after %d seconds", int(hugeGrepTimeout.Seconds())); grepped && !strings.Contains(rs[3].Content, want) {
+		t.Errorf("%s: the Grep of the 8 GiB file did not stop at tools.grep_timeout (%q): %.300q", m.name(), want, rs[3].Content)
 	}
 	if last := rs[len(rs)-1]; !strings.Contains(last.Content, "real-42") {
 		t.Errorf("%s: the call after the reads did not work: %q", m.name(), last.Content)
