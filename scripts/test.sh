@@ -57,6 +57,23 @@ else
   skip "the tracing test (Jaeger)" WARDEN_SKIP_JAEGER
 fi
 
+phase "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt wants to reformat:"; echo "$unformatted"; exit 1; fi
+
+# go mod tidy and go vet need only the module proxy: they start now, in
+# the background, beside the machine's set-up below (a Docker daemon,
+# Debian packages, PostgreSQL), which mostly waits on the network and
+# the disk. vet compiles everything the tests link; tidy checks go.mod
+# and go.sum as committed. Their output and status are read after the
+# set-up.
+go_out=$(mktemp -d)
+phase "go mod tidy and go vet (in the background, beside the set-up below)"
+(go mod tidy -diff >"$go_out/tidy" 2>&1; echo $? >"$go_out/tidy.rc") &
+tidy_pid=$!
+(go vet ./... >"$go_out/vet" 2>&1; echo $? >"$go_out/vet.rc") &
+vet_pid=$!
+
 started_dockerd=""
 # killtree stops a background job and every process it started.
 killtree() {
@@ -66,10 +83,10 @@ killtree() {
 }
 cleanup() {
   # The background jobs run in subshells: stop what they started too.
-  for p in ${jaeger_pid:-} ${cli_pid:-} ${static_pid:-} ${race_pid:-} ${servers_pid:-}; do
+  for p in ${tidy_pid:-} ${vet_pid:-} ${jaeger_pid:-} ${cli_pid:-} ${static_pid:-} ${race_pid:-} ${servers_pid:-}; do
     killtree "$p"
   done
-  rm -rf "${bg_dir:-}" "${bins:-}" "${race_bins:-}"
+  rm -rf "${go_out:-}" "${bg_dir:-}" "${bins:-}" "${race_bins:-}"
   if [ -n "$started_dockerd" ] && [ -f "$started_dockerd" ]; then
     kill "$(cat "$started_dockerd")" 2>/dev/null || true
   fi
@@ -142,15 +159,18 @@ else
   skip "the stock-server tests (Temporal CLI)" WARDEN_SKIP_STOCK
 fi
 
-phase "gofmt"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
-if [ -n "$unformatted" ]; then echo "gofmt wants to reformat:"; echo "$unformatted"; exit 1; fi
+phase "go mod tidy: waiting for its result"
+wait "$tidy_pid" || true
+tidy_pid=""
+cat "$go_out/tidy"
+if [ "$(cat "$go_out/tidy.rc" 2>/dev/null)" != "0" ]; then echo "go mod tidy -diff failed (above: go.mod or go.sum is not as tidy leaves them, or a module did not download)" >&2; exit 1; fi
 
-phase "go mod tidy (go.mod and go.sum as committed)"
-go mod tidy -diff
-
-phase "go vet"
-go vet ./...
+phase "go vet: waiting for its result"
+wait "$vet_pid" || true
+vet_pid=""
+cat "$go_out/vet"
+if [ "$(cat "$go_out/vet.rc" 2>/dev/null)" != "0" ]; then echo "go vet failed (above)" >&2; exit 1; fi
+phase "go vet: done"
 # go vet above ran every analyzer of vet's default set over every package
 # and its test files. go test would run a subset of them again, and since
 # that subset's results are cached apart from vet's, it would analyse each
@@ -289,9 +309,8 @@ servers_pid=$!
 phase "integration tests (real Temporal server, processes, files)"
 tests -test.timeout=30m -test.skip '^(TestClusterProfile$|TestStock|TestTrace)'
 
-# The unit tests start once these are done: the write-limit tests of
-# backend/local see a call's growth on the file system, and files another
-# test removes meanwhile would hide it.
+# They end before the integration tests on a cold and on a warm run;
+# their output comes before the unit tests'.
 phase "cluster profile, stock servers and tracing: waiting for them"
 wait "$servers_pid" || true
 servers_pid=""
@@ -320,33 +339,30 @@ race_one() { # import path, directory
     return 1
   fi
 }
-# Two lanes, one package at a time each. backend/local and backend/docker
-# share one: the write limits backend/local tests see a call's growth on
-# the file system, which files removed meanwhile hide; once, beside the
-# Docker tests (which remove containers and their layers), that growth
-# went unseen (TestLimits/write-fallocates).
-lane() { # "import-path dir" lines on stdin
-  local rc=0 p d
-  while read -r p d; do race_one "$p" "$d" || rc=1; done
-  return $rc
-}
-local_lane='^github.com/wardenhq/warden/backend/(local|docker) '
+# Three lanes take the packages from one queue, longest first:
+# backend/local and backend/docker (they mostly wait on sandboxed
+# processes and on the Docker daemon), the packages without -race (one
+# go test run), then the others. backend/local's write-limit tests read
+# a call's growth in the free space of a disk of their own, so files the
+# Docker tests free beside them cannot hide it.
+export -f race_one
+export race_bins
+heavy='^github.com/wardenhq/warden/backend/(local|docker) '
 pkgdirs=$(go list -f '{{.ImportPath}} {{.Dir}}' $unit)
 unit_rc=0
-# The packages without -race (below) run at the end of the second lane,
-# the shorter one (backend/local and backend/docker take about 250 s).
-norace_rc=0
-grep -E "$local_lane" <<<"$pkgdirs" | lane &
-lane1=$!
 {
-  grep -vE "$local_lane" <<<"$pkgdirs" | lane || unit_rc=1
-  go test -vet=off -count=1 $(echo "$norace" | grep -v '/tests$') >"$race_bins/norace.out" 2>&1 || norace_rc=1
-}
-wait "$lane1" || unit_rc=1
+  grep -E "$heavy" <<<"$pkgdirs" | sort
+  echo "norace -"
+  grep -vE "$heavy" <<<"$pkgdirs"
+} | while read -r p d; do printf '%s\0%s\0' "$p" "$d"; done |
+  NORACE="$(echo "$norace" | grep -v '/tests$' | tr '\n' ' ')" xargs -0 -n 2 -P 3 bash -c '
+    if [ "$0" != norace ]; then race_one "$0" "$1"; exit; fi
+    go test -vet=off -count=1 $NORACE >"$race_bins/norace.out" 2>&1' ||
+  unit_rc=1
 for p in $unit; do cat "$race_bins/${p//\//_}.out"; done
-phase "unit tests without -race (run at the end of the second lane): the packages that embed the server (node, devserver, worker) and the model providers' adapters"
+phase "unit tests without -race (in a lane beside the others): the packages that embed the server (node, devserver, worker) and the model providers' adapters"
 cat "$race_bins/norace.out"
-if [ "$unit_rc" != 0 ] || [ "$norace_rc" != 0 ]; then echo "unit tests failed (above)" >&2; exit 1; fi
+if [ "$unit_rc" != 0 ]; then echo "unit tests failed (above)" >&2; exit 1; fi
 
 if [ ${#skipped[@]} -gt 0 ]; then
   phase "all tests passed, but these parts were SKIPPED:"
