@@ -26,18 +26,19 @@ func smallDisk(t *testing.T) string {
 }
 
 // ownDisk mounts a fresh ext4 file system of size (truncate's units: a
-// sparse image, no root reserve) that nothing but the test writes, and
-// returns where. A test that reads a call's effect in the file system's
-// free space (limits.write's trigger, the disk reserve) runs on one: on
-// a shared disk, files another program frees meanwhile hide the growth.
-func ownDisk(t *testing.T, size string) string {
+// sparse image, no root reserve; mkfs adds mkfs.ext4 options) that
+// nothing but the test writes, and returns where. A test that reads a
+// call's effect in the file system's free space (limits.write's trigger,
+// the disk reserve) runs on one: on a shared disk, files another program
+// frees meanwhile hide the growth.
+func ownDisk(t *testing.T, size string, mkfs ...string) string {
 	t.Helper()
 	if os.Getuid() != 0 {
 		t.Fatal("needs root (mount)")
 	}
 	img := filepath.Join(t.TempDir(), "disk.img")
 	dir := t.TempDir()
-	if out, err := exec.Command("sh", "-c", "truncate -s "+size+" "+img+" && mkfs.ext4 -q -m 0 "+img+" && mount -o loop "+img+" "+dir).CombinedOutput(); err != nil {
+	if out, err := exec.Command("sh", "-c", "truncate -s "+size+" "+img+" && mkfs.ext4 -q -m 0 "+strings.Join(mkfs, " ")+" "+img+" && mount -o loop "+img+" "+dir).CombinedOutput(); err != nil {
 		t.Fatalf("mount a disk of its own: %v: %s", err, out)
 	}
 	t.Cleanup(func() {
@@ -94,7 +95,18 @@ print('AFTER-ALL')"`
 				name += "/control"
 			}
 			t.Run(name, func(t *testing.T) {
-				disk := smallDisk(t)
+				var disk string
+				if c.name != "inodes" {
+					disk = smallDisk(t)
+				} else {
+					// 100,000 inodes: the reserve is 5,000 of them. The
+					// watcher must see the flood between the reserve and
+					// zero; on smallDisk's 16,384 (a reserve of 819) a
+					// flood crossed that in less than a poll of a loaded
+					// machine (three test packages beside it), and took
+					// the last inode.
+					disk = ownDisk(t, "128M", "-N", "100000")
+				}
 				ws, data := filepath.Join(disk, "ws"), filepath.Join(disk, "data")
 				for _, d := range []string{ws, data} {
 					if err := os.Mkdir(d, 0o755); err != nil {
