@@ -83,7 +83,7 @@ killtree() {
 }
 cleanup() {
   # The background jobs run in subshells: stop what they started too.
-  for p in ${tidy_pid:-} ${vet_pid:-} ${jaeger_pid:-} ${cli_pid:-} ${static_pid:-} ${race_pid:-} ${servers_pid:-}; do
+  for p in ${tidy_pid:-} ${vet_pid:-} ${jaeger_pid:-} ${cli_pid:-} ${static_pid:-} ${race_pid:-} ${servers_pid:-} ${unit_pid:-}; do
     killtree "$p"
   done
   rm -rf "${go_out:-}" "${bg_dir:-}" "${bins:-}" "${race_bins:-}"
@@ -306,27 +306,13 @@ phase "cluster profile, stock servers and tracing: in the background (their outp
 (renice -n 10 -p "$BASHPID" >/dev/null; rc=0; servers_tests >"$bg_dir/servers.log" 2>&1 || rc=$?; echo $rc >"$bg_dir/servers.rc") &
 servers_pid=$!
 
-phase "integration tests (real Temporal server, processes, files)"
-tests -test.timeout=30m -test.skip '^(TestClusterProfile$|TestStock|TestTrace)'
-
-# They end before the integration tests on a cold and on a warm run;
-# their output comes before the unit tests'.
-phase "cluster profile, stock servers and tracing: waiting for them"
-wait "$servers_pid" || true
-servers_pid=""
-cat "$bg_dir/servers.log"
-if [ "$(cat "$bg_dir/servers.rc" 2>/dev/null)" != "0" ]; then echo "the cluster, stock-server or tracing tests failed (above)" >&2; exit 1; fi
-
-phase "staticcheck: waiting for its result"
-wait "$static_pid" || true
-static_pid=""
-cat "$bg_dir/staticcheck"
-if [ "$(cat "$bg_dir/staticcheck.rc" 2>/dev/null)" != "0" ]; then echo "staticcheck failed" >&2; exit 1; fi
-wait "$race_pid" || true
-race_pid=""
-
-phase "unit tests (-race)"
-if [ "$(cat "$race_bins/rc")" != "0" ]; then cat "$race_bins/build.log"; echo "the unit tests did not build" >&2; exit 1; fi
+# The unit tests run in the background too, beside the integration tests'
+# last stretch: they start once the cluster, stock-server and tracing
+# tests are done and the race build is there (both by the middle of the
+# integration tests on a warm or a cold run), so they take the cores the
+# integration tests leave idle while they wait on their servers,
+# processes and timers. Their output follows the integration tests'.
+#
 # race_one runs one package's test binary in its directory, as go test
 # would; each package's output is printed in order after.
 race_one() { # import path, directory
@@ -339,30 +325,62 @@ race_one() { # import path, directory
     return 1
   fi
 }
-# Three lanes take the packages from one queue, longest first:
-# backend/local and backend/docker (they mostly wait on sandboxed
-# processes and on the Docker daemon), the packages without -race (one
-# go test run), then the others. backend/local's write-limit tests read
-# a call's growth in the free space of a disk of their own, so files the
-# Docker tests free beside them cannot hide it.
 export -f race_one
 export race_bins
 heavy='^github.com/wardenhq/warden/backend/(local|docker) '
 pkgdirs=$(go list -f '{{.ImportPath}} {{.Dir}}' $unit)
-unit_rc=0
-{
-  grep -E "$heavy" <<<"$pkgdirs" | sort
-  echo "norace -"
-  grep -vE "$heavy" <<<"$pkgdirs"
-} | while read -r p d; do printf '%s\0%s\0' "$p" "$d"; done |
-  NORACE="$(echo "$norace" | grep -v '/tests$' | tr '\n' ' ')" xargs -0 -n 2 -P 3 bash -c '
-    if [ "$0" != norace ]; then race_one "$0" "$1"; exit; fi
-    go test -vet=off -count=1 $NORACE >"$race_bins/norace.out" 2>&1' ||
-  unit_rc=1
-for p in $unit; do cat "$race_bins/${p//\//_}.out"; done
-phase "unit tests without -race (in a lane beside the others): the packages that embed the server (node, devserver, worker) and the model providers' adapters"
-cat "$race_bins/norace.out"
-if [ "$unit_rc" != 0 ]; then echo "unit tests failed (above)" >&2; exit 1; fi
+# unit_tests runs three lanes that take the packages from one queue,
+# longest first: backend/local and backend/docker (they mostly wait on
+# sandboxed processes and on the Docker daemon), the packages without
+# -race (one go test run), then the others. backend/local's write-limit
+# tests read a call's growth in the free space of a disk of their own,
+# so files freed beside them (the Docker tests', the integration tests')
+# cannot hide it.
+unit_tests() {
+  while [ ! -f "$bg_dir/servers.rc" ] || [ ! -f "$race_bins/rc" ]; do sleep 2; done
+  phase "unit tests (-race): started"
+  if [ "$(cat "$race_bins/rc")" != "0" ]; then cat "$race_bins/build.log"; echo "the unit tests did not build" >&2; return 1; fi
+  local rc=0
+  {
+    grep -E "$heavy" <<<"$pkgdirs" | sort
+    echo "norace -"
+    grep -vE "$heavy" <<<"$pkgdirs"
+  } | while read -r p d; do printf '%s\0%s\0' "$p" "$d"; done |
+    NORACE="$(echo "$norace" | grep -v '/tests$' | tr '\n' ' ')" xargs -0 -n 2 -P 3 bash -c '
+      if [ "$0" != norace ]; then race_one "$0" "$1"; exit; fi
+      go test -vet=off -count=1 $NORACE >"$race_bins/norace.out" 2>&1' ||
+    rc=1
+  phase "unit tests: done"
+  for p in $unit; do cat "$race_bins/${p//\//_}.out"; done
+  phase "unit tests without -race (in a lane beside the others): the packages that embed the server (node, devserver, worker) and the model providers' adapters"
+  cat "$race_bins/norace.out"
+  return $rc
+}
+(rc=0; unit_tests >"$bg_dir/unit.log" 2>&1 || rc=$?; echo $rc >"$bg_dir/unit.rc") &
+unit_pid=$!
+
+phase "integration tests (real Temporal server, processes, files)"
+tests -test.timeout=30m -test.skip '^(TestClusterProfile$|TestStock|TestTrace)'
+
+phase "cluster profile, stock servers and tracing: waiting for them"
+wait "$servers_pid" || true
+servers_pid=""
+cat "$bg_dir/servers.log"
+if [ "$(cat "$bg_dir/servers.rc" 2>/dev/null)" != "0" ]; then echo "the cluster, stock-server or tracing tests failed (above)" >&2; exit 1; fi
+
+phase "staticcheck: waiting for its result"
+wait "$static_pid" || true
+static_pid=""
+cat "$bg_dir/staticcheck"
+if [ "$(cat "$bg_dir/staticcheck.rc" 2>/dev/null)" != "0" ]; then echo "staticcheck failed" >&2; exit 1; fi
+
+phase "unit tests: waiting for them (their own phase lines give their times)"
+wait "$unit_pid" || true
+unit_pid=""
+wait "$race_pid" || true
+race_pid=""
+cat "$bg_dir/unit.log"
+if [ "$(cat "$bg_dir/unit.rc" 2>/dev/null)" != "0" ]; then echo "unit tests failed (above)" >&2; exit 1; fi
 
 if [ ${#skipped[@]} -gt 0 ]; then
   phase "all tests passed, but these parts were SKIPPED:"
