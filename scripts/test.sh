@@ -159,17 +159,20 @@ else
   skip "the stock-server tests (Temporal CLI)" WARDEN_SKIP_STOCK
 fi
 
-phase "go mod tidy: waiting for its result"
-wait "$tidy_pid" || true
-tidy_pid=""
-cat "$go_out/tidy"
-if [ "$(cat "$go_out/tidy.rc" 2>/dev/null)" != "0" ]; then echo "go mod tidy -diff failed (above: go.mod or go.sum is not as tidy leaves them, or a module did not download)" >&2; exit 1; fi
+# collect waits for a background job, prints its output, and ends the run
+# with why unless its status file holds 0.
+collect() { # pid, output file, status file, why
+  wait "$1" || true
+  cat "$2"
+  if [ "$(cat "$3" 2>/dev/null)" != "0" ]; then echo "$4" >&2; exit 1; fi
+}
 
+phase "go mod tidy: waiting for its result"
+collect "$tidy_pid" "$go_out/tidy" "$go_out/tidy.rc" "go mod tidy -diff failed (above: go.mod or go.sum is not as tidy leaves them, or a module did not download)"
+tidy_pid=""
 phase "go vet: waiting for its result"
-wait "$vet_pid" || true
+collect "$vet_pid" "$go_out/vet" "$go_out/vet.rc" "go vet failed (above)"
 vet_pid=""
-cat "$go_out/vet"
-if [ "$(cat "$go_out/vet.rc" 2>/dev/null)" != "0" ]; then echo "go vet failed (above)" >&2; exit 1; fi
 phase "go vet: done"
 # go vet above ran every analyzer of vet's default set over every package
 # and its test files. go test would run a subset of them again, and since
@@ -363,24 +366,18 @@ phase "integration tests (real Temporal server, processes, files)"
 tests -test.timeout=30m -test.skip '^(TestClusterProfile$|TestStock|TestTrace)'
 
 phase "cluster profile, stock servers and tracing: waiting for them"
-wait "$servers_pid" || true
+collect "$servers_pid" "$bg_dir/servers.log" "$bg_dir/servers.rc" "the cluster, stock-server or tracing tests failed (above)"
 servers_pid=""
-cat "$bg_dir/servers.log"
-if [ "$(cat "$bg_dir/servers.rc" 2>/dev/null)" != "0" ]; then echo "the cluster, stock-server or tracing tests failed (above)" >&2; exit 1; fi
 
 phase "staticcheck: waiting for its result"
-wait "$static_pid" || true
+collect "$static_pid" "$bg_dir/staticcheck" "$bg_dir/staticcheck.rc" "staticcheck failed"
 static_pid=""
-cat "$bg_dir/staticcheck"
-if [ "$(cat "$bg_dir/staticcheck.rc" 2>/dev/null)" != "0" ]; then echo "staticcheck failed" >&2; exit 1; fi
 
 phase "unit tests: waiting for them (their own phase lines give their times)"
-wait "$unit_pid" || true
-unit_pid=""
 wait "$race_pid" || true
 race_pid=""
-cat "$bg_dir/unit.log"
-if [ "$(cat "$bg_dir/unit.rc" 2>/dev/null)" != "0" ]; then echo "unit tests failed (above)" >&2; exit 1; fi
+collect "$unit_pid" "$bg_dir/unit.log" "$bg_dir/unit.rc" "unit tests failed (above)"
+unit_pid=""
 
 if [ ${#skipped[@]} -gt 0 ]; then
   phase "all tests passed, but these parts were SKIPPED:"
